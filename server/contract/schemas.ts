@@ -1,0 +1,213 @@
+// Every shape of the v2 API, written once. These schemas validate requests, serialize
+// responses, type the route handlers and the clients, and generate /v2/openapi.json.
+// `x-extension: true` marks what the interface document does not name (see decisions.md).
+import Type, { type Static, type TSchema } from 'typebox';
+
+const ext = { 'x-extension': true } as const;
+
+export const MAX_SAFE = Number.MAX_SAFE_INTEGER; // 2^53 - 1
+export const CLIENT_ID_PATTERN = '^[A-Za-z0-9._:@-]{1,128}$';
+export const ZONE_CODE_PATTERN = '^[a-z0-9-]{2,32}$';
+
+export const DateTime = Type.String({
+  format: 'date-time',
+  description: 'ISO 8601 UTC with milliseconds and Z, e.g. 2026-11-22T10:04:05.123Z',
+});
+
+export const SessionStatusValue = Type.Union(
+  [Type.Literal('created'), Type.Literal('active'), Type.Literal('idle'), Type.Literal('ended')],
+  { description: 'created: no connection yet; active: a connection is open; idle: a reusable session whose connections all closed; ended: terminal.' },
+);
+
+export const EventTypeValue = Type.Union([
+  Type.Literal('session_start'),
+  Type.Literal('session_heartbeat'),
+  Type.Literal('session_end'),
+  Type.Literal('session_stats'),
+]);
+
+export const ErrorRecord = Type.Object(
+  {
+    error: Type.Object({
+      code: Type.String({ description: 'Stable snake_case code.' }),
+      message: Type.String(),
+      details: Type.Object({}, { additionalProperties: true }),
+    }),
+  },
+  { description: 'The body of every error response.' },
+);
+
+export const Zone = Type.Object({
+  name: Type.String(),
+  code: Type.String(),
+  has_active_nodes: Type.Boolean(),
+  country: Type.String({ ...ext, description: 'ISO 3166-1 alpha-2 country code, upper case.' }),
+  cities: Type.Array(Type.String(), { ...ext, description: 'Cities served, lower case.' }),
+});
+
+export const ZoneList = Type.Object({ zones: Type.Array(Zone) });
+
+export const SessionCreateRequest = Type.Object(
+  {
+    client_id: Type.String({ pattern: CLIENT_ID_PATTERN, description: '1 to 128 characters of A-Z a-z 0-9 . _ : @ -' }),
+    connection_type: Type.Optional(Type.String({ description: 'Only `vless` is supported (default).' })),
+    zone: Type.String({ description: 'Zone code.' }),
+    reusable: Type.Optional(Type.Boolean({ description: 'Default false.' })),
+  },
+  { additionalProperties: false },
+);
+
+export const Configuration = Type.Object({
+  protocol: Type.Literal('vless'),
+  address: Type.String(),
+  port: Type.Integer(),
+  id: Type.String(),
+  encryption: Type.Literal('none'),
+  network: Type.Union([Type.Literal('ws'), Type.Literal('tcp')]),
+  path: Type.Optional(Type.String()),
+  security: Type.Union([Type.Literal('none'), Type.Literal('tls')]),
+  sni: Type.Optional(Type.String()),
+});
+
+export const Session = Type.Object({
+  id: Type.String({ format: 'uuid' }),
+  connection_type: Type.Literal('vless'),
+  zone: Type.String(),
+  configuration: Configuration,
+  configuration_link: Type.String(),
+  reusable: Type.Boolean(),
+  created_at: DateTime,
+  client_id: Type.String(ext),
+  status: { ...SessionStatusValue, ...ext },
+  paused: Type.Boolean(ext),
+  duration: Type.Integer(ext),
+  uploaded_bytes: Type.Integer(ext),
+  downloaded_bytes: Type.Integer(ext),
+});
+
+export const SessionList = Type.Object(
+  {
+    sessions: Type.Array(Session),
+    next_cursor: Type.Union([Type.String(), Type.Null()]),
+  },
+  ext,
+);
+
+export const SessionListQuery = Type.Object(
+  {
+    client_id: Type.Optional(Type.String()),
+    status: Type.Optional(SessionStatusValue),
+    zone: Type.Optional(Type.String()),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 50 })),
+    cursor: Type.Optional(Type.String({ maxLength: 64 })),
+  },
+  { additionalProperties: false },
+);
+
+export const SessionStatusResponse = Type.Object({
+  client_id: Type.String(),
+  status: SessionStatusValue,
+  duration: Type.Integer({ description: 'Whole seconds with at least one open connection.' }),
+  uploaded_bytes: Type.Integer(),
+  downloaded_bytes: Type.Integer(),
+  paused: Type.Boolean(ext),
+});
+
+export const PauseResult = Type.Object({ session_id: Type.String(), paused: Type.Boolean() });
+
+export const SessionIdParams = Type.Object({ id: Type.String({ maxLength: 200 }) });
+
+export const SessionEvent = Type.Object({
+  id: Type.Integer(),
+  session_id: Type.String(),
+  event_type: EventTypeValue,
+  created_at: DateTime,
+  duration: Type.Integer(),
+  downloaded_bytes: Type.Integer(),
+  uploaded_bytes: Type.Integer(),
+});
+
+const StringOrList = Type.Union([Type.String(), Type.Array(Type.String())]);
+export const EventStreamQuery = Type.Object(
+  {
+    session_id: Type.Optional({ ...StringOrList, ...ext }),
+    event_type: Type.Optional({ ...Type.Union([EventTypeValue, Type.Array(EventTypeValue)]), ...ext }),
+    last_event_id: Type.Optional(Type.String({ ...ext, pattern: '^[0-9]{1,16}$' })),
+  },
+  { additionalProperties: false },
+);
+
+// Limits: one value schema per field; `null` in an update removes the field.
+const bytes = (description: string) => Type.Integer({ minimum: 0, maximum: MAX_SAFE, description });
+const speed = (description: string) => Type.Integer({ minimum: 1, maximum: MAX_SAFE, description });
+const trafficFields = {
+  downloaded_bytes: bytes('Download limit in bytes (lifetime total).'),
+  uploaded_bytes: bytes('Upload limit in bytes (lifetime total).'),
+  download_speed: speed('Download speed limit in bytes per second.'),
+  upload_speed: speed('Upload speed limit in bytes per second.'),
+};
+const clientFields = {
+  ...trafficFields,
+  max_sessions: Type.Integer({ minimum: 0, maximum: MAX_SAFE, description: 'Sessions of one client with open connections at once.' }),
+  max_reconnections: Type.Integer({ minimum: 0, maximum: MAX_SAFE, description: 'Connections after the first for one reusable session.' }),
+};
+
+function recordOf(fields: Record<string, TSchema>) {
+  const props: Record<string, TSchema> = {};
+  for (const [k, v] of Object.entries(fields)) props[k] = Type.Optional(v);
+  return Type.Object({ id: Type.String({ format: 'uuid' }), created_at: DateTime, updated_at: DateTime, ...props });
+}
+function updateOf(fields: Record<string, TSchema>) {
+  const props: Record<string, TSchema> = {};
+  for (const [k, v] of Object.entries(fields)) props[k] = Type.Optional(Type.Union([v, Type.Null()]));
+  return Type.Object(props, { additionalProperties: false, minProperties: 1 });
+}
+
+export const LIMIT_FIELDS = {
+  global: Object.keys(trafficFields),
+  client: Object.keys(clientFields),
+  session: Object.keys(trafficFields),
+} as const;
+
+export const GlobalLimits = recordOf(trafficFields);
+export const ClientLimits = recordOf(clientFields);
+export const SessionLimits = recordOf(trafficFields);
+export const GlobalLimitsUpdate = updateOf(trafficFields);
+export const ClientLimitsUpdate = updateOf(clientFields);
+export const SessionLimitsUpdate = updateOf(trafficFields);
+
+export const ServerInfo = Type.Object(
+  {
+    version: Type.String(),
+    api_port: Type.Integer(),
+    public_host: Type.String(),
+    ws_path: Type.String(),
+    vless_tcp_port: Type.Union([Type.Integer(), Type.Null()]),
+    proxy_port: Type.Union([Type.Integer(), Type.Null()]),
+    tls: Type.Boolean(),
+  },
+  ext,
+);
+
+export type ErrorRecord = Static<typeof ErrorRecord>;
+export type Zone = Static<typeof Zone>;
+export type ZoneList = Static<typeof ZoneList>;
+export type SessionCreateRequest = Static<typeof SessionCreateRequest>;
+export type Configuration = Static<typeof Configuration>;
+export type Session = Static<typeof Session>;
+export type SessionList = Static<typeof SessionList>;
+export type SessionListQuery = Static<typeof SessionListQuery>;
+export type SessionStatusResponse = Static<typeof SessionStatusResponse>;
+export type SessionStatusValue = Static<typeof SessionStatusValue>;
+export type PauseResult = Static<typeof PauseResult>;
+export type SessionEvent = Static<typeof SessionEvent>;
+export type EventType = Static<typeof EventTypeValue>;
+export type EventStreamQuery = Static<typeof EventStreamQuery>;
+export type ClientLimits = Static<typeof ClientLimits>;
+export type ClientLimitsUpdate = Static<typeof ClientLimitsUpdate>;
+export type GlobalLimits = Static<typeof GlobalLimits>;
+export type SessionLimits = Static<typeof SessionLimits>;
+export type LimitsRecord = ClientLimits;
+export type LimitsUpdate = ClientLimitsUpdate;
+export type LimitScope = keyof typeof LIMIT_FIELDS;
+export type ServerInfo = Static<typeof ServerInfo>;

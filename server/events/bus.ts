@@ -1,0 +1,60 @@
+// Event publisher: every event is persisted first (it gets its id from SQLite), then
+// handed to the live subscribers of the same customer whose filters match.
+import type { EventType, SessionEvent } from '../contract/schemas.ts';
+import type { EventFilter, Store } from '../store/store.ts';
+import { isoNow } from '../time.ts';
+
+export interface Subscriber {
+  customerId: string;
+  filter: EventFilter;
+  deliver(e: SessionEvent): void;
+}
+
+export interface PublishInput {
+  customerId: string;
+  sessionId: string;
+  type: EventType;
+  duration: number;
+  uploaded_bytes: number;
+  downloaded_bytes: number;
+}
+
+export function matches(filter: EventFilter, e: SessionEvent): boolean {
+  if (filter.sessionIds?.length && !filter.sessionIds.includes(e.session_id)) return false;
+  if (filter.types?.length && !filter.types.includes(e.event_type)) return false;
+  return true;
+}
+
+export class EventBus {
+  private readonly store: Store;
+  private readonly subscribers = new Set<Subscriber>();
+
+  constructor(store: Store) {
+    this.store = store;
+  }
+
+  publish(input: PublishInput): SessionEvent {
+    const event = this.store.insertEvent({
+      customer_id: input.customerId,
+      session_id: input.sessionId,
+      event_type: input.type,
+      created_at: isoNow(),
+      duration: input.duration,
+      uploaded_bytes: input.uploaded_bytes,
+      downloaded_bytes: input.downloaded_bytes,
+    });
+    for (const sub of this.subscribers) {
+      if (sub.customerId === input.customerId && matches(sub.filter, event)) sub.deliver(event);
+    }
+    return event;
+  }
+
+  subscribe(sub: Subscriber): () => void {
+    this.subscribers.add(sub);
+    return () => this.subscribers.delete(sub);
+  }
+
+  get subscriberCount(): number {
+    return this.subscribers.size;
+  }
+}

@@ -1,0 +1,56 @@
+// Token authentication for the /v2 subtree. Both `Authorization: Bearer <token>` (scheme
+// case-insensitive) and `Authorization: <token>` are accepted; tokens are looked up by hash.
+import type { FastifyRequest } from 'fastify';
+import { ApiError } from '../contract/errors.ts';
+import type { Role, Store } from '../store/store.ts';
+
+export interface AuthContext {
+  customerId: string;
+  role: Role;
+  tokenId: string;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    auth: AuthContext | null;
+  }
+  interface FastifyContextConfig {
+    /** Routes that answer without a token (the OpenAPI document). */
+    public?: boolean;
+    /** Routes that need the owner role. */
+    ownerOnly?: boolean;
+  }
+}
+
+const TOKEN_SHAPE = /^[A-Za-z0-9._~+/=-]{1,512}$/;
+
+/** The token from an Authorization header, or undefined when the header is missing or malformed. */
+export function extractToken(header: string | string[] | undefined): string | undefined {
+  if (typeof header !== 'string') return undefined;
+  const value = header.trim();
+  const m = /^bearer\s+(.+)$/i.exec(value);
+  const token = (m ? m[1] : value).trim();
+  return TOKEN_SHAPE.test(token) ? token : undefined;
+}
+
+export function authenticate(store: Store) {
+  return async function authHook(request: FastifyRequest): Promise<void> {
+    if (request.routeOptions.config?.public) return;
+    const token = extractToken(request.headers.authorization);
+    if (!token) {
+      throw new ApiError('unauthorized', request.headers.authorization ? 'The Authorization header is malformed.' : 'An API token is required (Authorization: Bearer <token>).');
+    }
+    const info = store.findToken(token);
+    if (!info) throw new ApiError('unauthorized', 'The API token is not valid.');
+    request.auth = { customerId: info.customer_id, role: info.role, tokenId: info.id };
+    if (request.routeOptions.config?.ownerOnly && info.role !== 'owner') {
+      throw new ApiError('forbidden', 'This token may not manage limits; an owner token is required.', { role: info.role });
+    }
+  };
+}
+
+/** The caller's context inside a handler; the auth hook guarantees it on non-public routes. */
+export function callerOf(request: FastifyRequest): AuthContext {
+  if (!request.auth) throw new ApiError('unauthorized', 'An API token is required (Authorization: Bearer <token>).');
+  return request.auth;
+}

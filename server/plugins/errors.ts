@@ -1,0 +1,94 @@
+// One error format for every non-2xx answer: `{ error: { code, message, details } }`.
+// 5xx answers never carry a stack trace or an internal message.
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { ApiError, type ErrorCode } from '../contract/errors.ts';
+import { errorFrame } from '../events/sse.ts';
+import type { Logger } from '../dataplane/api.ts';
+
+export const EVENTS_ROUTE = '/v2/sessions/events';
+
+interface AjvError {
+  instancePath?: string;
+  keyword?: string;
+  message?: string;
+  params?: Record<string, unknown>;
+}
+
+/** Turns ajv's errors into a person-readable message and structured details. */
+export function describeValidation(errors: AjvError[], context: string | undefined): ApiError {
+  const unknown: string[] = [];
+  const problems: { field: string; problem: string }[] = [];
+  for (const e of errors) {
+    const base = (e.instancePath ?? '').replace(/^\//, '').replace(/\//g, '.');
+    if (e.keyword === 'additionalProperties' && typeof e.params?.additionalProperty === 'string') {
+      unknown.push(base ? `${base}.${e.params.additionalProperty}` : e.params.additionalProperty);
+      continue;
+    }
+    if (e.keyword === 'required' && typeof e.params?.missingProperty === 'string') {
+      problems.push({ field: base ? `${base}.${e.params.missingProperty}` : e.params.missingProperty, problem: 'is required' });
+      continue;
+    }
+    if (e.keyword === 'minProperties') {
+      problems.push({ field: base || 'body', problem: 'must name at least one field' });
+      continue;
+    }
+    // anyOf branches (value or null) repeat the same field; keep the first, most useful one.
+    if (e.keyword === 'anyOf' || (base && problems.some((p) => p.field === base))) continue;
+    problems.push({ field: base || context || 'body', problem: e.message ?? 'is invalid' });
+  }
+  const parts: string[] = [];
+  if (unknown.length) parts.push(`unknown field${unknown.length > 1 ? 's' : ''}: ${unknown.join(', ')}`);
+  for (const p of problems) parts.push(`${p.field} ${p.problem}`);
+  const where = context === 'querystring' ? 'query parameter' : context === 'params' ? 'path parameter' : 'request';
+  const details: Record<string, unknown> = { location: context ?? 'body' };
+  if (unknown.length) details.unknown_fields = unknown;
+  if (problems.length) details.fields = problems;
+  return new ApiError('invalid_request', `Invalid ${where}: ${parts.join('; ') || 'does not match the schema'}.`, details);
+}
+
+const FASTIFY_CODES: Record<string, [ErrorCode, string]> = {
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: ['unsupported_media_type', 'Request bodies must be JSON (Content-Type: application/json).'],
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: ['invalid_request', 'The Content-Length header does not match the body.'],
+  FST_ERR_CTP_BODY_TOO_LARGE: ['payload_too_large', 'The request body is larger than 64 KiB.'],
+  FST_ERR_CTP_EMPTY_JSON_BODY: ['invalid_request', 'The request body is empty.'],
+  FST_ERR_CTP_INVALID_JSON_BODY: ['invalid_request', 'The request body is not valid JSON.'],
+  FST_ERR_BAD_URL: ['invalid_request', 'The URL is malformed.'],
+  FST_ERR_ASYNC_CONSTRAINT: ['invalid_request', 'The request is malformed.'],
+};
+
+export function toApiError(err: FastifyError | ApiError | Error): ApiError {
+  if (err instanceof ApiError) return err;
+  const fe = err as FastifyError;
+  if (fe.validation) return describeValidation(fe.validation as AjvError[], fe.validationContext);
+  if (fe.code && FASTIFY_CODES[fe.code]) {
+    const [code, message] = FASTIFY_CODES[fe.code];
+    return new ApiError(code, message);
+  }
+  if (err instanceof SyntaxError || fe.statusCode === 400) return new ApiError('invalid_request', 'The request is malformed.');
+  if (fe.statusCode === 413) return new ApiError('payload_too_large', 'The request body is too large.');
+  if (fe.statusCode === 415) return new ApiError('unsupported_media_type', 'Request bodies must be JSON (Content-Type: application/json).');
+  if (fe.statusCode === 404) return new ApiError('not_found', 'Not found.');
+  return new ApiError('internal_error', 'An unexpected error occurred.');
+}
+
+/** Writes the error record; on the event stream, as one SSE `data:` event before closing. */
+export function sendError(request: FastifyRequest, reply: FastifyReply, error: ApiError): FastifyReply {
+  if (error.statusCode === 429 && !reply.hasHeader('retry-after')) {
+    const reset = Number(reply.getHeader('x-ratelimit-reset') ?? 1);
+    reply.header('retry-after', String(Math.max(1, reset)));
+  }
+  if (request.routeOptions.url === EVENTS_ROUTE) {
+    return reply.code(error.statusCode).type('text/event-stream; charset=utf-8').send(errorFrame(error.toBody()));
+  }
+  return reply.code(error.statusCode).type('application/json; charset=utf-8').send(error.toBody());
+}
+
+export function installErrorHandling(app: FastifyInstance, log: Logger): void {
+  app.setErrorHandler((err: FastifyError, request, reply) => {
+    const apiError = toApiError(err);
+    if (apiError.statusCode >= 500) {
+      log.error({ err: { message: err.message, code: err.code, stack: err.stack }, route: request.routeOptions.url }, 'request failed');
+    }
+    return sendError(request, reply, apiError);
+  });
+}

@@ -1,0 +1,49 @@
+import type { FastifyInstance } from 'fastify';
+import { ApiError } from '../contract/errors.ts';
+import { EventStreamQuery, SessionEvent } from '../contract/schemas.ts';
+import { openEventStream } from '../events/sse.ts';
+import { callerOf } from '../plugins/auth.ts';
+import type { Services } from '../services.ts';
+import { bearer } from './common.ts';
+
+const asList = (v: string | string[] | undefined): string[] | undefined => (v === undefined ? undefined : Array.isArray(v) ? v : [v]);
+
+export async function eventRoutes(app: FastifyInstance, ctx: Services): Promise<void> {
+  app.get<{ Querystring: EventStreamQuery }>('/sessions/events', {
+    schema: {
+      summary: 'Stream of session events (Server-Sent Events)',
+      description:
+        'Each event is `id: <id>` and `data: <SessionEvent JSON>`. Resume with the Last-Event-ID header or last_event_id (extension); filter with session_id and event_type (extensions, repeatable).',
+      tags: ['events'],
+      security: bearer,
+      querystring: EventStreamQuery,
+      response: {
+        200: { description: 'text/event-stream of SessionEvent', content: { 'text/event-stream': { schema: SessionEvent } } },
+      },
+    } as object,
+    handler: async (request, reply) => {
+      const { customerId } = callerOf(request);
+      const header = request.headers['last-event-id'];
+      const raw = typeof header === 'string' && header.trim() !== '' ? header.trim() : request.query.last_event_id;
+      let lastEventId = 0;
+      if (raw !== undefined) {
+        if (!/^[0-9]{1,16}$/.test(raw) || !Number.isSafeInteger(Number(raw))) {
+          throw new ApiError('invalid_request', 'Last-Event-ID must be a non-negative integer.', { location: 'headers' });
+        }
+        lastEventId = Number(raw);
+      }
+      reply.hijack();
+      ctx.streams.add(
+        openEventStream(reply.raw, reply.getHeaders(), {
+          store: ctx.store,
+          bus: ctx.bus,
+          customerId,
+          filter: { sessionIds: asList(request.query.session_id), types: asList(request.query.event_type) },
+          lastEventId,
+          options: ctx.settings.sse,
+        }),
+        reply.raw,
+      );
+    },
+  });
+}

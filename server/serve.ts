@@ -1,0 +1,56 @@
+// startServer(options): builds the service and listens: the API (and VLESS over ws) on one
+// port, the raw-TCP VLESS inbound and the HTTP proxy on their own. Used by the CLI and the desktop app.
+import type { AddressInfo } from 'node:net';
+import { buildServer, type BuiltServer, type ServerOptions } from './app.ts';
+
+export interface StartOptions extends ServerOptions {
+  /** API port; 0 picks a free one. Default 8787. */
+  port?: number;
+  /** The customer created, with an owner token, when the data folder is new. Default "default". */
+  firstCustomer?: string;
+}
+
+export interface RunningServer extends BuiltServer {
+  origin: string;
+  baseUrl: string;
+  apiPort: number;
+  vlessTcpPort: number | null;
+  proxyPort: number | null;
+  /** Plain owner token, only when this start created the first customer; it is never shown again. */
+  ownerToken?: string;
+  close(): Promise<void>;
+}
+
+export async function startServer(opts: StartOptions): Promise<RunningServer> {
+  const host = opts.host ?? '127.0.0.1';
+  const built = await buildServer({ ...opts, host });
+  const { app, services } = built;
+  let ownerToken: string | undefined;
+  if (services.store.countCustomers() === 0) {
+    ownerToken = services.tokens.create({ customer: opts.firstCustomer ?? 'default', role: 'owner' });
+  }
+  try {
+    await app.listen({ host, port: opts.port ?? 8787 });
+    const apiPort = (app.server.address() as AddressInfo).port;
+    services.settings.link.wsPort = opts.publicPort ?? apiPort;
+    const ports = services.dataPlane ? await services.dataPlane.start() : { vlessTcpPort: null, proxyPort: null };
+    services.settings.link.tcpPort = ports.vlessTcpPort;
+    services.settings.proxyPort = ports.proxyPort;
+    const shownHost = host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host;
+    const origin = `${opts.tls ? 'https' : 'http'}://${shownHost}:${apiPort}`;
+    let closing: Promise<void> | undefined;
+    return {
+      ...built,
+      origin,
+      baseUrl: `${origin}/v2`,
+      apiPort,
+      vlessTcpPort: ports.vlessTcpPort,
+      proxyPort: ports.proxyPort,
+      ownerToken,
+      close: () => (closing ??= app.close()),
+    };
+  } catch (err) {
+    await app.close();
+    throw err;
+  }
+}

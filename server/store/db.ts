@@ -1,0 +1,98 @@
+// Opens the SQLite database (node:sqlite, no native addon) and applies versioned migrations.
+import { DatabaseSync } from 'node:sqlite';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+
+/** Each entry moves the schema one version up; never edit a released entry, append a new one. */
+const MIGRATIONS: string[] = [
+  // 1: customers, tokens, sessions, limits, events
+  `
+  CREATE TABLE customers (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE,
+    created_at TEXT NOT NULL
+  );
+  CREATE TABLE tokens (
+    id TEXT PRIMARY KEY,
+    customer_id TEXT NOT NULL REFERENCES customers(id),
+    role TEXT NOT NULL CHECK (role IN ('owner', 'agent')),
+    hash TEXT NOT NULL UNIQUE,
+    prefix TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    revoked_at TEXT
+  );
+  CREATE TABLE sessions (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    customer_id TEXT NOT NULL REFERENCES customers(id),
+    client_id TEXT NOT NULL,
+    zone TEXT NOT NULL,
+    connection_type TEXT NOT NULL,
+    reusable INTEGER NOT NULL,
+    paused INTEGER NOT NULL DEFAULT 0,
+    status TEXT NOT NULL DEFAULT 'created',
+    uploaded_bytes INTEGER NOT NULL DEFAULT 0,
+    downloaded_bytes INTEGER NOT NULL DEFAULT 0,
+    duration INTEGER NOT NULL DEFAULT 0,
+    connections INTEGER NOT NULL DEFAULT 0,
+    created_at TEXT NOT NULL
+  );
+  CREATE INDEX sessions_by_customer ON sessions (customer_id, seq);
+  CREATE INDEX sessions_by_client ON sessions (customer_id, client_id, seq);
+  CREATE TABLE limits (
+    customer_id TEXT NOT NULL REFERENCES customers(id),
+    scope TEXT NOT NULL CHECK (scope IN ('global', 'client', 'session')),
+    id TEXT NOT NULL,
+    fields TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    PRIMARY KEY (customer_id, scope)
+  );
+  CREATE TABLE events (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    customer_id TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    event_type TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    duration INTEGER NOT NULL,
+    downloaded_bytes INTEGER NOT NULL,
+    uploaded_bytes INTEGER NOT NULL
+  );
+  CREATE INDEX events_by_customer ON events (customer_id, id);
+  CREATE INDEX events_by_time ON events (created_at);
+  `,
+];
+
+export const SCHEMA_VERSION = MIGRATIONS.length;
+
+export function openDatabase(dataDir: string): DatabaseSync {
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const db = new DatabaseSync(join(dataDir, 'vpn-access.db'));
+  // WAL + synchronous=NORMAL: a committed transaction survives the death of the process
+  // (kill -9); only a power loss may drop the last few. FULL would also cover power loss.
+  db.exec('PRAGMA journal_mode = WAL');
+  db.exec('PRAGMA synchronous = NORMAL');
+  db.exec('PRAGMA foreign_keys = ON');
+  db.exec('PRAGMA busy_timeout = 5000');
+  migrate(db);
+  return db;
+}
+
+function migrate(db: DatabaseSync): void {
+  const row = db.prepare('PRAGMA user_version').get() as { user_version: number };
+  const current = row.user_version;
+  if (current > MIGRATIONS.length) {
+    throw new Error(`database schema version ${current} is newer than this program (${MIGRATIONS.length})`);
+  }
+  for (let v = current; v < MIGRATIONS.length; v++) {
+    db.exec('BEGIN IMMEDIATE');
+    try {
+      db.exec(MIGRATIONS[v]);
+      db.exec(`PRAGMA user_version = ${v + 1}`);
+      db.exec('COMMIT');
+    } catch (err) {
+      db.exec('ROLLBACK');
+      throw err;
+    }
+  }
+}

@@ -1,0 +1,347 @@
+// All SQL of the service. Synchronous (node:sqlite): every method is one statement or one
+// transaction, committed before it returns, so an acknowledged write survives a crash.
+import type { DatabaseSync, StatementSync } from 'node:sqlite';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import type { LimitScope, LimitValues, RuntimePatch, SessionRow, SessionStatus } from '../dataplane/api.ts';
+import type { EventType, LimitsRecord, SessionEvent } from '../contract/schemas.ts';
+import { isoNow } from '../time.ts';
+
+export type Role = 'owner' | 'agent';
+export interface TokenInfo {
+  id: string;
+  customer_id: string;
+  customer_name: string;
+  role: Role;
+  prefix: string;
+  created_at: string;
+  revoked_at: string | null;
+}
+
+export interface SessionFilter {
+  client_id?: string;
+  status?: SessionStatus;
+  zone?: string;
+}
+
+export interface EventFilter {
+  sessionIds?: string[];
+  types?: string[];
+}
+
+const TOKEN_PREFIX = 'vad_';
+
+export function hashToken(token: string): string {
+  return createHash('sha256').update(token, 'utf8').digest('hex');
+}
+
+interface RawSession {
+  id: string;
+  customer_id: string;
+  client_id: string;
+  zone: string;
+  reusable: number;
+  paused: number;
+  status: SessionStatus;
+  uploaded_bytes: number;
+  downloaded_bytes: number;
+  duration: number;
+  connections: number;
+  created_at: string;
+  seq: number;
+}
+
+function toSessionRow(r: RawSession): SessionRow {
+  return {
+    id: r.id,
+    customer_id: r.customer_id,
+    client_id: r.client_id,
+    zone: r.zone,
+    reusable: r.reusable === 1,
+    paused: r.paused === 1,
+    status: r.status,
+    uploaded_bytes: r.uploaded_bytes,
+    downloaded_bytes: r.downloaded_bytes,
+    duration: r.duration,
+    connections: r.connections,
+    created_at: r.created_at,
+  };
+}
+
+const SESSION_COLUMNS =
+  'seq, id, customer_id, client_id, zone, reusable, paused, status, uploaded_bytes, downloaded_bytes, duration, connections, created_at';
+
+export class Store {
+  readonly db: DatabaseSync;
+  private readonly stmts = new Map<string, StatementSync>();
+
+  constructor(db: DatabaseSync) {
+    this.db = db;
+  }
+
+  private q(sql: string): StatementSync {
+    let s = this.stmts.get(sql);
+    if (!s) {
+      s = this.db.prepare(sql);
+      this.stmts.set(sql, s);
+    }
+    return s;
+  }
+
+  transaction<T>(fn: () => T): T {
+    this.db.exec('BEGIN IMMEDIATE');
+    try {
+      const out = fn();
+      this.db.exec('COMMIT');
+      return out;
+    } catch (err) {
+      this.db.exec('ROLLBACK');
+      throw err;
+    }
+  }
+
+  // Customers and tokens
+
+  countCustomers(): number {
+    return (this.q('SELECT COUNT(*) AS n FROM customers').get() as { n: number }).n;
+  }
+
+  ensureCustomer(name: string): { id: string; created: boolean } {
+    const found = this.q('SELECT id FROM customers WHERE name = ?').get(name) as { id: string } | undefined;
+    if (found) return { id: found.id, created: false };
+    const id = randomUUID();
+    this.q('INSERT INTO customers (id, name, created_at) VALUES (?, ?, ?)').run(id, name, isoNow());
+    return { id, created: true };
+  }
+
+  /** Issues a token and returns it in plain text; only its SHA-256 is stored. */
+  createToken(customerName: string, role: Role): { token: string; info: TokenInfo } {
+    return this.transaction(() => {
+      const customer = this.ensureCustomer(customerName);
+      const token = TOKEN_PREFIX + randomBytes(32).toString('base64url');
+      const id = randomUUID();
+      const prefix = token.slice(0, TOKEN_PREFIX.length + 6);
+      const created_at = isoNow();
+      this.q('INSERT INTO tokens (id, customer_id, role, hash, prefix, created_at) VALUES (?, ?, ?, ?, ?, ?)').run(
+        id,
+        customer.id,
+        role,
+        hashToken(token),
+        prefix,
+        created_at,
+      );
+      return {
+        token,
+        info: { id, customer_id: customer.id, customer_name: customerName, role, prefix, created_at, revoked_at: null },
+      };
+    });
+  }
+
+  findToken(token: string): TokenInfo | undefined {
+    return this.q(
+      `SELECT t.id, t.customer_id, c.name AS customer_name, t.role, t.prefix, t.created_at, t.revoked_at
+       FROM tokens t JOIN customers c ON c.id = t.customer_id
+       WHERE t.hash = ? AND t.revoked_at IS NULL`,
+    ).get(hashToken(token)) as TokenInfo | undefined;
+  }
+
+  listTokens(): TokenInfo[] {
+    return this.q(
+      `SELECT t.id, t.customer_id, c.name AS customer_name, t.role, t.prefix, t.created_at, t.revoked_at
+       FROM tokens t JOIN customers c ON c.id = t.customer_id ORDER BY t.created_at`,
+    ).all() as unknown as TokenInfo[];
+  }
+
+  /** Revokes by token id, by the plain token, or by its printed prefix when that is unique. */
+  revokeToken(ref: string): TokenInfo | undefined {
+    const candidates = this.q(
+      `SELECT t.id, t.customer_id, c.name AS customer_name, t.role, t.prefix, t.created_at, t.revoked_at
+       FROM tokens t JOIN customers c ON c.id = t.customer_id
+       WHERE t.revoked_at IS NULL AND (t.id = ? OR t.hash = ? OR t.prefix = ?)`,
+    ).all(ref, hashToken(ref), ref) as unknown as TokenInfo[];
+    if (candidates.length !== 1) return undefined;
+    const t = candidates[0];
+    this.q('UPDATE tokens SET revoked_at = ? WHERE id = ?').run(isoNow(), t.id);
+    return { ...t, revoked_at: isoNow() };
+  }
+
+  // Sessions
+
+  insertSession(s: { id: string; customer_id: string; client_id: string; zone: string; reusable: boolean; created_at: string }): SessionRow {
+    this.q(
+      `INSERT INTO sessions (id, customer_id, client_id, zone, connection_type, reusable, created_at)
+       VALUES (?, ?, ?, ?, 'vless', ?, ?)`,
+    ).run(s.id, s.customer_id, s.client_id, s.zone, s.reusable ? 1 : 0, s.created_at);
+    return this.getSession(s.id)!;
+  }
+
+  getSession(id: string): SessionRow | undefined {
+    const r = this.q(`SELECT ${SESSION_COLUMNS} FROM sessions WHERE id = ?`).get(id) as RawSession | undefined;
+    return r && toSessionRow(r);
+  }
+
+  /** The session only when it belongs to this customer: another customer's id is "not found". */
+  getSessionOf(customerId: string, id: string): SessionRow | undefined {
+    const r = this.q(`SELECT ${SESSION_COLUMNS} FROM sessions WHERE id = ? AND customer_id = ?`).get(id, customerId) as
+      | RawSession
+      | undefined;
+    return r && toSessionRow(r);
+  }
+
+  /** Newest first; `cursor` is the opaque seq of the last row of the previous page. */
+  listSessions(customerId: string, filter: SessionFilter, limit: number, beforeSeq?: number): { rows: SessionRow[]; nextSeq: number | null } {
+    const where = ['customer_id = ?'];
+    const args: (string | number)[] = [customerId];
+    if (filter.client_id !== undefined) {
+      where.push('client_id = ?');
+      args.push(filter.client_id);
+    }
+    if (filter.status !== undefined) {
+      where.push('status = ?');
+      args.push(filter.status);
+    }
+    if (filter.zone !== undefined) {
+      where.push('zone = ?');
+      args.push(filter.zone);
+    }
+    if (beforeSeq !== undefined) {
+      where.push('seq < ?');
+      args.push(beforeSeq);
+    }
+    args.push(limit + 1);
+    const raw = this.q(`SELECT ${SESSION_COLUMNS} FROM sessions WHERE ${where.join(' AND ')} ORDER BY seq DESC LIMIT ?`).all(
+      ...args,
+    ) as unknown as RawSession[];
+    const more = raw.length > limit;
+    const page = more ? raw.slice(0, limit) : raw;
+    return { rows: page.map(toSessionRow), nextSeq: more ? page[page.length - 1].seq : null };
+  }
+
+  setPaused(id: string, paused: boolean): void {
+    this.q('UPDATE sessions SET paused = ? WHERE id = ?').run(paused ? 1 : 0, id);
+  }
+
+  saveRuntime(id: string, patch: RuntimePatch): void {
+    const sets: string[] = [];
+    const args: (string | number)[] = [];
+    for (const key of ['status', 'uploaded_bytes', 'downloaded_bytes', 'duration', 'connections'] as const) {
+      const v = patch[key];
+      if (v !== undefined) {
+        sets.push(`${key} = ?`);
+        args.push(v);
+      }
+    }
+    if (sets.length === 0) return;
+    args.push(id);
+    this.db.prepare(`UPDATE sessions SET ${sets.join(', ')} WHERE id = ?`).run(...args);
+  }
+
+  sumCounters(customerId: string, clientId?: string): { uploaded_bytes: number; downloaded_bytes: number } {
+    const r = (
+      clientId === undefined
+        ? this.q('SELECT COALESCE(SUM(uploaded_bytes),0) AS u, COALESCE(SUM(downloaded_bytes),0) AS d FROM sessions WHERE customer_id = ?').get(customerId)
+        : this.q(
+            'SELECT COALESCE(SUM(uploaded_bytes),0) AS u, COALESCE(SUM(downloaded_bytes),0) AS d FROM sessions WHERE customer_id = ? AND client_id = ?',
+          ).get(customerId, clientId)
+    ) as { u: number; d: number };
+    return { uploaded_bytes: r.u, downloaded_bytes: r.d };
+  }
+
+  // Limits
+
+  getLimitsRecord(customerId: string, scope: LimitScope): LimitsRecord | undefined {
+    const r = this.q('SELECT id, fields, created_at, updated_at FROM limits WHERE customer_id = ? AND scope = ?').get(customerId, scope) as
+      | { id: string; fields: string; created_at: string; updated_at: string }
+      | undefined;
+    if (!r) return undefined;
+    return { id: r.id, created_at: r.created_at, updated_at: r.updated_at, ...(JSON.parse(r.fields) as LimitValues) };
+  }
+
+  getLimits(customerId: string, scope: LimitScope): LimitValues | undefined {
+    const r = this.q('SELECT fields FROM limits WHERE customer_id = ? AND scope = ?').get(customerId, scope) as { fields: string } | undefined;
+    return r ? (JSON.parse(r.fields) as LimitValues) : undefined;
+  }
+
+  /** Merges `patch` into the record (null removes a field), creating it on first use. */
+  patchLimits(customerId: string, scope: LimitScope, patch: Record<string, number | null>): LimitsRecord {
+    return this.transaction(() => {
+      const now = isoNow();
+      const existing = this.getLimitsRecord(customerId, scope);
+      const fields: Record<string, number> = {};
+      if (existing) {
+        for (const [k, v] of Object.entries(existing)) if (typeof v === 'number') fields[k] = v;
+      }
+      for (const [k, v] of Object.entries(patch)) {
+        if (v === null) delete fields[k];
+        else fields[k] = v;
+      }
+      if (existing) {
+        this.q('UPDATE limits SET fields = ?, updated_at = ? WHERE customer_id = ? AND scope = ?').run(JSON.stringify(fields), now, customerId, scope);
+      } else {
+        this.q('INSERT INTO limits (customer_id, scope, id, fields, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)').run(
+          customerId,
+          scope,
+          randomUUID(),
+          JSON.stringify(fields),
+          now,
+          now,
+        );
+      }
+      return this.getLimitsRecord(customerId, scope)!;
+    });
+  }
+
+  deleteLimits(customerId: string, scope: LimitScope): boolean {
+    return this.q('DELETE FROM limits WHERE customer_id = ? AND scope = ?').run(customerId, scope).changes > 0;
+  }
+
+  // Events
+
+  insertEvent(e: {
+    customer_id: string;
+    session_id: string;
+    event_type: EventType;
+    created_at: string;
+    duration: number;
+    downloaded_bytes: number;
+    uploaded_bytes: number;
+  }): SessionEvent {
+    const r = this.q(
+      `INSERT INTO events (customer_id, session_id, event_type, created_at, duration, downloaded_bytes, uploaded_bytes)
+       VALUES (?, ?, ?, ?, ?, ?, ?)`,
+    ).run(e.customer_id, e.session_id, e.event_type, e.created_at, e.duration, e.downloaded_bytes, e.uploaded_bytes);
+    return {
+      id: Number(r.lastInsertRowid),
+      session_id: e.session_id,
+      event_type: e.event_type,
+      created_at: e.created_at,
+      duration: e.duration,
+      downloaded_bytes: e.downloaded_bytes,
+      uploaded_bytes: e.uploaded_bytes,
+    };
+  }
+
+  /** Stored events of a customer with id > afterId, oldest first, at most `limit`. */
+  eventsAfter(customerId: string, afterId: number, filter: EventFilter, limit: number): SessionEvent[] {
+    const where = ['customer_id = ?', 'id > ?'];
+    const args: (string | number)[] = [customerId, afterId];
+    if (filter.sessionIds?.length) {
+      where.push(`session_id IN (${filter.sessionIds.map(() => '?').join(',')})`);
+      args.push(...filter.sessionIds);
+    }
+    if (filter.types?.length) {
+      where.push(`event_type IN (${filter.types.map(() => '?').join(',')})`);
+      args.push(...filter.types);
+    }
+    args.push(limit);
+    return this.db
+      .prepare(
+        `SELECT id, session_id, event_type, created_at, duration, downloaded_bytes, uploaded_bytes
+         FROM events WHERE ${where.join(' AND ')} ORDER BY id LIMIT ?`,
+      )
+      .all(...args) as unknown as SessionEvent[];
+  }
+
+  pruneEvents(olderThanIso: string): number {
+    return Number(this.q('DELETE FROM events WHERE created_at < ?').run(olderThanIso).changes);
+  }
+}
