@@ -1,0 +1,193 @@
+// The window: header with live totals, navigation, the current screen, and toasts.
+// Before the API answers: the token prompt (web mode) or the "server unreachable" screen.
+import { useEffect, useRef, useState, type FormEvent } from 'react';
+import { humanError } from './lib/errors.ts';
+import { formatSpeed } from './lib/format.ts';
+import { routeHref } from './store/bridge.ts';
+import { dismissToast, startApp, submitToken, useStore, type Route } from './store/index.ts';
+import { selectPhase, selectRoute, selectToasts, useTotals } from './store/selectors.ts';
+import { Spinner } from './components/ui.tsx';
+import { SessionsScreen } from './features/SessionsScreen.tsx';
+import { NewSessionScreen } from './features/NewSession.tsx';
+import { SessionDetail } from './features/SessionDetail.tsx';
+import { LimitsScreen } from './features/LimitsScreen.tsx';
+import { EventsScreen } from './features/EventsScreen.tsx';
+import { ProxyScreen } from './features/ProxyScreen.tsx';
+import { SettingsScreen } from './features/SettingsScreen.tsx';
+
+const NAV: Array<{ label: string; route: Route; match: Route['name'][] }> = [
+  { label: 'Sessions', route: { name: 'sessions' }, match: ['sessions', 'session'] },
+  { label: 'New session', route: { name: 'new' }, match: ['new'] },
+  { label: 'Limits', route: { name: 'limits', scope: 'global' }, match: ['limits'] },
+  { label: 'Events', route: { name: 'events' }, match: ['events'] },
+  { label: 'Proxy', route: { name: 'proxy' }, match: ['proxy'] },
+  { label: 'Settings', route: { name: 'settings' }, match: ['settings'] },
+];
+
+function Screen({ route }: { route: Route }) {
+  switch (route.name) {
+    case 'sessions':
+      return <SessionsScreen />;
+    case 'new':
+      return <NewSessionScreen />;
+    case 'session':
+      return <SessionDetail id={route.id} />;
+    case 'limits':
+      return <LimitsScreen scope={route.scope} />;
+    case 'events':
+      return <EventsScreen />;
+    case 'proxy':
+      return <ProxyScreen />;
+    case 'settings':
+      return <SettingsScreen />;
+  }
+}
+
+function TokenPrompt() {
+  const err = useStore((s) => s.phaseError);
+  const [token, setToken] = useState('');
+  const [busy, setBusy] = useState(false);
+  const submit = async (e: FormEvent) => {
+    e.preventDefault();
+    if (!token.trim()) return;
+    setBusy(true);
+    await submitToken(token);
+    setBusy(false);
+  };
+  return (
+    <main className="center">
+      <form className="card gate" onSubmit={submit}>
+        <h1>VPN Access Desk</h1>
+        <p>Enter the API token for this server. It is kept in this browser only.</p>
+        <label htmlFor="api-token">API token</label>
+        <input id="api-token" type="password" autoComplete="off" value={token} onChange={(e) => setToken(e.target.value)} autoFocus />
+        {err ? (
+          <div className="error-banner" role="alert">
+            {humanError(err)}
+          </div>
+        ) : null}
+        <button type="submit" className="btn btn-primary" disabled={busy || !token.trim()}>
+          {busy ? 'Checking…' : 'Connect'}
+        </button>
+        <p className="help">Create a token on the server with <code>vpn-access token create</code>.</p>
+      </form>
+    </main>
+  );
+}
+
+function Unreachable() {
+  const err = useStore((s) => s.phaseError);
+  const baseUrl = useStore((s) => s.connection?.baseUrl);
+  const [seconds, setSeconds] = useState(5);
+  useEffect(() => {
+    // Try again by itself every 5 seconds.
+    const t = setInterval(() => {
+      setSeconds((s) => {
+        if (s <= 1) {
+          void startApp();
+          return 5;
+        }
+        return s - 1;
+      });
+    }, 1000);
+    return () => clearInterval(t);
+  }, []);
+  return (
+    <main className="center">
+      <div className="card gate" role="alert">
+        <h1>Server unreachable</h1>
+        <p>{humanError(err) || 'The server could not be reached.'}</p>
+        {baseUrl ? <p className="mono small">{baseUrl}</p> : null}
+        <p className="muted">Trying again in {seconds} s…</p>
+        <button type="button" className="btn btn-primary" onClick={() => void startApp()}>
+          Try again now
+        </button>
+      </div>
+    </main>
+  );
+}
+
+function Header() {
+  const t = useTotals();
+  const stream = useStore((s) => s.streamState);
+  return (
+    <header className="topbar">
+      <span className="brand">
+        <span className={`dot ${t.active ? 'dot-on' : ''}`} aria-hidden="true" />
+        VPN Access Desk
+      </span>
+      <span className="grow" />
+      <span className="stat" aria-label="Active sessions">
+        {t.active} active
+      </span>
+      <span className="stat" aria-label="Total speed">
+        ↑ {formatSpeed(t.up)} · ↓ {formatSpeed(t.down)}
+      </span>
+      <span className={`stream stream-${stream}`} title="Event stream">
+        {stream === 'open' ? 'live' : stream}
+      </span>
+    </header>
+  );
+}
+
+function Toasts() {
+  const toasts = useStore(selectToasts);
+  return (
+    <div className="toasts" role="status" aria-live="polite">
+      {toasts.map((t) => (
+        <div key={t.id} className={`toast toast-${t.kind}`}>
+          <span>{t.text}</span>
+          <button type="button" className="btn-icon" aria-label="Dismiss" onClick={() => dismissToast(t.id)}>
+            ×
+          </button>
+        </div>
+      ))}
+    </div>
+  );
+}
+
+export function App() {
+  const phase = useStore(selectPhase);
+  const route = useStore(selectRoute);
+  const mainRef = useRef<HTMLElement>(null);
+  // Move focus to the new screen's heading for keyboard and screen-reader users.
+  useEffect(() => {
+    const h = mainRef.current?.querySelector<HTMLElement>('h1');
+    if (h) {
+      h.tabIndex = -1;
+      h.focus({ preventScroll: true });
+    }
+  }, [route.name]);
+
+  if (phase === 'starting')
+    return (
+      <main className="center">
+        <Spinner label="Connecting to the server…" />
+      </main>
+    );
+  if (phase === 'need-token') return <TokenPrompt />;
+  if (phase === 'unreachable') return <Unreachable />;
+  return (
+    <div className="shell">
+      <a className="skip" href="#content">
+        Skip to content
+      </a>
+      <Header />
+      <nav className="sidenav" aria-label="Main">
+        <ul>
+          {NAV.map((n) => (
+            <li key={n.label}>
+              <a href={routeHref(n.route)} aria-current={n.match.includes(route.name) ? 'page' : undefined}>
+                {n.label}
+              </a>
+            </li>
+          ))}
+        </ul>
+      </nav>
+      <main id="content" ref={mainRef} className="content" tabIndex={-1}>
+        <Screen route={route} />
+      </main>
+      <Toasts />
+    </div>
+  );
+}

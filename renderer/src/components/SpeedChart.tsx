@@ -1,0 +1,30 @@
+// A small live chart of upload and download speed (SVG, no chart library).
+import { formatSpeed } from '../lib/format.ts';
+
+export function SpeedChart({ samples }: { samples: Array<[number, number, number]> }) {
+  const w = 480;
+  const h = 120;
+  const pts = samples.slice(-60);
+  const max = Math.max(1024, ...pts.map((p) => Math.max(p[1], p[2])));
+  const path = (i: 1 | 2) =>
+    pts.map((p, k) => `${k ? 'L' : 'M'}${((k / Math.max(1, pts.length - 1)) * w).toFixed(1)},${(h - (p[i] / max) * (h - 8) - 4).toFixed(1)}`).join(' ');
+  const last = pts[pts.length - 1];
+  return (
+    <figure className="chart">
+      <svg viewBox={`0 0 ${w} ${h}`} role="img" aria-label={`Speed chart. Upload ${formatSpeed(last?.[1] ?? 0)}, download ${formatSpeed(last?.[2] ?? 0)}.`} preserveAspectRatio="none">
+        <line x1="0" x2={w} y1={h - 4} y2={h - 4} className="chart-axis" />
+        {pts.length > 1 ? (
+          <>
+            <path d={path(2)} className="chart-down" />
+            <path d={path(1)} className="chart-up" />
+          </>
+        ) : null}
+      </svg>
+      <figcaption>
+        <span className="legend legend-down">Download {formatSpeed(last?.[2] ?? 0)}</span>
+        <span className="legend legend-up">Upload {formatSpeed(last?.[1] ?? 0)}</span>
+        <span className="muted">scale {formatSpeed(max)}</span>
+      </figcaption>
+    </figure>
+  );
+}

@@ -1,0 +1,79 @@
+// Small shared pieces: status badge, spinner, empty state, error banner, copy button.
+import { useState, type ReactNode } from 'react';
+import type { ApiErrorInfo } from '../platform/types.ts';
+import { humanError } from '../lib/errors.ts';
+import { toast } from '../store/index.ts';
+
+export function StatusBadge({ status, paused }: { status: string; paused?: boolean }) {
+  return (
+    <span className="badges">
+      <span className={`badge badge-${status}`}>{status}</span>
+      {paused ? <span className="badge badge-paused">paused</span> : null}
+    </span>
+  );
+}
+
+export function Spinner({ label = 'Loading…' }: { label?: string }) {
+  return (
+    <span className="spinner-wrap" role="status">
+      <span className="spinner" aria-hidden="true" />
+      <span>{label}</span>
+    </span>
+  );
+}
+
+export function EmptyState({ title, children }: { title: string; children?: ReactNode }) {
+  return (
+    <div className="empty">
+      <p className="empty-title">{title}</p>
+      {children ? <div className="empty-body">{children}</div> : null}
+    </div>
+  );
+}
+
+export function ErrorBanner({ error, onRetry }: { error: ApiErrorInfo | null | undefined; onRetry?: () => void }) {
+  if (!error) return null;
+  return (
+    <div className="error-banner" role="alert">
+      <span>{humanError(error)}</span>
+      {onRetry ? (
+        <button type="button" className="btn btn-small" onClick={onRetry}>
+          Try again
+        </button>
+      ) : null}
+    </div>
+  );
+}
+
+export function CopyButton({ text, label, getText }: { text?: string; label: string; getText?: () => Promise<unknown> }) {
+  const [done, setDone] = useState(false);
+  return (
+    <button
+      type="button"
+      className="btn"
+      aria-label={label}
+      onClick={async () => {
+        try {
+          if (getText) await getText();
+          else await navigator.clipboard.writeText(text ?? '');
+          setDone(true);
+          toast('Copied to the clipboard.');
+          setTimeout(() => setDone(false), 1500);
+        } catch (e) {
+          toast(`Could not copy: ${e instanceof Error ? e.message : String(e)}`, 'error');
+        }
+      }}
+    >
+      {done ? 'Copied' : label}
+    </button>
+  );
+}
+
+export function Field({ label, value, mono }: { label: string; value: ReactNode; mono?: boolean }) {
+  return (
+    <div className="kv">
+      <dt>{label}</dt>
+      <dd className={mono ? 'mono' : undefined}>{value}</dd>
+    </div>
+  );
+}

@@ -1,0 +1,90 @@
+// The live event stream, filtered by session and type.
+import { useMemo } from 'react';
+import { formatBytes, formatDuration, formatTime } from '../lib/format.ts';
+import { routeHref } from '../store/bridge.ts';
+import { clearEvents, setEventFilter, useStore } from '../store/index.ts';
+import { EmptyState, ErrorBanner } from '../components/ui.tsx';
+
+const TYPES = ['session_start', 'session_stats', 'session_heartbeat', 'session_end'] as const;
+
+export function EventsScreen() {
+  const events = useStore((s) => s.events);
+  const filter = useStore((s) => s.eventFilter);
+  const streamState = useStore((s) => s.streamState);
+  const streamError = useStore((s) => s.streamError);
+  const shown = useMemo(() => {
+    const q = filter.sessionId.trim().toLowerCase();
+    return events.filter((e) => (!filter.type || e.event_type === filter.type) && (!q || e.session_id.toLowerCase().startsWith(q))).slice(0, 500);
+  }, [events, filter]);
+
+  return (
+    <section className="screen" aria-labelledby="events-title">
+      <header className="screen-head">
+        <h1 id="events-title">Events</h1>
+        <span className={`stream stream-${streamState}`} role="status">
+          {streamState === 'open' ? 'Live' : streamState === 'reconnecting' ? 'Reconnecting…' : streamState === 'connecting' ? 'Connecting…' : 'Stopped'}
+        </span>
+        <span className="grow" />
+        <button type="button" className="btn" onClick={clearEvents} disabled={!events.length}>
+          Clear
+        </button>
+      </header>
+      {streamState !== 'open' ? <ErrorBanner error={streamError} /> : null}
+      <div className="filters" role="search">
+        <label>
+          <span>Session filter</span>
+          <input type="search" value={filter.sessionId} placeholder="Session id (or its start)" onChange={(e) => setEventFilter({ sessionId: e.target.value })} />
+        </label>
+        <label>
+          <span>Event type</span>
+          <select value={filter.type} onChange={(e) => setEventFilter({ type: e.target.value })}>
+            <option value="">All types</option>
+            {TYPES.map((t) => (
+              <option key={t} value={t}>
+                {t}
+              </option>
+            ))}
+          </select>
+        </label>
+      </div>
+      {shown.length === 0 ? (
+        <EmptyState title={events.length ? 'No event matches these filters' : 'Waiting for events'}>
+          {events.length ? null : <p>Events appear here live when clients connect, send traffic and disconnect.</p>}
+        </EmptyState>
+      ) : (
+        <div className="card">
+          <table className="events" aria-label="Event list">
+            <thead>
+              <tr>
+                <th scope="col">#</th>
+                <th scope="col">Time</th>
+                <th scope="col">Type</th>
+                <th scope="col">Session</th>
+                <th scope="col" className="c-num">Uploaded</th>
+                <th scope="col" className="c-num">Downloaded</th>
+                <th scope="col" className="c-num">Duration</th>
+              </tr>
+            </thead>
+            <tbody aria-live="polite" aria-relevant="additions">
+              {shown.map((e) => (
+                <tr key={e.id} data-event-type={e.event_type}>
+                  <td className="mono muted">{e.id}</td>
+                  <td className="mono">{formatTime(e.created_at)}</td>
+                  <td>
+                    <span className={`evtype ev-${e.event_type}`}>{e.event_type}</span>
+                  </td>
+                  <td className="mono">
+                    <a href={routeHref({ name: 'session', id: e.session_id })}>{e.session_id.slice(0, 8)}</a>
+                  </td>
+                  <td className="c-num">{formatBytes(e.uploaded_bytes)}</td>
+                  <td className="c-num">{formatBytes(e.downloaded_bytes)}</td>
+                  <td className="c-num">{formatDuration(e.duration)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+    </section>
+  );
+}

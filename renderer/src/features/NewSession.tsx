@@ -1,0 +1,120 @@
+// Create a session: zone (zones without active nodes are listed but cannot be chosen),
+// client id (validated as the server does), reusable, VLESS.
+import { useEffect, useMemo, useState, type FormEvent } from 'react';
+import { humanError } from '../lib/errors.ts';
+import { navigate } from '../store/bridge.ts';
+import { createSession, loadZones, useStore } from '../store/index.ts';
+import { selectZones } from '../store/selectors.ts';
+import { ErrorBanner, Spinner } from '../components/ui.tsx';
+
+const CLIENT_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
+
+export function validateClientId(v: string): string | null {
+  if (!v) return 'Enter the client id: who this session is for.';
+  if (v.length > 128) return 'A client id is at most 128 characters.';
+  if (!CLIENT_ID.test(v)) return 'Use only letters, digits and . _ : @ - (no spaces).';
+  return null;
+}
+
+export function NewSessionScreen() {
+  const zones = useStore(selectZones);
+  const zonesLoad = useStore((s) => s.zonesLoad);
+  const zonesError = useStore((s) => s.zonesError);
+  const creating = useStore((s) => s.creating);
+  const createError = useStore((s) => s.createError);
+  const firstUsable = useMemo(() => zones.find((z) => z.has_active_nodes)?.code ?? '', [zones]);
+  const [zone, setZone] = useState('');
+  const [clientId, setClientId] = useState('');
+  const [reusable, setReusable] = useState(false);
+  const [touched, setTouched] = useState(false);
+
+  useEffect(() => {
+    if (!zone && firstUsable) setZone(firstUsable);
+  }, [firstUsable, zone]);
+
+  const clientError = validateClientId(clientId);
+  const chosen = zones.find((z) => z.code === zone);
+
+  const submit = async (e: FormEvent) => {
+    e.preventDefault();
+    setTouched(true);
+    if (clientError || !zone) return;
+    const s = await createSession({ client_id: clientId, zone, connection_type: 'vless', reusable });
+    if (s) navigate({ name: 'session', id: s.id });
+  };
+
+  return (
+    <section className="screen" aria-labelledby="new-title">
+      <header className="screen-head">
+        <h1 id="new-title">New session</h1>
+      </header>
+      <form className="form card" onSubmit={submit} noValidate>
+        <div className="form-row">
+          <label htmlFor="zone">Zone</label>
+          <div className="control">
+            <select id="zone" value={zone} onChange={(e) => setZone(e.target.value)} aria-describedby="zone-help" disabled={zonesLoad === 'loading' && !zones.length}>
+              {!zone ? <option value="">Choose a zone</option> : null}
+              {zones.map((z) => (
+                <option key={z.code} value={z.code} disabled={!z.has_active_nodes}>
+                  {`${z.name} · ${z.country}${z.has_active_nodes ? '' : ' — no active nodes'}`}
+                </option>
+              ))}
+            </select>
+            <p id="zone-help" className="help">
+              {zonesLoad === 'loading' ? <Spinner label="Loading zones…" /> : chosen ? `Country ${chosen.country}${chosen.cities.length ? `, cities: ${chosen.cities.join(', ')}` : ''}. Zones without active nodes are shown but cannot be chosen.` : 'Zones without active nodes are shown but cannot be chosen.'}
+            </p>
+            <ErrorBanner error={zonesError} onRetry={() => void loadZones()} />
+          </div>
+        </div>
+        <div className="form-row">
+          <label htmlFor="client-id">Client ID</label>
+          <div className="control">
+            <input
+              id="client-id"
+              value={clientId}
+              onChange={(e) => setClientId(e.target.value)}
+              onBlur={() => setTouched(true)}
+              autoComplete="off"
+              spellCheck={false}
+              placeholder="e.g. alice@example.com"
+              aria-invalid={touched && !!clientError}
+              aria-describedby="client-help"
+            />
+            <p id="client-help" className={touched && clientError ? 'help help-error' : 'help'}>
+              {touched && clientError ? clientError : 'Who the session is for: 1–128 letters, digits or . _ : @ -'}
+            </p>
+          </div>
+        </div>
+        <div className="form-row">
+          <span className="label">Options</span>
+          <div className="control">
+            <label className="switch">
+              <input type="checkbox" checked={reusable} onChange={(e) => setReusable(e.target.checked)} aria-describedby="reusable-help" />
+              <span className="switch-track" aria-hidden="true" />
+              <span>Reusable</span>
+            </label>
+            <p id="reusable-help" className="help">
+              A reusable session accepts several connections and can be paused and resumed; otherwise it ends when its one connection closes.
+            </p>
+          </div>
+        </div>
+        <div className="form-row">
+          <span className="label">Connection type</span>
+          <div className="control">
+            <span className="pill">VLESS</span>
+          </div>
+        </div>
+        {createError ? (
+          <div className="error-banner" role="alert">
+            {humanError(createError)}
+          </div>
+        ) : null}
+        <div className="actions">
+          <button type="submit" className="btn btn-primary" disabled={creating}>
+            {creating ? 'Creating…' : 'Create session'}
+          </button>
+        </div>
+      </form>
+    </section>
+  );
+}

@@ -1,0 +1,126 @@
+// Builds the geo-targeted proxy credential: <session-id>[-cc-XX[-city-name]], password the
+// session id, with country and city pickers fed by the zone catalogue.
+import { useMemo, useState } from 'react';
+import { buildProxyUser } from '../../../server/contract/proxy-string.ts';
+import { useStore } from '../store/index.ts';
+import { selectZones } from '../store/selectors.ts';
+import { CopyButton, EmptyState } from '../components/ui.tsx';
+import { navigate } from '../store/bridge.ts';
+
+export function ProxyScreen() {
+  const zones = useStore(selectZones);
+  const info = useStore((s) => s.serverInfo);
+  const sessions = useStore((s) => s.sessions);
+  const order = useStore((s) => s.sessionOrder);
+  const usable = useMemo(() => order.slice(0, 2000).map((id) => sessions[id]).filter((s) => s && s.status !== 'ended'), [order, sessions]);
+  const [sessionId, setSessionId] = useState('');
+  const [country, setCountry] = useState('');
+  const [city, setCity] = useState('');
+  const sid = sessionId || usable[0]?.id || '';
+
+  const countries = useMemo(() => [...new Set(zones.map((z) => z.country))].sort(), [zones]);
+  const cities = useMemo(() => [...new Set(zones.filter((z) => z.country === country).flatMap((z) => z.cities))].sort(), [zones, country]);
+
+  let user = '';
+  let error = '';
+  try {
+    user = sid ? buildProxyUser(sid, { country: country || undefined, city: city || undefined }) : '';
+  } catch (e) {
+    error = e instanceof Error ? e.message : String(e);
+  }
+  const host = info?.public_host ?? location.hostname;
+  const port = info?.proxy_port;
+  const url = user && port ? `http://${encodeURIComponent(user)}:${encodeURIComponent(sid)}@${host}:${port}` : '';
+
+  return (
+    <section className="screen" aria-labelledby="proxy-title">
+      <header className="screen-head">
+        <h1 id="proxy-title">Proxy</h1>
+      </header>
+      <p className="muted">
+        The HTTP proxy (CONNECT and plain requests) counts traffic on a session, like VLESS. The user name carries the geographic target; a country or city outside the catalogue is refused with 412.
+      </p>
+      {!usable.length ? (
+        <EmptyState title="No usable session">
+          <p>The proxy credential is tied to a session. Create one first.</p>
+          <button type="button" className="btn btn-primary" onClick={() => navigate({ name: 'new' })}>
+            Create a session
+          </button>
+        </EmptyState>
+      ) : (
+        <div className="card form">
+          <div className="form-row">
+            <label htmlFor="proxy-session">Credential session</label>
+            <div className="control">
+              <select id="proxy-session" value={sid} onChange={(e) => setSessionId(e.target.value)}>
+                {usable.map((s) => (
+                  <option key={s.id} value={s.id}>
+                    {`${s.client_id} · ${s.zone} · ${s.id.slice(0, 8)}`}
+                  </option>
+                ))}
+              </select>
+            </div>
+          </div>
+          <div className="form-row">
+            <label htmlFor="proxy-country">Country</label>
+            <div className="control">
+              <select
+                id="proxy-country"
+                value={country}
+                onChange={(e) => {
+                  setCountry(e.target.value);
+                  setCity('');
+                }}
+              >
+                <option value="">Any country</option>
+                {countries.map((c) => (
+                  <option key={c} value={c}>
+                    {c}
+                  </option>
+                ))}
+              </select>
+            </div>
+          </div>
+          <div className="form-row">
+            <label htmlFor="proxy-city">City</label>
+            <div className="control">
+              <select id="proxy-city" value={city} onChange={(e) => setCity(e.target.value)} disabled={!country}>
+                <option value="">Any city</option>
+                {cities.map((c) => (
+                  <option key={c} value={c}>
+                    {c}
+                  </option>
+                ))}
+              </select>
+            </div>
+          </div>
+          {error ? (
+            <div className="error-banner" role="alert">
+              {error}
+            </div>
+          ) : null}
+          <div className="form-row">
+            <span className="label">User name</span>
+            <div className="control link-row">
+              <code className="link" data-testid="proxy-user">{user}</code>
+              <CopyButton text={user} label="Copy user name" />
+            </div>
+          </div>
+          <div className="form-row">
+            <span className="label">Password</span>
+            <div className="control">
+              <code className="link">{sid}</code>
+            </div>
+          </div>
+          <div className="form-row">
+            <span className="label">Proxy URL</span>
+            <div className="control link-row">
+              <code className="link" data-testid="proxy-url">{url || (port === null ? 'The proxy is disabled on this server.' : '…')}</code>
+              {url ? <CopyButton text={url} label="Copy proxy URL" /> : null}
+            </div>
+          </div>
+        </div>
+      )}
+    </section>
+  );
+}

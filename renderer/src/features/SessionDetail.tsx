@@ -1,0 +1,168 @@
+// One session: status, live counters and speed chart, the configuration link (copy + QR),
+// the configuration as fields, Pause and Resume, and the session's own event timeline.
+import QRCode from 'qrcode';
+import { useEffect, useState } from 'react';
+import { getPlatform } from '../platform/index.ts';
+import type { SessionEvent } from '../platform/types.ts';
+import { humanError } from '../lib/errors.ts';
+import { formatBytes, formatDateTime, formatDuration, formatSpeed, formatTime } from '../lib/format.ts';
+import { pollStatus, refreshSession, setPaused, useStore, watchHistory } from '../store/index.ts';
+import { CopyButton, EmptyState, Field, Spinner, StatusBadge } from '../components/ui.tsx';
+import { SpeedChart } from '../components/SpeedChart.tsx';
+import { navigate } from '../store/bridge.ts';
+
+function useQr(text: string | undefined, dark: string) {
+  const [svg, setSvg] = useState('');
+  useEffect(() => {
+    if (!text) return;
+    let live = true;
+    QRCode.toString(text, { type: 'svg', margin: 1, errorCorrectionLevel: 'M', color: { dark, light: '#ffffff' } })
+      .then((s) => live && setSvg(s))
+      .catch(() => live && setSvg(''));
+    return () => {
+      live = false;
+    };
+  }, [text, dark]);
+  return svg;
+}
+
+function useTimeline(id: string) {
+  const [events, setEvents] = useState<SessionEvent[]>([]);
+  useEffect(() => {
+    setEvents([]);
+    // Replays this session's stored events (from id 0), then continues live.
+    return getPlatform().subscribe(
+      { session_id: [id], last_event_id: 0 },
+      { onEvent: (ev) => setEvents((prev) => [ev, ...prev].slice(0, 500)) },
+    );
+  }, [id]);
+  return events;
+}
+
+export function SessionDetail({ id }: { id: string }) {
+  const s = useStore((st) => st.sessions[id]);
+  const history = useStore((st) => st.speedHistory[id]);
+  const pending = useStore((st) => !!st.actionPending[id]);
+  const actionError = useStore((st) => st.actionError[id]);
+  const [missing, setMissing] = useState(false);
+  const qr = useQr(s?.configuration_link, '#111111');
+  const timeline = useTimeline(id);
+
+  useEffect(() => {
+    watchHistory(id, true);
+    let stopped = false;
+    if (!useStore.getState().sessions[id]) void refreshSession(id).then((r) => !stopped && setMissing(!r));
+    // Counters while the screen is open: once a second (events bring them every 5 s).
+    const t = setInterval(() => void pollStatus(id), 1000);
+    return () => {
+      stopped = true;
+      clearInterval(t);
+      watchHistory(id, false);
+    };
+  }, [id]);
+
+  if (!s) {
+    return (
+      <section className="screen">
+        {missing ? (
+          <EmptyState title="Session not found">
+            <p>It does not exist, or belongs to another customer.</p>
+            <button type="button" className="btn" onClick={() => navigate({ name: 'sessions' })}>
+              Back to sessions
+            </button>
+          </EmptyState>
+        ) : (
+          <Spinner label="Loading session…" />
+        )}
+      </section>
+    );
+  }
+
+  const c = s.configuration;
+  const canPause = s.reusable && !s.paused && s.status !== 'ended';
+  const canResume = s.reusable && s.paused && s.status !== 'ended';
+  return (
+    <section className="screen" aria-labelledby="detail-title">
+      <header className="screen-head">
+        <h1 id="detail-title">
+          Session <span className="mono">{s.id.slice(0, 8)}</span>
+        </h1>
+        <StatusBadge status={s.status} paused={s.paused} />
+        <span className="grow" />
+        <div className="btn-group" role="group" aria-label="Session actions">
+          <button type="button" className="btn" disabled={!canPause || pending} onClick={() => void setPaused(id, true)}>
+            Pause
+          </button>
+          <button type="button" className="btn" disabled={!canResume || pending} onClick={() => void setPaused(id, false)}>
+            Resume
+          </button>
+        </div>
+      </header>
+      {!s.reusable ? <p className="help">This session is not reusable, so it cannot be paused or resumed.</p> : null}
+      {actionError ? (
+        <div className="error-banner" role="alert">
+          {humanError(actionError)}
+        </div>
+      ) : null}
+
+      <div className="grid2">
+        <div className="card">
+          <h2>Traffic</h2>
+          <dl className="kvs">
+            <Field label="Client" value={s.client_id} />
+            <Field label="Zone" value={s.zone} />
+            <Field label="Status" value={`${s.status}${s.paused ? ' (paused)' : ''}`} />
+            <Field label="Uploaded" value={<span data-testid="uploaded-bytes" data-value={s.uploaded_bytes}>{formatBytes(s.uploaded_bytes)}</span>} />
+            <Field label="Downloaded" value={<span data-testid="downloaded-bytes" data-value={s.downloaded_bytes}>{formatBytes(s.downloaded_bytes)}</span>} />
+            <Field label="Speed" value={`↑ ${formatSpeed(s.up_speed)} · ↓ ${formatSpeed(s.down_speed)}`} />
+            <Field label="Duration" value={formatDuration(s.duration)} />
+            <Field label="Created" value={formatDateTime(s.created_at)} />
+            <Field label="Reusable" value={s.reusable ? 'yes' : 'no'} />
+          </dl>
+          <SpeedChart samples={history ?? []} />
+        </div>
+
+        <div className="card">
+          <h2>Connect</h2>
+          <p className="help">Import this link into a VLESS client (v2rayN, v2rayNG, Nekoray, Shadowrocket…), or scan the code.</p>
+          <div className="link-row">
+            <code className="link" data-testid="configuration-link">{s.configuration_link}</code>
+            <CopyButton text={s.configuration_link} label="Copy link" />
+          </div>
+          {qr ? <div className="qr" role="img" aria-label="QR code of the configuration link" dangerouslySetInnerHTML={{ __html: qr }} /> : null}
+          <h3>Configuration</h3>
+          <dl className="kvs">
+            <Field label="Protocol" value={c.protocol} />
+            <Field label="Address" value={c.address} mono />
+            <Field label="Port" value={c.port} mono />
+            <Field label="User id" value={c.id} mono />
+            <Field label="Encryption" value={c.encryption} />
+            <Field label="Network" value={c.network === 'ws' ? 'WebSocket (ws)' : 'TCP'} />
+            {c.path ? <Field label="Path" value={c.path} mono /> : null}
+            <Field label="Security" value={c.security === 'tls' ? 'TLS' : 'none'} />
+            {c.sni ? <Field label="SNI" value={c.sni} mono /> : null}
+          </dl>
+        </div>
+      </div>
+
+      <div className="card">
+        <h2>Timeline</h2>
+        {timeline.length === 0 ? (
+          <p className="muted">No events yet: they appear when a client connects.</p>
+        ) : (
+          <ol className="timeline" aria-label="Session events">
+            {timeline.map((ev) => (
+              <li key={ev.id}>
+                <span className="mono muted">{formatTime(ev.created_at)}</span>
+                <span className={`evtype ev-${ev.event_type}`}>{ev.event_type.replace('session_', '')}</span>
+                <span>
+                  ↑ {formatBytes(ev.uploaded_bytes)} · ↓ {formatBytes(ev.downloaded_bytes)} · {formatDuration(ev.duration)}
+                </span>
+              </li>
+            ))}
+          </ol>
+        )}
+      </div>
+    </section>
+  );
+}

@@ -1,0 +1,147 @@
+// Every session, virtualized (only the visible rows exist in the DOM), with filters and
+// live counters. Arrow keys move between rows; Enter opens one.
+import { useVirtualizer } from '@tanstack/react-virtual';
+import { useEffect, useRef, useState, type KeyboardEvent } from 'react';
+import { formatBytes, formatDuration, formatSpeed } from '../lib/format.ts';
+import { routeHref, navigate } from '../store/bridge.ts';
+import { loadSessions, setSessionFilter, useStore } from '../store/index.ts';
+import { selectFilteredIds, selectZones } from '../store/selectors.ts';
+import { EmptyState, ErrorBanner, Spinner, StatusBadge } from '../components/ui.tsx';
+
+const ROW = 44;
+
+function Row({ id, index, top, now }: { id: string; index: number; top: number; now: number }) {
+  const s = useStore((st) => st.sessions[id]);
+  if (!s) return null;
+  // A speed not refreshed for 12 s (stats arrive every 5 s) is stale: show zero.
+  const fresh = now - s.sampled_at < 12_000;
+  return (
+    <a
+      role="row"
+      aria-rowindex={index + 2}
+      className="srow"
+      href={routeHref({ name: 'session', id })}
+      data-index={index}
+      data-session-id={id}
+      style={{ transform: `translateY(${top}px)` }}
+      aria-label={`Session for ${s.client_id} in ${s.zone}, ${s.status}${s.paused ? ', paused' : ''}`}
+    >
+      <span role="cell" className="c-client" title={s.client_id}>{s.client_id}</span>
+      <span role="cell" className="c-zone">{s.zone}</span>
+      <span role="cell" className="c-status"><StatusBadge status={s.status} paused={s.paused} /></span>
+      <span role="cell" className="c-num">{formatBytes(s.uploaded_bytes)}</span>
+      <span role="cell" className="c-num">{formatBytes(s.downloaded_bytes)}</span>
+      <span role="cell" className="c-num">{fresh ? `${formatSpeed(s.up_speed)} / ${formatSpeed(s.down_speed)}` : '—'}</span>
+      <span role="cell" className="c-num">{formatDuration(s.duration)}</span>
+    </a>
+  );
+}
+
+export function SessionsScreen() {
+  const ids = useStore(selectFilteredIds);
+  const total = useStore((s) => s.sessionOrder.length);
+  const load = useStore((s) => s.sessionsLoad);
+  const error = useStore((s) => s.sessionsError);
+  const filter = useStore((s) => s.sessionFilter);
+  const zones = useStore(selectZones);
+  const parentRef = useRef<HTMLDivElement>(null);
+  const [now, setNow] = useState(Date.now());
+  useEffect(() => {
+    const t = setInterval(() => setNow(Date.now()), 2000);
+    return () => clearInterval(t);
+  }, []);
+
+  const virtualizer = useVirtualizer({
+    count: ids.length,
+    getScrollElement: () => parentRef.current,
+    estimateSize: () => ROW,
+    overscan: 8,
+  });
+
+  const onKeyDown = (e: KeyboardEvent<HTMLDivElement>) => {
+    if (e.key !== 'ArrowDown' && e.key !== 'ArrowUp' && e.key !== 'Home' && e.key !== 'End') return;
+    const current = (document.activeElement as HTMLElement | null)?.dataset?.index;
+    let i = current === undefined ? -1 : Number(current);
+    if (e.key === 'ArrowDown') i = Math.min(ids.length - 1, i + 1);
+    else if (e.key === 'ArrowUp') i = Math.max(0, i - 1);
+    else if (e.key === 'Home') i = 0;
+    else i = ids.length - 1;
+    e.preventDefault();
+    virtualizer.scrollToIndex(i);
+    requestAnimationFrame(() => parentRef.current?.querySelector<HTMLElement>(`[data-index="${i}"]`)?.focus());
+  };
+
+  return (
+    <section className="screen" aria-labelledby="sessions-title">
+      <header className="screen-head">
+        <h1 id="sessions-title">Sessions</h1>
+        <span className="muted">
+          {ids.length === total ? `${total} sessions` : `${ids.length} of ${total} sessions`}
+        </span>
+        {load === 'loading' ? <Spinner label="Loading sessions…" /> : null}
+        <span className="grow" />
+        <button type="button" className="btn" onClick={() => void loadSessions()}>
+          Refresh
+        </button>
+      </header>
+      <div className="filters" role="search">
+        <label>
+          <span>Search</span>
+          <input type="search" value={filter.text} placeholder="Client or session id" onChange={(e) => setSessionFilter({ text: e.target.value })} />
+        </label>
+        <label>
+          <span>Status</span>
+          <select value={filter.status} onChange={(e) => setSessionFilter({ status: e.target.value })}>
+            <option value="">All</option>
+            <option value="created">Created</option>
+            <option value="active">Active</option>
+            <option value="idle">Idle</option>
+            <option value="ended">Ended</option>
+            <option value="paused">Paused</option>
+          </select>
+        </label>
+        <label>
+          <span>Zone filter</span>
+          <select value={filter.zone} onChange={(e) => setSessionFilter({ zone: e.target.value })}>
+            <option value="">All zones</option>
+            {zones.map((z) => (
+              <option key={z.code} value={z.code}>
+                {z.name}
+              </option>
+            ))}
+          </select>
+        </label>
+      </div>
+      <ErrorBanner error={error} onRetry={() => void loadSessions()} />
+      {total === 0 && load === 'ready' ? (
+        <EmptyState title="No sessions yet">
+          <p>A session gives one of your clients a VLESS link to connect with.</p>
+          <button type="button" className="btn btn-primary" onClick={() => navigate({ name: 'new' })}>
+            Create the first session
+          </button>
+        </EmptyState>
+      ) : ids.length === 0 && load === 'ready' ? (
+        <EmptyState title="No session matches these filters" />
+      ) : (
+        <div className="table" role="table" aria-label="Sessions" aria-rowcount={ids.length + 1}>
+          <div className="srow srow-head" role="row" aria-rowindex={1}>
+            <span role="columnheader">Client</span>
+            <span role="columnheader">Zone</span>
+            <span role="columnheader">Status</span>
+            <span role="columnheader" className="c-num">Uploaded</span>
+            <span role="columnheader" className="c-num">Downloaded</span>
+            <span role="columnheader" className="c-num">Speed up / down</span>
+            <span role="columnheader" className="c-num">Duration</span>
+          </div>
+          <div ref={parentRef} className="table-body" onKeyDown={onKeyDown} data-testid="session-scroller">
+            <div role="rowgroup" style={{ height: virtualizer.getTotalSize(), position: 'relative' }}>
+              {virtualizer.getVirtualItems().map((v) => (
+                <Row key={ids[v.index]} id={ids[v.index]} index={v.index} top={v.start} now={now} />
+              ))}
+            </div>
+          </div>
+        </div>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,169 @@
+// Where the API lives (embedded or remote in the desktop app), its ports and data folder,
+// and support tools: copy the API token, read the OpenAPI document.
+import { useState, type FormEvent } from 'react';
+import { getPlatform, toApiError } from '../platform/index.ts';
+import { humanError } from '../lib/errors.ts';
+import { forgetToken, loadServerInfo, saveConnection, toast, useStore } from '../store/index.ts';
+import { CopyButton, Field } from '../components/ui.tsx';
+
+function OpenApiViewer() {
+  const [doc, setDoc] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const open = async () => {
+    setBusy(true);
+    try {
+      const d = await getPlatform().ops.openApiDocument();
+      setDoc(JSON.stringify(d, null, 2));
+    } catch (e) {
+      toast(humanError(toApiError(e)), 'error');
+    } finally {
+      setBusy(false);
+    }
+  };
+  const download = () => {
+    if (!doc) return;
+    const a = document.createElement('a');
+    a.href = URL.createObjectURL(new Blob([doc], { type: 'application/json' }));
+    a.download = 'openapi.json';
+    a.click();
+    setTimeout(() => URL.revokeObjectURL(a.href), 1000);
+  };
+  return (
+    <div>
+      <div className="actions">
+        <button type="button" className="btn" onClick={() => void open()} disabled={busy}>
+          {busy ? 'Loading…' : 'Open the OpenAPI document'}
+        </button>
+        {doc ? (
+          <button type="button" className="btn" onClick={download}>
+            Download openapi.json
+          </button>
+        ) : null}
+      </div>
+      {doc ? <pre className="code-block" tabIndex={0} aria-label="OpenAPI document">{doc}</pre> : null}
+    </div>
+  );
+}
+
+function EndpointForm() {
+  const conn = useStore((s) => s.connection);
+  const [mode, setMode] = useState<'embedded' | 'remote'>(conn?.mode === 'remote' ? 'remote' : 'embedded');
+  const [url, setUrl] = useState(conn?.mode === 'remote' ? conn.baseUrl : '');
+  const [token, setToken] = useState('');
+  const [err, setErr] = useState('');
+  const submit = async (e: FormEvent) => {
+    e.preventDefault();
+    setErr('');
+    if (mode === 'remote') {
+      try {
+        const u = new URL(url);
+        if (!/^https?:$/.test(u.protocol)) throw new Error();
+      } catch {
+        setErr('Enter the base URL of the API, e.g. https://vpn.example.com/v2');
+        return;
+      }
+    }
+    await saveConnection({ mode, remoteBaseUrl: mode === 'remote' ? url : undefined, remoteToken: token || undefined });
+    setToken('');
+  };
+  return (
+    <form className="form" onSubmit={submit}>
+      <fieldset>
+        <legend>Endpoint</legend>
+        <label className="radio">
+          <input type="radio" name="mode" value="embedded" checked={mode === 'embedded'} onChange={() => setMode('embedded')} />
+          Embedded server on this computer
+        </label>
+        <label className="radio">
+          <input type="radio" name="mode" value="remote" checked={mode === 'remote'} onChange={() => setMode('remote')} />
+          Remote server
+        </label>
+      </fieldset>
+      {mode === 'remote' ? (
+        <>
+          <div className="form-row">
+            <label htmlFor="remote-url">Base URL</label>
+            <div className="control">
+              <input id="remote-url" value={url} onChange={(e) => setUrl(e.target.value)} placeholder="https://vpn.example.com/v2" />
+            </div>
+          </div>
+          <div className="form-row">
+            <label htmlFor="remote-token">API token</label>
+            <div className="control">
+              <input id="remote-token" type="password" value={token} onChange={(e) => setToken(e.target.value)} placeholder={conn?.hasToken ? 'Unchanged' : 'Token from your operator'} autoComplete="off" />
+              <p className="help">Kept encrypted by the desktop app; this window never reads it back.</p>
+            </div>
+          </div>
+        </>
+      ) : null}
+      {err ? (
+        <div className="error-banner" role="alert">
+          {err}
+        </div>
+      ) : null}
+      <div className="actions">
+        <button type="submit" className="btn btn-primary">
+          Save endpoint
+        </button>
+      </div>
+    </form>
+  );
+}
+
+export function SettingsScreen() {
+  const conn = useStore((s) => s.connection);
+  const info = useStore((s) => s.serverInfo);
+  const kind = getPlatform().kind;
+  return (
+    <section className="screen" aria-labelledby="settings-title">
+      <header className="screen-head">
+        <h1 id="settings-title">Settings</h1>
+      </header>
+      <div className="grid2">
+        <div className="card">
+          <h2>Connection</h2>
+          <dl className="kvs">
+            <Field label="Mode" value={conn?.mode === 'web' ? 'Web (this browser talks to the server directly)' : conn?.mode === 'remote' ? 'Remote server' : 'Embedded server'} />
+            <Field label="API base URL" value={conn?.baseUrl ?? '—'} mono />
+            {conn?.dataDir ? <Field label="Data folder" value={conn.dataDir} mono /> : null}
+            {conn?.tokenStorage ? <Field label="Token storage" value={conn.tokenStorage} /> : null}
+          </dl>
+          {kind === 'electron' ? <EndpointForm /> : null}
+          {kind === 'web' ? (
+            <div className="actions">
+              <button type="button" className="btn" onClick={forgetToken}>
+                Use another token
+              </button>
+            </div>
+          ) : null}
+        </div>
+        <div className="card">
+          <h2>Server</h2>
+          {info ? (
+            <dl className="kvs">
+              <Field label="Version" value={info.version} />
+              <Field label="Public host" value={info.public_host} mono />
+              <Field label="API port" value={info.api_port} mono />
+              <Field label="VLESS WebSocket path" value={info.ws_path} mono />
+              <Field label="VLESS TCP port" value={info.vless_tcp_port ?? 'disabled'} mono />
+              <Field label="Proxy port" value={info.proxy_port ?? 'disabled'} mono />
+              <Field label="TLS" value={info.tls ? 'on' : 'off'} />
+            </dl>
+          ) : (
+            <button type="button" className="btn" onClick={() => void loadServerInfo()}>
+              Load server information
+            </button>
+          )}
+        </div>
+      </div>
+      <div className="card">
+        <h2>Support</h2>
+        <p className="muted">Support staff may need the API token to call the API directly. Treat it like a password.</p>
+        <div className="actions">
+          <CopyButton label="Copy API token" getText={() => getPlatform().ops.copyApiToken()} />
+        </div>
+        <OpenApiViewer />
+      </div>
+    </section>
+  );
+}

@@ -1,0 +1,63 @@
+// Electron: every operation goes through the preload bridge `window.app`; the main process
+// holds the token, makes the HTTP calls and runs the event streams.
+import type { AppBridge, StreamMessage } from '../../../preload/api.ts';
+import type { Platform, StreamHandlers } from './platform.ts';
+import { ApiError } from './platform.ts';
+import type { EventFilter, Result } from './types.ts';
+
+declare global {
+  interface Window {
+    app?: AppBridge;
+  }
+}
+
+function unwrap<T>(p: Promise<Result<T>>): Promise<T> {
+  return p.then((r) => {
+    if (r.ok) return r.value;
+    throw new ApiError(r.error);
+  });
+}
+
+export function createElectronPlatform(bridge: AppBridge): Platform {
+  const streams = new Map<string, StreamHandlers>();
+  let seq = 0;
+  bridge.onStreamMessage((m: StreamMessage) => {
+    const h = streams.get(m.streamId);
+    if (!h) return;
+    if (m.kind === 'event') h.onEvent(m.event);
+    else h.onState?.(m.state, m.error ? { ...m.error, details: {} } : undefined);
+  });
+
+  const ops: Platform['ops'] = {
+    connectionInfo: () => unwrap(bridge.connectionInfo()),
+    saveConnection: (s) => unwrap(bridge.saveConnection(s)),
+    serverInfo: () => unwrap(bridge.serverInfo()),
+    openApiDocument: () => unwrap(bridge.openApiDocument()),
+    copyApiToken: () => unwrap(bridge.copyApiToken()),
+    listZones: () => unwrap(bridge.listZones()),
+    listSessions: (q) => unwrap(bridge.listSessions(q)),
+    getSession: (id) => unwrap(bridge.getSession(id)),
+    createSession: (b) => unwrap(bridge.createSession(b)),
+    sessionStatus: (id) => unwrap(bridge.sessionStatus(id)),
+    pauseSession: (id) => unwrap(bridge.pauseSession(id)),
+    resumeSession: (id) => unwrap(bridge.resumeSession(id)),
+    getLimits: (s) => unwrap(bridge.getLimits(s)),
+    updateLimits: (s, b) => unwrap(bridge.updateLimits(s, b)),
+    deleteLimits: (s) => unwrap(bridge.deleteLimits(s)),
+  };
+
+  return {
+    kind: 'electron',
+    ops,
+    subscribe(filter: EventFilter, handlers: StreamHandlers) {
+      const id = `s${++seq}`;
+      streams.set(id, handlers);
+      void bridge.openStream(id, filter);
+      return () => {
+        streams.delete(id);
+        void bridge.closeStream(id);
+      };
+    },
+    onNavigate: (l) => bridge.onNavigate(l),
+  };
+}

@@ -1,0 +1,205 @@
+// Web mode: the renderer talks to the API itself, over fetch and the `eventsource` package
+// (whose `fetch` option lets us send the Authorization header, which the browser's own
+// EventSource cannot). The token is asked for once and kept in localStorage.
+import { EventSource } from 'eventsource';
+import type { Platform, PlatformOps, StreamHandlers } from './platform.ts';
+import { ApiError } from './platform.ts';
+import type { ApiErrorInfo, EventFilter, LimitScope, SessionEvent } from './types.ts';
+
+export const TOKEN_KEY = 'vpn-access.token';
+export const BASE_KEY = 'vpn-access.baseUrl';
+
+function readToken(): string | null {
+  try {
+    return localStorage.getItem(TOKEN_KEY);
+  } catch {
+    return null;
+  }
+}
+
+export function defaultBaseUrl(): string {
+  try {
+    const saved = localStorage.getItem(BASE_KEY);
+    if (saved) return saved;
+  } catch {
+    /* storage unavailable */
+  }
+  return new URL('v2', location.origin + '/').href;
+}
+
+async function errorFrom(res: Response): Promise<ApiError> {
+  let body: unknown = null;
+  try {
+    body = await res.json();
+  } catch {
+    /* not JSON */
+  }
+  const rec = (body as { error?: Partial<ApiErrorInfo> } | null)?.error;
+  const retry = Number(res.headers.get('retry-after'));
+  return new ApiError({
+    status: res.status,
+    code: rec?.code ?? `http_${res.status}`,
+    message: rec?.message ?? res.statusText ?? 'Request failed',
+    details: (rec?.details as Record<string, unknown>) ?? {},
+    retryAfter: Number.isFinite(retry) && retry > 0 ? retry : undefined,
+  });
+}
+
+export function createWebPlatform(): Platform {
+  const baseUrl = defaultBaseUrl();
+  let token = readToken();
+
+  async function call<T>(method: string, path: string, body?: unknown): Promise<T> {
+    if (!token) throw new ApiError({ status: 401, code: 'unauthorized', message: 'No API token has been entered yet.', details: {} });
+    const headers: Record<string, string> = { Authorization: `Bearer ${token}` };
+    if (body !== undefined) headers['Content-Type'] = 'application/json';
+    let res: Response;
+    try {
+      res = await fetch(baseUrl + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+    } catch (e) {
+      throw new ApiError({ status: 0, code: 'network_error', message: `The server at ${baseUrl} could not be reached.`, details: { cause: String(e) } });
+    }
+    if (!res.ok) throw await errorFrom(res);
+    if (res.status === 204) return true as T;
+    return (await res.json()) as T;
+  }
+
+  const limitsPath = (scope: LimitScope) => `/customer/limits/${encodeURIComponent(scope)}`;
+  const qs = (q: Record<string, unknown>) => {
+    const p = new URLSearchParams();
+    for (const [k, v] of Object.entries(q)) {
+      if (v === undefined || v === null || v === '') continue;
+      for (const item of Array.isArray(v) ? v : [v]) p.append(k, String(item));
+    }
+    const s = p.toString();
+    return s ? `?${s}` : '';
+  };
+
+  const ops: Platform['ops'] = {
+    connectionInfo: async () => ({ mode: 'web', baseUrl, hasToken: !!token }),
+    saveConnection: async () => {
+      throw new ApiError({ status: 400, code: 'not_supported', message: 'The endpoint is chosen in the desktop app only.', details: {} });
+    },
+    serverInfo: () => call('GET', '/server-info'),
+    openApiDocument: () => call('GET', '/openapi.json'),
+    copyApiToken: async () => {
+      if (!token) throw new ApiError({ status: 401, code: 'unauthorized', message: 'No API token has been entered.', details: {} });
+      await navigator.clipboard.writeText(token);
+      return true as const;
+    },
+    listZones: () => call('GET', '/zones'),
+    listSessions: (q) => call('GET', `/sessions${qs({ ...q })}`),
+    getSession: (id) => call('GET', `/sessions/${encodeURIComponent(id)}`),
+    createSession: (body) => call('POST', '/sessions', body),
+    sessionStatus: (id) => call('GET', `/sessions/${encodeURIComponent(id)}/status`),
+    pauseSession: (id) => call('PATCH', `/sessions/${encodeURIComponent(id)}/pause`),
+    resumeSession: (id) => call('PATCH', `/sessions/${encodeURIComponent(id)}/resume`),
+    getLimits: (scope) => call('GET', limitsPath(scope)),
+    updateLimits: (scope, body) => call('PATCH', limitsPath(scope), body),
+    deleteLimits: (scope) => call('DELETE', limitsPath(scope)),
+  } satisfies Omit<PlatformOps, 'openStream' | 'closeStream'>;
+
+  function subscribe(filter: EventFilter, h: StreamHandlers): () => void {
+    return openEventStream({
+      url: (lastId) => `${baseUrl}/sessions/events${qs({ session_id: filter.session_id, event_type: filter.event_type, last_event_id: lastId })}`,
+      token: () => token,
+      initialLastId: filter.last_event_id,
+      handlers: h,
+    });
+  }
+
+  return {
+    kind: 'web',
+    ops,
+    subscribe,
+    onNavigate: () => () => {},
+    setToken(next) {
+      token = next;
+      try {
+        if (next) localStorage.setItem(TOKEN_KEY, next);
+        else localStorage.removeItem(TOKEN_KEY);
+      } catch {
+        /* storage unavailable: keep it for this page only */
+      }
+    },
+  };
+}
+
+/**
+ * An event stream that survives failures: the `eventsource` package reconnects by itself
+ * after network errors (honouring `retry:` and sending Last-Event-ID); when it gives up
+ * (a non-200 answer such as 429 or 500) we open a new one ourselves, with exponential backoff
+ * and the last id we saw, so nothing is missed and nothing repeats.
+ */
+export function openEventStream(opts: {
+  url: (lastEventId: number | undefined) => string;
+  token: () => string | null;
+  initialLastId?: number;
+  handlers: StreamHandlers;
+}): () => void {
+  let lastId = opts.initialLastId;
+  let es: EventSource | null = null;
+  let timer: ReturnType<typeof setTimeout> | null = null;
+  let attempt = 0;
+  let stopped = false;
+
+  const connect = () => {
+    if (stopped) return;
+    opts.handlers.onState?.(attempt === 0 ? 'connecting' : 'reconnecting');
+    const source = new EventSource(opts.url(lastId), {
+      fetch: (input, init) =>
+        fetch(input, { ...init, headers: { ...init.headers, Authorization: `Bearer ${opts.token() ?? ''}` } }),
+    });
+    es = source;
+    source.onopen = () => {
+      attempt = 0;
+      opts.handlers.onState?.('open');
+    };
+    source.onmessage = (m) => {
+      let ev: SessionEvent;
+      try {
+        ev = JSON.parse(m.data) as SessionEvent;
+      } catch {
+        return;
+      }
+      if (typeof ev.id === 'number') {
+        if (lastId !== undefined && ev.id <= lastId) return; // never deliver twice
+        lastId = ev.id;
+      }
+      opts.handlers.onEvent(ev);
+    };
+    source.onerror = (e) => {
+      if (stopped) return;
+      const code = (e as { code?: number }).code;
+      if (source.readyState === EventSource.CLOSED) {
+        // The library gave up (non-200 or wrong content type): back off and retry ourselves.
+        attempt++;
+        const delay = Math.min(30_000, 1000 * 2 ** Math.min(attempt - 1, 5)) * (0.75 + Math.random() * 0.5);
+        const err: ApiErrorInfo | undefined = code
+          ? {
+              status: code,
+              code: code === 401 ? 'unauthorized' : code === 429 ? 'rate_limited' : `http_${code}`,
+              message: code === 401 ? 'The API token was refused.' : `The event stream answered ${code}.`,
+              details: {},
+            }
+          : undefined;
+        opts.handlers.onState?.('reconnecting', err);
+        timer = setTimeout(connect, delay);
+      } else {
+        opts.handlers.onState?.('reconnecting', {
+          status: 0,
+          code: 'network_error',
+          message: 'Lost the connection to the event stream; reconnecting.',
+          details: {},
+        });
+      }
+    };
+  };
+  connect();
+  return () => {
+    stopped = true;
+    if (timer) clearTimeout(timer);
+    es?.close();
+    opts.handlers.onState?.('closed');
+  };
+}

@@ -1,0 +1,476 @@
+// One zustand store made of slices. Actions are the only writers; components read through
+// the selectors in selectors.ts; events from the platform enter through bridge.ts.
+import { create } from 'zustand';
+import { getPlatform, toApiError } from '../platform/index.ts';
+import type {
+  ApiErrorInfo,
+  ConnectionInfo,
+  ConnectionSettings,
+  LimitScope,
+  LimitsRecord,
+  LimitsUpdate,
+  ServerInfo,
+  Session,
+  SessionCreateRequest,
+  SessionEvent,
+  SessionStatusResponse,
+  StreamState,
+  Zone,
+} from '../platform/types.ts';
+
+export type Route =
+  | { name: 'sessions' }
+  | { name: 'new' }
+  | { name: 'session'; id: string }
+  | { name: 'limits'; scope: LimitScope }
+  | { name: 'events' }
+  | { name: 'proxy' }
+  | { name: 'settings' };
+
+export interface SessionView extends Session {
+  /** Bytes per second, measured between the last two counter updates. */
+  up_speed: number;
+  down_speed: number;
+  /** ms timestamp of the last counter update (for speeds and staleness). */
+  sampled_at: number;
+}
+
+export interface Toast {
+  id: number;
+  kind: 'info' | 'error';
+  text: string;
+}
+
+type Load = 'idle' | 'loading' | 'ready' | 'error';
+
+export interface LimitsState {
+  load: Load | 'unset' | 'forbidden';
+  record: LimitsRecord | null;
+  error: ApiErrorInfo | null;
+  saving: boolean;
+}
+
+export interface AppSlice {
+  phase: 'starting' | 'need-token' | 'ready' | 'unreachable';
+  phaseError: ApiErrorInfo | null;
+  connection: ConnectionInfo | null;
+  serverInfo: ServerInfo | null;
+  streamState: StreamState;
+  streamError: ApiErrorInfo | null;
+  route: Route;
+  toasts: Toast[];
+}
+
+export interface ZonesSlice {
+  zones: Zone[];
+  zonesLoad: Load;
+  zonesError: ApiErrorInfo | null;
+}
+
+export interface SessionsSlice {
+  sessions: Record<string, SessionView>;
+  /** Ids, newest first. */
+  sessionOrder: string[];
+  sessionsLoad: Load;
+  sessionsError: ApiErrorInfo | null;
+  sessionFilter: { text: string; status: string; zone: string };
+  creating: boolean;
+  createError: ApiErrorInfo | null;
+  /** Per-session speed history for the detail chart: [t, up, down]. */
+  speedHistory: Record<string, Array<[number, number, number]>>;
+  actionPending: Record<string, boolean>;
+  actionError: Record<string, ApiErrorInfo | null>;
+}
+
+export interface EventsSlice {
+  events: SessionEvent[];
+  eventFilter: { sessionId: string; type: string };
+  lastEventId: number | undefined;
+}
+
+export interface LimitsSlice {
+  limits: Record<LimitScope, LimitsState>;
+}
+
+export type State = AppSlice & ZonesSlice & SessionsSlice & EventsSlice & LimitsSlice;
+
+const MAX_EVENTS = 2000;
+const HISTORY = 120;
+const emptyLimits = (): LimitsState => ({ load: 'idle', record: null, error: null, saving: false });
+
+export const useStore = create<State>()(() => ({
+  phase: 'starting',
+  phaseError: null,
+  connection: null,
+  serverInfo: null,
+  streamState: 'connecting',
+  streamError: null,
+  route: { name: 'sessions' },
+  toasts: [],
+  zones: [],
+  zonesLoad: 'idle',
+  zonesError: null,
+  sessions: {},
+  sessionOrder: [],
+  sessionsLoad: 'idle',
+  sessionsError: null,
+  sessionFilter: { text: '', status: '', zone: '' },
+  creating: false,
+  createError: null,
+  speedHistory: {},
+  actionPending: {},
+  actionError: {},
+  events: [],
+  eventFilter: { sessionId: '', type: '' },
+  lastEventId: undefined,
+  limits: { global: emptyLimits(), client: emptyLimits(), session: emptyLimits() },
+}));
+
+const set = useStore.setState;
+const get = useStore.getState;
+const ops = () => getPlatform().ops;
+
+// ---------------------------------------------------------------- app / ui actions
+
+let toastSeq = 0;
+export function toast(text: string, kind: Toast['kind'] = 'info'): void {
+  const t = { id: ++toastSeq, kind, text };
+  set((s) => ({ toasts: [...s.toasts.slice(-3), t] }));
+  setTimeout(() => dismissToast(t.id), kind === 'error' ? 8000 : 4000);
+}
+export function dismissToast(id: number): void {
+  set((s) => ({ toasts: s.toasts.filter((t) => t.id !== id) }));
+}
+
+export function setRoute(route: Route): void {
+  set({ route });
+}
+
+/** Handles errors that concern the whole app (bad token, server gone). Returns the error. */
+export function noteGlobalError(e: unknown): ApiErrorInfo {
+  const err = toApiError(e);
+  if (err.status === 401 && getPlatform().kind === 'web') set({ phase: 'need-token', phaseError: err });
+  else if (err.status === 0 && err.code === 'network_error') set({ phase: 'unreachable', phaseError: err });
+  return err;
+}
+
+export async function startApp(): Promise<void> {
+  set({ phase: 'starting', phaseError: null });
+  try {
+    const connection = await ops().connectionInfo();
+    set({ connection });
+    if (!connection.hasToken) {
+      set({ phase: 'need-token' });
+      return;
+    }
+    // The zone list doubles as the check that the token works and the server answers.
+    await loadZones(true);
+    if (get().phase !== 'starting') return;
+    set({ phase: 'ready' });
+    void loadServerInfo();
+    void loadSessions();
+  } catch (e) {
+    const err = noteGlobalError(e);
+    if (get().phase === 'starting') set({ phase: 'unreachable', phaseError: err });
+  }
+}
+
+export async function submitToken(token: string): Promise<void> {
+  getPlatform().setToken?.(token.trim());
+  await startApp();
+}
+
+export function forgetToken(): void {
+  getPlatform().setToken?.(null);
+  set({ phase: 'need-token', phaseError: null });
+}
+
+export async function loadServerInfo(): Promise<void> {
+  try {
+    set({ serverInfo: await ops().serverInfo() });
+  } catch {
+    /* optional extension */
+  }
+}
+
+export async function saveConnection(settings: ConnectionSettings): Promise<boolean> {
+  try {
+    const connection = await ops().saveConnection(settings);
+    set({ connection });
+    toast('Connection settings saved.');
+    await startApp();
+    return true;
+  } catch (e) {
+    toast(humanize(e), 'error');
+    return false;
+  }
+}
+
+export function setStreamState(state: StreamState, error?: ApiErrorInfo): void {
+  set({ streamState: state, streamError: error ?? (state === 'open' ? null : get().streamError) });
+  if (error?.status === 401) noteGlobalError(error);
+}
+
+// ---------------------------------------------------------------- zones
+
+export async function loadZones(rethrow = false): Promise<void> {
+  set({ zonesLoad: 'loading', zonesError: null });
+  try {
+    const { zones } = await ops().listZones();
+    set({ zones, zonesLoad: 'ready' });
+  } catch (e) {
+    const err = noteGlobalError(e);
+    set({ zonesLoad: 'error', zonesError: err });
+    if (rethrow) throw e;
+  }
+}
+
+// ---------------------------------------------------------------- sessions
+
+function toView(s: Session, prev?: SessionView, now = Date.now()): SessionView {
+  let up = prev?.up_speed ?? 0;
+  let down = prev?.down_speed ?? 0;
+  if (prev && now > prev.sampled_at) {
+    const dt = (now - prev.sampled_at) / 1000;
+    if (s.uploaded_bytes !== prev.uploaded_bytes || s.downloaded_bytes !== prev.downloaded_bytes || dt > 2) {
+      up = Math.max(0, (s.uploaded_bytes - prev.uploaded_bytes) / dt);
+      down = Math.max(0, (s.downloaded_bytes - prev.downloaded_bytes) / dt);
+    }
+  }
+  if (s.status !== 'active' || s.paused) {
+    up = 0;
+    down = 0;
+  }
+  return { ...s, up_speed: up, down_speed: down, sampled_at: prev && s.uploaded_bytes === prev.uploaded_bytes && s.downloaded_bytes === prev.downloaded_bytes && now - prev.sampled_at < 2000 ? prev.sampled_at : now };
+}
+
+const PAGE = 500;
+const MAX_PAGES = 60;
+let sessionsGen = 0;
+
+/** Loads every session (newest first), page by page; the first page shows at once. */
+export async function loadSessions(): Promise<void> {
+  const gen = ++sessionsGen;
+  set({ sessionsLoad: 'loading', sessionsError: null });
+  try {
+    let cursor: string | undefined;
+    const byId: Record<string, SessionView> = {};
+    const order: string[] = [];
+    for (let page = 0; page < MAX_PAGES; page++) {
+      const res = await ops().listSessions({ limit: PAGE, cursor });
+      if (gen !== sessionsGen) return;
+      const prev = get().sessions;
+      const now = Date.now();
+      for (const s of res.sessions) {
+        if (byId[s.id]) continue;
+        byId[s.id] = toView(s, prev[s.id], now);
+        order.push(s.id);
+      }
+      // Sessions created meanwhile (present before, not yet in this listing) stay on top.
+      const extra = get().sessionOrder.filter((id) => !byId[id] && page === 0);
+      set({
+        sessions: { ...Object.fromEntries(extra.map((id) => [id, prev[id]])), ...byId },
+        sessionOrder: [...extra, ...order],
+        sessionsLoad: res.next_cursor ? 'loading' : 'ready',
+      });
+      if (!res.next_cursor) break;
+      cursor = res.next_cursor;
+    }
+    set({ sessionsLoad: 'ready' });
+  } catch (e) {
+    if (gen !== sessionsGen) return;
+    set({ sessionsLoad: 'error', sessionsError: noteGlobalError(e) });
+  }
+}
+
+/** Merges a full session into the list (newly created or refreshed). */
+export function upsertSession(s: Session): void {
+  set((st) => {
+    const prev = st.sessions[s.id];
+    const view = toView(s, prev);
+    return {
+      sessions: { ...st.sessions, [s.id]: view },
+      sessionOrder: prev ? st.sessionOrder : [s.id, ...st.sessionOrder],
+      speedHistory: pushHistory(st.speedHistory, view),
+    };
+  });
+}
+
+function pushHistory(h: State['speedHistory'], v: SessionView): State['speedHistory'] {
+  const list = h[v.id];
+  if (!list) return h; // history is kept only for sessions someone is looking at
+  const next = [...list, [Date.now(), v.up_speed, v.down_speed] as [number, number, number]];
+  return { ...h, [v.id]: next.slice(-HISTORY) };
+}
+
+export function watchHistory(id: string, on: boolean): void {
+  set((st) => {
+    const h = { ...st.speedHistory };
+    if (on) h[id] = h[id] ?? [];
+    else delete h[id];
+    return { speedHistory: h };
+  });
+}
+
+export function applyStatus(id: string, st: SessionStatusResponse): void {
+  const cur = get().sessions[id];
+  if (!cur) return;
+  upsertSession({ ...cur, ...st });
+}
+
+export async function refreshSession(id: string): Promise<Session | null> {
+  try {
+    const s = await ops().getSession(id);
+    upsertSession(s);
+    return s;
+  } catch (e) {
+    noteGlobalError(e);
+    return null;
+  }
+}
+
+export async function pollStatus(id: string): Promise<void> {
+  try {
+    const st = await ops().sessionStatus(id);
+    if (!get().sessions[id]) await refreshSession(id);
+    applyStatus(id, st);
+  } catch (e) {
+    noteGlobalError(e);
+  }
+}
+
+export function setSessionFilter(f: Partial<State['sessionFilter']>): void {
+  set((s) => ({ sessionFilter: { ...s.sessionFilter, ...f } }));
+}
+
+export async function createSession(req: SessionCreateRequest): Promise<Session | null> {
+  set({ creating: true, createError: null });
+  try {
+    const s = await ops().createSession(req);
+    upsertSession(s);
+    set({ creating: false });
+    toast(`Session created for ${s.client_id}.`);
+    return s;
+  } catch (e) {
+    set({ creating: false, createError: noteGlobalError(e) });
+    return null;
+  }
+}
+
+export async function setPaused(id: string, paused: boolean): Promise<void> {
+  set((s) => ({ actionPending: { ...s.actionPending, [id]: true }, actionError: { ...s.actionError, [id]: null } }));
+  try {
+    const r = paused ? await ops().pauseSession(id) : await ops().resumeSession(id);
+    const cur = get().sessions[id];
+    if (cur) upsertSession({ ...cur, paused: r.paused });
+    toast(r.paused ? 'Session paused: its connections were closed.' : 'Session resumed: it accepts connections again.');
+    void pollStatus(id);
+  } catch (e) {
+    const err = noteGlobalError(e);
+    set((s) => ({ actionError: { ...s.actionError, [id]: err } }));
+    void refreshSession(id);
+  } finally {
+    set((s) => ({ actionPending: { ...s.actionPending, [id]: false } }));
+  }
+}
+
+// ---------------------------------------------------------------- events (from the bridge)
+
+const EVENT_STATUS: Partial<Record<SessionEvent['event_type'], Session['status']>> = {
+  session_start: 'active',
+  session_stats: undefined,
+  session_heartbeat: 'active',
+};
+
+/** Applies a batch of events: the event list, and each session's counters and status. */
+export function applyEvents(batch: SessionEvent[]): void {
+  if (!batch.length) return;
+  const needRefresh = new Set<string>();
+  set((st) => {
+    const sessions = { ...st.sessions };
+    let history = st.speedHistory;
+    let order = st.sessionOrder;
+    const now = Date.now();
+    for (const ev of batch) {
+      const cur = sessions[ev.session_id];
+      if (!cur) {
+        needRefresh.add(ev.session_id);
+        continue;
+      }
+      const status = ev.event_type === 'session_end' ? cur.status : (EVENT_STATUS[ev.event_type] ?? cur.status);
+      const next = toView(
+        { ...cur, status, duration: ev.duration, uploaded_bytes: Math.max(cur.uploaded_bytes, ev.uploaded_bytes), downloaded_bytes: Math.max(cur.downloaded_bytes, ev.downloaded_bytes) },
+        cur,
+        now,
+      );
+      sessions[ev.session_id] = next;
+      history = pushHistory(history, next);
+      // A session's end changes its status to idle or ended: ask the server which.
+      if (ev.event_type === 'session_end' || ev.event_type === 'session_start') needRefresh.add(ev.session_id);
+    }
+    const events = [...batch.slice().reverse(), ...st.events].slice(0, MAX_EVENTS);
+    return { sessions, sessionOrder: order, speedHistory: history, events, lastEventId: batch[batch.length - 1].id };
+  });
+  for (const id of needRefresh) void refreshSession(id);
+}
+
+export function setEventFilter(f: Partial<State['eventFilter']>): void {
+  set((s) => ({ eventFilter: { ...s.eventFilter, ...f } }));
+}
+export function clearEvents(): void {
+  set({ events: [] });
+}
+
+// ---------------------------------------------------------------- limits
+
+function setLimits(scope: LimitScope, patch: Partial<LimitsState>): void {
+  set((s) => ({ limits: { ...s.limits, [scope]: { ...s.limits[scope], ...patch } } }));
+}
+
+export async function loadLimits(scope: LimitScope): Promise<void> {
+  setLimits(scope, { load: 'loading', error: null });
+  try {
+    const record = await ops().getLimits(scope);
+    setLimits(scope, { load: 'ready', record });
+  } catch (e) {
+    const err = noteGlobalError(e);
+    if (err.code === 'limits_not_found' || (err.status === 404 && err.code !== 'not_found')) setLimits(scope, { load: 'unset', record: null });
+    else if (err.status === 403) setLimits(scope, { load: 'forbidden', record: null, error: err });
+    else setLimits(scope, { load: 'error', error: err });
+  }
+}
+
+export async function saveLimits(scope: LimitScope, body: LimitsUpdate): Promise<boolean> {
+  setLimits(scope, { saving: true, error: null });
+  try {
+    const record = await ops().updateLimits(scope, body);
+    setLimits(scope, { load: 'ready', record, saving: false });
+    toast(`${scopeTitle(scope)} limits saved.`);
+    return true;
+  } catch (e) {
+    const err = noteGlobalError(e);
+    setLimits(scope, { saving: false, error: err, ...(err.status === 403 ? { load: 'forbidden' as const } : {}) });
+    return false;
+  }
+}
+
+export async function deleteLimits(scope: LimitScope): Promise<void> {
+  setLimits(scope, { saving: true, error: null });
+  try {
+    await ops().deleteLimits(scope);
+    setLimits(scope, { load: 'unset', record: null, saving: false });
+    toast(`${scopeTitle(scope)} limits deleted: no limits apply at this level.`);
+  } catch (e) {
+    const err = noteGlobalError(e);
+    if (err.code === 'limits_not_found') setLimits(scope, { load: 'unset', record: null, saving: false });
+    else setLimits(scope, { saving: false, error: err, ...(err.status === 403 ? { load: 'forbidden' as const } : {}) });
+  }
+}
+
+export function scopeTitle(scope: LimitScope): string {
+  return scope === 'global' ? 'Global' : scope === 'client' ? 'Client' : 'Session';
+}
+
+function humanize(e: unknown): string {
+  return toApiError(e).message;
+}
