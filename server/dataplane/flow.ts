@@ -1,0 +1,149 @@
+// One direction of a relayed connection: takes chunks from a source, lets the byte caps and the
+// token buckets decide how much may go and when, writes to a sink, and counts what was written.
+// Backpressure: while a chunk waits (shaping) or the sink is full, the source is paused, so the
+// server holds at most one chunk plus the sink's high-water mark per direction.
+import type { Dir, Lease } from './runtime.ts';
+
+export interface Sink {
+  /** Writes; false when the sink is full (wait for onWritable). */
+  write(buf: Buffer): boolean;
+  onWritable(cb: () => void): void;
+}
+
+export interface Source {
+  pause(): void;
+  resume(): void;
+}
+
+export class Flow {
+  private readonly lease: Lease;
+  private readonly dir: Dir;
+  private readonly sink: Sink;
+  private readonly src: Source;
+  /** Datagrams: never split; a datagram that does not fit a cap is dropped. */
+  private readonly atomic: boolean;
+  private queue: Buffer[] = [];
+  private busy = false;
+  private srcPaused = false;
+  private finishCb: (() => void) | undefined;
+  private readonly maxQueue: number;
+  stopped = false;
+
+  constructor(lease: Lease, dir: Dir, sink: Sink, src: Source, opts: { atomic?: boolean; maxQueue?: number } = {}) {
+    this.lease = lease;
+    this.dir = dir;
+    this.sink = sink;
+    this.src = src;
+    this.atomic = opts.atomic ?? false;
+    this.maxQueue = opts.maxQueue ?? Infinity;
+  }
+
+  push(chunk: Buffer): void {
+    if (this.stopped || chunk.length === 0) return;
+    if (this.busy) {
+      if (this.queue.length >= this.maxQueue) return; // datagrams: drop rather than buffer
+      this.queue.push(chunk);
+      this.pauseSrc();
+      return;
+    }
+    this.run(chunk);
+  }
+
+  /** The source has ended: cb runs once everything queued was written. */
+  finish(cb: () => void): void {
+    if (!this.busy && this.queue.length === 0) cb();
+    else this.finishCb = cb;
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.queue = [];
+    this.finishCb = undefined;
+  }
+
+  private run(chunk: Buffer | undefined): void {
+    while (chunk && !this.stopped) {
+      const lease = this.lease;
+      let piece = chunk;
+      if (!this.atomic) {
+        const max = lease.maxPiece(this.dir);
+        if (piece.length > max) piece = chunk.subarray(0, max);
+      }
+      const rest = piece.length < chunk.length ? chunk.subarray(piece.length) : undefined;
+      const wait = lease.reserve(this.dir, piece.length);
+      if (wait >= 1) {
+        this.block();
+        setTimeout(() => this.afterWait(piece, rest), wait);
+        return;
+      }
+      const full = this.send(piece);
+      if (this.stopped) return;
+      if (full) {
+        this.block();
+        this.sink.onWritable(() => this.continueWith(rest));
+        return;
+      }
+      chunk = rest ?? this.queue.shift();
+    }
+    if (!this.stopped) this.idle();
+  }
+
+  /** Writes a piece after the caps allow it; returns true when the sink is full. */
+  private send(piece: Buffer): boolean {
+    let n = this.lease.grant(this.dir, piece.length);
+    if (this.atomic && n < piece.length) n = 0;
+    if (n === 0) {
+      // A cap is reached: the runtime closes the connection (account() enforces); stop here.
+      this.stopped = true;
+      this.lease.capReached();
+      return false;
+    }
+    const out = n < piece.length ? piece.subarray(0, n) : piece;
+    const ok = this.sink.write(out);
+    this.lease.account(this.dir, n);
+    if (n < piece.length) this.stopped = true;
+    return !ok;
+  }
+
+  private afterWait(piece: Buffer, rest: Buffer | undefined): void {
+    if (this.stopped) return;
+    const full = this.send(piece);
+    if (this.stopped) return;
+    if (full) {
+      this.sink.onWritable(() => this.continueWith(rest));
+      return;
+    }
+    this.continueWith(rest);
+  }
+
+  private continueWith(rest: Buffer | undefined): void {
+    if (this.stopped) return;
+    this.busy = false;
+    this.run(rest ?? this.queue.shift());
+  }
+
+  private pauseSrc(): void {
+    if (!this.srcPaused) {
+      this.srcPaused = true;
+      this.src.pause();
+    }
+  }
+
+  private block(): void {
+    this.busy = true;
+    this.pauseSrc();
+  }
+
+  private idle(): void {
+    this.busy = false;
+    if (this.srcPaused) {
+      this.srcPaused = false;
+      this.src.resume();
+    }
+    const cb = this.finishCb;
+    if (cb) {
+      this.finishCb = undefined;
+      cb();
+    }
+  }
+}

@@ -1,0 +1,141 @@
+// The data plane: VLESS over WebSocket (on the API server, via handleUpgrade), VLESS over raw
+// TCP (optionally TLS), and the geo-targeted HTTP proxy, all feeding one Runtime of meters,
+// events and limits. Nothing here imports fastify or electron; see api.ts for the seam.
+import { createServer as createTcpServer, type Server, type Socket } from 'node:net';
+import { createServer as createTlsServer } from 'node:tls';
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { WebSocketServer } from 'ws';
+import type { DataPlane, DataPlaneDeps } from './api.ts';
+import { Runtime } from './runtime.ts';
+import { socketSide, wsSide } from './sides.ts';
+import { serveVless } from './vless.ts';
+import { serveProxy, type ProxyContext } from './proxy.ts';
+import type { Connection } from './relay.ts';
+
+export type { DataPlane, DataPlaneDeps, DataPlaneConfig } from './api.ts';
+
+const DEFAULT_HEADER_TIMEOUT_MS = 5000;
+const DEFAULT_CONNECT_TIMEOUT_MS = 10000;
+
+/** v2ray's ws early data arrives base64url-encoded in Sec-WebSocket-Protocol. */
+function earlyData(req: IncomingMessage): { data: Buffer; protocol: string } | undefined {
+  const p = req.headers['sec-websocket-protocol'];
+  if (typeof p !== 'string' || p.length < 24 || p.includes(',') || !/^[A-Za-z0-9_-]+=*$/.test(p)) return undefined;
+  const data = Buffer.from(p, 'base64url');
+  return data.length >= 18 && data[0] === 0 ? { data, protocol: p } : undefined;
+}
+
+export function createDataPlane(deps: DataPlaneDeps): DataPlane {
+  const cfg = deps.config;
+  const runtime = new Runtime(deps);
+  const open = new Set<Connection>();
+  const rawSockets = new Set<Duplex>();
+  const ctx: ProxyContext = {
+    runtime,
+    log: deps.log,
+    egress: cfg.egress ?? 'allow-all',
+    headerTimeoutMs: cfg.headerTimeoutMs ?? DEFAULT_HEADER_TIMEOUT_MS,
+    connectTimeoutMs: cfg.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
+    track: (c) => open.add(c),
+    untrack: (c) => open.delete(c),
+    zones: () => deps.zones.list(),
+    sessionExists: (id) => deps.store.getSession(id) !== undefined,
+  };
+  const wss = new WebSocketServer({
+    noServer: true,
+    perMessageDeflate: false,
+    maxPayload: 1 << 20,
+    handleProtocols: (protocols) => {
+      // Echo an early-data "protocol" back, as v2ray expects.
+      const [first] = protocols;
+      return first ?? false;
+    },
+  });
+  const servers: Server[] = [];
+  let closed = false;
+
+  function listen(server: Server, port: number): Promise<number> {
+    return new Promise((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, cfg.host, () => {
+        server.removeListener('error', reject);
+        const a = server.address();
+        resolve(typeof a === 'object' && a ? a.port : port);
+      });
+    });
+  }
+
+  function makeServer(onSocket: (s: Socket) => void): Server {
+    const opts = { allowHalfOpen: true, noDelay: true };
+    const server = cfg.tls
+      ? createTlsServer({ ...opts, cert: cfg.tls.cert, key: cfg.tls.key, handshakeTimeout: ctx.headerTimeoutMs }, onSocket)
+      : createTcpServer(opts, onSocket);
+    server.on('error', (err) => deps.log.error({ err: String(err) }, 'data plane listener error'));
+    if (cfg.tls) server.on('tlsClientError', () => { /* bad handshakes are dropped */ });
+    servers.push(server);
+    return server;
+  }
+
+  return {
+    async start() {
+      runtime.start();
+      let vlessTcpPort: number | null = null;
+      let proxyPort: number | null = null;
+      if (cfg.vlessTcpPort !== null && cfg.vlessTcpPort !== undefined) {
+        const s = makeServer((sock) => {
+          sock.on('error', () => {});
+          serveVless(ctx, socketSide(sock), 'tcp');
+        });
+        vlessTcpPort = await listen(s, cfg.vlessTcpPort);
+      }
+      if (cfg.proxyPort !== null && cfg.proxyPort !== undefined) {
+        const s = makeServer((sock) => {
+          sock.on('error', () => {});
+          serveProxy(ctx, socketSide(sock));
+        });
+        proxyPort = await listen(s, cfg.proxyPort);
+      }
+      return { vlessTcpPort, proxyPort };
+    },
+
+    handleUpgrade(req, socket, head) {
+      let path: string;
+      try {
+        path = new URL(req.url ?? '/', 'http://x').pathname;
+      } catch {
+        return false;
+      }
+      if (path !== cfg.wsPath) return false;
+      if (closed) {
+        socket.destroy();
+        return true;
+      }
+      socket.on('error', () => {});
+      rawSockets.add(socket);
+      socket.once('close', () => rawSockets.delete(socket));
+      const early = earlyData(req);
+      if (!early) delete req.headers['sec-websocket-protocol'];
+      wss.handleUpgrade(req, socket, head, (ws) => {
+        const remote = (socket as Socket).remoteAddress ?? '?';
+        serveVless(ctx, wsSide(ws, remote), 'ws', early?.data);
+      });
+      return true;
+    },
+
+    live: (id) => runtime.live(id),
+    pause: (id) => runtime.pause(id),
+    limitsChanged: (customerId) => runtime.limitsChanged(customerId),
+
+    async close() {
+      if (closed) return;
+      closed = true;
+      const done = servers.map((s) => new Promise<void>((r) => s.close(() => r())));
+      runtime.shutdown();
+      for (const c of [...open]) c.close('shutdown');
+      for (const s of rawSockets) s.destroy();
+      wss.close();
+      await Promise.all(done);
+    },
+  };
+}

@@ -1,0 +1,166 @@
+// A relayed connection: the client side, the outbound side, one Flow per direction, and the
+// lease that ties it to a session. Used by the VLESS inbounds and the HTTP proxy alike.
+import type { Socket } from 'node:net';
+import type { Socket as UdpSocket } from 'node:dgram';
+import { Flow } from './flow.ts';
+import type { ClientSide } from './sides.ts';
+import type { ConnHandle, Lease } from './runtime.ts';
+
+const GRACE_MS = 5000;
+const MAX_PENDING = 256 * 1024;
+const UDP_MAX_FRAME = 65535 + 2;
+
+export class Connection implements ConnHandle {
+  readonly client: ClientSide;
+  lease: Lease | undefined;
+  closed = false;
+  closeReason = '';
+  private outbound: Socket | undefined;
+  private udp: UdpSocket | undefined;
+  private up: Flow | undefined;
+  private down: Flow | undefined;
+  private pending: Buffer[] = [];
+  private pendingBytes = 0;
+  private clientEnded = false;
+  private timers: NodeJS.Timeout[] = [];
+  private udpBuf: Buffer = Buffer.alloc(0);
+  private readonly onClosed: ((c: Connection) => void) | undefined;
+  /** Receives client bytes until the relay starts (header parsing). */
+  preamble: ((buf: Buffer) => void) | undefined;
+
+  constructor(client: ClientSide, onClosed?: (c: Connection) => void) {
+    this.client = client;
+    this.onClosed = onClosed;
+    client.bind({
+      data: (b) => this.fromClient(b),
+      end: () => this.clientEnd(),
+      close: () => this.close('client_closed'),
+    });
+  }
+
+  timer(ms: number, fn: () => void): void {
+    const t = setTimeout(fn, ms);
+    t.unref();
+    this.timers.push(t);
+  }
+
+  private fromClient(b: Buffer): void {
+    if (this.closed) return;
+    if (this.up) {
+      if (this.udp) this.udpFrames(b);
+      else this.up.push(b);
+    } else if (this.preamble) {
+      this.preamble(b);
+    } else {
+      this.hold(b);
+    }
+  }
+
+  /** Keeps bytes that arrive while the outbound is being dialled (bounded; client paused). */
+  hold(b: Buffer): void {
+    if (b.length === 0) return;
+    this.pending.push(b);
+    this.pendingBytes += b.length;
+    if (this.pendingBytes > MAX_PENDING) this.client.pause();
+  }
+
+  private clientEnd(): void {
+    this.clientEnded = true;
+    if (this.up && this.outbound) {
+      const out = this.outbound;
+      this.up.finish(() => out.end());
+    }
+  }
+
+  /** Starts relaying TCP; `preface` goes to the client first and is not counted (VLESS response header). */
+  startTcp(out: Socket, preface?: Buffer): void {
+    const lease = this.lease;
+    if (this.closed || !lease) {
+      out.destroy();
+      return;
+    }
+    this.outbound = out;
+    this.preamble = undefined;
+    if (preface) this.client.write(preface);
+    this.up = new Flow(lease, 'up', { write: (b) => out.write(b), onWritable: (cb) => { out.once('drain', cb); } }, this.client);
+    this.down = new Flow(lease, 'down', this.client, out);
+    out.on('data', (b: Buffer) => this.down?.push(b));
+    out.on('end', () => this.down?.finish(() => this.endClient()));
+    out.on('error', () => { /* close follows */ });
+    out.on('close', () => {
+      // A clean end is handled by 'end' (the client is ended after queued data is delivered).
+      if (!out.readableEnded) this.close('outbound_closed');
+    });
+    this.flushPending();
+    if (this.clientEnded) this.clientEnd();
+  }
+
+  /** Starts relaying VLESS UDP: 2-byte length-prefixed datagrams both ways. */
+  startUdp(udp: UdpSocket, preface?: Buffer): void {
+    const lease = this.lease;
+    if (this.closed || !lease) {
+      try { udp.close(); } catch { /* closed */ }
+      return;
+    }
+    this.udp = udp;
+    this.preamble = undefined;
+    if (preface) this.client.write(preface);
+    const noop = { pause() {}, resume() {} };
+    this.up = new Flow(lease, 'up', { write: (b) => { udp.send(b); return true; }, onWritable: (cb) => setImmediate(cb) }, noop, { atomic: true, maxQueue: 64 });
+    const client = this.client;
+    this.down = new Flow(lease, 'down', {
+      write: (b) => {
+        const len = Buffer.allocUnsafe(2);
+        len.writeUInt16BE(b.length);
+        client.write(len);
+        return client.write(b);
+      },
+      onWritable: (cb) => client.onWritable(cb),
+    }, noop, { atomic: true, maxQueue: 64 });
+    udp.on('message', (m: Buffer) => this.down?.push(m));
+    udp.on('error', () => this.close('udp_error'));
+    this.flushPending();
+  }
+
+  private udpFrames(b: Buffer): void {
+    this.udpBuf = this.udpBuf.length ? Buffer.concat([this.udpBuf, b]) : b;
+    while (this.udpBuf.length >= 2) {
+      const len = this.udpBuf.readUInt16BE(0);
+      if (this.udpBuf.length < 2 + len) break;
+      const payload = this.udpBuf.subarray(2, 2 + len);
+      this.udpBuf = this.udpBuf.subarray(2 + len);
+      if (len > 0) this.up?.push(Buffer.from(payload));
+    }
+    if (this.udpBuf.length > UDP_MAX_FRAME) this.close('udp_frame');
+  }
+
+  private flushPending(): void {
+    const p = this.pending;
+    this.pending = [];
+    this.pendingBytes = 0;
+    for (const b of p) this.fromClient(b);
+    this.client.resume();
+  }
+
+  private endClient(): void {
+    if (this.closed) return;
+    this.client.end();
+    this.timer(GRACE_MS, () => this.close('grace'));
+  }
+
+  close(reason: string): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.closeReason = reason;
+    for (const t of this.timers) clearTimeout(t);
+    this.up?.stop();
+    this.down?.stop();
+    this.client.destroy();
+    this.outbound?.destroy();
+    if (this.udp) {
+      try { this.udp.close(); } catch { /* closed */ }
+    }
+    this.lease?.release();
+    this.onClosed?.(this);
+  }
+}

@@ -1,0 +1,82 @@
+// The client side of a relayed connection, over a TCP/TLS socket or a WebSocket, behind one
+// small interface (sink + source + lifecycle) so the relay code does not care which it is.
+import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { WebSocket } from 'ws';
+import type { Sink, Source } from './flow.ts';
+
+export interface ClientHandlers {
+  data(buf: Buffer): void;
+  /** The peer half-closed (TCP only). */
+  end(): void;
+  close(): void;
+}
+
+export interface ClientSide extends Sink, Source {
+  bind(h: ClientHandlers): void;
+  /** Graceful close after pending writes. */
+  end(): void;
+  destroy(): void;
+  readonly remote: string;
+}
+
+export function socketSide(sock: Socket | Duplex & { remoteAddress?: string; setNoDelay?: (b: boolean) => void }): ClientSide {
+  return {
+    remote: (sock as Socket).remoteAddress ?? '?',
+    bind(h) {
+      sock.on('data', (b: Buffer) => h.data(b));
+      sock.on('end', () => h.end());
+      sock.on('close', () => h.close());
+      sock.on('error', () => { /* 'close' follows */ });
+    },
+    write: (buf) => sock.write(buf),
+    onWritable: (cb) => { sock.once('drain', cb); },
+    pause: () => { sock.pause(); },
+    resume: () => { sock.resume(); },
+    end: () => { sock.end(); },
+    destroy: () => { sock.destroy(); },
+  };
+}
+
+const WS_HIGH_WATER = 1 << 20;
+
+export function wsSide(ws: WebSocket, remote: string): ClientSide {
+  let waiter: (() => void) | undefined;
+  const sent = () => {
+    if (waiter && ws.bufferedAmount < WS_HIGH_WATER) {
+      const w = waiter;
+      waiter = undefined;
+      w();
+    }
+  };
+  return {
+    remote,
+    bind(h) {
+      ws.on('message', (data: Buffer | ArrayBuffer | Buffer[]) => {
+        if (Buffer.isBuffer(data)) h.data(data);
+        else if (Array.isArray(data)) h.data(Buffer.concat(data));
+        else h.data(Buffer.from(data));
+      });
+      ws.on('close', () => {
+        const w = waiter;
+        waiter = undefined;
+        h.close();
+        w?.();
+      });
+      ws.on('error', () => { /* 'close' follows */ });
+    },
+    write(buf) {
+      if (ws.readyState !== WebSocket.OPEN) return true;
+      ws.send(buf, { binary: true }, sent);
+      return ws.bufferedAmount < WS_HIGH_WATER;
+    },
+    onWritable(cb) {
+      if (ws.bufferedAmount < WS_HIGH_WATER || ws.readyState !== WebSocket.OPEN) setImmediate(cb);
+      else waiter = cb;
+    },
+    pause: () => { if (ws.readyState === WebSocket.OPEN) ws.pause(); },
+    resume: () => { if (ws.readyState === WebSocket.OPEN) ws.resume(); },
+    end: () => { if (ws.readyState === WebSocket.OPEN) ws.close(1000); },
+    destroy: () => { ws.terminate(); },
+  };
+}

@@ -1,0 +1,68 @@
+// VLESS inbound: collects and parses the request header (reassembling it across frames or
+// packets, with a deadline), authorises the session id through the runtime, dials the
+// destination and hands over to the relay. Anything wrong closes the connection with no response.
+import { parseVlessHeader, VLESS_RESPONSE_HEADER } from './vless-header.ts';
+import { Connection } from './relay.ts';
+import type { ClientSide } from './sides.ts';
+import type { Runtime } from './runtime.ts';
+import type { Logger } from './api.ts';
+import { dialTcp, dialUdp } from './outbound.ts';
+import type { EgressPolicy } from './egress.ts';
+
+export interface InboundContext {
+  runtime: Runtime;
+  log: Logger;
+  egress: EgressPolicy;
+  headerTimeoutMs: number;
+  connectTimeoutMs: number;
+  track(c: Connection): void;
+  untrack(c: Connection): void;
+}
+
+export function serveVless(ctx: InboundContext, client: ClientSide, transport: 'ws' | 'tcp', early?: Buffer): Connection {
+  const conn = new Connection(client, (c) => ctx.untrack(c));
+  ctx.track(conn);
+  let buf: Buffer = Buffer.alloc(0);
+  conn.timer(ctx.headerTimeoutMs, () => {
+    if (!conn.lease) {
+      ctx.log.debug({ transport, remote: client.remote }, 'vless header timeout');
+      conn.close('header_timeout');
+    }
+  });
+  conn.preamble = (b: Buffer) => {
+    buf = buf.length ? Buffer.concat([buf, b]) : b;
+    const r = parseVlessHeader(buf);
+    if (r.kind === 'more') return;
+    if (r.kind === 'error') {
+      ctx.log.debug({ transport, remote: client.remote, reason: r.reason }, 'vless header rejected');
+      conn.close('bad_header');
+      return;
+    }
+    const h = r.header;
+    const rest = buf.subarray(r.length);
+    buf = Buffer.alloc(0);
+    conn.preamble = undefined; // further bytes are held until the outbound is ready
+    if (h.command === 'mux') {
+      ctx.log.info({ transport, session: h.id.slice(0, 8) }, 'vless mux refused');
+      conn.close('mux');
+      return;
+    }
+    const admitted = ctx.runtime.admit(h.id, conn);
+    if (!admitted.ok) {
+      ctx.log.warn({ transport, session: h.id.slice(0, 8), reason: admitted.reason }, 'vless connection refused');
+      conn.close('refused');
+      return;
+    }
+    conn.lease = admitted.lease;
+    conn.hold(rest);
+    const dial = h.command === 'udp'
+      ? dialUdp(h.address, h.port, ctx.egress, ctx.connectTimeoutMs).then((u) => conn.startUdp(u, VLESS_RESPONSE_HEADER))
+      : dialTcp(h.address, h.port, ctx.egress, ctx.connectTimeoutMs).then((s) => conn.startTcp(s, VLESS_RESPONSE_HEADER));
+    dial.catch((err: Error) => {
+      ctx.log.info({ transport, session: h.id.slice(0, 8), err: err.message }, 'vless outbound failed');
+      conn.close('dial_failed');
+    });
+  };
+  if (early && early.length) conn.preamble(early);
+  return conn;
+}

@@ -1,0 +1,94 @@
+// Local destinations for tests and the benchmark: an HTTP server with random files that records
+// the exact bytes each socket moved, a UDP echo server, and a free-port helper.
+import { createServer, type Server, type Socket } from 'node:net';
+import { createServer as createHttpServer } from 'node:http';
+import { createSocket } from 'node:dgram';
+import { createHash, randomBytes } from 'node:crypto';
+
+export async function freePort(): Promise<number> {
+  const s = createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
+  const a = s.address();
+  await new Promise<void>((r) => s.close(() => r()));
+  return typeof a === 'object' && a ? a.port : 0;
+}
+
+export const sha256 = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
+
+export interface FileServer {
+  port: number;
+  url(path: string): string;
+  files: Map<string, Buffer>;
+  /** Bytes each finished socket read and wrote, in order of close. */
+  sockets: { read: number; written: number }[];
+  open: Set<Socket>;
+  close(): Promise<void>;
+}
+
+/**
+ * Serves /file/<name> from `files`; /slow/<name>?rate=<bytes/s> dribbles the file at that rate.
+ * POST /sink swallows the body and answers its length.
+ */
+export async function startFileServer(files: Record<string, number>): Promise<FileServer> {
+  const content = new Map<string, Buffer>();
+  for (const [name, size] of Object.entries(files)) content.set(name, randomBytes(size));
+  const sockets: { read: number; written: number }[] = [];
+  const open = new Set<Socket>();
+  const server = createHttpServer((req, res) => {
+    const u = new URL(req.url ?? '/', 'http://x');
+    const [, kind, name] = u.pathname.split('/');
+    if (req.method === 'POST' && kind === 'sink') {
+      let n = 0;
+      req.on('data', (b: Buffer) => { n += b.length; });
+      req.on('end', () => res.end(String(n)));
+      return;
+    }
+    const body = content.get(name ?? '');
+    if (!body) { res.statusCode = 404; res.end('no'); return; }
+    res.setHeader('Content-Length', body.length);
+    res.setHeader('Content-Type', 'application/octet-stream');
+    if (kind === 'slow') {
+      const rate = Number(u.searchParams.get('rate') ?? 100000);
+      let off = 0;
+      const step = Math.max(1, Math.floor(rate / 20));
+      const t = setInterval(() => {
+        if (off >= body.length || res.destroyed) { clearInterval(t); if (!res.destroyed) res.end(); return; }
+        res.write(body.subarray(off, off + step));
+        off += step;
+      }, 50);
+      res.on('close', () => clearInterval(t));
+      return;
+    }
+    res.end(body);
+  });
+  server.keepAliveTimeout = 500;
+  server.on('connection', (s: Socket) => {
+    open.add(s);
+    s.on('close', () => { open.delete(s); sockets.push({ read: s.bytesRead, written: s.bytesWritten }); });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  const port = (server.address() as { port: number }).port;
+  return {
+    port,
+    url: (p) => `http://127.0.0.1:${port}${p}`,
+    files: content,
+    sockets,
+    open,
+    close: () => new Promise<void>((r) => { for (const s of open) s.destroy(); server.close(() => r()); }),
+  };
+}
+
+export async function startUdpEcho(): Promise<{ port: number; close(): Promise<void> }> {
+  const s = createSocket('udp4');
+  s.on('message', (m, r) => s.send(m, r.port, r.address));
+  await new Promise<void>((r) => s.bind(0, '127.0.0.1', () => r()));
+  return { port: s.address().port, close: () => new Promise<void>((r) => s.close(() => r())) };
+}
+
+/** A TCP echo server (for property tests' valid headers). */
+export async function startTcpEcho(): Promise<{ port: number; server: Server; close(): Promise<void> }> {
+  const socks = new Set<Socket>();
+  const server = createServer((s) => { socks.add(s); s.on('close', () => socks.delete(s)); s.on('error', () => {}); s.pipe(s); });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  return { port: (server.address() as { port: number }).port, server, close: () => new Promise<void>((r) => { for (const s of socks) s.destroy(); server.close(() => r()); }) };
+}
