@@ -53,6 +53,7 @@ const FASTIFY_CODES: Record<string, [ErrorCode, string]> = {
   FST_ERR_CTP_EMPTY_JSON_BODY: ['invalid_request', 'The request body is empty.'],
   FST_ERR_CTP_INVALID_JSON_BODY: ['invalid_request', 'The request body is not valid JSON.'],
   FST_ERR_BAD_URL: ['invalid_request', 'The URL is malformed.'],
+  FST_ERR_MAX_PARAM_LENGTH: ['invalid_request', 'A path parameter is too long.'],
   FST_ERR_ASYNC_CONSTRAINT: ['invalid_request', 'The request is malformed.'],
 };
 
@@ -71,13 +72,22 @@ export function toApiError(err: FastifyError | ApiError | Error): ApiError {
   return new ApiError('internal_error', 'An unexpected error occurred.');
 }
 
+/** The matched route, or undefined when the router failed before matching (frameworkErrors). */
+function routeUrl(request: FastifyRequest): string | undefined {
+  try {
+    return request.routeOptions.url;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Writes the error record; on the event stream, as one SSE `data:` event before closing. */
 export function sendError(request: FastifyRequest, reply: FastifyReply, error: ApiError): FastifyReply {
   if (error.statusCode === 429 && !reply.hasHeader('retry-after')) {
     const reset = Number(reply.getHeader('x-ratelimit-reset') ?? 1);
     reply.header('retry-after', String(Math.max(1, reset)));
   }
-  if (request.routeOptions.url === EVENTS_ROUTE) {
+  if (routeUrl(request) === EVENTS_ROUTE) {
     return reply.code(error.statusCode).type('text/event-stream; charset=utf-8').send(errorFrame(error.toBody()));
   }
   return reply.code(error.statusCode).type('application/json; charset=utf-8').send(error.toBody());
