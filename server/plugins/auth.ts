@@ -2,7 +2,7 @@
 // case-insensitive) and `Authorization: <token>` are accepted; tokens are looked up by hash.
 import type { FastifyRequest } from 'fastify';
 import { ApiError } from '../contract/errors.ts';
-import type { Role, Store } from '../store/store.ts';
+import type { Role, Store, TokenInfo } from '../store/store.ts';
 
 export interface AuthContext {
   customerId: string;
@@ -33,14 +33,42 @@ export function extractToken(header: string | string[] | undefined): string | un
   return TOKEN_SHAPE.test(token) ? token : undefined;
 }
 
-export function authenticate(store: Store) {
+/**
+ * Token look-ups cached for a short time: a hot path (every request) that would otherwise hash
+ * and query SQLite each time. A revocation (possibly by the CLI, in another process) takes
+ * effect within `ttlMs`.
+ */
+export class TokenCache {
+  private readonly store: Store;
+  private readonly ttlMs: number;
+  private readonly max: number;
+  private readonly entries = new Map<string, { info: TokenInfo | undefined; expires: number }>();
+
+  constructor(store: Store, ttlMs = 2000, max = 10_000) {
+    this.store = store;
+    this.ttlMs = ttlMs;
+    this.max = max;
+  }
+
+  find(token: string): TokenInfo | undefined {
+    const now = Date.now();
+    const hit = this.entries.get(token);
+    if (hit && hit.expires > now) return hit.info;
+    const info = this.store.findToken(token);
+    if (this.entries.size >= this.max) this.entries.clear();
+    this.entries.set(token, { info, expires: now + this.ttlMs });
+    return info;
+  }
+}
+
+export function authenticate(tokens: TokenCache) {
   return async function authHook(request: FastifyRequest): Promise<void> {
     if (request.routeOptions.config?.public) return;
     const token = extractToken(request.headers.authorization);
     if (!token) {
       throw new ApiError('unauthorized', request.headers.authorization ? 'The Authorization header is malformed.' : 'An API token is required (Authorization: Bearer <token>).');
     }
-    const info = store.findToken(token);
+    const info = tokens.find(token);
     if (!info) throw new ApiError('unauthorized', 'The API token is not valid.');
     request.auth = { customerId: info.customer_id, role: info.role, tokenId: info.id };
     if (request.routeOptions.config?.ownerOnly && info.role !== 'owner') {
