@@ -1,0 +1,50 @@
+// End-to-end tests: the same specs and page objects run in two projects.
+//   web      — Debian Chromium against web mode (the server serves the built renderer).
+//   electron — the real desktop app via _electron.launch; skipped, with the reason shown,
+//              where the Electron binary is not installed.
+import { defineConfig } from '@playwright/test';
+
+export const CHROMIUM_ARGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+];
+
+export default defineConfig({
+  testDir: 'test/e2e',
+  testMatch: '**/*.spec.ts',
+  outputDir: 'test-results',
+  timeout: 60_000,
+  expect: { timeout: 10_000 },
+  fullyParallel: false,
+  workers: process.env.CI ? 2 : 2,
+  retries: 0,
+  reporter: [['list'], ['html', { open: 'never', outputFolder: 'playwright-report' }]],
+  use: {
+    trace: 'retain-on-failure',
+    screenshot: 'only-on-failure',
+    actionTimeout: 10_000,
+  },
+  projects: [
+    {
+      name: 'web',
+      use: {
+        browserName: 'chromium',
+        launchOptions: { executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: CHROMIUM_ARGS },
+        permissions: ['clipboard-read', 'clipboard-write'],
+        viewport: { width: 1280, height: 800 },
+      },
+    },
+    {
+      name: 'electron',
+      // The browser settings only matter for the unused default `page` fixture.
+      use: {
+        viewport: { width: 1280, height: 800 },
+        launchOptions: { executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: CHROMIUM_ARGS },
+      },
+    },
+  ],
+});

@@ -1,0 +1,86 @@
+// Page objects: the app driven by its accessible names only (the same names held-out
+// checks use), so the specs read like a person's steps.
+import { expect, type Locator, type Page } from '@playwright/test';
+
+export type NavName = 'Sessions' | 'New session' | 'Limits' | 'Events' | 'Proxy' | 'Settings';
+export type LimitTab = 'Global' | 'Client' | 'Session';
+export type LimitFieldName = 'Downloaded bytes' | 'Uploaded bytes' | 'Download speed' | 'Upload speed' | 'Max sessions' | 'Max reconnections';
+
+export class AppPage {
+  readonly page: Page;
+  constructor(page: Page) {
+    this.page = page;
+  }
+
+  nav(name: NavName): Locator {
+    return this.page.getByRole('navigation').getByRole('link', { name, exact: true });
+  }
+
+  async go(name: NavName): Promise<void> {
+    await this.nav(name).click();
+    await expect(this.page.getByRole('heading', { level: 1, name, exact: true })).toBeVisible();
+  }
+
+  async waitReady(): Promise<void> {
+    await expect(this.nav('Sessions')).toBeVisible();
+  }
+
+  // ---- New session
+  zone(): Locator {
+    return this.page.getByLabel('Zone', { exact: true });
+  }
+  clientId(): Locator {
+    return this.page.getByLabel('Client ID', { exact: true });
+  }
+  reusable(): Locator {
+    return this.page.getByLabel('Reusable', { exact: true });
+  }
+
+  /** Creates a session through the form; returns its id (from the detail screen's address). */
+  async createSession(opts: { clientId: string; zone?: string; reusable?: boolean }): Promise<string> {
+    await this.go('New session');
+    if (opts.zone) await this.zone().selectOption(opts.zone);
+    await this.clientId().fill(opts.clientId);
+    if (opts.reusable) await this.reusable().check();
+    await this.page.getByRole('button', { name: 'Create session' }).click();
+    await expect(this.page.getByRole('button', { name: 'Copy link' })).toBeVisible();
+    const hash = await this.page.evaluate(() => location.hash);
+    const id = decodeURIComponent(hash.replace('#/sessions/', ''));
+    expect(id).toMatch(/^[0-9a-f-]{36}$/);
+    return id;
+  }
+
+  async openSession(id: string): Promise<void> {
+    await this.page.evaluate((sid) => (location.hash = `#/sessions/${sid}`), id);
+    await expect(this.page.getByRole('button', { name: 'Copy link' })).toBeVisible();
+  }
+
+  pauseButton(): Locator {
+    return this.page.getByRole('button', { name: 'Pause', exact: true });
+  }
+  resumeButton(): Locator {
+    return this.page.getByRole('button', { name: 'Resume', exact: true });
+  }
+
+  async downloadedBytes(): Promise<number> {
+    return Number(await this.page.getByTestId('downloaded-bytes').getAttribute('data-value'));
+  }
+  async uploadedBytes(): Promise<number> {
+    return Number(await this.page.getByTestId('uploaded-bytes').getAttribute('data-value'));
+  }
+
+  // ---- Limits
+  async limitsTab(tab: LimitTab): Promise<void> {
+    await this.page.getByRole('tab', { name: tab, exact: true }).click();
+    await expect(this.page.getByRole('tab', { name: tab, exact: true })).toHaveAttribute('aria-selected', 'true');
+  }
+  limitField(name: LimitFieldName): Locator {
+    return this.page.getByLabel(name, { exact: true });
+  }
+  saveLimits(): Locator {
+    return this.page.getByRole('button', { name: 'Save limits' });
+  }
+  deleteLimits(): Locator {
+    return this.page.getByRole('button', { name: 'Delete limits' });
+  }
+}
