@@ -11,6 +11,7 @@ import { Ajv } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { ApiError } from './contract/errors.ts';
 import type { DataPlane, DataPlaneConfig, DataPlaneDeps, Logger } from './dataplane/api.ts';
+import { createDataPlane } from './dataplane/index.ts';
 import { EventBus } from './events/bus.ts';
 import type { SseOptions } from './events/sse.ts';
 import type { LinkSettings } from './links.ts';
@@ -83,17 +84,6 @@ function validatorCompilers() {
     (httpPart === 'body' ? bodyAjv : textAjv).compile(schema);
 }
 
-// TEMPORARY until server/dataplane/index.ts lands: load it when present.
-async function defaultDataPlane(): Promise<((deps: DataPlaneDeps) => DataPlane) | null> {
-  const path = './dataplane/index.ts';
-  try {
-    return ((await import(path)) as { createDataPlane: (deps: DataPlaneDeps) => DataPlane }).createDataPlane;
-  } catch (err) {
-    if ((err as { code?: string }).code === 'ERR_MODULE_NOT_FOUND' && String(err).includes('dataplane/index.ts')) return null;
-    throw err;
-  }
-}
-
 export async function buildServer(opts: ServerOptions): Promise<BuiltServer> {
   const log = opts.logger ?? silentLogger;
   const store = new Store(openDatabase(opts.dataDir));
@@ -123,7 +113,7 @@ export async function buildServer(opts: ServerOptions): Promise<BuiltServer> {
     heartbeatIntervalMs: opts.heartbeatIntervalMs ?? 30_000,
     egress: opts.egress ?? 'allow-all',
   };
-  const factory = opts.dataPlane === undefined ? await defaultDataPlane() : opts.dataPlane;
+  const factory = opts.dataPlane === undefined ? createDataPlane : opts.dataPlane;
   const dataPlane = factory
     ? factory({
         store,
