@@ -1,0 +1,65 @@
+// Error states a person can meet: a bad token, the server going away (and coming back),
+// and the rate limit. Each test runs its own server, so these run in web mode only.
+import { test, expect } from './fixtures.ts';
+import { startBackend } from './backend.ts';
+import { AppPage } from './pages.ts';
+import { startServer } from '../../server/serve.ts';
+import { RENDERER_DIR } from './backend.ts';
+
+test.beforeEach(({}, testInfo) => {
+  test.skip(testInfo.project.name === 'electron', 'these states need a server per test; the web project covers them');
+});
+
+test('a bad token is refused in words, and a good one gets in', async ({ page, backend }) => {
+  await page.addInitScript(() => localStorage.setItem('vpn-access.token', 'not-a-real-token'));
+  await page.goto(backend.origin + '/');
+  await expect(page.getByText('The API token was not accepted. Enter a valid token.')).toBeVisible();
+  await page.getByLabel('API token').fill(backend.token);
+  await page.getByRole('button', { name: 'Connect' }).click();
+  await expect(new AppPage(page).nav('Sessions')).toBeVisible();
+});
+
+test('the server goes away and comes back', async ({ page }) => {
+  const b = await startBackend();
+  const port = b.server.apiPort;
+  await page.addInitScript((t) => localStorage.setItem('vpn-access.token', t), b.token);
+  await page.goto(b.origin + '/');
+  const app = new AppPage(page);
+  await app.waitReady();
+  await b.server.close();
+  await app.go('Sessions');
+  await page.getByRole('button', { name: 'Refresh' }).click();
+  await expect(page.getByRole('heading', { name: 'Server unreachable' })).toBeVisible();
+  await expect(page.getByText('The server could not be reached.')).toBeVisible();
+  // Back on the same port with the same data: the window recovers by itself.
+  const again = await startServer({ dataDir: b.dataDir, port, rendererDir: RENDERER_DIR, vlessTcpPort: null, proxyPort: null });
+  try {
+    await expect(app.nav('Sessions')).toBeVisible({ timeout: 15_000 });
+  } finally {
+    await again.close();
+    await b.stop().catch(() => {});
+  }
+});
+
+test('the rate limit is explained', async ({ page }) => {
+  const b = await startBackend({ rateLimit: { max: 12, windowMs: 60_000 } });
+  try {
+    await page.addInitScript((t) => localStorage.setItem('vpn-access.token', t), b.token);
+    await page.goto(b.origin + '/');
+    const app = new AppPage(page);
+    await app.waitReady();
+    await app.go('New session');
+    await app.clientId().fill('burst');
+    const create = page.getByRole('button', { name: 'Create session' });
+    for (let i = 0; i < 15; i++) {
+      if (await page.getByText(/Too many requests in a short time/).isVisible()) break;
+      await app.go('New session');
+      await app.clientId().fill(`burst-${i}`);
+      await create.click();
+      await page.waitForTimeout(100);
+    }
+    await expect(page.getByText(/Too many requests in a short time\. The server asks to wait \d+ seconds/)).toBeVisible();
+  } finally {
+    await b.stop();
+  }
+});
