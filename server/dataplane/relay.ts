@@ -66,6 +66,8 @@ export class Connection implements ConnHandle {
 
   private clientEnd(): void {
     this.clientEnded = true;
+    // UDP has no half-close: the client finishing its stream ends the association.
+    if (this.udp) return this.close('client_end');
     if (this.up && this.outbound) {
       const out = this.outbound;
       this.up.finish(() => out.end());
@@ -120,6 +122,7 @@ export class Connection implements ConnHandle {
     udp.on('message', (m: Buffer) => this.down?.push(m));
     udp.on('error', () => this.close('udp_error'));
     this.flushPending();
+    if (this.clientEnded) this.close('client_end');
   }
 
   private udpFrames(b: Buffer): void {
