@@ -152,8 +152,10 @@ export async function buildServer(opts: ServerOptions): Promise<BuiltServer> {
   installErrorHandling(app, log);
 
   // Bodies are JSON only; an empty body counts as no body (PATCH pause/resume send none).
+  // fastify tests the regular expression against the whole header, parameters included
+  // (`application/json; charset=utf-8`), so they are allowed after the media type.
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser(/^application\/([a-z0-9.+-]*\+)?json$/i, { parseAs: 'string' }, (_req, body, done) => {
+  app.addContentTypeParser(/^application\/([a-z0-9.+-]*\+)?json(\s*;.*)?$/i, { parseAs: 'string' }, (_req, body, done) => {
     const text = (body as string).trim();
     if (text === '') return done(null, undefined);
     try {
