@@ -28,7 +28,16 @@ export interface StreamHandle {
 export function openEventStream(
   res: ServerResponse,
   headers: Record<string, string | number | string[] | undefined>,
-  deps: { store: Store; bus: EventBus; customerId: string; filter: EventFilter; lastEventId: number; options: SseOptions },
+  deps: {
+    store: Store;
+    bus: EventBus;
+    customerId: string;
+    filter: EventFilter;
+    lastEventId: number;
+    options: SseOptions;
+    /** The first replay batch, already read by the caller (so a failing store still gets a 500 answer). */
+    firstBatch?: SessionEvent[];
+  },
 ): StreamHandle {
   const { store, bus, customerId, filter, options } = deps;
   let lastSent = deps.lastEventId;
@@ -83,9 +92,11 @@ export function openEventStream(
   (async () => {
     // Replay in batches; live events that arrive meanwhile wait in `pending`. The final
     // query and the switch to live delivery run in one synchronous step, so nothing falls between.
+    let first = deps.firstBatch;
     for (;;) {
       if (closed) return;
-      const batch = store.eventsAfter(customerId, lastSent, filter, options.replayBatch);
+      const batch = first ?? store.eventsAfter(customerId, lastSent, filter, options.replayBatch);
+      first = undefined;
       for (const e of batch) send(e);
       if (batch.length < options.replayBatch) break;
       await waitForDrain();

@@ -32,15 +32,21 @@ export async function eventRoutes(app: FastifyInstance, ctx: Services): Promise<
         }
         lastEventId = Number(raw);
       }
+      const filter = { sessionIds: asList(request.query.session_id), types: asList(request.query.event_type) };
+      // Read the first replay batch before taking over the response: if the store fails, the
+      // error handler still answers 500 (as text/event-stream) instead of a 200 that is cut.
+      // Nothing runs between this read and the subscription in openEventStream (no await).
+      const firstBatch = ctx.store.eventsAfter(customerId, lastEventId, filter, ctx.settings.sse.replayBatch);
       reply.hijack();
       ctx.streams.add(
         openEventStream(reply.raw, reply.getHeaders(), {
           store: ctx.store,
           bus: ctx.bus,
           customerId,
-          filter: { sessionIds: asList(request.query.session_id), types: asList(request.query.event_type) },
+          filter,
           lastEventId,
           options: ctx.settings.sse,
+          firstBatch,
         }),
         reply.raw,
       );
