@@ -1,0 +1,99 @@
+// The typed API client of the main process: one method per operation of the v2 API,
+// each resolving to a Result (never throwing), so IPC can pass errors through unchanged.
+// It targets whichever endpoint is current (the embedded server or a remote one).
+import type {
+  ApiErrorInfo,
+  LimitScope,
+  LimitsRecord,
+  LimitsUpdate,
+  PauseResult,
+  Result,
+  ServerInfo,
+  Session,
+  SessionCreateRequest,
+  SessionList,
+  SessionListQuery,
+  SessionStatusResponse,
+  ZoneList,
+} from '../renderer/src/platform/types.ts';
+
+export interface Endpoint {
+  baseUrl: string;
+  token: string;
+}
+
+export class ApiClient {
+  #endpoint: () => Endpoint | null;
+
+  constructor(endpoint: () => Endpoint | null) {
+    this.#endpoint = endpoint;
+  }
+
+  async request<T>(method: string, path: string, body?: unknown): Promise<Result<T>> {
+    const ep = this.#endpoint();
+    if (!ep) return fail(401, 'unauthorized', 'No API endpoint or token is configured.');
+    const headers: Record<string, string> = { Authorization: `Bearer ${ep.token}` };
+    if (body !== undefined) headers['Content-Type'] = 'application/json';
+    let res: Response;
+    try {
+      res = await fetch(ep.baseUrl + path, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(15_000),
+      });
+    } catch (e) {
+      return fail(0, 'network_error', `The server at ${ep.baseUrl} could not be reached.`, { cause: String(e) });
+    }
+    if (res.status === 204) return { ok: true, value: true as T };
+    const text = await res.text();
+    let json: unknown = null;
+    try {
+      json = text ? JSON.parse(text) : null;
+    } catch {
+      /* not JSON */
+    }
+    if (!res.ok) {
+      const rec = (json as { error?: Partial<ApiErrorInfo> } | null)?.error;
+      const retry = Number(res.headers.get('retry-after'));
+      return {
+        ok: false,
+        error: {
+          status: res.status,
+          code: rec?.code ?? `http_${res.status}`,
+          message: rec?.message ?? res.statusText,
+          details: (rec?.details as Record<string, unknown>) ?? {},
+          retryAfter: Number.isFinite(retry) && retry > 0 ? retry : undefined,
+        },
+      };
+    }
+    return { ok: true, value: json as T };
+  }
+
+  zones = () => this.request<ZoneList>('GET', '/zones');
+  serverInfo = () => this.request<ServerInfo>('GET', '/server-info');
+  openApi = () => this.request<unknown>('GET', '/openapi.json');
+  listSessions = (q: SessionListQuery) => this.request<SessionList>('GET', `/sessions${query(q as Record<string, unknown>)}`);
+  getSession = (id: string) => this.request<Session>('GET', `/sessions/${encodeURIComponent(id)}`);
+  createSession = (b: SessionCreateRequest) => this.request<Session>('POST', '/sessions', b);
+  status = (id: string) => this.request<SessionStatusResponse>('GET', `/sessions/${encodeURIComponent(id)}/status`);
+  pause = (id: string) => this.request<PauseResult>('PATCH', `/sessions/${encodeURIComponent(id)}/pause`);
+  resume = (id: string) => this.request<PauseResult>('PATCH', `/sessions/${encodeURIComponent(id)}/resume`);
+  getLimits = (s: LimitScope) => this.request<LimitsRecord>('GET', `/customer/limits/${s}`);
+  updateLimits = (s: LimitScope, b: LimitsUpdate) => this.request<LimitsRecord>('PATCH', `/customer/limits/${s}`, b);
+  deleteLimits = (s: LimitScope) => this.request<true>('DELETE', `/customer/limits/${s}`);
+}
+
+export function fail<T>(status: number, code: string, message: string, details: Record<string, unknown> = {}): Result<T> {
+  return { ok: false, error: { status, code, message, details } };
+}
+
+export function query(q: Record<string, unknown>): string {
+  const p = new URLSearchParams();
+  for (const [k, v] of Object.entries(q)) {
+    if (v === undefined || v === null || v === '') continue;
+    for (const item of Array.isArray(v) ? v : [v]) p.append(k, String(item));
+  }
+  const s = p.toString();
+  return s ? `?${s}` : '';
+}

@@ -1,0 +1,87 @@
+// The IPC router, derived from the preload contract (AppOps): one handler per operation,
+// the table type-checked for completeness, every message's sender checked first.
+import type { IpcMainInvokeEvent, WebFrameMain } from 'electron';
+import type { AppOpName, AppOps } from '../preload/api.ts';
+import type { Result } from '../renderer/src/platform/types.ts';
+import { fail } from './api-client.ts';
+
+export type Handlers = { [K in AppOpName]: (...args: Parameters<AppOps[K]>) => ReturnType<AppOps[K]> };
+
+/** Every operation name, in one list the compiler keeps equal to AppOps. */
+export const OP_NAMES = [
+  'connectionInfo',
+  'saveConnection',
+  'serverInfo',
+  'openApiDocument',
+  'copyApiToken',
+  'listZones',
+  'listSessions',
+  'getSession',
+  'createSession',
+  'sessionStatus',
+  'pauseSession',
+  'resumeSession',
+  'getLimits',
+  'updateLimits',
+  'deleteLimits',
+  'openStream',
+  'closeStream',
+] as const satisfies readonly AppOpName[];
+type Missing = Exclude<AppOpName, (typeof OP_NAMES)[number]>;
+const _complete: Missing extends never ? true : Missing = true;
+void _complete;
+
+export interface IpcMainLike {
+  handle(channel: string, listener: (event: IpcMainInvokeEvent, ...args: unknown[]) => unknown): void;
+  removeHandler(channel: string): void;
+}
+
+/**
+ * Registers the handlers. `isTrusted` decides whether a frame may call us: only the app's
+ * own top-level window, loaded from the app's own files.
+ */
+export function registerIpc(ipc: IpcMainLike, handlers: Handlers, isTrusted: (frame: WebFrameMain | null) => boolean): () => void {
+  for (const name of OP_NAMES) {
+    ipc.handle(`app:${name}`, async (event, ...args): Promise<Result<unknown>> => {
+      if (!isTrusted(event.senderFrame)) return fail(403, 'forbidden', 'IPC from an untrusted sender was refused.');
+      if (!validArgs(name, args)) return fail(400, 'invalid_request', `Invalid arguments for ${name}.`);
+      try {
+        return await (handlers[name] as (...a: unknown[]) => Promise<Result<unknown>>)(...args);
+      } catch (e) {
+        return fail(500, 'internal_error', e instanceof Error ? e.message : String(e));
+      }
+    });
+  }
+  return () => {
+    for (const name of OP_NAMES) ipc.removeHandler(`app:${name}`);
+  };
+}
+
+const isStr = (v: unknown, max = 512): v is string => typeof v === 'string' && v.length > 0 && v.length <= max;
+const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isScope = (v: unknown) => v === 'global' || v === 'client' || v === 'session';
+
+/** Cheap shape checks: the renderer is not trusted to send what the types promise. */
+function validArgs(name: AppOpName, a: unknown[]): boolean {
+  switch (name) {
+    case 'getSession':
+    case 'sessionStatus':
+    case 'pauseSession':
+    case 'resumeSession':
+    case 'closeStream':
+      return a.length === 1 && isStr(a[0], 200);
+    case 'listSessions':
+    case 'createSession':
+    case 'saveConnection':
+      return a.length === 1 && isObj(a[0]);
+    case 'getLimits':
+    case 'deleteLimits':
+      return a.length === 1 && isScope(a[0]);
+    case 'updateLimits':
+      return a.length === 2 && isScope(a[0]) && isObj(a[1]);
+    case 'openStream':
+      return a.length === 2 && isStr(a[0], 64) && isObj(a[1]);
+    default:
+      return a.length === 0;
+  }
+}
