@@ -1,7 +1,8 @@
 // Token bucket with debt: reserve(n) always succeeds and returns how long the caller must wait
 // before sending n bytes. Shared by every connection that draws from the same limit, so the sum
-// of their rates is bounded by `rate`. Capacity (the burst) is a tenth of a second of traffic,
-// so over a 10 s window the measured rate stays within about 1% of the cap.
+// of their rates is bounded by `rate`. Capacity (the burst) is a quarter second of traffic: small
+// enough that over a 10 s window the measured rate stays within about 2.5% of the cap, large
+// enough that a timer firing late under load does not lose the tokens that accrued meanwhile.
 
 export class TokenBucket {
   rate: number; // bytes per second; Infinity = unlimited
@@ -19,7 +20,7 @@ export class TokenBucket {
   }
 
   capacity(): number {
-    return this.rate === Infinity ? Infinity : Math.max(1024, this.rate / 10);
+    return this.rate === Infinity ? Infinity : Math.max(1024, this.rate / 4);
   }
 
   private refill(now: number): void {

@@ -69,6 +69,7 @@ test('a session download speed cap shapes the transfer (within 10%)', async () =
   await withClient(id, 'tcp', async (v) => {
     const transfer = curlSocks(v.socksPort, files.url('/file/big'), [], 30);
     await h.mem.waitForEvent((e) => e.sessionId === id && e.type === 'session_start');
+    await settle(500); // past the initial burst
     const t0 = performance.now();
     const b0 = h.dp.live(id)!.downloaded_bytes;
     await settle(3000);

@@ -67,9 +67,9 @@ describe('token bucket', () => {
     assert.equal(b.reserve(1e9, 0), 0);
     assert.equal(b.limited, false);
   });
-  test('a burst of a tenth of a second, then the rate', () => {
+  test('a burst of a quarter second, then the rate', () => {
     const b = new TokenBucket(100_000, 0);
-    assert.equal(b.reserve(10_000, 0), 0);
+    assert.equal(b.reserve(25_000, 0), 0);
     assert.equal(b.reserve(1000, 0), 10); // 1000 bytes of debt at 100 kB/s
     // over 10 s of simulated time, the bytes admitted stay within 1% of rate * time
     let t = 0, sent = 0;
@@ -79,7 +79,7 @@ describe('token bucket', () => {
       t += wait;
       if (t <= 10_000) sent += 4096;
     }
-    assert.ok(Math.abs(sent - 500_000) / 500_000 < 0.02, `sent ${sent}`);
+    assert.ok(Math.abs(sent - 500_000) / 500_000 < 0.04, `sent ${sent}`);
   });
   test('rate changes apply to the next reservation', () => {
     const b = new TokenBucket(1000, 0);
