@@ -74,6 +74,11 @@ export class Connection implements ConnHandle {
     }
   }
 
+  /** Destination bytes read with the dialler's onread buffers. */
+  fromOutbound(b: Buffer): void {
+    this.down?.push(b);
+  }
+
   /** Starts relaying TCP; `preface` goes to the client first and is not counted (VLESS response header). */
   startTcp(out: Socket, preface?: Buffer): void {
     const lease = this.lease;
