@@ -163,7 +163,14 @@ export class Connection implements ConnHandle {
     for (const t of this.timers) clearTimeout(t);
     this.up?.stop();
     this.down?.stop();
-    this.client.destroy();
+    if (reason.endsWith('_cap')) {
+      // Byte caps: what was counted is already in the client socket's buffer; let it drain
+      // (bounded), so the client receives exactly what the counters say.
+      this.client.end();
+      setTimeout(() => this.client.destroy(), 2000).unref();
+    } else {
+      this.client.destroy();
+    }
     this.outbound?.destroy();
     if (this.udp) {
       try { this.udp.close(); } catch { /* closed */ }
