@@ -2,22 +2,14 @@
 // each test gets a fresh page of the app pointed at it: a Chromium page in web mode, or a
 // window of the real Electron app (own user-data folder per worker) in the electron project.
 import { test as base, expect, _electron, type Page, type ElectronApplication } from '@playwright/test';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startBackend, ROOT, type Backend } from './backend.ts';
 import { AppPage } from './pages.ts';
+import { electronBinary } from './electron-binary.ts';
 
-/** Where the Electron binary would be; null (with the reason) when it is not installed. */
-export function electronBinary(): { path: string | null; reason: string } {
-  const dir = join(ROOT, 'node_modules', 'electron');
-  const pathTxt = join(dir, 'path.txt');
-  if (!existsSync(pathTxt)) return { path: null, reason: 'Electron binary is missing (node_modules/electron/path.txt is absent: the Electron download is not available on this machine)' };
-  const bin = join(dir, 'dist', readFileSync(pathTxt, 'utf8').trim());
-  if (!existsSync(bin)) return { path: null, reason: `Electron binary is missing (${bin} does not exist)` };
-  if (!existsSync(join(ROOT, 'dist', 'main', 'index.cjs'))) return { path: null, reason: 'dist/main/index.cjs is missing: run `npm run build`' };
-  return { path: bin, reason: '' };
-}
+export { electronBinary };
 
 type WorkerFixtures = { backend: Backend; electronApp: ElectronApplication | null };
 type TestFixtures = { app: AppPage; appPage: Page; token: string };

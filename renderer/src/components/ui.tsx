@@ -45,6 +45,25 @@ export function ErrorBanner({ error, onRetry }: { error: ApiErrorInfo | null | u
   );
 }
 
+/** Clipboard API first; the old selection-and-copy way where the API is refused. */
+export async function copyText(text: string): Promise<void> {
+  try {
+    await navigator.clipboard.writeText(text);
+    return;
+  } catch (e) {
+    const area = document.createElement('textarea');
+    area.value = text;
+    area.setAttribute('readonly', '');
+    area.style.position = 'fixed';
+    area.style.opacity = '0';
+    document.body.appendChild(area);
+    area.select();
+    const ok = document.execCommand('copy');
+    area.remove();
+    if (!ok) throw e;
+  }
+}
+
 export function CopyButton({ text, label, getText }: { text?: string; label: string; getText?: () => Promise<unknown> }) {
   const [done, setDone] = useState(false);
   return (
@@ -55,7 +74,7 @@ export function CopyButton({ text, label, getText }: { text?: string; label: str
       onClick={async () => {
         try {
           if (getText) await getText();
-          else await navigator.clipboard.writeText(text ?? '');
+          else await copyText(text ?? '');
           setDone(true);
           toast('Copied to the clipboard.');
           setTimeout(() => setDone(false), 1500);

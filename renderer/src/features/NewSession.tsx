@@ -9,6 +9,15 @@ import { ErrorBanner, Spinner } from '../components/ui.tsx';
 
 const CLIENT_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
 
+const names = typeof Intl !== 'undefined' && 'DisplayNames' in Intl ? new Intl.DisplayNames(['en'], { type: 'region' }) : null;
+function countryName(code: string): string {
+  try {
+    return names?.of(code) ?? code;
+  } catch {
+    return code;
+  }
+}
+
 export function validateClientId(v: string): string | null {
   if (!v) return 'Enter the client id: who this session is for.';
   if (v.length > 128) return 'A client id is at most 128 characters.';
@@ -32,6 +41,11 @@ export function NewSessionScreen() {
     if (!zone && firstUsable) setZone(firstUsable);
   }, [firstUsable, zone]);
 
+  const byCountry = useMemo(() => {
+    const m = new Map<string, typeof zones>();
+    for (const z of zones) m.set(z.country, [...(m.get(z.country) ?? []), z]);
+    return [...m.entries()];
+  }, [zones]);
   const clientError = validateClientId(clientId);
   const chosen = zones.find((z) => z.code === zone);
 
@@ -54,10 +68,14 @@ export function NewSessionScreen() {
           <div className="control">
             <select id="zone" value={zone} onChange={(e) => setZone(e.target.value)} aria-describedby="zone-help" disabled={zonesLoad === 'loading' && !zones.length}>
               {!zone ? <option value="">Choose a zone</option> : null}
-              {zones.map((z) => (
-                <option key={z.code} value={z.code} disabled={!z.has_active_nodes}>
-                  {`${z.name} · ${z.country}${z.has_active_nodes ? '' : ' — no active nodes'}`}
-                </option>
+              {byCountry.map(([country, list]) => (
+                <optgroup key={country} label={`${countryName(country)} (${country})`}>
+                  {list.map((z) => (
+                    <option key={z.code} value={z.code} disabled={!z.has_active_nodes}>
+                      {z.has_active_nodes ? z.name : `${z.name} (no active nodes)`}
+                    </option>
+                  ))}
+                </optgroup>
               ))}
             </select>
             <p id="zone-help" className="help">
