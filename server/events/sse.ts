@@ -43,7 +43,6 @@ export function openEventStream(
   let lastSent = deps.lastEventId;
   let replaying = true;
   let closed = false;
-  const pending: SessionEvent[] = [];
 
   res.writeHead(200, {
     ...Object.fromEntries(Object.entries(headers).filter(([, v]) => v !== undefined)),
@@ -54,21 +53,26 @@ export function openEventStream(
   });
   res.write(`retry: ${options.retryMs}\n\n`);
 
-  const write = (chunk: string) => {
+  const write = (chunk: string, replay = false) => {
     if (closed) return;
     res.write(chunk);
-    if (res.writableLength > options.maxBufferedBytes) close(); // slow consumer: cut, it resumes by id
+    // Slow consumer: cut, it resumes by id. (A replay write waits for the reader instead.)
+    if (!replay && res.writableLength > options.maxBufferedBytes) close();
   };
-  const send = (e: SessionEvent) => {
+  const send = (e: SessionEvent, replay = false) => {
     if (e.id <= lastSent) return;
     lastSent = e.id;
-    write(frame(e));
+    write(frame(e), replay);
   };
 
+  // While replaying, live events are not kept: they are stored before they are published, so
+  // the replay queries read them from SQLite (no unbounded in-memory queue).
   const unsubscribe = bus.subscribe({
     customerId,
     filter,
-    deliver: (e) => (replaying ? pending.push(e) : send(e)),
+    deliver: (e) => {
+      if (!replaying) send(e);
+    },
   });
   const keepAlive = setInterval(() => write(': keep-alive\n\n'), options.keepAliveMs);
   keepAlive.unref();
@@ -82,27 +86,43 @@ export function openEventStream(
   }
   res.on('close', close);
 
+  // Waits until the socket has taken what was written ('drain' only follows a write that
+  // returned false, hence writableNeedDrain, not a byte threshold).
   const waitForDrain = () =>
     new Promise<void>((resolve) => {
-      if (closed || res.writableLength < options.maxBufferedBytes / 2) return resolve();
-      res.once('drain', resolve);
-      res.once('close', resolve);
+      if (closed || !res.writableNeedDrain) return resolve();
+      const done = () => {
+        res.off('drain', done);
+        res.off('close', done);
+        resolve();
+      };
+      res.on('drain', done);
+      res.on('close', done);
     });
 
   (async () => {
-    // Replay in batches; live events that arrive meanwhile wait in `pending`. The final
-    // query and the switch to live delivery run in one synchronous step, so nothing falls between.
+    // Replay in batches, pausing whenever the socket is full: a replay is never cut as a slow
+    // consumer (however many or large the stored events), it waits for the reader, and what it
+    // holds in memory stays within the socket's high-water mark.
+    // The switch to live delivery happens right after a query whose whole result was written
+    // without waiting, in one synchronous step, so nothing published meanwhile falls between.
     let first = deps.firstBatch;
     for (;;) {
       if (closed) return;
       const batch = first ?? store.eventsAfter(customerId, lastSent, filter, options.replayBatch);
       first = undefined;
-      for (const e of batch) send(e);
-      if (batch.length < options.replayBatch) break;
-      await waitForDrain();
+      let waited = false;
+      for (const e of batch) {
+        send(e, true);
+        if (closed) return;
+        if (res.writableNeedDrain) {
+          await waitForDrain();
+          waited = true;
+        }
+      }
+      if (batch.length < options.replayBatch && !waited) break;
     }
     replaying = false;
-    for (const e of pending.splice(0)) send(e);
   })().catch(() => close());
 
   return { close };
