@@ -15,6 +15,7 @@ import { randomUUID } from 'node:crypto';
 const MiB = 1024 * 1024;
 const FILE_MIB = Number(process.env.BENCH_FILE_MIB ?? 256);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const PASSES = Number(process.env.BENCH_PASSES ?? 2);
 const CLK_TCK = 100;
 
 // ---- helpers -----------------------------------------------------------------------------
@@ -94,35 +95,44 @@ async function main(): Promise<void> {
   const target = await child(node, [self, '--target']);
   const targetPort: number = target.info.port;
   const figures: Figure[] = [];
+  const record = (f: Figure) => {
+    const prev = figures.find((x) => x.name === f.name);
+    if (!prev) return void figures.push(f);
+    prev.mbps = Math.max(prev.mbps, f.mbps);
+    if (f.cpuPerGB !== null && prev.cpuPerGB !== null) prev.cpuPerGB = Math.min(prev.cpuPerGB, f.cpuPerGB);
+  };
   const cleanup: (() => Promise<void>)[] = [async () => kill(target.proc)];
   try {
-    console.log(`data-plane benchmark: ${FILE_MIB} MiB x ${ROUNDS} per row, Debian v2ray 4.34 client, loopback\n`);
-    figures.push(await measure('direct (curl -> target, ceiling)', null, targetPort, null));
+    console.log(`data-plane benchmark: ${FILE_MIB} MiB x ${ROUNDS} transfers per row, best of ${PASSES} passes, Debian v2ray 4.34 client, loopback\n`);
+    // Two passes over every row; each row keeps its best pass (the 2-core box is noisy).
+    for (let pass = 0; pass < PASSES; pass++) {
+      record(await measure('direct (curl -> target, ceiling)', null, targetPort, null));
 
-    const ours = await child(node, [self, '--ours']);
-    cleanup.push(async () => kill(ours.proc));
-    for (const network of ['ws', 'tcp'] as const) {
-      const port = network === 'ws' ? ours.info.wsPort : ours.info.tcpPort;
-      const c = await startV2rayClient({ address: '127.0.0.1', port, id: ours.info.id, network, path: '/vless', security: 'none' });
-      try {
-        figures.push(await measure(`ours ${network}`, c.socksPort, targetPort, ours.proc.pid!));
-      } finally {
-        await c.close();
-      }
-    }
-    await kill(ours.proc);
-
-    for (const stats of [true, false]) {
+      const ours = await child(node, [self, '--ours']);
+      cleanup.push(async () => kill(ours.proc));
       for (const network of ['ws', 'tcp'] as const) {
-        const id = randomUUID();
-        const port = await freePort();
-        const srv = await runV2ray(v2rayServerConfig(port, id, network, stats), [port]);
-        const c = await startV2rayClient({ address: '127.0.0.1', port, id, network, path: '/vless', security: 'none' });
+        const port = network === 'ws' ? ours.info.wsPort : ours.info.tcpPort;
+        const c = await startV2rayClient({ address: '127.0.0.1', port, id: ours.info.id, network, path: '/vless', security: 'none' });
         try {
-          figures.push(await measure(`v2ray ${network} stats ${stats ? 'on' : 'off'}`, c.socksPort, targetPort, srv.proc.pid!));
+          record(await measure(`ours ${network}`, c.socksPort, targetPort, ours.proc.pid!));
         } finally {
           await c.close();
-          await srv.close();
+        }
+      }
+      await kill(ours.proc);
+
+      for (const stats of [true, false]) {
+        for (const network of ['ws', 'tcp'] as const) {
+          const id = randomUUID();
+          const port = await freePort();
+          const srv = await runV2ray(v2rayServerConfig(port, id, network, stats), [port]);
+          const c = await startV2rayClient({ address: '127.0.0.1', port, id, network, path: '/vless', security: 'none' });
+          try {
+            record(await measure(`v2ray ${network} stats ${stats ? 'on' : 'off'}`, c.socksPort, targetPort, srv.proc.pid!));
+          } finally {
+            await c.close();
+            await srv.close();
+          }
         }
       }
     }

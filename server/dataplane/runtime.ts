@@ -242,8 +242,9 @@ export class Runtime {
     if (row.status === 'ended' || s?.status === 'ended' || s?.capped) return { ok: false, reason: 'ended' };
     if (row.paused) return { ok: false, reason: 'paused' };
     const k = this.customer(row.customer_id);
-    const c = this.client(k, row.client_id);
     const now = nowMs();
+    if (now - k.limitsReadAt >= 1000) this.readLimits(k); // never admit on limits older than 1 s
+    const c = this.client(k, row.client_id);
     if (!s) {
       s = {
         id: row.id,
