@@ -202,7 +202,7 @@ describe('filters and replay', () => {
 
 describe('authentication and tenancy', () => {
   test('401 is text/event-stream with the error record as data:, and the stream closes', async () => {
-    for (const headers of [{}, { authorization: 'Bearer nope' }, { authorization: 'Basic x y' }]) {
+    for (const headers of [{}, { authorization: 'Bearer nope' }, { authorization: 'Basic x y' }] as Record<string, string>[]) {
       const st = await openRaw(url(), headers);
       await st.ended;
       assert.equal(st.status, 401);

@@ -1,0 +1,63 @@
+// Runs the real `vpn-access` command line (server/cli.ts) as a child process.
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { CLI, NODE, ROOT } from './server.ts';
+
+export interface ServeProcess {
+  child: ChildProcess;
+  baseUrl: string;
+  /** Everything the process wrote to standard output so far. */
+  stdout(): string;
+  stderr(): string;
+  /** Resolves with the exit code (or null) and signal when the process ends. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  kill(signal?: NodeJS.Signals): void;
+}
+
+const childEnv = () => {
+  const env = { ...process.env };
+  for (const k of Object.keys(env)) if (k.startsWith('VPN_ACCESS_') || k.startsWith('NODE_TEST')) delete env[k];
+  return env;
+};
+
+/** `vpn-access serve` on a free port; resolves once it logs the line with its address. */
+export function serve(dataDir: string, extra: string[] = [], timeoutMs = 20_000): Promise<ServeProcess> {
+  const child = spawn(
+    NODE,
+    [CLI, 'serve', '--data-dir', dataDir, '--host', '127.0.0.1', '--port', '0', '--vless-tcp-port', 'off', '--proxy-port', 'off', '--no-ui', ...extra],
+    { cwd: ROOT, env: childEnv(), stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let out = '';
+  let err = '';
+  child.stdout!.setEncoding('utf8').on('data', (c: string) => (out += c));
+  child.stderr!.setEncoding('utf8').on('data', (c: string) => (err += c));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`serve did not start within ${timeoutMs} ms\nstdout: ${out}\nstderr: ${err}`));
+    }, timeoutMs);
+    const check = () => {
+      const m = /listening: API (http:\/\/[^,\s]+)/.exec(out);
+      if (!m) return;
+      clearTimeout(timer);
+      child.stdout!.off('data', check);
+      resolve({ child, baseUrl: m[1], stdout: () => out, stderr: () => err, exited, kill: (s = 'SIGTERM') => void child.kill(s) });
+    };
+    child.stdout!.on('data', check);
+    void exited.then(({ code, signal }) => {
+      clearTimeout(timer);
+      reject(new Error(`serve exited early (${code ?? signal})\nstdout: ${out}\nstderr: ${err}`));
+    });
+  });
+}
+
+/** Runs `vpn-access token ...` to completion. */
+export function tokenCli(args: string[]): { status: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(NODE, [CLI, 'token', ...args], { cwd: ROOT, env: childEnv(), encoding: 'utf8', timeout: 20_000 });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** The owner token a first start prints, if any. */
+export function printedToken(stdout: string): string | undefined {
+  return /^\s+(vad_[A-Za-z0-9_-]+)\s*$/m.exec(stdout)?.[1];
+}
