@@ -163,3 +163,35 @@ test('max_sessions and max_reconnections', async () => {
   });
   h.mem.assertNoFullIdsLogged();
 });
+
+test('a global byte cap lowered under live traffic cuts every session of the customer within 1 s', async () => {
+  const customer = 'c-global';
+  h.mem.setLimits(customer, 'session', { download_speed: 300 * KiB });
+  const a = h.mem.createSession({ customer, client: 'x', reusable: true });
+  const b = h.mem.createSession({ customer, client: 'y', reusable: true });
+  await withClient(a, 'ws', async (va) => {
+    await withClient(b, 'tcp', async (vb) => {
+      const ta = curlSocks(va.socksPort, files.url('/file/big'), [], 30);
+      const tb = curlSocks(vb.socksPort, files.url('/file/big'), [], 30);
+      await h.mem.waitForEvent((e) => e.sessionId === a && e.type === 'session_start');
+      await h.mem.waitForEvent((e) => e.sessionId === b && e.type === 'session_start');
+      await settle(500);
+      h.mem.setLimits(customer, 'global', { downloaded_bytes: 1 }); // already over
+      const t0 = performance.now();
+      h.dp.limitsChanged(customer);
+      const ea = await h.mem.waitForEvent((e) => e.sessionId === a && e.type === 'session_end', 1000);
+      const eb = await h.mem.waitForEvent((e) => e.sessionId === b && e.type === 'session_end', 1000);
+      assert.ok(Math.max(ea.at, eb.at) - t0 < 1000);
+      assert.notEqual((await ta).code, 0);
+      assert.notEqual((await tb).code, 0);
+      assert.equal(h.mem.sessions.get(a)!.status, 'idle');
+      const again = await curlSocks(va.socksPort, files.url('/file/small'), [], 5);
+      assert.notEqual(again.code, 0, 'refused while over the global cap');
+      h.mem.setLimits(customer, 'global', undefined); // deleting the limit lets them connect again
+      h.dp.limitsChanged(customer);
+      const ok = await curlSocks(vb.socksPort, files.url('/file/small'));
+      assert.equal(ok.code, 0, ok.stderr);
+    });
+  });
+  h.mem.setLimits(customer, 'session', undefined);
+});

@@ -163,3 +163,19 @@ test('after all that, a valid VLESS request still works', async () => {
   const o = await probe(h.vlessTcpPort, [Buffer.concat([buildVlessHeader({ id: sessionId, command: 'tcp', port: echo.port, address: '127.0.0.1' }), Buffer.from('hello')])], undefined, false);
   assert.deepEqual(o.received, Buffer.from([0, 0, ...Buffer.from('hello')]));
 });
+
+test('a valid header split byte by byte across TCP packets and across ws frames is reassembled', async () => {
+  const req = Buffer.concat([buildVlessHeader({ id: sessionId, command: 'tcp', port: echo.port, address: 'localhost', addons: Buffer.from([1, 2, 3]) }), Buffer.from('split')]);
+  const bytes = [...req].map((b) => Buffer.from([b]));
+  const o = await probe(h.vlessTcpPort, bytes, undefined, false);
+  assert.deepEqual(o.received, Buffer.concat([Buffer.from([0, 0]), Buffer.from('split')]));
+  const ws = new WebSocket(`ws://127.0.0.1:${h.wsPort}/vless`);
+  await new Promise((r) => ws.once('open', r));
+  const got: Buffer[] = [];
+  ws.on('message', (m: Buffer) => got.push(m));
+  for (const b of bytes) ws.send(b);
+  const deadline = performance.now() + 2000;
+  while (Buffer.concat(got).length < 7 && performance.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  assert.deepEqual(Buffer.concat(got), Buffer.concat([Buffer.from([0, 0]), Buffer.from('split')]));
+  ws.terminate();
+});
