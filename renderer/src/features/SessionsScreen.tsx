@@ -4,7 +4,7 @@ import { useVirtualizer } from '@tanstack/react-virtual';
 import { useEffect, useRef, useState, type KeyboardEvent } from 'react';
 import { formatBytes, formatDuration, formatSpeed } from '../lib/format.ts';
 import { routeHref, navigate } from '../store/bridge.ts';
-import { loadSessions, setSessionFilter, useStore } from '../store/index.ts';
+import { loadSessions, setSessionFilter, syncNewest, useStore } from '../store/index.ts';
 import { selectFilteredIds, selectZones } from '../store/selectors.ts';
 import { EmptyState, ErrorBanner, Spinner, StatusBadge } from '../components/ui.tsx';
 
@@ -48,7 +48,15 @@ export function SessionsScreen() {
   const [now, setNow] = useState(Date.now());
   useEffect(() => {
     const t = setInterval(() => setNow(Date.now()), 2000);
-    return () => clearInterval(t);
+    // Sessions made elsewhere (the API, another window) show up within 5 s.
+    const sync = setInterval(() => void syncNewest(), 5000);
+    const onFocus = () => void syncNewest();
+    window.addEventListener('focus', onFocus);
+    return () => {
+      clearInterval(t);
+      clearInterval(sync);
+      window.removeEventListener('focus', onFocus);
+    };
   }, []);
 
   const virtualizer = useVirtualizer({

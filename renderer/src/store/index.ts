@@ -283,6 +283,35 @@ export async function loadSessions(): Promise<void> {
   }
 }
 
+/**
+ * Picks up sessions created elsewhere (another window, the API, the CLI) and refreshes the
+ * newest ones: one small request, merged into what is loaded.
+ */
+export async function syncNewest(): Promise<void> {
+  if (get().sessionsLoad === 'loading') return;
+  try {
+    const res = await ops().listSessions({ limit: 100 });
+    set((st) => {
+      const sessions = { ...st.sessions };
+      const fresh: string[] = [];
+      for (const s of res.sessions) {
+        if (!sessions[s.id]) fresh.push(s.id);
+        sessions[s.id] = toView(s, sessions[s.id]);
+      }
+      if (!fresh.length) return { sessions };
+      // Newest first, as the server lists them (created_at is ISO 8601, so text order works).
+      const order = [...fresh, ...st.sessionOrder].sort((a, b) => {
+        const x = sessions[a]?.created_at ?? '';
+        const y = sessions[b]?.created_at ?? '';
+        return x < y ? 1 : x > y ? -1 : 0;
+      });
+      return { sessions, sessionOrder: order };
+    });
+  } catch (e) {
+    noteGlobalError(e);
+  }
+}
+
 /** Merges a full session into the list (newly created or refreshed). */
 export function upsertSession(s: Session): void {
   set((st) => {
