@@ -3,7 +3,7 @@
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
 import fastifyStatic from '@fastify/static';
@@ -136,6 +136,22 @@ export async function buildServer(opts: ServerOptions): Promise<BuiltServer> {
     tokens: { create: ({ customer, role }) => store.createToken(customer, role).token },
   };
 
+  // The /v2 rate limiter, for the answers the router gives before any hook runs (set below).
+  let v2Limiter: ((request: FastifyRequest, reply: FastifyReply) => Promise<void>) | undefined;
+  const frameworkError = async (err: Error, request: FastifyRequest, reply: FastifyReply) => {
+    let error = toApiError(err);
+    if (v2Limiter && (request.raw.url ?? '').startsWith('/v2/')) {
+      // Such a request has no route: give the limiter an empty route config to read.
+      const routed = Object.create(request, { routeOptions: { value: { config: {} } } }) as FastifyRequest;
+      try {
+        await v2Limiter(routed, reply);
+      } catch (limited) {
+        error = toApiError(limited as Error);
+      }
+    }
+    sendError(request, reply, error);
+  };
+
   const app = Fastify({
     logger: false,
     bodyLimit: BODY_LIMIT,
@@ -145,7 +161,7 @@ export async function buildServer(opts: ServerOptions): Promise<BuiltServer> {
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 1024 },
     // Malformed percent-encoding and over-long path parameters fail in the router, before any
     // hook: answer them with the error record too, not fastify's own body.
-    frameworkErrors: (err, request, reply) => sendError(request, reply, toApiError(err)),
+    frameworkErrors: (err, request, reply) => void frameworkError(err, request, reply),
     ...(opts.tls ? { https: { cert: opts.tls.cert, key: opts.tls.key } } : {}),
   }) as unknown as FastifyInstance;
   app.setValidatorCompiler(validatorCompilers());
@@ -213,6 +229,7 @@ export async function buildServer(opts: ServerOptions): Promise<BuiltServer> {
         const pattern = new RegExp('^' + route.url.replace(/:[^/]+/g, '[^/]+').replace(/\/$/, '') + '/?$');
         for (const m of Array.isArray(route.method) ? route.method : [route.method]) known.push({ method: m, pattern });
       });
+      v2Limiter = v2.rateLimit() as unknown as typeof v2Limiter;
       v2.setNotFoundHandler({ preHandler: v2.rateLimit() }, async (request, reply) => {
         const path = request.url.split('?')[0];
         const allowed = [...new Set(known.filter((k) => k.pattern.test(path)).map((k) => k.method))];
