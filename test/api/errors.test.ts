@@ -33,6 +33,22 @@ describe('unknown routes and methods', () => {
     assert.ok(!e.message.includes(id));
   });
 
+  test('malformed URLs and over-long ids: 400 error record with rate headers, counted and limited', async () => {
+    const t = await makeServer({ rateLimit: { max: 3, windowMs: 60_000 } });
+    try {
+      for (const url of ['/v2/sessions/%zz/status', `/v2/sessions/${'a'.repeat(3000)}`, '/v2/sessions/%E0%A4%A']) {
+        const res = await t.app.inject({ url, headers: auth(t.owner) });
+        assertError(res, 400, 'invalid_request');
+        assertRateHeaders(res, 3);
+      }
+      const res = await t.app.inject({ url: '/v2/sessions/%zz/status', headers: auth(t.owner) });
+      assertError(res, 429, 'rate_limited');
+      assert.ok(Number(res.headers['retry-after']) >= 1);
+    } finally {
+      await t.close();
+    }
+  });
+
   test('405 method_not_allowed with an Allow header naming the methods of the path', async () => {
     const cases: [string, string, string[]][] = [
       ['PUT', '/v2/zones', ['GET']],
