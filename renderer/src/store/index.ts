@@ -292,9 +292,15 @@ export async function syncNewest(): Promise<void> {
   try {
     const res = await ops().listSessions({ limit: 100 });
     set((st) => {
+      // Only what changed is written, so an idle list costs no render.
+      const changed = res.sessions.filter((s) => {
+        const p = st.sessions[s.id];
+        return !p || p.status !== s.status || p.paused !== s.paused || p.uploaded_bytes !== s.uploaded_bytes || p.downloaded_bytes !== s.downloaded_bytes || p.duration !== s.duration;
+      });
+      if (!changed.length) return {};
       const sessions = { ...st.sessions };
       const fresh: string[] = [];
-      for (const s of res.sessions) {
+      for (const s of changed) {
         if (!sessions[s.id]) fresh.push(s.id);
         sessions[s.id] = toView(s, sessions[s.id]);
       }
