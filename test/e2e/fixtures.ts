@@ -12,7 +12,7 @@ import { electronBinary } from './electron-binary.ts';
 export { electronBinary };
 
 type WorkerFixtures = { backend: Backend; electronApp: ElectronApplication | null };
-type TestFixtures = { app: AppPage; appPage: Page; token: string };
+type TestFixtures = { app: AppPage; appPage: Page; token: string; readClipboard: () => Promise<string> };
 
 export const test = base.extend<TestFixtures, WorkerFixtures>({
   backend: [
@@ -58,6 +58,14 @@ export const test = base.extend<TestFixtures, WorkerFixtures>({
     }, token);
     await page.goto(backend.origin + '/');
     await use(page);
+  },
+
+  // The system clipboard as the app wrote it: through the page in Chromium, through the
+  // main process in Electron (the window itself is not allowed to read the clipboard).
+  readClipboard: async ({ appPage, electronApp }, use) => {
+    await use(async () =>
+      electronApp ? electronApp.evaluate(({ clipboard }) => clipboard.readText()) : appPage.evaluate(() => navigator.clipboard.readText()),
+    );
   },
 
   app: async ({ appPage }, use) => {

@@ -9,7 +9,7 @@ import { startOrigin } from './vless.ts';
 const curlStatus = async (proxy: string, url: string) =>
   (await promisify(execFile)('curl', ['-sS', '-o', '/dev/null', '-w', '%{http_code}', '--max-time', '10', '-x', proxy, url]).catch((e: { stdout?: string }) => ({ stdout: e.stdout ?? '' }))).stdout;
 
-test('build a geo-targeted proxy credential and use it', async ({ app, backend }) => {
+test('build a geo-targeted proxy credential and use it', async ({ app, backend, readClipboard }) => {
   const page = app.page;
   await app.waitReady();
   const id = await app.createSession({ clientId: 'proxy-carol', reusable: true });
@@ -19,7 +19,7 @@ test('build a geo-targeted proxy credential and use it', async ({ app, backend }
   await page.getByLabel('City').selectOption('new york');
   await expect(page.getByTestId('proxy-user')).toHaveText(`${id}-cc-US-city-new.york`);
   await page.getByRole('button', { name: 'Copy proxy URL' }).click();
-  const url = await page.evaluate(() => navigator.clipboard.readText());
+  const url = await readClipboard();
   expect(url).toContain(`${id}-cc-US-city-new.york:${id}@`);
 
   const origin = await startOrigin();

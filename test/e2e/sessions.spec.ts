@@ -3,7 +3,7 @@ import { test, expect } from './fixtures.ts';
 interface Zone { code: string; name: string; has_active_nodes: boolean; country: string }
 interface Session { id: string; configuration_link: string; client_id: string; zone: string; reusable: boolean; status: string }
 
-test('pick a zone, create a session, copy its link', async ({ app, backend }) => {
+test('pick a zone, create a session, copy its link', async ({ app, backend, readClipboard }) => {
   const page = app.page;
   await app.waitReady();
   const { body } = await backend.api<{ zones: Zone[] }>('GET', '/zones');
@@ -35,7 +35,7 @@ test('pick a zone, create a session, copy its link', async ({ app, backend }) =>
   await expect(page.getByRole('img', { name: 'QR code of the configuration link' })).toBeVisible();
 
   await page.getByRole('button', { name: 'Copy link' }).click();
-  const clip = await page.evaluate(() => navigator.clipboard.readText());
+  const clip = await readClipboard();
   expect(clip).toBe(s.configuration_link);
   expect(clip.startsWith(`vless://${id}@`)).toBe(true);
 
