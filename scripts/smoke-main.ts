@@ -10,6 +10,8 @@ import { join, dirname } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { EventEmitter } from 'node:events';
 import assert from 'node:assert/strict';
+import { createServer as netServer, type Socket } from 'node:net';
+import WebSocket from 'ws';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const userData = mkdtempSync(join(tmpdir(), 'vad-smoke-'));
@@ -97,8 +99,42 @@ try {
   await new Promise((r) => setTimeout(r, 1200));
   assert.ok(sent.some(([ch, m]) => ch === 'app:stream' && (m as { state?: string }).state === 'open'), 'stream opened');
   assert.ok(trayMenu.some((i) => i.label === 'Quit') && trayMenu.some((i) => i.label?.startsWith('Open')), 'tray menu has Open and Quit');
-  console.log('tray tooltip:', JSON.stringify(tooltip), '| tray menu:', trayMenu.map((i) => i.label ?? '—').join(' / '));
-  console.log('main-process smoke test passed: embedded server, token file 0600, IPC ops, sender check, argument check, event stream, tray');
+  // Tray: an active session appears in the menu with Pause; clicking it pauses the session.
+  await call('resumeSession', s.value.id);
+  const held: Socket[] = [];
+  const sink = netServer((sock) => held.push(sock));
+  await new Promise<void>((r) => sink.listen(0, '127.0.0.1', r));
+  const sinkPort = (sink.address() as { port: number }).port;
+  const cfg = s.value.configuration;
+  const ws = new WebSocket(`ws://${cfg.address}:${cfg.port}${cfg.path}`);
+  await new Promise<void>((res, rej) => { ws.once('open', () => res()); ws.once('error', rej); });
+  const port = Buffer.alloc(2);
+  port.writeUInt16BE(sinkPort);
+  ws.send(Buffer.concat([Buffer.from([0]), Buffer.from(cfg.id.replace(/-/g, ''), 'hex'), Buffer.from([0, 1]), port, Buffer.from([1, 127, 0, 0, 1]), Buffer.from('hi')]));
+  const findItem = () => trayMenu.find((i) => i.label?.startsWith('smoke'));
+  for (let i = 0; i < 50 && !findItem()?.submenu?.some((m) => m.label === 'Pause'); i++) await new Promise((r) => setTimeout(r, 100));
+  const item = findItem();
+  assert.ok(item, `tray menu lists the active session: ${JSON.stringify(trayMenu.map((i) => i.label))}`);
+  assert.ok(tooltip.includes('1 active'), `tooltip shows the active session: ${tooltip}`);
+  item.submenu!.find((m) => m.label === 'Pause')!.click!();
+  let st = await call('sessionStatus', s.value.id);
+  for (let i = 0; i < 50 && !st.value.paused; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    st = await call('sessionStatus', s.value.id);
+  }
+  assert.equal(st.value.paused, true, 'paused from the tray');
+  for (let i = 0; i < 30 && !findItem()?.submenu?.some((m) => m.label === 'Resume'); i++) await new Promise((r) => setTimeout(r, 100));
+  findItem()!.submenu!.find((m) => m.label === 'Resume')!.click!();
+  for (let i = 0; i < 50 && st.value.paused; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    st = await call('sessionStatus', s.value.id);
+  }
+  assert.equal(st.value.paused, false, 'resumed from the tray');
+  ws.close();
+  held.forEach((h) => h.destroy());
+  sink.close();
+  console.log('tray:', JSON.stringify(tooltip), '| tray menu:', trayMenu.map((i) => i.label ?? '—').join(' / '));
+  console.log('main-process smoke test passed: embedded server, token file 0600, IPC ops, sender check, argument check, event stream, tray menu with pause and resume');
 } finally {
   electron.app.quit();
   for (let i = 0; i < 50 && !exited; i++) await new Promise((r) => setTimeout(r, 100));
