@@ -132,7 +132,7 @@ export function SessionsScreen() {
         <EmptyState title="No session matches these filters" />
       ) : (
         <div className="table" role="table" aria-label="Sessions" aria-rowcount={ids.length + 1}>
-          <div className="srow srow-head" role="row" aria-rowindex={1}>
+          <div className="srow srow-head" role="row" aria-rowindex={1} aria-label="Columns">
             <span role="columnheader">Client</span>
             <span role="columnheader">Zone</span>
             <span role="columnheader">Status</span>
