@@ -19,6 +19,13 @@ test('a bad token is refused in words, and a good one gets in', async ({ page, b
   await expect(new AppPage(page).nav('Sessions')).toBeVisible();
 });
 
+test('a token handed over in the address is kept and removed from it', async ({ page, backend }) => {
+  await page.goto(`${backend.origin}/#token=${encodeURIComponent(backend.token)}`);
+  await expect(new AppPage(page).nav('Sessions')).toBeVisible();
+  expect(page.url()).not.toContain(backend.token);
+  expect(await page.evaluate(() => localStorage.getItem('vpn-access.token'))).toBe(backend.token);
+});
+
 test('the server goes away and comes back', async ({ page }) => {
   const b = await startBackend();
   const port = b.server.apiPort;

@@ -9,7 +9,28 @@ import type { ApiErrorInfo, EventFilter, LimitScope, SessionEvent } from './type
 export const TOKEN_KEY = 'vpn-access.token';
 export const BASE_KEY = 'vpn-access.baseUrl';
 
+/**
+ * A token handed over in the address (`/#token=...` or `?token=...`, e.g. a link printed by
+ * the server for support staff) is kept like a typed one and removed from the address bar.
+ */
+function takeTokenFromAddress(): void {
+  try {
+    const url = new URL(location.href);
+    const fromHash = /^#token=([^&]+)/.exec(url.hash)?.[1];
+    const fromQuery = url.searchParams.get('token');
+    const token = fromHash ? decodeURIComponent(fromHash) : fromQuery;
+    if (!token) return;
+    localStorage.setItem(TOKEN_KEY, token);
+    url.searchParams.delete('token');
+    if (fromHash) url.hash = '';
+    history.replaceState(null, '', url.pathname + url.search + url.hash);
+  } catch {
+    /* storage or history unavailable */
+  }
+}
+
 function readToken(): string | null {
+  takeTokenFromAddress();
   try {
     return localStorage.getItem(TOKEN_KEY);
   } catch {
