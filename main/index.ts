@@ -196,6 +196,9 @@ function refreshTray(): void {
 }
 
 async function onMonitorEvent(api: ApiClient, e: SessionEvent): Promise<void> {
+  // The stream first replays stored history (from id 0); only recent events move the tray
+  // or raise notifications — the active-session listing is the truth at start.
+  if (Date.now() - Date.parse(e.created_at) > 30_000) return;
   let s = live.apply(e);
   if (!s || e.event_type === 'session_start' || e.event_type === 'session_end') {
     const r = await api.getSession(e.session_id);

@@ -2,6 +2,7 @@
 // (test-results/screens-*/<scheme>-<screen>.png) for a person to look at.
 import { test, expect } from './fixtures.ts';
 import type { NavName } from './pages.ts';
+import { curlViaSocks, startOrigin, startV2ray, type Configuration } from './vless.ts';
 
 const SCREENS: NavName[] = ['Sessions', 'New session', 'Limits', 'Events', 'Proxy', 'Settings'];
 
@@ -18,6 +19,14 @@ for (const scheme of ['light', 'dark'] as const) {
     await backend.api('PATCH', '/customer/limits/global', { downloaded_bytes: 10 * 1024 ** 3, download_speed: 5 * 1024 ** 2 });
     await page.reload();
     await app.waitReady();
+    // Live traffic on the newest session while the screens are taken.
+    const { body: live } = await backend.api<{ configuration: Configuration }>('GET', `/sessions/${lastId}`);
+    const origin = await startOrigin();
+    const v2ray = await startV2ray(live.configuration);
+    await curlViaSocks(v2ray.socksPort, `${origin.url}/bytes?n=${2 * 1024 * 1024}`).done;
+    const slow = curlViaSocks(v2ray.socksPort, `${origin.url}/slow?n=${64 * 1024 * 2000}&ms=20`, 40);
+    await expect(page.getByText('1 active')).toBeVisible({ timeout: 15_000 });
+    try {
     for (const name of SCREENS) {
       await app.go(name);
       if (name === 'Limits') await expect(page.getByRole('button', { name: 'Save limits' })).toBeVisible();
@@ -28,8 +37,14 @@ for (const scheme of ['light', 'dark'] as const) {
     }
     await app.openSession(lastId);
     await expect(page.getByRole('img', { name: 'QR code of the configuration link' })).toBeVisible();
+    await page.waitForTimeout(3000); // a few seconds of the speed chart
     const file = testInfo.outputPath(`${scheme}-session-detail.png`);
     await page.screenshot({ path: file, fullPage: true });
     await testInfo.attach(`${scheme} session detail`, { path: file, contentType: 'image/png' });
+    } finally {
+      slow.kill();
+      await v2ray.stop();
+      await origin.close();
+    }
   });
 }

@@ -417,6 +417,17 @@ const EVENT_STATUS: Partial<Record<SessionEvent['event_type'], Session['status']
   session_heartbeat: 'active',
 };
 
+/**
+ * The stream replays stored history before it goes live (the server starts from id 0 when
+ * no Last-Event-ID is given). History goes to the event list only; session state comes from
+ * the session list, so only recent events (30 s, allowing for clock skew) change sessions.
+ */
+export const LIVE_WINDOW_MS = 30_000;
+export function isLive(ev: SessionEvent, now = Date.now()): boolean {
+  const t = Date.parse(ev.created_at);
+  return !Number.isFinite(t) || now - t < LIVE_WINDOW_MS;
+}
+
 /** Applies a batch of events: the event list, and each session's counters and status. */
 export function applyEvents(batch: SessionEvent[]): void {
   if (!batch.length) return;
@@ -424,9 +435,10 @@ export function applyEvents(batch: SessionEvent[]): void {
   set((st) => {
     const sessions = { ...st.sessions };
     let history = st.speedHistory;
-    let order = st.sessionOrder;
+    const order = st.sessionOrder;
     const now = Date.now();
     for (const ev of batch) {
+      if (!isLive(ev, now)) continue;
       const cur = sessions[ev.session_id];
       if (!cur) {
         needRefresh.add(ev.session_id);
@@ -446,7 +458,8 @@ export function applyEvents(batch: SessionEvent[]): void {
     const events = [...batch.slice().reverse(), ...st.events].slice(0, MAX_EVENTS);
     return { sessions, sessionOrder: order, speedHistory: history, events, lastEventId: batch[batch.length - 1].id };
   });
-  for (const id of needRefresh) void refreshSession(id);
+  // Bounded: a burst of starts and ends costs at most 20 look-ups; the periodic sync covers the rest.
+  for (const id of [...needRefresh].slice(0, 20)) void refreshSession(id);
 }
 
 export function setEventFilter(f: Partial<State['eventFilter']>): void {
