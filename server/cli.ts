@@ -125,7 +125,11 @@ async function serve(argv: string[]): Promise<void> {
   }
   log.info(`listening: API ${server.baseUrl}, VLESS ws ${server.origin.replace(/^http/, 'ws')}${server.services.settings.link.wsPath}` +
     `, VLESS tcp ${server.vlessTcpPort ?? 'off'}, proxy ${server.proxyPort ?? 'off'}, data ${dataDir}`);
-  if (!values['no-ui'] && existsSync(join(rendererDir, 'index.html'))) log.info(`web UI: ${server.origin}/`);
+  if (!values['no-ui'] && existsSync(join(rendererDir, 'index.html'))) {
+    log.info(`web UI: ${server.origin}/`);
+    // The UI takes a token from the address fragment (never sent to the server) and forgets the fragment.
+    if (server.ownerToken) process.stdout.write(`Open the web UI signed in: ${server.origin}/#token=${server.ownerToken}\n\n`);
+  }
   if (host !== '127.0.0.1' && host !== '::1' && host !== 'localhost') log.warn(`bound to ${host}: reachable from other machines`);
 
   let stopping = false;

@@ -1,7 +1,7 @@
 // Every shape of the v2 API, written once. These schemas validate requests, serialize
 // responses, type the route handlers and the clients, and generate /v2/openapi.json.
 // `x-extension: true` marks what the interface document does not name (see decisions.md).
-import Type, { type Static, type TSchema } from 'typebox';
+import Type, { type Static, type TNull, type TOptional, type TSchema, type TUnion } from 'typebox';
 
 const ext = { 'x-extension': true } as const;
 
@@ -152,15 +152,18 @@ const clientFields = {
   max_reconnections: Type.Integer({ minimum: 0, maximum: MAX_SAFE, description: 'Connections after the first for one reusable session.' }),
 };
 
-function recordOf(fields: Record<string, TSchema>) {
-  const props: Record<string, TSchema> = {};
+type Optionals<F extends Record<string, TSchema>> = { [K in keyof F]: TOptional<F[K]> };
+type Nullables<F extends Record<string, TSchema>> = { [K in keyof F]: TOptional<TUnion<[F[K], TNull]>> };
+
+function recordOf<F extends Record<string, TSchema>>(fields: F) {
+  const props = {} as Record<string, TSchema>;
   for (const [k, v] of Object.entries(fields)) props[k] = Type.Optional(v);
-  return Type.Object({ id: Type.String({ format: 'uuid' }), created_at: DateTime, updated_at: DateTime, ...props });
+  return Type.Object({ id: Type.String({ format: 'uuid' }), created_at: DateTime, updated_at: DateTime, ...(props as Optionals<F>) });
 }
-function updateOf(fields: Record<string, TSchema>) {
-  const props: Record<string, TSchema> = {};
+function updateOf<F extends Record<string, TSchema>>(fields: F) {
+  const props = {} as Record<string, TSchema>;
   for (const [k, v] of Object.entries(fields)) props[k] = Type.Optional(Type.Union([v, Type.Null()]));
-  return Type.Object(props, { additionalProperties: false, minProperties: 1 });
+  return Type.Object(props as Nullables<F>, { additionalProperties: false, minProperties: 1 });
 }
 
 export const LIMIT_FIELDS = {
