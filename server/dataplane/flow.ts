@@ -4,9 +4,12 @@
 // server holds at most one chunk plus the sink's high-water mark per direction.
 import type { Dir, Lease } from './runtime.ts';
 
+/** Called once the sink has flushed a write (err set when it failed). */
+export type WriteDone = (err?: Error | null) => void;
+
 export interface Sink {
-  /** Writes; false when the sink is full (wait for onWritable). */
-  write(buf: Buffer): boolean;
+  /** Writes; false when the sink is full (wait for onWritable). `done`, when given, runs once `buf` is no longer needed. */
+  write(buf: Buffer, done?: WriteDone): boolean;
   onWritable(cb: () => void): void;
 }
 
@@ -23,6 +26,8 @@ export class Flow {
   /** Datagrams: never split; a datagram that does not fit a cap is dropped. */
   private readonly atomic: boolean;
   private queue: Buffer[] = [];
+  /** Release callbacks of the queued chunks (same order as queue). */
+  private queueDone: (WriteDone | undefined)[] = [];
   private busy = false;
   private srcPaused = false;
   private finishCb: (() => void) | undefined;
@@ -38,15 +43,17 @@ export class Flow {
     this.maxQueue = opts.maxQueue ?? Infinity;
   }
 
-  push(chunk: Buffer): void {
+  /** `done` (optional) runs when the sink has flushed the whole chunk; never when it is dropped. */
+  push(chunk: Buffer, done?: WriteDone): void {
     if (this.stopped || chunk.length === 0) return;
     if (this.busy) {
       if (this.queue.length >= this.maxQueue) return; // datagrams: drop rather than buffer
       this.queue.push(chunk);
+      this.queueDone.push(done);
       this.pauseSrc();
       return;
     }
-    this.run(chunk);
+    this.run(chunk, done);
   }
 
   /** The source has ended: cb runs once everything queued was written. */
@@ -58,38 +65,48 @@ export class Flow {
   stop(): void {
     this.stopped = true;
     this.queue = [];
+    this.queueDone = [];
     this.finishCb = undefined;
   }
 
-  private run(chunk: Buffer | undefined): void {
+  private run(chunk: Buffer | undefined, done: WriteDone | undefined): void {
     while (chunk && !this.stopped) {
       const lease = this.lease;
       let piece = chunk;
-      if (!this.atomic) {
-        const max = lease.maxPiece(this.dir);
-        if (piece.length > max) piece = chunk.subarray(0, max);
+      let rest: Buffer | undefined;
+      if (lease.shapes(this.dir)) {
+        // Speed limits: pieces small enough that one wait stays short, each reserved first.
+        if (!this.atomic) {
+          const max = lease.maxPiece(this.dir);
+          if (piece.length > max) piece = chunk.subarray(0, max);
+        }
+        rest = piece.length < chunk.length ? chunk.subarray(piece.length) : undefined;
+        const wait = lease.reserve(this.dir, piece.length);
+        if (wait >= 1) {
+          this.block();
+          setTimeout(() => this.afterWait(piece, rest, done), wait);
+          return;
+        }
       }
-      const rest = piece.length < chunk.length ? chunk.subarray(piece.length) : undefined;
-      const wait = lease.reserve(this.dir, piece.length);
-      if (wait >= 1) {
-        this.block();
-        setTimeout(() => this.afterWait(piece, rest), wait);
-        return;
-      }
-      const full = this.send(piece);
+      const full = this.send(piece, rest ? undefined : done);
       if (this.stopped) return;
       if (full) {
         this.block();
-        this.sink.onWritable(() => this.continueWith(rest));
+        this.sink.onWritable(() => this.continueWith(rest, done));
         return;
       }
-      chunk = rest ?? this.queue.shift();
+      if (rest) {
+        chunk = rest;
+      } else {
+        chunk = this.queue.shift();
+        done = this.queueDone.shift();
+      }
     }
     if (!this.stopped) this.idle();
   }
 
   /** Writes a piece after the caps allow it; returns true when the sink is full. */
-  private send(piece: Buffer): boolean {
+  private send(piece: Buffer, done: WriteDone | undefined): boolean {
     let n = this.lease.grant(this.dir, piece.length);
     if (this.atomic && n < piece.length) n = 0;
     if (n === 0) {
@@ -98,28 +115,29 @@ export class Flow {
       this.lease.capReached();
       return false;
     }
-    const out = n < piece.length ? piece.subarray(0, n) : piece;
-    const ok = this.sink.write(out);
+    const whole = n === piece.length;
+    const ok = whole ? this.sink.write(piece, done) : this.sink.write(piece.subarray(0, n));
     this.lease.account(this.dir, n);
-    if (n < piece.length) this.stopped = true;
+    if (!whole) this.stopped = true;
     return !ok;
   }
 
-  private afterWait(piece: Buffer, rest: Buffer | undefined): void {
+  private afterWait(piece: Buffer, rest: Buffer | undefined, done: WriteDone | undefined): void {
     if (this.stopped) return;
-    const full = this.send(piece);
+    const full = this.send(piece, rest ? undefined : done);
     if (this.stopped) return;
     if (full) {
-      this.sink.onWritable(() => this.continueWith(rest));
+      this.sink.onWritable(() => this.continueWith(rest, done));
       return;
     }
-    this.continueWith(rest);
+    this.continueWith(rest, done);
   }
 
-  private continueWith(rest: Buffer | undefined): void {
+  private continueWith(rest: Buffer | undefined, done: WriteDone | undefined): void {
     if (this.stopped) return;
     this.busy = false;
-    this.run(rest ?? this.queue.shift());
+    if (rest) this.run(rest, done);
+    else this.run(this.queue.shift(), this.queueDone.shift());
   }
 
   private pauseSrc(): void {

@@ -161,7 +161,7 @@ function handle(ctx: ProxyContext, conn: Connection, head: Head, rest: Buffer): 
   conn.lease = admitted.lease;
   if (upload) conn.hold(upload);
   conn.hold(rest);
-  dialTcp(host, port, ctx.egress, ctx.connectTimeoutMs, (b) => conn.fromOutbound(b)).then(
+  dialTcp(host, port, ctx.egress, ctx.connectTimeoutMs, (b, release) => conn.fromOutbound(b, release)).then(
     (s) => conn.startTcp(s, head.method === 'CONNECT' ? Buffer.from('HTTP/1.1 200 Connection Established\r\n\r\n') : undefined),
     (err: Error) => {
       ctx.log.info({ transport: 'proxy', session: sessionId.slice(0, 8), err: err.message }, 'proxy outbound failed');

@@ -4,6 +4,7 @@ import type { Socket } from 'node:net';
 import type { Socket as UdpSocket } from 'node:dgram';
 import { Flow } from './flow.ts';
 import type { ClientSide } from './sides.ts';
+import type { WriteDone } from './flow.ts';
 import type { ConnHandle, Lease } from './runtime.ts';
 
 const GRACE_MS = 5000;
@@ -74,9 +75,9 @@ export class Connection implements ConnHandle {
     }
   }
 
-  /** Destination bytes read with the dialler's onread buffers. */
-  fromOutbound(b: Buffer): void {
-    this.down?.push(b);
+  /** Destination bytes read with the dialler's pooled buffers; `release` recycles the buffer once written. */
+  fromOutbound(b: Buffer, release?: WriteDone): void {
+    this.down?.push(b, release);
   }
 
   /** Starts relaying TCP; `preface` goes to the client first and is not counted (VLESS response header). */

@@ -133,6 +133,12 @@ export class Lease {
     return Math.min(s.buckets[dir].maxPiece(), s.client.buckets[dir].maxPiece(), s.customer.buckets[dir].maxPiece());
   }
 
+  /** Whether any speed limit applies to this direction now (otherwise reserve() is a no-op). */
+  shapes(dir: Dir): boolean {
+    const s = this.rt;
+    return s.buckets[dir].limited || s.client.buckets[dir].limited || s.customer.buckets[dir].limited;
+  }
+
   get shaped(): boolean {
     const s = this.rt;
     return s.buckets.up.limited || s.buckets.down.limited || s.client.buckets.up.limited || s.client.buckets.down.limited ||

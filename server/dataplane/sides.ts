@@ -29,7 +29,7 @@ export function socketSide(sock: Socket | Duplex & { remoteAddress?: string; set
       sock.on('close', () => h.close());
       sock.on('error', () => { /* 'close' follows */ });
     },
-    write: (buf) => sock.write(buf),
+    write: (buf, done) => sock.write(buf, done),
     onWritable: (cb) => { sock.once('drain', cb); },
     pause: () => { sock.pause(); },
     resume: () => { sock.resume(); },
@@ -66,9 +66,9 @@ export function wsSide(ws: WebSocket, remote: string): ClientSide {
       });
       ws.on('error', () => { /* 'close' follows */ });
     },
-    write(buf) {
+    write(buf, done) {
       if (ws.readyState !== WebSocket.OPEN) return true;
-      ws.send(buf, { binary: true }, sent);
+      ws.send(buf, { binary: true }, done ? (err) => { sent(); done(err); } : sent);
       return ws.bufferedAmount < WS_HIGH_WATER;
     },
     onWritable(cb) {

@@ -57,7 +57,7 @@ export function serveVless(ctx: InboundContext, client: ClientSide, transport: '
     conn.hold(rest);
     const dial = h.command === 'udp'
       ? dialUdp(h.address, h.port, ctx.egress, ctx.connectTimeoutMs).then((u) => conn.startUdp(u, VLESS_RESPONSE_HEADER))
-      : dialTcp(h.address, h.port, ctx.egress, ctx.connectTimeoutMs, (b) => conn.fromOutbound(b)).then((s) => conn.startTcp(s, VLESS_RESPONSE_HEADER));
+      : dialTcp(h.address, h.port, ctx.egress, ctx.connectTimeoutMs, (b, release) => conn.fromOutbound(b, release)).then((s) => conn.startTcp(s, VLESS_RESPONSE_HEADER));
     dial.catch((err: Error) => {
       ctx.log.info({ transport, session: h.id.slice(0, 8), err: err.message }, 'vless outbound failed');
       conn.close('dial_failed');
