@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { ApiError } from '../contract/errors.ts';
-import { EventStreamQuery, SessionEvent } from '../contract/schemas.ts';
+import { ErrorRecord, EventStreamQuery, SessionEvent } from '../contract/schemas.ts';
 import { openEventStream } from '../events/sse.ts';
 import { callerOf } from '../plugins/auth.ts';
 import type { Services } from '../services.ts';
@@ -19,6 +19,12 @@ export async function eventRoutes(app: FastifyInstance, ctx: Services): Promise<
       querystring: EventStreamQuery,
       response: {
         200: { description: 'text/event-stream of SessionEvent', content: { 'text/event-stream': { schema: SessionEvent } } },
+        ...Object.fromEntries(
+          ([400, 401, 429, 500] as const).map((status) => [
+            status,
+            { description: 'The error record as the data: of one event, then the stream closes.', content: { 'text/event-stream': { schema: ErrorRecord } } },
+          ]),
+        ),
       },
     } as object,
     handler: async (request, reply) => {
