@@ -457,6 +457,9 @@ describe('extension: GET /openapi.json', () => {
     const session = doc.paths['/v2/sessions'].post.responses['201'].content['application/json'].schema;
     assert.equal(session.properties.client_id['x-extension'], true);
     assert.equal(session.properties.configuration_link['x-extension'], undefined);
+    const stream = doc.paths['/v2/sessions/events'].get.responses;
+    for (const code of ['200', '401', '500']) assert.ok(stream[code]?.content?.['text/event-stream'], `events ${code} is text/event-stream`);
+    assert.equal(stream['401'].content['text/event-stream'].schema.properties.error.type, 'object');
     const params = doc.paths['/v2/sessions/events'].get.parameters.map((p: { name: string }) => p.name).sort();
     assert.deepEqual(params, ['event_type', 'last_event_id', 'session_id']);
     // Every $ref resolves (no dangling references).
