@@ -4,8 +4,14 @@
 //   - our data plane (run in a child process, like v2ray, so CPU is measured the same way),
 //   - Debian v2ray as the VLESS server with per-user stats on and off,
 //   over ws and tcp, and a direct curl -> target transfer as the ceiling.
-// Server CPU = utime + stime from /proc/<pid>/stat, read before and after the transfers.
+// Server CPU = utime + stime from /proc/<pid>/stat, read before and after each transfer.
+// All servers of a transport run at once (idle ones cost nothing) and their transfers are taken
+// round-robin, alternating the order every round, so that load from elsewhere on the (noisy,
+// 2-core) box falls on every row alike; each row reports its best and median transfer, and the
+// ratios compare best with best and median with median.
 // Then the speed-cap accuracy (10 s) and the byte-cap overshoot of our server.
+// Env: BENCH_FILE_MIB (256), BENCH_TRANSFERS per row (8), BENCH_NETWORKS (ws,tcp),
+// BENCH_LIMITS=0 to skip the cap checks.
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -14,8 +20,7 @@ import { randomUUID } from 'node:crypto';
 
 const MiB = 1024 * 1024;
 const FILE_MIB = Number(process.env.BENCH_FILE_MIB ?? 256);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
-const PASSES = Number(process.env.BENCH_PASSES ?? 3);
+const TRANSFERS = Math.max(1, Number(process.env.BENCH_TRANSFERS ?? 8));
 /** Which transports to compare (BENCH_NETWORKS=tcp while iterating on the raw-TCP path). */
 const NETWORKS = (process.env.BENCH_NETWORKS ?? 'ws,tcp').split(',').filter((n): n is 'ws' | 'tcp' => n === 'ws' || n === 'tcp');
 /** BENCH_LIMITS=0 skips the speed-cap and byte-cap checks. */
@@ -56,22 +61,34 @@ async function kill(p: ChildProcess | undefined): Promise<void> {
   await done;
 }
 
-interface Figure { name: string; mbps: number; cpuPerGB: number | null }
-
-async function measure(name: string, socksPort: number | null, targetPort: number, serverPid: number | null): Promise<Figure> {
-  const proxy = socksPort ? ['--socks5-hostname', `127.0.0.1:${socksPort}`] : [];
-  await curlTo([...proxy, `http://127.0.0.1:${targetPort}/small`]); // warm-up
-  const cpu0 = serverPid ? cpuSeconds(serverPid) : 0;
-  let bytes = 0, secs = 0;
-  for (let i = 0; i < ROUNDS; i++) {
-    const r = await curlTo([...proxy, `http://127.0.0.1:${targetPort}/big`]);
-    if (r.code !== 0 || r.bytes !== FILE_MIB * MiB) throw new Error(`${name}: transfer failed (curl ${r.code}, ${r.bytes} bytes)`);
-    bytes += r.bytes;
-    secs += r.total;
-  }
-  const cpu = serverPid ? cpuSeconds(serverPid) - cpu0 : null;
-  return { name, mbps: bytes / MiB / secs, cpuPerGB: cpu === null ? null : cpu / (bytes / 1e9) };
+interface Row {
+  name: string;
+  /** null: no proxy (direct). */
+  socksPort: number | null;
+  /** null: no server process to measure. */
+  serverPid: number | null;
+  rates: number[];
+  cpu: number;
+  bytes: number;
 }
+
+async function transfer(row: Row, targetPort: number): Promise<void> {
+  const proxy = row.socksPort ? ['--socks5-hostname', `127.0.0.1:${row.socksPort}`] : [];
+  const cpu0 = row.serverPid ? cpuSeconds(row.serverPid) : 0;
+  const r = await curlTo([...proxy, `http://127.0.0.1:${targetPort}/big`]);
+  if (r.code !== 0 || r.bytes !== FILE_MIB * MiB) throw new Error(`${row.name}: transfer failed (curl ${r.code}, ${r.bytes} bytes)`);
+  if (row.serverPid) row.cpu += cpuSeconds(row.serverPid) - cpu0;
+  row.bytes += r.bytes;
+  row.rates.push(r.bytes / MiB / r.total);
+}
+
+const best = (r: Row) => Math.max(...r.rates);
+const median = (r: Row) => {
+  const s = [...r.rates].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+const cpuPerGB = (r: Row) => (r.serverPid ? r.cpu / (r.bytes / 1e9) : null);
 
 function v2rayServerConfig(port: number, id: string, network: 'ws' | 'tcp', stats: boolean): object {
   return {
@@ -98,64 +115,55 @@ async function main(): Promise<void> {
   const t0 = performance.now();
   const target = await child(node, [self, '--target']);
   const targetPort: number = target.info.port;
-  const figures: Figure[] = [];
-  const record = (f: Figure) => {
-    const prev = figures.find((x) => x.name === f.name);
-    if (!prev) return void figures.push(f);
-    prev.mbps = Math.max(prev.mbps, f.mbps);
-    if (f.cpuPerGB !== null && prev.cpuPerGB !== null) prev.cpuPerGB = Math.min(prev.cpuPerGB, f.cpuPerGB);
-  };
   const cleanup: (() => Promise<void>)[] = [async () => kill(target.proc)];
   try {
-    console.log(`data-plane benchmark: ${FILE_MIB} MiB x ${ROUNDS} transfers per row, best of ${PASSES} passes, Debian v2ray 4.34 client, loopback\n`);
-    // Two passes over every row; each row keeps its best pass (the 2-core box is noisy).
-    for (let pass = 0; pass < PASSES; pass++) {
-      record(await measure('direct (curl -> target, ceiling)', null, targetPort, null));
-
-      const ours = await child(node, [self, '--ours']);
-      cleanup.push(async () => kill(ours.proc));
-      for (const network of NETWORKS) {
-        const port = network === 'ws' ? ours.info.wsPort : ours.info.tcpPort;
-        const c = await startV2rayClient({ address: '127.0.0.1', port, id: ours.info.id, network, path: '/vless', security: 'none' });
-        try {
-          record(await measure(`ours ${network}`, c.socksPort, targetPort, ours.proc.pid!));
-        } finally {
-          await c.close();
-        }
-      }
-      await kill(ours.proc);
-
+    console.log(`data-plane benchmark: ${FILE_MIB} MiB transfers, ${TRANSFERS} per row taken round-robin, Debian v2ray 4.34 client, loopback\n`);
+    const direct: Row = { name: 'direct (curl -> target, ceiling)', socksPort: null, serverPid: null, rates: [], cpu: 0, bytes: 0 };
+    const rows: Row[] = [direct];
+    const ours = await child(node, [self, '--ours']);
+    cleanup.push(async () => kill(ours.proc));
+    for (const network of NETWORKS) {
+      const port = network === 'ws' ? ours.info.wsPort : ours.info.tcpPort;
+      const c = await startV2rayClient({ address: '127.0.0.1', port, id: ours.info.id, network, path: '/vless', security: 'none' });
+      cleanup.push(() => c.close());
+      rows.push({ name: `ours ${network}`, socksPort: c.socksPort, serverPid: ours.proc.pid!, rates: [], cpu: 0, bytes: 0 });
       for (const stats of [true, false]) {
-        for (const network of NETWORKS) {
-          const id = randomUUID();
-          const port = await freePort();
-          const srv = await runV2ray(v2rayServerConfig(port, id, network, stats), [port]);
-          const c = await startV2rayClient({ address: '127.0.0.1', port, id, network, path: '/vless', security: 'none' });
-          try {
-            record(await measure(`v2ray ${network} stats ${stats ? 'on' : 'off'}`, c.socksPort, targetPort, srv.proc.pid!));
-          } finally {
-            await c.close();
-            await srv.close();
-          }
-        }
+        const id = randomUUID();
+        const vport = await freePort();
+        const srv = await runV2ray(v2rayServerConfig(vport, id, network, stats), [vport]);
+        cleanup.push(() => srv.close());
+        const vc = await startV2rayClient({ address: '127.0.0.1', port: vport, id, network, path: '/vless', security: 'none' });
+        cleanup.push(() => vc.close());
+        rows.push({ name: `v2ray ${network} stats ${stats ? 'on' : 'off'}`, socksPort: vc.socksPort, serverPid: srv.proc.pid!, rates: [], cpu: 0, bytes: 0 });
       }
     }
+    for (const row of rows) {
+      const proxy = row.socksPort ? ['--socks5-hostname', `127.0.0.1:${row.socksPort}`] : [];
+      await curlTo([...proxy, `http://127.0.0.1:${targetPort}/small`]); // warm-up
+    }
+    for (let i = 0; i < TRANSFERS; i++) {
+      for (const row of i % 2 ? [...rows].reverse() : rows) await transfer(row, targetPort);
+    }
 
-    const by = (n: string) => figures.find((f) => f.name === n)!;
-    console.log('throughput (MiB/s) and server CPU-seconds per GB');
-    console.log('  ' + 'row'.padEnd(34) + 'MiB/s'.padStart(9) + 'CPU s/GB'.padStart(11));
-    for (const f of figures) console.log('  ' + f.name.padEnd(34) + fmt(f.mbps).padStart(9) + (f.cpuPerGB === null ? '-' : fmt(f.cpuPerGB, 2)).padStart(11));
+    const by = (n: string) => rows.find((f) => f.name === n)!;
+    console.log('throughput (MiB/s, best and median transfer) and server CPU-seconds per GB (all transfers)');
+    console.log('  ' + 'row'.padEnd(34) + 'best'.padStart(9) + 'median'.padStart(9) + 'CPU s/GB'.padStart(11));
+    for (const f of rows) {
+      const cpu = cpuPerGB(f);
+      console.log('  ' + f.name.padEnd(34) + fmt(best(f)).padStart(9) + fmt(median(f)).padStart(9) + (cpu === null ? '-' : fmt(cpu, 2)).padStart(11));
+    }
     console.log('\nratios (ours / baseline; throughput higher is better, CPU lower is better)');
     for (const network of NETWORKS) {
       const o = by(`ours ${network}`);
       for (const stats of ['on', 'off']) {
         const b = by(`v2ray ${network} stats ${stats}`);
-        console.log(`  ${network} vs v2ray stats ${stats}: throughput ${fmt(o.mbps)} / ${fmt(b.mbps)} = ${fmt(o.mbps / b.mbps, 2)}x; ` +
-          `CPU/GB ${fmt(o.cpuPerGB!, 2)} / ${fmt(b.cpuPerGB!, 2)} = ${fmt(o.cpuPerGB! / b.cpuPerGB!, 2)}x`);
+        console.log(`  ${network} vs v2ray stats ${stats}: throughput best ${fmt(best(o))} / ${fmt(best(b))} = ${fmt(best(o) / best(b), 2)}x, ` +
+          `median ${fmt(median(o))} / ${fmt(median(b))} = ${fmt(median(o) / median(b), 2)}x; ` +
+          `CPU/GB ${fmt(cpuPerGB(o)!, 2)} / ${fmt(cpuPerGB(b)!, 2)} = ${fmt(cpuPerGB(o)! / cpuPerGB(b)!, 2)}x`);
       }
-      const d = by('direct (curl -> target, ceiling)');
-      console.log(`  ${network} vs direct ceiling: ${fmt(o.mbps)} / ${fmt(d.mbps)} = ${fmt(o.mbps / d.mbps, 2)}x`);
+      console.log(`  ${network} vs direct ceiling: best ${fmt(best(o))} / ${fmt(best(direct))} = ${fmt(best(o) / best(direct), 2)}x`);
     }
+    for (const c of cleanup.splice(1).reverse()) await c();
 
     if (!LIMITS) return;
     // speed cap accuracy: 10 s under a session download cap
