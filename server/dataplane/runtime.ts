@@ -139,12 +139,6 @@ export class Lease {
     return s.buckets[dir].limited || s.client.buckets[dir].limited || s.customer.buckets[dir].limited;
   }
 
-  get shaped(): boolean {
-    const s = this.rt;
-    return s.buckets.up.limited || s.buckets.down.limited || s.client.buckets.up.limited || s.client.buckets.down.limited ||
-      s.customer.buckets.up.limited || s.customer.buckets.down.limited;
-  }
-
   /** Reserves n bytes from every bucket this connection draws from; returns ms to wait. */
   reserve(dir: Dir, n: number): number {
     const s = this.rt, now = nowMs();
