@@ -1,6 +1,7 @@
 // The typed API client of the main process: one method per operation of the v2 API,
 // each resolving to a Result (never throwing), so IPC can pass errors through unchanged.
 // It targets whichever endpoint is current (the embedded server or a remote one).
+import { buildQuery } from '../server/contract/query-string.ts';
 import type {
   ApiErrorInfo,
   LimitScope,
@@ -88,12 +89,5 @@ export function fail<T>(status: number, code: string, message: string, details: 
   return { ok: false, error: { status, code, message, details } };
 }
 
-export function query(q: Record<string, unknown>): string {
-  const p = new URLSearchParams();
-  for (const [k, v] of Object.entries(q)) {
-    if (v === undefined || v === null || v === '') continue;
-    for (const item of Array.isArray(v) ? v : [v]) p.append(k, String(item));
-  }
-  const s = p.toString();
-  return s ? `?${s}` : '';
-}
+/** Query strings as the API reads them (shared with the renderer). */
+export const query = buildQuery;

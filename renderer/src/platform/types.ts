@@ -1,7 +1,5 @@
 // Wire shapes of the v2 API, as the renderer (and the preload contract) sees them.
 // They come from the server's schemas (type-only imports: nothing runtime crosses over).
-// The limits record is spelled out here because the schema's generic `recordOf` helper
-// erases the optional fields from its static type.
 export type {
   Zone,
   ZoneList,
@@ -18,24 +16,14 @@ export type {
   LimitScope,
 } from '../../../server/contract/schemas.ts';
 
-import type { SessionStatusValue, EventType } from '../../../server/contract/schemas.ts';
+import type { ClientLimits, ClientLimitsUpdate, SessionStatusValue, EventType } from '../../../server/contract/schemas.ts';
 
-export interface LimitValues {
-  downloaded_bytes?: number;
-  uploaded_bytes?: number;
-  download_speed?: number;
-  upload_speed?: number;
-  max_sessions?: number;
-  max_reconnections?: number;
-}
+/** The client record has every limit field; the other two scopes have a subset of them. */
+export type LimitsRecord = ClientLimits;
+export type LimitValues = Omit<ClientLimits, 'id' | 'created_at' | 'updated_at'>;
 export type LimitField = keyof LimitValues;
-export interface LimitsRecord extends LimitValues {
-  id: string;
-  created_at: string;
-  updated_at: string;
-}
 /** PATCH body: a field set to null is removed. */
-export type LimitsUpdate = { [K in LimitField]?: number | null };
+export type LimitsUpdate = ClientLimitsUpdate;
 
 export interface SessionListQuery {
   client_id?: string;

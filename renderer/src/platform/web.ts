@@ -1,6 +1,7 @@
 // Web mode: the renderer talks to the API itself, over fetch and the `eventsource` package
 // (whose `fetch` option lets us send the Authorization header, which the browser's own
 // EventSource cannot). The token is asked for once and kept in localStorage.
+import { buildQuery } from '../../../server/contract/query-string.ts';
 import { EventSource } from 'eventsource';
 import type { Platform, PlatformOps, StreamHandlers } from './platform.ts';
 import { ApiError } from './platform.ts';
@@ -86,15 +87,7 @@ export function createWebPlatform(): Platform {
   }
 
   const limitsPath = (scope: LimitScope) => `/customer/limits/${encodeURIComponent(scope)}`;
-  const qs = (q: Record<string, unknown>) => {
-    const p = new URLSearchParams();
-    for (const [k, v] of Object.entries(q)) {
-      if (v === undefined || v === null || v === '') continue;
-      for (const item of Array.isArray(v) ? v : [v]) p.append(k, String(item));
-    }
-    const s = p.toString();
-    return s ? `?${s}` : '';
-  };
+  const qs = buildQuery;
 
   const ops: Platform['ops'] = {
     connectionInfo: async () => ({ mode: 'web', baseUrl, hasToken: !!token }),
