@@ -57,6 +57,16 @@ export interface Logger {
   debug(obj: object | string, msg?: string): void;
 }
 
+/** A session event before it is stored (the store gives it its id and time). */
+export interface EventInput {
+  customerId: string;
+  sessionId: string;
+  type: EventType;
+  duration: number;
+  uploaded_bytes: number;
+  downloaded_bytes: number;
+}
+
 export interface DataPlaneDeps {
   store: {
     getSession(id: string): SessionRow | undefined;
@@ -68,14 +78,7 @@ export interface DataPlaneDeps {
   };
   events: {
     /** Persists the event, then fans it out to subscribers. */
-    publish(e: {
-      customerId: string;
-      sessionId: string;
-      type: EventType;
-      duration: number;
-      uploaded_bytes: number;
-      downloaded_bytes: number;
-    }): void;
+    publish(e: EventInput): void;
   };
   zones: { list(): ZoneInfo[] };
   log: Logger;

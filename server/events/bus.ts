@@ -1,6 +1,7 @@
 // Event publisher: every event is persisted first (it gets its id from SQLite), then
 // handed to the live subscribers of the same customer whose filters match.
-import type { EventType, SessionEvent } from '../contract/schemas.ts';
+import type { SessionEvent } from '../contract/schemas.ts';
+import type { EventInput } from '../dataplane/api.ts';
 import type { EventFilter, Store } from '../store/store.ts';
 import { isoNow } from '../time.ts';
 
@@ -10,14 +11,7 @@ export interface Subscriber {
   deliver(e: SessionEvent): void;
 }
 
-export interface PublishInput {
-  customerId: string;
-  sessionId: string;
-  type: EventType;
-  duration: number;
-  uploaded_bytes: number;
-  downloaded_bytes: number;
-}
+export type PublishInput = EventInput;
 
 export function matches(filter: EventFilter, e: SessionEvent): boolean {
   if (filter.sessionIds?.length && !filter.sessionIds.includes(e.session_id)) return false;

@@ -1,15 +1,9 @@
 // An in-memory DataPlaneDeps: a store of sessions and limits, an event log with waiters.
 import { randomUUID } from 'node:crypto';
-import type { DataPlaneConfig, DataPlaneDeps, EventType, LimitScope, LimitValues, RuntimePatch, SessionRow, ZoneInfo } from '../../../server/dataplane/api.ts';
+import type { DataPlaneConfig, DataPlaneDeps, EventInput, LimitScope, LimitValues, RuntimePatch, SessionRow, ZoneInfo } from '../../../server/dataplane/api.ts';
 
-export interface RecordedEvent {
+export interface RecordedEvent extends EventInput {
   id: number;
-  customerId: string;
-  sessionId: string;
-  type: EventType;
-  duration: number;
-  uploaded_bytes: number;
-  downloaded_bytes: number;
   at: number;
 }
 
