@@ -38,6 +38,8 @@ export async function eventRoutes(app: FastifyInstance, ctx: Services): Promise<
         }
         lastEventId = Number(raw);
       }
+      // HEAD (fastify exposes it for every GET) gets the headers only, not a stream that stays open.
+      if (request.method === 'HEAD') return reply.type('text/event-stream; charset=utf-8').send('');
       const filter = { sessionIds: asList(request.query.session_id), types: asList(request.query.event_type) };
       // Read the first replay batch before taking over the response: if the store fails, the
       // error handler still answers 500 (as text/event-stream) instead of a 200 that is cut.
