@@ -261,7 +261,7 @@ test('random methods and paths under /v2 answer with the error record, never a 5
   const method = fc.constantFrom<Method>('GET', 'POST', 'PATCH', 'DELETE', 'PUT', 'OPTIONS', 'HEAD');
   await fc.assert(
     fc.asyncProperty(method, path, async (m, p) => {
-      if (/\/sessions\/events\/?$/.test(p.split('?')[0]) && (m === 'GET' || m === 'HEAD')) return; // an open stream
+      if (/\/sessions\/events\/?$/.test(p.split('?')[0]) && m === 'GET') return; // an open stream
       const res = await s.app.inject({ method: m, url: p, headers: auth(s.owner), ...(m === 'POST' || m === 'PATCH' ? { payload: {} } : {}) });
       assert.ok(res.statusCode < 500, `${m} ${p} -> ${res.statusCode} ${res.body}`);
       if (res.statusCode >= 400 && m !== 'HEAD') {

@@ -75,6 +75,17 @@ describe('framing', () => {
     }
   });
 
+  test('HEAD answers the stream headers and ends, registering no stream', async () => {
+    await waitFor(() => srv.services.streams.size === 0, 3000, 'earlier streams to close');
+    const res = await fetch(url(), { method: 'HEAD', headers: auth(srv.owner) });
+    assert.equal(res.status, 200);
+    assert.match(String(res.headers.get('content-type')), /^text\/event-stream/);
+    assert.equal(srv.services.streams.size, 0);
+    assert.equal(srv.services.bus.subscriberCount, 0);
+    const unauth = await fetch(url(), { method: 'HEAD' });
+    assert.equal(unauth.status, 401);
+  });
+
   test('the eventsource client receives every kind through onmessage, with lastEventId', async () => {
     const es = eventSource(url(`?session_id=es-live`), srv.owner);
     const got: { data: SessionEvent; lastEventId: string; type: string }[] = [];
