@@ -35,23 +35,41 @@ export function extractToken(header: string | string[] | undefined): string | un
 
 /**
  * Token look-ups cached for a short time: a hot path (every request) that would otherwise hash
- * and query SQLite each time. A revocation (possibly by the CLI, in another process) takes
- * effect within `ttlMs`.
+ * and query SQLite each time. The cache is dropped whenever tokens change: at once for changes
+ * made through this process's Store, and within `checkMs` for changes by another process (the
+ * CLI's `token revoke`), seen through SQLite's data_version. `ttlMs` bounds any entry's age.
  */
 export class TokenCache {
   private readonly store: Store;
   private readonly ttlMs: number;
   private readonly max: number;
+  private readonly checkMs: number;
   private readonly entries = new Map<string, { info: TokenInfo | undefined; expires: number }>();
+  private generation = -1;
+  private dataVersion = -1;
+  private checkedAt = 0;
 
-  constructor(store: Store, ttlMs = 2000, max = 10_000) {
+  constructor(store: Store, ttlMs = 2000, max = 10_000, checkMs = 100) {
     this.store = store;
     this.ttlMs = ttlMs;
     this.max = max;
+    this.checkMs = checkMs;
   }
 
   find(token: string): TokenInfo | undefined {
     const now = Date.now();
+    if (this.store.tokenGeneration !== this.generation) {
+      this.generation = this.store.tokenGeneration;
+      this.entries.clear();
+    }
+    if (now - this.checkedAt >= this.checkMs) {
+      this.checkedAt = now;
+      const version = this.store.dataVersion();
+      if (version !== this.dataVersion) {
+        this.dataVersion = version;
+        this.entries.clear();
+      }
+    }
     const hit = this.entries.get(token);
     if (hit && hit.expires > now) return hit.info;
     const info = this.store.findToken(token);

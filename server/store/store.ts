@@ -73,6 +73,8 @@ const SESSION_COLUMNS =
 export class Store {
   readonly db: DatabaseSync;
   private readonly stmts = new Map<string, StatementSync>();
+  /** Bumped whenever this Store creates or revokes a token (caches of token look-ups watch it). */
+  tokenGeneration = 0;
 
   constructor(db: DatabaseSync) {
     this.db = db;
@@ -99,6 +101,11 @@ export class Store {
     }
   }
 
+  /** Changes when another connection (another process) commits to the database. */
+  dataVersion(): number {
+    return (this.q('PRAGMA data_version').get() as { data_version: number }).data_version;
+  }
+
   // Customers and tokens
 
   countCustomers(): number {
@@ -121,6 +128,7 @@ export class Store {
       const id = randomUUID();
       const prefix = token.slice(0, TOKEN_PREFIX.length + 6);
       const created_at = isoNow();
+      this.tokenGeneration++;
       this.q('INSERT INTO tokens (id, customer_id, role, hash, prefix, created_at) VALUES (?, ?, ?, ?, ?, ?)').run(
         id,
         customer.id,
@@ -161,6 +169,7 @@ export class Store {
     if (candidates.length !== 1) return undefined;
     const t = candidates[0];
     this.q('UPDATE tokens SET revoked_at = ? WHERE id = ?').run(isoNow(), t.id);
+    this.tokenGeneration++;
     return { ...t, revoked_at: isoNow() };
   }
 
