@@ -1,7 +1,7 @@
 // Authentication on every route, both header forms, revoked tokens, and tenancy.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { allRoutes, assertError, assertRateHeaders, auth, createSession, json, makeServer, type TestServer, waitFor } from '../helpers/server.ts';
+import { allRoutes, assertError, assertRateHeaders, auth, createSession, json, makeServer, type TestServer } from '../helpers/server.ts';
 
 let s: TestServer;
 let revoked: string;
@@ -55,13 +55,11 @@ describe('401 unauthorized', () => {
     }
   });
 
-  test('a revoked token is refused within the token cache lifetime (2 s)', async () => {
+  test('a token is refused as soon as it is revoked', async () => {
     const t = s.services.tokens.create({ customer: 'acme', role: 'agent' });
     assert.equal((await s.app.inject({ url: '/v2/zones', headers: auth(t) })).statusCode, 200);
+    assert.equal((await s.app.inject({ url: '/v2/zones', headers: auth(t) })).statusCode, 200);
     assert.ok(s.services.store.revokeToken(t));
-    const revokedAt = Date.now();
-    await waitFor(async () => (await s.app.inject({ url: '/v2/zones', headers: auth(t) })).statusCode === 401, 3000, 'revocation');
-    assert.ok(Date.now() - revokedAt < 2600);
     assertError(await s.app.inject({ url: '/v2/zones', headers: auth(t) }), 401, 'unauthorized');
   });
 

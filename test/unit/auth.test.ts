@@ -38,24 +38,39 @@ test('property: extractToken never throws and returns only token-shaped strings'
   );
 });
 
-test('TokenCache: finds tokens, caches misses and hits for the ttl, then sees revocations', async () => {
+test('TokenCache: finds tokens and caches look-ups; revocations are seen at once in-process, within checkMs from another process', async () => {
   const dir = tempDir('vad-auth-');
   const store = new Store(openDatabase(dir));
+  const otherProcess = new Store(openDatabase(dir)); // a second connection, like the CLI
   try {
     const { token, info } = store.createToken('acme', 'agent');
-    const cache = new TokenCache(store, 50);
+    const cache = new TokenCache(store, 60_000, 10_000, 50);
     assert.equal(cache.find(token)?.id, info.id);
     assert.equal(cache.find(token)?.role, 'agent');
     assert.equal(cache.find('vad_unknown'), undefined);
     store.revokeToken(token);
-    assert.equal(cache.find(token)?.id, info.id, 'cached within the ttl');
-    await new Promise((r) => setTimeout(r, 80));
-    assert.equal(cache.find(token), undefined, 'revocation seen after the ttl');
+    assert.equal(cache.find(token), undefined, 'revoked through the same Store: seen at once');
+
+    const second = store.createToken('acme', 'owner');
+    assert.equal(cache.find(second.token)?.role, 'owner', 'a token created after a miss is found');
+    assert.ok(otherProcess.revokeToken(second.token));
+    const revokedAt = Date.now();
+    while (cache.find(second.token) !== undefined) {
+      assert.ok(Date.now() - revokedAt < 1000, 'revocation by another connection seen within checkMs');
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    assert.ok(Date.now() - revokedAt < 500);
+
+    const third = otherProcess.createToken('acme', 'agent');
+    await new Promise((r) => setTimeout(r, 60));
+    assert.equal(cache.find(third.token)?.role, 'agent', 'a token made by another process is found');
+
     const small = new TokenCache(store, 60_000, 3);
     for (let i = 0; i < 10; i++) small.find(`vad_miss_${i}`);
     const fresh = store.createToken('acme', 'owner');
     assert.equal(small.find(fresh.token)?.role, 'owner', 'a bounded cache still finds new tokens');
   } finally {
+    otherProcess.db.close();
     store.db.close();
     removeDir(dir);
   }
