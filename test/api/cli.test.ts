@@ -1,9 +1,11 @@
 // The `vpn-access` command line: token create / list / revoke, and serve (first-start token,
 // request log, clean shutdown on SIGTERM and SIGINT).
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { printedToken, serve, type ServeProcess, tokenCli } from '../helpers/cli.ts';
-import { removeDir, tempDir, waitFor } from '../helpers/server.ts';
+import { NODE, removeDir, ROOT, tempDir, waitFor } from '../helpers/server.ts';
 
 describe('vpn-access token', () => {
   let dir: string;
@@ -20,6 +22,18 @@ describe('vpn-access token', () => {
     const agent = tokenCli(['create', '--customer', 'acme', '--role', 'agent', '--data-dir', dir]);
     assert.equal(agent.status, 0);
     assert.notEqual(agent.stdout, r.stdout);
+  });
+
+  test('the bin launcher works under Node 24 and under an older system node', () => {
+    const bin = join(ROOT, 'bin', 'vpn-access.mjs');
+    const nodes = [NODE];
+    const system = spawnSync('node', ['--version'], { encoding: 'utf8' });
+    if (system.status === 0 && Number(/^v(\d+)/.exec(system.stdout)?.[1]) < 24) nodes.push('node');
+    for (const node of nodes) {
+      const r = spawnSync(node, [bin, 'token', 'create', '--customer', 'bin', '--role', 'agent', '--data-dir', dir], { encoding: 'utf8', timeout: 20_000 });
+      assert.equal(r.status, 0, `${node}: ${r.stderr}`);
+      assert.match(r.stdout, /^vad_[A-Za-z0-9_-]{20,}\n$/, node);
+    }
   });
 
   test('list shows tokens without their secret', () => {
