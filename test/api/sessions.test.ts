@@ -261,6 +261,21 @@ describe('PATCH /sessions/{id}/pause and /resume', () => {
     assert.equal(res.statusCode, 200, res.body);
   });
 
+  test('a body with fields, or one that is not an object, is 400 and changes nothing', async () => {
+    const b = await createSession(s.app, s.owner, { reusable: true });
+    for (const action of ['pause', 'resume']) {
+      const e = assertError(await s.app.inject({ method: 'PATCH', url: `/v2/sessions/${b.id}/${action}`, headers: auth(s.owner), payload: { paused: true } }), 400, 'invalid_request');
+      assert.deepEqual(e.details.unknown_fields, ['paused']);
+      for (const payload of ['[]', '"x"', '5']) {
+        const res = await s.app.inject({ method: 'PATCH', url: `/v2/sessions/${b.id}/${action}`, headers: { ...auth(s.owner), 'content-type': 'application/json' }, payload });
+        assertError(res, 400, 'invalid_request');
+      }
+    }
+    assert.equal(json(await s.app.inject({ url: `/v2/sessions/${b.id}/status`, headers: auth(s.owner) })).paused, false);
+    const ok = await s.app.inject({ method: 'PATCH', url: `/v2/sessions/${b.id}/pause`, headers: { ...auth(s.owner), 'content-type': 'application/json' }, payload: 'null' });
+    assert.equal(ok.statusCode, 200, ok.body);
+  });
+
   test('400 session_not_reusable on pause and on resume of a non-reusable session', async () => {
     const b = await createSession(s.app, s.owner, { reusable: false });
     let e = assertError(await patch(b.id, 'pause'), 400, 'session_not_reusable');
