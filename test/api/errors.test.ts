@@ -2,7 +2,7 @@
 // and a 500 that leaks nothing.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { assertError, assertRateHeaders, auth, createSession, makeServer, type TestServer } from '../helpers/server.ts';
+import { assertError, assertRateHeaders, auth, createSession, makeServer, removeDir, type TestServer } from '../helpers/server.ts';
 
 let s: TestServer;
 before(async () => {
@@ -163,6 +163,7 @@ describe('500 internal_error', () => {
     // The server keeps answering after failures.
     assertError(await t.app.inject({ url: '/v2/zones' }), 401, 'unauthorized');
     await t.app.close().catch(() => {});
+    removeDir(t.dataDir);
   });
 
   test('the event stream answers 500 as text/event-stream', async () => {
@@ -177,5 +178,6 @@ describe('500 internal_error', () => {
     assert.equal(JSON.parse(m[1]).error.code, 'internal_error');
     assert.ok(!/\.ts:\d+|\/work\//.test(res.body));
     await t.app.close().catch(() => {});
+    removeDir(t.dataDir);
   });
 });
