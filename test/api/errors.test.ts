@@ -2,7 +2,7 @@
 // and a 500 that leaks nothing.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { assertError, assertRateHeaders, auth, createSession, makeServer, removeDir, type TestServer } from '../helpers/server.ts';
+import { assertError, assertRateHeaders, auth, createSession, listen, makeServer, removeDir, type TestServer } from '../helpers/server.ts';
 
 let s: TestServer;
 before(async () => {
@@ -80,6 +80,38 @@ describe('bodies', () => {
     }
     for (const url of ['/v2/customer/limits/global', `/v2/sessions/${crypto.randomUUID()}/pause`]) {
       assertError(await s.app.inject({ method: 'PATCH', url, headers: { ...auth(s.owner), 'content-type': 'application/json' }, payload: big }), 413, 'payload_too_large');
+    }
+  });
+
+  test('413 over a real connection, for large and chunked bodies, answered before the socket closes', async () => {
+    const srv = await listen();
+    try {
+      for (const size of [70 * 1024, 4 * 1024 * 1024]) {
+        const res = await fetch(`${srv.baseUrl}/sessions`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${srv.owner}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ client_id: 'a', zone: 'de-fra', pad: 'x'.repeat(size) }),
+        });
+        assert.equal(res.status, 413);
+        assert.ok(res.headers.get('x-ratelimit-limit'));
+        assert.equal(((await res.json()) as { error: { code: string } }).error.code, 'payload_too_large');
+      }
+      const chunked = new ReadableStream({
+        start(c) {
+          for (let i = 0; i < 100; i++) c.enqueue(new TextEncoder().encode('x'.repeat(1024)));
+          c.close();
+        },
+      });
+      const res = await fetch(`${srv.baseUrl}/customer/limits/global`, {
+        method: 'PATCH',
+        headers: { authorization: `Bearer ${srv.owner}`, 'content-type': 'application/json' },
+        body: chunked,
+        duplex: 'half',
+      } as RequestInit);
+      assert.equal(res.status, 413);
+      assert.equal(((await res.json()) as { error: { code: string } }).error.code, 'payload_too_large');
+    } finally {
+      await srv.stop();
     }
   });
 

@@ -98,6 +98,22 @@ describe('POST /sessions', () => {
     assert.equal(decodeURIComponent(u.hash.slice(1)), 'us-nyc bob.smith@example:1');
   });
 
+  test('the configured public host and port (IPv6 too) are what the configuration and link carry', async () => {
+    for (const [publicHost, shown] of [['vpn.example.com', 'vpn.example.com'], ['2001:db8::7', '[2001:db8::7]']] as const) {
+      const t = await makeServer({ publicHost, publicPort: 443 });
+      try {
+        const b = await createSession(t.app, t.owner, { client_id: 'far-away' });
+        assert.equal(b.configuration.address, publicHost);
+        assert.equal(b.configuration.port, 443);
+        const u = new URL(b.configuration_link);
+        assert.equal(u.hostname, shown);
+        assert.equal(u.port, '443');
+      } finally {
+        await t.close();
+      }
+    }
+  });
+
   test('connection_type defaults to vless, reusable to false', async () => {
     const b = await createSession(s.app, s.owner, { client_id: 'defaults', zone: 'nl-ams' });
     assert.equal(b.connection_type, 'vless');
