@@ -203,15 +203,18 @@ export async function buildServer(opts: ServerOptions): Promise<BuiltServer> {
   await app.register(
     async (v2) => {
       const { max, windowMs } = opts.rateLimit ?? { max: 600, windowMs: 60_000 };
+      const tokens = new TokenCache(store);
       await v2.register(rateLimit, {
         global: true,
         max,
         timeWindow: windowMs,
         hook: 'onRequest',
-        // Counted per token; requests without a usable token are counted per address.
+        // Counted per token; requests without a valid token (none, malformed, unknown, revoked)
+        // are counted per address, so made-up tokens cannot each get a fresh allowance.
         keyGenerator: (req: FastifyRequest) => {
           const token = extractToken(req.headers.authorization);
-          return token ? `t:${token}` : `ip:${req.ip}`;
+          const info = token ? tokens.find(token) : undefined;
+          return info ? `t:${info.id}` : `ip:${req.ip}`;
         },
         errorResponseBuilder: (_req, ctx) =>
           new ApiError('rate_limited', `Too many requests: at most ${ctx.max} per ${Math.round(windowMs / 1000)} s. Retry after ${ctx.after}.`, {
@@ -221,7 +224,7 @@ export async function buildServer(opts: ServerOptions): Promise<BuiltServer> {
       });
       v2.decorateRequest('auth', null);
       // Added per route after the rate-limit hook, so 401 and 403 answers carry the rate headers too.
-      const auth = authenticate(new TokenCache(store));
+      const auth = authenticate(tokens);
       const known: { method: string; pattern: RegExp }[] = [];
       v2.addHook('onRoute', (route) => {
         const hooks = route.onRequest ? (Array.isArray(route.onRequest) ? route.onRequest : [route.onRequest]) : [];
