@@ -87,6 +87,27 @@ test('tokens are counted separately: one exhausted token does not affect another
   assert.equal(bare.headers['x-ratelimit-remaining'], String(MAX - 2));
 });
 
+test('made-up, malformed and revoked tokens share the per-address allowance', async () => {
+  const t = await makeServer({ rateLimit: { max: MAX, windowMs: 60_000 } });
+  try {
+    const revoked = t.services.tokens.create({ customer: 'rl-r', role: 'owner' });
+    t.services.store.revokeToken(revoked);
+    const kinds = [{}, { authorization: 'Bearer vad_madeup1' }, { authorization: 'Basic a b' }, auth(revoked), { authorization: 'vad_madeup2' }];
+    for (let i = 0; i < MAX; i++) {
+      const res = await t.app.inject({ url: '/v2/zones', headers: kinds[i % kinds.length] });
+      assertError(res, 401, 'unauthorized');
+      assert.equal(res.headers['x-ratelimit-remaining'], String(MAX - 1 - i));
+    }
+    assertError(await t.app.inject({ url: '/v2/zones', headers: { authorization: `Bearer vad_fresh_${Date.now()}` } }), 429, 'rate_limited');
+    // A valid token keeps its own allowance.
+    const ok = await t.app.inject({ url: '/v2/zones', headers: auth(t.owner) });
+    assert.equal(ok.statusCode, 200);
+    assert.equal(ok.headers['x-ratelimit-remaining'], String(MAX - 1));
+  } finally {
+    await t.close();
+  }
+});
+
 test('the event stream counts as one request however long it stays open, and is limited too', async () => {
   const srv = await listen({ rateLimit: { max: MAX, windowMs: 10_000 } });
   try {
