@@ -127,8 +127,8 @@ async function serve(argv: string[]): Promise<void> {
     `, VLESS tcp ${server.vlessTcpPort ?? 'off'}, proxy ${server.proxyPort ?? 'off'}, data ${dataDir}`);
   if (!values['no-ui'] && existsSync(join(rendererDir, 'index.html'))) {
     log.info(`web UI: ${server.origin}/`);
-    // The UI takes a token from the address fragment (never sent to the server) and forgets the fragment.
-    if (server.ownerToken) process.stdout.write(`Open the web UI signed in: ${server.origin}/#token=${server.ownerToken}\n\n`);
+    // The token is printed once, above; the UI asks for it (or takes it from `/#token=...`).
+    if (server.ownerToken) log.info(`sign in to the web UI with the owner token above (or open ${server.origin}/#token=<token>)`);
   }
   if (host !== '127.0.0.1' && host !== '::1' && host !== 'localhost') log.warn(`bound to ${host}: reachable from other machines`);
 
