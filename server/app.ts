@@ -101,6 +101,7 @@ export async function buildServer(opts: ServerOptions): Promise<BuiltServer> {
     version: pkg.version,
     link,
     proxyPort: null as number | null,
+    logRequests: Boolean(opts.logRequests),
     sse: { retryMs: 3000, keepAliveMs: 15_000, maxBufferedBytes: 1024 * 1024, replayBatch: 500, ...opts.sse },
   };
   const dataPlaneConfig: DataPlaneConfig = {

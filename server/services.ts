@@ -14,6 +14,8 @@ export interface Settings {
   link: LinkSettings;
   proxyPort: number | null;
   sse: SseOptions;
+  /** One log line per request (and per event stream opened and closed). */
+  logRequests: boolean;
 }
 
 /** Open event streams, so that closing the server can end them. */

@@ -133,6 +133,14 @@ export const EventStreamQuery = Type.Object(
     session_id: Type.Optional({ ...StringOrList, ...ext }),
     event_type: Type.Optional({ ...Type.Union([EventTypeValue, Type.Array(EventTypeValue)]), ...ext }),
     last_event_id: Type.Optional(Type.String({ ...ext, pattern: '^[0-9]{1,16}$' })),
+    tail: Type.Optional(
+      Type.Integer({
+        ...ext,
+        minimum: 0,
+        maximum: 10_000,
+        description: 'Without a Last-Event-ID: replay only the `tail` newest matching events (0: live only). Without either, every stored event is replayed.',
+      }),
+    ),
   },
   { additionalProperties: false },
 );

@@ -5,6 +5,7 @@ import { openEventStream } from '../events/sse.ts';
 import { callerOf } from '../plugins/auth.ts';
 import type { Services } from '../services.ts';
 import { bearer } from './common.ts';
+import { redactIds } from '../time.ts';
 
 const asList = (v: string | string[] | undefined): string[] | undefined => (v === undefined ? undefined : Array.isArray(v) ? v : [v]);
 
@@ -13,7 +14,7 @@ export async function eventRoutes(app: FastifyInstance, ctx: Services): Promise<
     schema: {
       summary: 'Stream of session events (Server-Sent Events)',
       description:
-        'Each event is `id: <id>` and `data: <SessionEvent JSON>`. Resume with the Last-Event-ID header or last_event_id (extension); filter with session_id and event_type (extensions, repeatable).',
+        'Each event is `id: <id>` and `data: <SessionEvent JSON>`. Resume with the Last-Event-ID header or last_event_id (extension); without either, every stored event is replayed first, or only the `tail` newest (extension). Filter with session_id and event_type (extensions, repeatable).',
       tags: ['events'],
       security: bearer,
       querystring: EventStreamQuery,
@@ -38,14 +39,22 @@ export async function eventRoutes(app: FastifyInstance, ctx: Services): Promise<
         }
         lastEventId = Number(raw);
       }
+      const filter = { sessionIds: asList(request.query.session_id), types: asList(request.query.event_type) };
+      if (raw === undefined && request.query.tail !== undefined) {
+        lastEventId = ctx.store.idBeforeNewest(customerId, filter, request.query.tail);
+      }
       // HEAD (fastify exposes it for every GET) gets the headers only, not a stream that stays open.
       if (request.method === 'HEAD') return reply.type('text/event-stream; charset=utf-8').send('');
-      const filter = { sessionIds: asList(request.query.session_id), types: asList(request.query.event_type) };
       // Read the first replay batch before taking over the response: if the store fails, the
       // error handler still answers 500 (as text/event-stream) instead of a 200 that is cut.
       // Nothing runs between this read and the subscription in openEventStream (no await).
       const firstBatch = ctx.store.eventsAfter(customerId, lastEventId, filter, ctx.settings.sse.replayBatch);
       reply.hijack();
+      if (ctx.settings.logRequests) {
+        const opened = Date.now();
+        ctx.log.info(`${request.method} ${redactIds(request.url)} 200 event stream opened`);
+        reply.raw.once('close', () => ctx.log.info(`${request.method} ${redactIds(request.url)} event stream closed after ${((Date.now() - opened) / 1000).toFixed(1)}s`));
+      }
       ctx.streams.add(
         openEventStream(reply.raw, reply.getHeaders(), {
           store: ctx.store,

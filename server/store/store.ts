@@ -330,9 +330,9 @@ export class Store {
   }
 
   /** Stored events of a customer with id > afterId, oldest first, at most `limit`. */
-  eventsAfter(customerId: string, afterId: number, filter: EventFilter, limit: number): SessionEvent[] {
-    const where = ['customer_id = ?', 'id > ?'];
-    const args: (string | number)[] = [customerId, afterId];
+  private eventWhere(customerId: string, filter: EventFilter): { where: string[]; args: (string | number)[] } {
+    const where = ['customer_id = ?'];
+    const args: (string | number)[] = [customerId];
     if (filter.sessionIds?.length) {
       where.push(`session_id IN (${filter.sessionIds.map(() => '?').join(',')})`);
       args.push(...filter.sessionIds);
@@ -341,13 +341,26 @@ export class Store {
       where.push(`event_type IN (${filter.types.map(() => '?').join(',')})`);
       args.push(...filter.types);
     }
-    args.push(limit);
+    return { where, args };
+  }
+
+  eventsAfter(customerId: string, afterId: number, filter: EventFilter, limit: number): SessionEvent[] {
+    const { where, args } = this.eventWhere(customerId, filter);
     return this.db
       .prepare(
         `SELECT id, session_id, event_type, created_at, duration, downloaded_bytes, uploaded_bytes
-         FROM events WHERE ${where.join(' AND ')} ORDER BY id LIMIT ?`,
+         FROM events WHERE ${where.join(' AND ')} AND id > ? ORDER BY id LIMIT ?`,
       )
-      .all(...args) as unknown as SessionEvent[];
+      .all(...args, afterId, limit) as unknown as SessionEvent[];
+  }
+
+  /** The id after which exactly the `count` newest matching events follow (0 when there are fewer). */
+  idBeforeNewest(customerId: string, filter: EventFilter, count: number): number {
+    const { where, args } = this.eventWhere(customerId, filter);
+    const row = this.db
+      .prepare(`SELECT id FROM events WHERE ${where.join(' AND ')} ORDER BY id DESC LIMIT 1 OFFSET ?`)
+      .get(...args, count) as { id: number } | undefined;
+    return row?.id ?? 0;
   }
 
   pruneEvents(olderThanIso: string): number {

@@ -492,7 +492,7 @@ describe('extension: GET /openapi.json', () => {
     for (const code of ['200', '401', '500']) assert.ok(stream[code]?.content?.['text/event-stream'], `events ${code} is text/event-stream`);
     assert.equal(stream['401'].content['text/event-stream'].schema.properties.error.type, 'object');
     const params = doc.paths['/v2/sessions/events'].get.parameters.map((p: { name: string }) => p.name).sort();
-    assert.deepEqual(params, ['event_type', 'last_event_id', 'session_id']);
+    assert.deepEqual(params, ['event_type', 'last_event_id', 'session_id', 'tail']);
     // Every $ref resolves (no dangling references).
     const text = JSON.stringify(doc);
     for (const m of text.matchAll(/"\$ref":"#\/components\/schemas\/([^"]+)"/g)) assert.ok(doc.components.schemas[m[1]], m[1]);

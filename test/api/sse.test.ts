@@ -151,6 +151,24 @@ describe('filters and replay', () => {
     assert.deepEqual(ids(both.filter((e) => e.id <= seeded[6].id)), [seeded[6].id]);
   });
 
+  test('tail (extension) replays only the newest matching events; tail=0 is live only; Last-Event-ID wins', async () => {
+    const f1 = seeded.filter((e) => e.session_id === 'f-1');
+    const two = await replay('?session_id=f-1&tail=2');
+    assert.deepEqual(ids(two), ids(f1.slice(-2)));
+    const more = await replay('?session_id=f-1&tail=50');
+    assert.deepEqual(ids(more), ids(f1));
+    const none = await replay('?session_id=f-1&tail=0');
+    assert.deepEqual(none, []);
+    const header = await replay('?session_id=f-1&tail=0', { 'last-event-id': String(since()) });
+    assert.deepEqual(ids(header), ids(f1));
+    const st = await openRaw(url('?tail=-1'), auth(srv.owner));
+    try {
+      assert.equal(st.status, 400);
+    } finally {
+      st.close();
+    }
+  });
+
   test('without Last-Event-ID the whole stored history is replayed', async () => {
     const all = await replay('');
     for (const e of seeded) assert.ok(all.some((x) => x.id === e.id));
