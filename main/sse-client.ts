@@ -2,7 +2,7 @@
 // with Last-Event-ID (the package sends it on its own reconnects; we pass last_event_id
 // when we reconnect ourselves) and backs off exponentially when the server refuses.
 import { EventSource } from 'eventsource';
-import type { EventFilter, SessionEvent, StreamState } from '../renderer/src/platform/types.ts';
+import { HISTORY_TAIL, type EventFilter, type SessionEvent, type StreamState } from '../renderer/src/platform/types.ts';
 import type { Endpoint } from './api-client.ts';
 import { query } from './api-client.ts';
 
@@ -41,7 +41,12 @@ export class SseClient {
       return;
     }
     this.#cb.onState(this.#attempt ? 'reconnecting' : 'connecting');
-    const url = `${ep.baseUrl}/sessions/events${query({ session_id: this.#filter.session_id, event_type: this.#filter.event_type, last_event_id: this.#lastId })}`;
+    const url = `${ep.baseUrl}/sessions/events${query({
+      session_id: this.#filter.session_id,
+      event_type: this.#filter.event_type,
+      last_event_id: this.#lastId,
+      tail: this.#lastId === undefined ? HISTORY_TAIL : undefined,
+    })}`;
     const es = new EventSource(url, {
       fetch: (input, init) => fetch(input, { ...init, headers: { ...init.headers, Authorization: `Bearer ${ep.token}` } }),
     });

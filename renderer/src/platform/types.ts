@@ -72,3 +72,6 @@ export interface ConnectionSettings {
   /** Only sent when changed; main keeps it encrypted. */
   remoteToken?: string;
 }
+
+/** Events a first connection of the event stream replays (the newest ones); later ones resume by id. */
+export const HISTORY_TAIL = 200;

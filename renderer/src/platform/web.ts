@@ -2,6 +2,7 @@
 // (whose `fetch` option lets us send the Authorization header, which the browser's own
 // EventSource cannot). The token is asked for once and kept in localStorage.
 import { buildQuery } from '../../../server/contract/query-string.ts';
+import { HISTORY_TAIL } from './types.ts';
 import { EventSource } from 'eventsource';
 import type { Platform, PlatformOps, StreamHandlers } from './platform.ts';
 import { ApiError } from './platform.ts';
@@ -115,7 +116,9 @@ export function createWebPlatform(): Platform {
 
   function subscribe(filter: EventFilter, h: StreamHandlers): () => void {
     return openEventStream({
-      url: (lastId) => `${baseUrl}/sessions/events${qs({ session_id: filter.session_id, event_type: filter.event_type, last_event_id: lastId })}`,
+      // A first connection asks for recent history only (`tail`), not every stored event.
+      url: (lastId) =>
+        `${baseUrl}/sessions/events${qs({ session_id: filter.session_id, event_type: filter.event_type, last_event_id: lastId, tail: lastId === undefined ? HISTORY_TAIL : undefined })}`,
       token: () => token,
       initialLastId: filter.last_event_id,
       handlers: h,
