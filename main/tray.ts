@@ -63,9 +63,11 @@ export class TrayController {
       this.#tray.setToolTip(tip);
     }
     const shown = sessions.slice(0, MAX_ITEMS);
-    const key = shown.map((s) => `${s.id}:${s.paused}:${s.reusable}`).join('|');
-    if (key === this.#menuKey && this.#menuKey !== '') return;
-    this.#menuKey = key || 'empty';
+    // 'empty' keys the no-session menu too, so an idle tray is not rebuilt on every render;
+    // the hidden "…and N more" count is part of the menu, so it is part of the key.
+    const key = (shown.map((s) => `${s.id}:${s.paused}:${s.reusable}`).join('|') || 'empty') + `#${sessions.length}`;
+    if (key === this.#menuKey) return;
+    this.#menuKey = key;
     const items: MenuItemConstructorOptions[] = [{ label: 'Open VPN Access Desk', click: () => this.#deps.open() }, { type: 'separator' }];
     if (!shown.length) items.push({ label: 'No active sessions', enabled: false });
     for (const s of shown) {
