@@ -234,6 +234,14 @@ function createWindow(): void {
     webPreferences: secureWebPreferences(PRELOAD),
   });
   win.once('ready-to-show', () => win?.show());
+  // A reloaded or crashed page no longer listens to the streams it opened: close them, or
+  // each reload would leave its event streams (and their server connections) running.
+  const dropStreams = () => closeRendererStreams();
+  win.webContents.on('did-start-navigation', (e) => {
+    if (e.isMainFrame && !e.isSameDocument) dropStreams();
+  });
+  win.webContents.on('render-process-gone', dropStreams);
+  win.webContents.on('destroyed', dropStreams);
   // Closing the window hides it to the tray; Quit (tray menu, or app quit) really quits.
   win.on('close', (e) => {
     if (!quitting) {
@@ -242,6 +250,11 @@ function createWindow(): void {
     }
   });
   void win.loadFile(RENDERER_INDEX);
+}
+
+function closeRendererStreams(): void {
+  for (const s of rendererStreams.values()) s.close();
+  rendererStreams.clear();
 }
 
 function showWindow(hash?: string): void {
@@ -265,7 +278,7 @@ app.on('will-quit', (e) => {
   stopped = true;
   void (async () => {
     monitor?.close();
-    for (const s of rendererStreams.values()) s.close();
+    closeRendererStreams();
     tray?.destroy();
     for (const d of disposers.reverse()) await d();
     await server?.close().catch(() => {});
