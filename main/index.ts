@@ -221,7 +221,7 @@ function notify(title: string, body: string): void {
   if (Notification.isSupported()) new Notification({ title, body, silent: true }).show();
 }
 
-function createWindow(): void {
+function createWindow(hash?: string): void {
   win = new BrowserWindow({
     width: 1200,
     height: 800,
@@ -249,7 +249,8 @@ function createWindow(): void {
       win?.hide();
     }
   });
-  void win.loadFile(RENDERER_INDEX);
+  // A new window starts on the asked-for route (a message sent before it loads would be lost).
+  void win.loadFile(RENDERER_INDEX, hash ? { hash: hash.replace(/^#/, '') } : undefined);
 }
 
 function closeRendererStreams(): void {
@@ -258,8 +259,8 @@ function closeRendererStreams(): void {
 }
 
 function showWindow(hash?: string): void {
-  if (!win || win.isDestroyed()) createWindow();
-  if (hash) win!.webContents.send('app:navigate', hash);
+  if (!win || win.isDestroyed()) createWindow(hash);
+  else if (hash) win.webContents.send('app:navigate', hash);
   win!.show();
   win!.focus();
 }
