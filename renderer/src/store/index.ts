@@ -256,6 +256,10 @@ export async function loadSessions(): Promise<void> {
     let cursor: string | undefined;
     const byId: Record<string, SessionView> = {};
     const order: string[] = [];
+    // Sessions created meanwhile (newer than the first page's newest, not in the listing)
+    // stay on top, on every page: each page replaces the list and must not drop them. The
+    // older ones loaded before come back on their own pages (on top they would scramble the order).
+    let newest: string | null = null;
     for (let page = 0; page < MAX_PAGES; page++) {
       const res = await ops().listSessions({ limit: PAGE, cursor });
       if (gen !== sessionsGen) return;
@@ -266,8 +270,9 @@ export async function loadSessions(): Promise<void> {
         byId[s.id] = toView(s, prev[s.id], now);
         order.push(s.id);
       }
-      // Sessions created meanwhile (present before, not yet in this listing) stay on top.
-      const extra = get().sessionOrder.filter((id) => !byId[id] && page === 0);
+      if (newest === null) newest = res.sessions[0]?.created_at ?? '';
+      const after = newest;
+      const extra = get().sessionOrder.filter((id) => !byId[id] && prev[id] && prev[id].created_at > after);
       set({
         sessions: { ...Object.fromEntries(extra.map((id) => [id, prev[id]])), ...byId },
         sessionOrder: [...extra, ...order],
