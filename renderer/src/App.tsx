@@ -84,7 +84,7 @@ function Unreachable() {
     const t = setInterval(() => {
       setSeconds((s) => {
         if (s <= 1) {
-          void startApp();
+          void startApp({ retry: true });
           return 5;
         }
         return s - 1;

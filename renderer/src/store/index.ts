@@ -154,8 +154,14 @@ export function noteGlobalError(e: unknown): ApiErrorInfo {
   return err;
 }
 
-export async function startApp(): Promise<void> {
-  set({ phase: 'starting', phaseError: null });
+/**
+ * Connects: reads the connection, checks the token and the server, then loads. A `retry`
+ * from the unreachable screen keeps that screen up while it tries (no flash of the
+ * "connecting" screen every few seconds, no lost form input).
+ */
+export async function startApp(opts: { retry?: boolean } = {}): Promise<void> {
+  if (!opts.retry || get().phase !== 'unreachable') set({ phase: 'starting', phaseError: null });
+  const phase = get().phase;
   try {
     const connection = await ops().connectionInfo();
     set({ connection });
@@ -165,13 +171,13 @@ export async function startApp(): Promise<void> {
     }
     // The zone list doubles as the check that the token works and the server answers.
     await loadZones(true);
-    if (get().phase !== 'starting') return;
-    set({ phase: 'ready' });
+    if (get().phase !== phase) return;
+    set({ phase: 'ready', phaseError: null });
     void loadServerInfo();
     void loadSessions();
   } catch (e) {
     const err = noteGlobalError(e);
-    if (get().phase === 'starting') set({ phase: 'unreachable', phaseError: err });
+    if (get().phase === phase) set({ phase: 'unreachable', phaseError: err });
   }
 }
 
