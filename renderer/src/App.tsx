@@ -13,7 +13,8 @@ import { SessionDetail } from './features/SessionDetail.tsx';
 import { LimitsScreen } from './features/LimitsScreen.tsx';
 import { EventsScreen } from './features/EventsScreen.tsx';
 import { ProxyScreen } from './features/ProxyScreen.tsx';
-import { SettingsScreen } from './features/SettingsScreen.tsx';
+import { EndpointForm, SettingsScreen } from './features/SettingsScreen.tsx';
+import { getPlatform } from './platform/index.ts';
 
 const NAV: Array<{ label: string; route: Route; match: Route['name'][] }> = [
   { label: 'Sessions', route: { name: 'sessions' }, match: ['sessions', 'session'] },
@@ -41,6 +42,39 @@ function Screen({ route }: { route: Route }) {
     case 'settings':
       return <SettingsScreen />;
   }
+}
+
+/**
+ * Electron: the token and the endpoint live in the main process, so a missing token or an
+ * unreachable (remote) server is fixed in the connection settings. The gates show them,
+ * since the navigation to Settings is not there before the app is connected.
+ */
+function ConnectionSettingsGate() {
+  if (getPlatform().kind !== 'electron') return null;
+  return (
+    <details className="gate-settings">
+      <summary>Connection settings</summary>
+      <EndpointForm />
+    </details>
+  );
+}
+
+function ElectronTokenGate() {
+  const err = useStore((s) => s.phaseError);
+  return (
+    <main className="center">
+      <div className="card gate">
+        <h1>VPN Access Desk</h1>
+        <p>No API token is set for this server. Enter it below, or switch to the embedded server.</p>
+        {err ? (
+          <div className="error-banner" role="alert">
+            {humanError(err)}
+          </div>
+        ) : null}
+        <EndpointForm />
+      </div>
+    </main>
+  );
 }
 
 function TokenPrompt() {
@@ -94,14 +128,15 @@ function Unreachable() {
   }, []);
   return (
     <main className="center">
-      <div className="card gate" role="alert">
+      <div className="card gate">
         <h1>Server unreachable</h1>
-        <p>{humanError(err) || 'The server could not be reached.'}</p>
+        <p role="alert">{humanError(err) || 'The server could not be reached.'}</p>
         {baseUrl ? <p className="mono small">{baseUrl}</p> : null}
         <p className="muted">Trying again in {seconds} s…</p>
         <button type="button" className="btn btn-primary" onClick={() => void startApp()}>
           Try again now
         </button>
+        <ConnectionSettingsGate />
       </div>
     </main>
   );
@@ -165,7 +200,7 @@ export function App() {
         <Spinner label="Connecting to the server…" />
       </main>
     );
-  if (phase === 'need-token') return <TokenPrompt />;
+  if (phase === 'need-token') return getPlatform().kind === 'electron' ? <ElectronTokenGate /> : <TokenPrompt />;
   if (phase === 'unreachable') return <Unreachable />;
   return (
     <div className="shell">

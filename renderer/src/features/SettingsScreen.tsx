@@ -45,7 +45,7 @@ function OpenApiViewer() {
   );
 }
 
-function EndpointForm() {
+export function EndpointForm() {
   const conn = useStore((s) => s.connection);
   const [mode, setMode] = useState<'embedded' | 'remote'>(conn?.mode === 'remote' ? 'remote' : 'embedded');
   const [url, setUrl] = useState(conn?.mode === 'remote' ? conn.baseUrl : '');
