@@ -50,13 +50,24 @@ export function SessionDetail({ id }: { id: string }) {
 
   useEffect(() => {
     watchHistory(id, true);
+    setMissing(false); // the answer for the previous id does not hold for this one
     let stopped = false;
-    if (!useStore.getState().sessions[id]) void refreshSession(id).then((r) => !stopped && setMissing(!r));
+    let t: ReturnType<typeof setInterval> | undefined;
     // Counters while the screen is open: once a second (events bring them every 5 s).
-    const t = setInterval(() => void pollStatus(id), 1000);
+    // Not for a session that does not exist: that would ask the server every second for nothing.
+    const poll = () => {
+      if (!stopped && !t) t = setInterval(() => void pollStatus(id), 1000);
+    };
+    if (useStore.getState().sessions[id]) poll();
+    else
+      void refreshSession(id).then((r) => {
+        if (stopped) return;
+        setMissing(!r);
+        if (r) poll();
+      });
     return () => {
       stopped = true;
-      clearInterval(t);
+      if (t) clearInterval(t);
       watchHistory(id, false);
     };
   }, [id]);
