@@ -52,7 +52,7 @@ export function NewSessionScreen() {
   const submit = async (e: FormEvent) => {
     e.preventDefault();
     setTouched(true);
-    if (clientError || !zone) return;
+    if (clientError || !zone) return; // both say why below the fields
     const s = await createSession({ client_id: clientId, zone, connection_type: 'vless', reusable });
     if (s) navigate({ name: 'session', id: s.id });
   };
@@ -66,7 +66,7 @@ export function NewSessionScreen() {
         <div className="form-row">
           <label htmlFor="zone">Zone</label>
           <div className="control">
-            <select id="zone" value={zone} onChange={(e) => setZone(e.target.value)} aria-describedby="zone-help" disabled={zonesLoad === 'loading' && !zones.length}>
+            <select id="zone" value={zone} onChange={(e) => setZone(e.target.value)} aria-describedby="zone-help" aria-invalid={touched && !zone} disabled={zonesLoad === 'loading' && !zones.length}>
               {!zone ? <option value="">Choose a zone</option> : null}
               {byCountry.map(([country, list]) => (
                 <optgroup key={country} label={`${countryName(country)} (${country})`}>
@@ -78,8 +78,8 @@ export function NewSessionScreen() {
                 </optgroup>
               ))}
             </select>
-            <p id="zone-help" className="help">
-              {zonesLoad === 'loading' ? <Spinner label="Loading zones…" /> : chosen ? `Country ${chosen.country}${chosen.cities.length ? `, cities: ${chosen.cities.join(', ')}` : ''}. Zones without active nodes are shown but cannot be chosen.` : 'Zones without active nodes are shown but cannot be chosen.'}
+            <p id="zone-help" className={touched && !zone && zonesLoad !== 'loading' ? 'help help-error' : 'help'}>
+              {zonesLoad === 'loading' ? <Spinner label="Loading zones…" /> : touched && !zone ? (zones.length ? 'No zone has active nodes right now, so no session can be created. Try again later.' : 'Choose a zone.') : chosen ? `Country ${chosen.country}${chosen.cities.length ? `, cities: ${chosen.cities.join(', ')}` : ''}. Zones without active nodes are shown but cannot be chosen.` : 'Zones without active nodes are shown but cannot be chosen.'}
             </p>
             <ErrorBanner error={zonesError} onRetry={() => void loadZones()} />
           </div>
