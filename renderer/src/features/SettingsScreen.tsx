@@ -4,7 +4,7 @@ import { useState, type FormEvent } from 'react';
 import { getPlatform, toApiError } from '../platform/index.ts';
 import { humanError } from '../lib/errors.ts';
 import { forgetToken, loadServerInfo, saveConnection, toast, useStore } from '../store/index.ts';
-import { CopyButton, Field } from '../components/ui.tsx';
+import { CopyButton, Field, Spinner } from '../components/ui.tsx';
 
 function OpenApiViewer() {
   const [doc, setDoc] = useState<string | null>(null);
@@ -51,8 +51,10 @@ export function EndpointForm() {
   const [url, setUrl] = useState(conn?.mode === 'remote' ? conn.baseUrl : '');
   const [token, setToken] = useState('');
   const [err, setErr] = useState('');
+  const [busy, setBusy] = useState(false);
   const submit = async (e: FormEvent) => {
     e.preventDefault();
+    if (busy) return;
     setErr('');
     if (mode === 'remote') {
       try {
@@ -63,7 +65,12 @@ export function EndpointForm() {
         return;
       }
     }
-    await saveConnection({ mode, remoteBaseUrl: mode === 'remote' ? url : undefined, remoteToken: token || undefined });
+    setBusy(true);
+    try {
+      await saveConnection({ mode, remoteBaseUrl: mode === 'remote' ? url : undefined, remoteToken: token || undefined });
+    } finally {
+      setBusy(false);
+    }
     setToken('');
   };
   return (
@@ -102,9 +109,10 @@ export function EndpointForm() {
         </div>
       ) : null}
       <div className="actions">
-        <button type="submit" className="btn btn-primary">
+        <button type="submit" className="btn btn-primary" disabled={busy}>
           Save endpoint
         </button>
+        {busy ? <Spinner label="Connecting…" /> : null}
       </div>
     </form>
   );
