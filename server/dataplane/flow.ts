@@ -18,6 +18,9 @@ export interface Source {
   resume(): void;
 }
 
+/** Longest single sleep of a shaped flow, so that a limit change is seen in time. */
+const MAX_WAIT_STEP_MS = 200;
+
 export class Flow {
   private readonly lease: Lease;
   private readonly dir: Dir;
@@ -84,7 +87,7 @@ export class Flow {
         const wait = lease.reserve(this.dir, piece.length);
         if (wait >= 1) {
           this.block();
-          setTimeout(() => this.afterWait(piece, rest, done), wait);
+          this.waitThen(performance.now() + wait, lease.shapeEpoch(this.dir), () => this.afterWait(piece, rest, done));
           return;
         }
       }
@@ -120,6 +123,27 @@ export class Flow {
     this.lease.account(this.dir, n);
     if (!whole) this.stopped = true;
     return !ok;
+  }
+
+  /**
+   * Waits until `deadline` in steps of at most MAX_WAIT_STEP_MS. When a rate changed meanwhile
+   * (limits apply to live connections within 1 s), the wait is cut to what the buckets' debt
+   * needs at the new rates: a limit raised or removed lets a waiting piece go at once.
+   */
+  private waitThen(deadline: number, epoch: number, fn: () => void): void {
+    const step = () => {
+      if (this.stopped) return;
+      let left = deadline - performance.now();
+      const now = this.lease.shapeEpoch(this.dir);
+      if (now !== epoch) {
+        epoch = now;
+        left = Math.min(left, this.lease.debtWait(this.dir));
+        deadline = performance.now() + left;
+      }
+      if (left >= 1) setTimeout(step, Math.min(left, MAX_WAIT_STEP_MS));
+      else fn();
+    };
+    setTimeout(step, Math.min(deadline - performance.now(), MAX_WAIT_STEP_MS));
   }
 
   private afterWait(piece: Buffer, rest: Buffer | undefined, done: WriteDone | undefined): void {

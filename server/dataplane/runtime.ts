@@ -148,6 +148,18 @@ export class Lease {
     return Math.max(a, b, c);
   }
 
+  /** Changes whenever a rate of a bucket this direction draws from changes. */
+  shapeEpoch(dir: Dir): number {
+    const s = this.rt;
+    return s.buckets[dir].epoch + s.client.buckets[dir].epoch + s.customer.buckets[dir].epoch;
+  }
+
+  /** Longest time, at the current rates, until every reservation made so far is paid (ms). */
+  debtWait(dir: Dir): number {
+    const s = this.rt, now = nowMs();
+    return Math.max(s.buckets[dir].debtMs(now), s.client.buckets[dir].debtMs(now), s.customer.buckets[dir].debtMs(now));
+  }
+
   /** Counts n payload bytes moved; cuts connections when a byte cap is reached. */
   account(dir: Dir, n: number): void {
     if (n <= 0) return;

@@ -6,6 +6,8 @@
 
 export class TokenBucket {
   rate: number; // bytes per second; Infinity = unlimited
+  /** Bumped at every rate change, so that a caller already waiting can re-evaluate its wait. */
+  epoch = 0;
   private tokens: number;
   private last: number;
 
@@ -34,6 +36,7 @@ export class TokenBucket {
     const next = rate === undefined || rate <= 0 ? Infinity : rate;
     if (next === this.rate) return;
     this.refill(now);
+    this.epoch++;
     this.rate = next;
     if (next === Infinity) this.tokens = 0;
     else this.tokens = Math.min(this.tokens, this.capacity());
@@ -45,6 +48,13 @@ export class TokenBucket {
     if (this.rate === Infinity) return 0;
     this.refill(now);
     this.tokens -= n;
+    return this.tokens >= 0 ? 0 : (-this.tokens * 1000) / this.rate;
+  }
+
+  /** Milliseconds until the bucket's debt (every reservation made so far) is paid at the current rate. */
+  debtMs(now: number): number {
+    if (this.rate === Infinity) return 0;
+    this.refill(now);
     return this.tokens >= 0 ? 0 : (-this.tokens * 1000) / this.rate;
   }
 
