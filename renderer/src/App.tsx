@@ -6,7 +6,7 @@ import { formatSpeed } from './lib/format.ts';
 import { routeHref } from './store/bridge.ts';
 import { dismissToast, startApp, submitToken, useStore, type Route } from './store/index.ts';
 import { selectPhase, selectRoute, selectToasts, useTotals } from './store/selectors.ts';
-import { Spinner } from './components/ui.tsx';
+import { ErrorBanner, Spinner } from './components/ui.tsx';
 import { SessionsScreen } from './features/SessionsScreen.tsx';
 import { NewSessionScreen } from './features/NewSession.tsx';
 import { SessionDetail } from './features/SessionDetail.tsx';
@@ -66,11 +66,7 @@ function ElectronTokenGate() {
       <div className="card gate">
         <h1>VPN Access Desk</h1>
         <p>No API token is set for this server. Enter it below, or switch to the embedded server.</p>
-        {err ? (
-          <div className="error-banner" role="alert">
-            {humanError(err)}
-          </div>
-        ) : null}
+        <ErrorBanner error={err} />
         <EndpointForm />
       </div>
     </main>
@@ -95,11 +91,7 @@ function TokenPrompt() {
         <p>Enter the API token for this server. It is kept in this browser only.</p>
         <label htmlFor="api-token">API token</label>
         <input id="api-token" type="password" autoComplete="off" value={token} onChange={(e) => setToken(e.target.value)} autoFocus />
-        {err ? (
-          <div className="error-banner" role="alert">
-            {humanError(err)}
-          </div>
-        ) : null}
+        <ErrorBanner error={err} />
         <button type="submit" className="btn btn-primary" disabled={busy || !token.trim()}>
           {busy ? 'Checking…' : 'Connect'}
         </button>

@@ -3,7 +3,6 @@
 // the forbidden states explained.
 import { useEffect, useRef, useState, type FormEvent, type KeyboardEvent } from 'react';
 import type { LimitField, LimitScope, LimitsRecord, LimitsUpdate } from '../platform/types.ts';
-import { humanError } from '../lib/errors.ts';
 import { formatBytes, formatDateTime, formatSpeed, parseAmount } from '../lib/format.ts';
 import { navigate } from '../store/bridge.ts';
 import { deleteLimits, loadLimits, saveLimits, scopeTitle, useStore } from '../store/index.ts';
@@ -134,11 +133,7 @@ function LimitsForm({ scope }: { scope: LimitScope }) {
           {formError}
         </div>
       ) : null}
-      {st.error ? (
-        <div className="error-banner" role="alert">
-          {humanError(st.error)}
-        </div>
-      ) : null}
+      <ErrorBanner error={st.error} />
       <div className="actions">
         <button type="submit" className="btn btn-primary" disabled={st.saving}>
           Save limits

@@ -1,7 +1,6 @@
 // Create a session: zone (zones without active nodes are listed but cannot be chosen),
 // client id (validated as the server does), reusable, VLESS.
 import { useEffect, useMemo, useState, type FormEvent } from 'react';
-import { humanError } from '../lib/errors.ts';
 import { navigate } from '../store/bridge.ts';
 import { createSession, loadZones, useStore } from '../store/index.ts';
 import { selectZones } from '../store/selectors.ts';
@@ -122,11 +121,7 @@ export function NewSessionScreen() {
             <span className="pill">VLESS</span>
           </div>
         </div>
-        {createError ? (
-          <div className="error-banner" role="alert">
-            {humanError(createError)}
-          </div>
-        ) : null}
+        <ErrorBanner error={createError} />
         <div className="actions">
           <button type="submit" className="btn btn-primary" disabled={creating}>
             {creating ? 'Creating…' : 'Create session'}

@@ -4,10 +4,9 @@ import QRCode from 'qrcode';
 import { useEffect, useState } from 'react';
 import { getPlatform } from '../platform/index.ts';
 import type { SessionEvent } from '../platform/types.ts';
-import { humanError } from '../lib/errors.ts';
 import { formatBytes, formatDateTime, formatDuration, formatSpeed, formatTime } from '../lib/format.ts';
 import { pollStatus, refreshSession, setPaused, useStore, watchHistory } from '../store/index.ts';
-import { CopyButton, EmptyState, Field, Spinner, StatusBadge } from '../components/ui.tsx';
+import { CopyButton, EmptyState, ErrorBanner, Field, Spinner, StatusBadge } from '../components/ui.tsx';
 import { SpeedChart } from '../components/SpeedChart.tsx';
 import { navigate } from '../store/bridge.ts';
 
@@ -110,11 +109,7 @@ export function SessionDetail({ id }: { id: string }) {
         </div>
       </header>
       {!s.reusable ? <p className="help">This session is not reusable, so it cannot be paused or resumed.</p> : null}
-      {actionError ? (
-        <div className="error-banner" role="alert">
-          {humanError(actionError)}
-        </div>
-      ) : null}
+      <ErrorBanner error={actionError} />
 
       <div className="grid2">
         <div className="card">
