@@ -168,9 +168,10 @@ export class Store {
     ).all(ref, hashToken(ref), ref) as unknown as TokenInfo[];
     if (candidates.length !== 1) return undefined;
     const t = candidates[0];
-    this.q('UPDATE tokens SET revoked_at = ? WHERE id = ?').run(isoNow(), t.id);
+    const revokedAt = isoNow();
+    this.q('UPDATE tokens SET revoked_at = ? WHERE id = ?').run(revokedAt, t.id);
     this.tokenGeneration++;
-    return { ...t, revoked_at: isoNow() };
+    return { ...t, revoked_at: revokedAt };
   }
 
   // Sessions

@@ -75,3 +75,24 @@ test('TokenCache: finds tokens and caches look-ups; revocations are seen at once
     removeDir(dir);
   }
 });
+
+test('revokeToken reports the revocation time it stored', (t) => {
+  const dir = tempDir();
+  const store = new Store(openDatabase(dir));
+  try {
+    const { info } = store.createToken('acme', 'agent');
+    // Every clock reading is a different millisecond, as it may be under load.
+    const real = Date.prototype.toISOString;
+    let ms = Date.parse('2026-11-22T10:04:05.000Z');
+    t.mock.method(Date.prototype, 'toISOString', () => real.call(new Date(ms++)));
+    const revoked = store.revokeToken(info.id);
+    t.mock.restoreAll();
+    assert.ok(revoked);
+    const listed = store.listTokens().find((t) => t.id === info.id);
+    assert.equal(revoked.revoked_at, listed?.revoked_at);
+    assert.match(revoked.revoked_at ?? '', /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+  } finally {
+    store.db.close();
+    removeDir(dir);
+  }
+});
