@@ -96,3 +96,21 @@ test('revokeToken reports the revocation time it stored', (t) => {
     removeDir(dir);
   }
 });
+
+test('saveRuntime (the counter flush) reuses its prepared statement', (t) => {
+  const dir = tempDir();
+  const store = new Store(openDatabase(dir));
+  try {
+    const { info } = store.createToken('acme', 'owner');
+    const row = store.insertSession({ id: 'f0e1d2c3-0000-4000-8000-000000000001', customer_id: info.customer_id, client_id: 'c', zone: 'de-fra', reusable: true, created_at: new Date().toISOString() });
+    const patch = (n: number) => ({ status: 'active' as const, uploaded_bytes: n, downloaded_bytes: 2 * n, duration: n, connections: 1 });
+    store.saveRuntime(row.id, patch(1));
+    const prepare = t.mock.method(store.db, 'prepare');
+    for (let i = 2; i < 10; i++) store.saveRuntime(row.id, patch(i));
+    assert.equal(prepare.mock.callCount(), 0);
+    assert.equal(store.getSession(row.id)?.downloaded_bytes, 18);
+  } finally {
+    store.db.close();
+    removeDir(dir);
+  }
+});
