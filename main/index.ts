@@ -74,14 +74,18 @@ async function start(): Promise<void> {
   }
 
   async function selectEndpoint(): Promise<void> {
+    const before = endpoint?.baseUrl;
     const s = settings.get();
     if (envRemote) endpoint = envRemote;
     else if (s.mode === 'remote' && s.remoteBaseUrl) {
       const token = tokens.read('remote');
       endpoint = token ? { baseUrl: s.remoteBaseUrl, token } : null;
     } else endpoint = await startEmbedded();
-    monitor?.restart();
-    for (const st of rendererStreams.values()) st.restart();
+    // Another server: event ids, and the sessions the tray knows, belong to the old one.
+    const fresh = endpoint?.baseUrl !== before;
+    if (fresh) live.sessions.clear();
+    monitor?.restart({ fresh });
+    for (const st of rendererStreams.values()) st.restart({ fresh });
     void seedLive();
   }
 

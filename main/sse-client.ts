@@ -80,8 +80,12 @@ export class SseClient {
     };
   }
 
-  /** Reconnects now (after an endpoint change), keeping the last id. */
-  restart(): void {
+  /**
+   * Reconnects now (after an endpoint change). The last id is kept for the same server; for
+   * another server it means nothing (its ids are its own), so `fresh` starts from its recent tail.
+   */
+  restart(opts: { fresh?: boolean } = {}): void {
+    if (opts.fresh) this.#lastId = undefined;
     this.#es?.close();
     if (this.#timer) clearTimeout(this.#timer);
     this.#attempt = 0;

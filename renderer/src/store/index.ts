@@ -201,7 +201,11 @@ export async function loadServerInfo(): Promise<void> {
 
 export async function saveConnection(settings: ConnectionSettings): Promise<boolean> {
   try {
+    const before = get().connection?.baseUrl;
     const connection = await ops().saveConnection(settings);
+    // Another server: its sessions, events and event ids are not the old server's, so the
+    // old ones go (the stream would otherwise resume after an id the new server may not reach).
+    if (connection.baseUrl !== before) set({ sessions: {}, sessionOrder: [], speedHistory: {}, events: [], lastEventId: undefined });
     set({ connection });
     toast('Connection settings saved.');
     await startApp();
