@@ -29,11 +29,30 @@ function useTimeline(id: string) {
   const [events, setEvents] = useState<SessionEvent[]>([]);
   useEffect(() => {
     setEvents([]);
-    // Replays this session's stored events (from id 0), then continues live.
-    return getPlatform().subscribe(
-      { session_id: [id], last_event_id: 0 },
-      { onEvent: (ev) => setEvents((prev) => [ev, ...prev].slice(0, 500)) },
+    // This session's newest stored events (the stream's tail; replaying from id 0 would send a
+    // long-lived session's whole history to keep 500), then live ones. They are rendered in
+    // batches: one render per burst, not one per event.
+    let pending: SessionEvent[] = [];
+    let timer: ReturnType<typeof setTimeout> | null = null;
+    const flush = () => {
+      timer = null;
+      const batch = pending.reverse();
+      pending = [];
+      setEvents((prev) => [...batch, ...prev].slice(0, 500));
+    };
+    const unsubscribe = getPlatform().subscribe(
+      { session_id: [id] },
+      {
+        onEvent: (ev) => {
+          pending.push(ev);
+          if (!timer) timer = setTimeout(flush, 100);
+        },
+      },
     );
+    return () => {
+      unsubscribe();
+      if (timer) clearTimeout(timer);
+    };
   }, [id]);
   return events;
 }
