@@ -52,13 +52,15 @@ export class LiveState {
     if (!v) return undefined;
     const now = Date.now();
     const dt = (now - v.at) / 1000;
+    // Events closer than 200 ms apart do not move the baseline, or the bytes between them
+    // would drop out of the next speed.
     if (dt > 0.2) {
       v.up = Math.max(0, (e.uploaded_bytes - v.uploaded) / dt);
       v.down = Math.max(0, (e.downloaded_bytes - v.downloaded) / dt);
+      v.uploaded = e.uploaded_bytes;
+      v.downloaded = e.downloaded_bytes;
+      v.at = now;
     }
-    v.uploaded = e.uploaded_bytes;
-    v.downloaded = e.downloaded_bytes;
-    v.at = now;
     if (e.event_type === 'session_start' || e.event_type === 'session_heartbeat') v.status = 'active';
     if (e.event_type === 'session_end') {
       v.up = 0;
