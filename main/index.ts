@@ -2,7 +2,7 @@
 // single-instance lock, the embedded server (startServer from server/, on loopback), the
 // owner token (kept by TokenStore, never sent to the renderer), the API client and event
 // streams aimed at the embedded or a remote server, the window, the tray and notifications.
-import { app, BrowserWindow, clipboard, ipcMain, Menu, nativeImage, Notification, safeStorage, session as electronSession, Tray, type WebContents } from 'electron';
+import { app, BrowserWindow, clipboard, dialog, ipcMain, Menu, nativeImage, Notification, safeStorage, session as electronSession, Tray, type WebContents } from 'electron';
 import { join } from 'node:path';
 import { mkdirSync } from 'node:fs';
 import type { RunningServer } from '../server/serve.ts';
@@ -28,10 +28,15 @@ if (!app.requestSingleInstanceLock()) {
   app.quit();
 } else {
   app.on('second-instance', () => showWindow());
-  app.whenReady().then(start, (e) => {
-    console.error('failed to start', e);
-    app.exit(1);
-  });
+  // A failure inside start() (the embedded server cannot open its database, say) must end
+  // the process with a message, not leave it running with no window and no tray.
+  app.whenReady()
+    .then(start)
+    .catch((e: unknown) => {
+      console.error('failed to start', e);
+      dialog.showErrorBox('VPN Access Desk could not start', e instanceof Error ? e.message : String(e));
+      app.exit(1);
+    });
 }
 
 let win: BrowserWindow | null = null;
