@@ -46,6 +46,7 @@ let endpoint: Endpoint | null = null;
 let tray: TrayController | null = null;
 let monitor: SseClient | null = null;
 const rendererStreams = new Map<string, SseClient>();
+const MAX_RENDERER_STREAMS = 16;
 const live = new LiveState();
 const disposers: Array<() => void | Promise<void>> = [];
 
@@ -148,6 +149,11 @@ async function start(): Promise<void> {
     updateLimits: (s, b) => api.updateLimits(s, b),
     deleteLimits: (s) => api.deleteLimits(s),
     openStream: async (streamId, filter: EventFilter) => {
+      // The window needs two or three at a time; a bound keeps a misbehaving page from
+      // opening server connections without end.
+      if (!rendererStreams.has(streamId) && rendererStreams.size >= MAX_RENDERER_STREAMS) {
+        return fail(429, 'too_many_streams', `At most ${MAX_RENDERER_STREAMS} event streams may be open at once.`);
+      }
       rendererStreams.get(streamId)?.close();
       rendererStreams.set(
         streamId,
