@@ -65,7 +65,10 @@ export function EventsScreen() {
                 <th scope="col" className="c-num">Duration</th>
               </tr>
             </thead>
-            <tbody aria-live="polite" aria-relevant="additions">
+            {/* Not a live region: with many active sessions, stats rows arrive several times a
+                second, and announcing each would drown a screen reader. The "Live" status says
+                the stream is running. */}
+            <tbody>
               {shown.map((e) => (
                 <tr key={e.id} data-event-type={e.event_type}>
                   <td className="mono muted">{e.id}</td>
