@@ -78,7 +78,9 @@ export function createWebPlatform(): Platform {
     if (body !== undefined) headers['Content-Type'] = 'application/json';
     let res: Response;
     try {
-      res = await fetch(baseUrl + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+      // A server that accepts the connection but never answers must not leave a spinner
+      // forever: after 15 s (as in the desktop app's client) it counts as unreachable.
+      res = await fetch(baseUrl + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal: AbortSignal.timeout(15_000) });
     } catch (e) {
       throw new ApiError({ status: 0, code: 'network_error', message: `The server at ${baseUrl} could not be reached.`, details: { cause: String(e) } });
     }
