@@ -175,7 +175,7 @@ function token(argv: string[]): void {
       const ref = positionals[0];
       if (!ref) fail('token revoke needs a token id, prefix or the token itself');
       const t = store.revokeToken(ref);
-      if (!t) fail(`no single active token matches "${ref.slice(0, 12)}"`);
+      if (!t) fail(`no single active token matches "${ref.slice(0, 10)}…"`);
       process.stdout.write(`revoked ${t.id} (${t.prefix}…, ${t.role}, customer ${t.customer_name})\n`);
     } else {
       fail(`unknown token command "${sub ?? ''}"; use create, list or revoke`);
