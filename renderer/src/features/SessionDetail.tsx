@@ -5,7 +5,7 @@ import { useEffect, useState } from 'react';
 import { getPlatform } from '../platform/index.ts';
 import type { SessionEvent } from '../platform/types.ts';
 import { formatBytes, formatDateTime, formatDuration, formatSpeed, formatTime } from '../lib/format.ts';
-import { pollStatus, refreshSession, setPaused, useStore, watchHistory } from '../store/index.ts';
+import { pollStatus, fetchSession, setPaused, useStore, watchHistory } from '../store/index.ts';
 import { CopyButton, EmptyState, ErrorBanner, Field, Spinner, StatusBadge } from '../components/ui.tsx';
 import { SpeedChart } from '../components/SpeedChart.tsx';
 import { navigate } from '../store/bridge.ts';
@@ -63,12 +63,15 @@ export function SessionDetail({ id }: { id: string }) {
   const pending = useStore((st) => !!st.actionPending[id]);
   const actionError = useStore((st) => st.actionError[id]);
   const [missing, setMissing] = useState(false);
+  const [loadError, setLoadError] = useState<string | null>(null);
+  const [attempt, setAttempt] = useState(0);
   const qr = useQr(s?.configuration_link, '#111111');
   const timeline = useTimeline(id);
 
   useEffect(() => {
     watchHistory(id, true);
     setMissing(false); // the answer for the previous id does not hold for this one
+    setLoadError(null);
     let stopped = false;
     let t: ReturnType<typeof setInterval> | undefined;
     // Counters while the screen is open: once a second (events bring them every 5 s).
@@ -78,17 +81,19 @@ export function SessionDetail({ id }: { id: string }) {
     };
     if (useStore.getState().sessions[id]) poll();
     else
-      void refreshSession(id).then((r) => {
+      void fetchSession(id).then((r) => {
         if (stopped) return;
-        setMissing(!r);
-        if (r) poll();
+        // Only the server's "not found" means missing; any other failure can be retried.
+        setMissing(r.error?.code === 'session_not_found');
+        setLoadError(r.error && r.error.code !== 'session_not_found' ? r.error.message : null);
+        if (r.session) poll();
       });
     return () => {
       stopped = true;
       if (t) clearInterval(t);
       watchHistory(id, false);
     };
-  }, [id]);
+  }, [id, attempt]);
 
   if (!s) {
     return (
@@ -98,6 +103,13 @@ export function SessionDetail({ id }: { id: string }) {
             <p>It does not exist, or belongs to another customer.</p>
             <button type="button" className="btn" onClick={() => navigate({ name: 'sessions' })}>
               Back to sessions
+            </button>
+          </EmptyState>
+        ) : loadError ? (
+          <EmptyState title="Could not load the session">
+            <p>{loadError}</p>
+            <button type="button" className="btn" onClick={() => setAttempt((n) => n + 1)}>
+              Try again
             </button>
           </EmptyState>
         ) : (

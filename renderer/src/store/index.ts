@@ -368,15 +368,19 @@ export function applyStatus(id: string, st: SessionStatusResponse): void {
   upsertSession({ ...cur, ...st });
 }
 
-export async function refreshSession(id: string): Promise<Session | null> {
+/** Loads one session into the store; the error says whether it is missing or the request failed. */
+export async function fetchSession(id: string): Promise<{ session: Session; error: null } | { session: null; error: ApiErrorInfo }> {
   try {
-    const s = await ops().getSession(id);
-    upsertSession(s);
-    return s;
+    const session = await ops().getSession(id);
+    upsertSession(session);
+    return { session, error: null };
   } catch (e) {
-    noteGlobalError(e);
-    return null;
+    return { session: null, error: noteGlobalError(e) };
   }
+}
+
+export async function refreshSession(id: string): Promise<Session | null> {
+  return (await fetchSession(id)).session;
 }
 
 export async function pollStatus(id: string): Promise<void> {
