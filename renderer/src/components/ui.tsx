@@ -96,3 +96,17 @@ export function Field({ label, value, mono }: { label: string; value: ReactNode;
     </div>
   );
 }
+
+/** The options of a filter select: a first "any" choice (value "") and one option per value. */
+export function AnyOrOptions({ any, values }: { any: string; values: readonly string[] }) {
+  return (
+    <>
+      <option value="">{any}</option>
+      {values.map((v) => (
+        <option key={v} value={v}>
+          {v}
+        </option>
+      ))}
+    </>
+  );
+}

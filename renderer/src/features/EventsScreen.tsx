@@ -3,7 +3,7 @@ import { useMemo } from 'react';
 import { formatBytes, formatDuration, formatTime } from '../lib/format.ts';
 import { routeHref } from '../store/bridge.ts';
 import { clearEvents, setEventFilter, useStore } from '../store/index.ts';
-import { EmptyState, ErrorBanner } from '../components/ui.tsx';
+import { EmptyState, ErrorBanner, AnyOrOptions } from '../components/ui.tsx';
 
 const TYPES = ['session_start', 'session_stats', 'session_heartbeat', 'session_end'] as const;
 
@@ -38,12 +38,7 @@ export function EventsScreen() {
         <label>
           <span>Event type</span>
           <select value={filter.type} onChange={(e) => setEventFilter({ type: e.target.value })}>
-            <option value="">All types</option>
-            {TYPES.map((t) => (
-              <option key={t} value={t}>
-                {t}
-              </option>
-            ))}
+            <AnyOrOptions any="All types" values={TYPES} />
           </select>
         </label>
       </div>

@@ -4,7 +4,7 @@ import { useMemo, useState } from 'react';
 import { buildProxyUser } from '../../../server/contract/proxy-string.ts';
 import { useStore } from '../store/index.ts';
 import { selectZones } from '../store/selectors.ts';
-import { CopyButton, EmptyState } from '../components/ui.tsx';
+import { CopyButton, EmptyState, AnyOrOptions } from '../components/ui.tsx';
 import { navigate } from '../store/bridge.ts';
 
 export function ProxyScreen() {
@@ -72,12 +72,7 @@ export function ProxyScreen() {
                   setCity('');
                 }}
               >
-                <option value="">Any country</option>
-                {countries.map((c) => (
-                  <option key={c} value={c}>
-                    {c}
-                  </option>
-                ))}
+                <AnyOrOptions any="Any country" values={countries} />
               </select>
             </div>
           </div>
@@ -85,12 +80,7 @@ export function ProxyScreen() {
             <label htmlFor="proxy-city">City</label>
             <div className="control">
               <select id="proxy-city" value={city} onChange={(e) => setCity(e.target.value)} disabled={!country}>
-                <option value="">Any city</option>
-                {cities.map((c) => (
-                  <option key={c} value={c}>
-                    {c}
-                  </option>
-                ))}
+                <AnyOrOptions any="Any city" values={cities} />
               </select>
             </div>
           </div>
