@@ -2,8 +2,8 @@
 // each resolving to a Result (never throwing), so IPC can pass errors through unchanged.
 // It targets whichever endpoint is current (the embedded server or a remote one).
 import { buildQuery } from '../server/contract/query-string.ts';
+import { errorInfoFrom } from '../renderer/src/platform/error-info.ts';
 import type {
-  ApiErrorInfo,
   LimitScope,
   LimitsRecord,
   LimitsUpdate,
@@ -54,20 +54,7 @@ export class ApiClient {
     } catch {
       /* not JSON */
     }
-    if (!res.ok) {
-      const rec = (json as { error?: Partial<ApiErrorInfo> } | null)?.error;
-      const retry = Number(res.headers.get('retry-after'));
-      return {
-        ok: false,
-        error: {
-          status: res.status,
-          code: rec?.code ?? `http_${res.status}`,
-          message: rec?.message ?? res.statusText,
-          details: (rec?.details as Record<string, unknown>) ?? {},
-          retryAfter: Number.isFinite(retry) && retry > 0 ? retry : undefined,
-        },
-      };
-    }
+    if (!res.ok) return { ok: false, error: errorInfoFrom(res, json) };
     return { ok: true, value: json as T };
   }
 

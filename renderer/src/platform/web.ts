@@ -2,6 +2,7 @@
 // (whose `fetch` option lets us send the Authorization header, which the browser's own
 // EventSource cannot). The token is asked for once and kept in localStorage.
 import { buildQuery } from '../../../server/contract/query-string.ts';
+import { errorInfoFrom } from './error-info.ts';
 import { HISTORY_TAIL } from './types.ts';
 import { EventSource } from 'eventsource';
 import type { Platform, PlatformOps, StreamHandlers } from './platform.ts';
@@ -57,15 +58,7 @@ async function errorFrom(res: Response): Promise<ApiError> {
   } catch {
     /* not JSON */
   }
-  const rec = (body as { error?: Partial<ApiErrorInfo> } | null)?.error;
-  const retry = Number(res.headers.get('retry-after'));
-  return new ApiError({
-    status: res.status,
-    code: rec?.code ?? `http_${res.status}`,
-    message: rec?.message ?? res.statusText ?? 'Request failed',
-    details: (rec?.details as Record<string, unknown>) ?? {},
-    retryAfter: Number.isFinite(retry) && retry > 0 ? retry : undefined,
-  });
+  return new ApiError(errorInfoFrom(res, body));
 }
 
 export function createWebPlatform(): Platform {
