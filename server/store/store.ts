@@ -34,37 +34,12 @@ export function hashToken(token: string): string {
   return createHash('sha256').update(token, 'utf8').digest('hex');
 }
 
-interface RawSession {
-  id: string;
-  customer_id: string;
-  client_id: string;
-  zone: string;
-  reusable: number;
-  paused: number;
-  status: SessionStatus;
-  uploaded_bytes: number;
-  downloaded_bytes: number;
-  duration: number;
-  connections: number;
-  created_at: string;
-  seq: number;
-}
+/** A sessions row as SQLite returns it: the two flags are stored as 0/1, plus the paging key. */
+type RawSession = Omit<SessionRow, 'reusable' | 'paused'> & { reusable: number; paused: number; seq: number };
 
 function toSessionRow(r: RawSession): SessionRow {
-  return {
-    id: r.id,
-    customer_id: r.customer_id,
-    client_id: r.client_id,
-    zone: r.zone,
-    reusable: r.reusable === 1,
-    paused: r.paused === 1,
-    status: r.status,
-    uploaded_bytes: r.uploaded_bytes,
-    downloaded_bytes: r.downloaded_bytes,
-    duration: r.duration,
-    connections: r.connections,
-    created_at: r.created_at,
-  };
+  const { seq: _seq, reusable, paused, ...rest } = r;
+  return { ...rest, reusable: reusable === 1, paused: paused === 1 };
 }
 
 const SESSION_COLUMNS =
