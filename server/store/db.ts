@@ -63,8 +63,6 @@ const MIGRATIONS: string[] = [
   `,
 ];
 
-export const SCHEMA_VERSION = MIGRATIONS.length;
-
 export function openDatabase(dataDir: string): DatabaseSync {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const db = new DatabaseSync(join(dataDir, 'vpn-access.db'));
