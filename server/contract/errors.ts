@@ -18,6 +18,7 @@ export const ERROR_STATUS = {
   unsupported_connection_type: 422,
   rate_limited: 429,
   internal_error: 500,
+  service_unavailable: 500,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;

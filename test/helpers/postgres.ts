@@ -30,7 +30,12 @@ export interface PgServer {
   restart(): Promise<void>;
   /** A new empty database on this server; returns its URL. */
   createDatabase(name: string): Promise<string>;
-  /** Stops the server (SIGKILL if it will not stop) and removes the folder. Idempotent. */
+  /**
+   * Registers a clean-up (closing a pool, a client) that destroy() runs first, newest first,
+   * while the server is still up: clients never see it vanish under them at the end.
+   */
+  onDestroy(fn: () => unknown): void;
+  /** Runs the clean-ups, stops the server (SIGKILL if it will not stop), removes the folder. Idempotent. */
   destroy(): Promise<void>;
 }
 
@@ -104,6 +109,7 @@ export async function startPostgres(t?: TestContext): Promise<PgServer> {
   let child: ChildProcess | undefined;
   let log = '';
   let destroyed = false;
+  const cleanups: (() => unknown)[] = [];
 
   const adminConfig = () => ({ host: '127.0.0.1', port, user, password, database: 'postgres', connectionTimeoutMillis: 2000 });
 
@@ -214,9 +220,19 @@ export async function startPostgres(t?: TestContext): Promise<PgServer> {
       }
       return server.url(name);
     },
+    onDestroy(fn) {
+      cleanups.push(fn);
+    },
     async destroy() {
       if (destroyed) return;
       destroyed = true;
+      for (const fn of cleanups.reverse()) {
+        try {
+          await fn();
+        } catch {
+          // a clean-up that fails (the pool was already closed) must not keep the server running
+        }
+      }
       await halt('SIGINT').catch(() => {});
       if (existsSync(dir)) rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
     },

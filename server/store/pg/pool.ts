@@ -1,0 +1,102 @@
+// The connection pool of the PostgreSQL control plane, and what a lost database looks like to
+// the rest of the server. While PostgreSQL is down every query fails fast with
+// DatabaseUnavailable (the API's `service_unavailable`, 500 with Retry-After): a refused
+// connection fails at once, a black-holed one within `connectTimeoutMs`, a query whose server
+// vanished mid-way within `queryTimeoutMs`. Nothing needs restarting: the pool drops broken
+// connections and opens new ones on the next query, so the service recovers by itself.
+import pg from 'pg';
+import { ApiError } from '../../contract/errors.ts';
+
+/** Seconds a client is told to wait before retrying while the database is unreachable. */
+export const RETRY_AFTER_SECONDS = 2;
+
+/** The database could not be reached: the request may be retried; nothing was half-written. */
+export class DatabaseUnavailable extends ApiError {
+  readonly retryAfterSeconds = RETRY_AFTER_SECONDS;
+  constructor(cause: unknown) {
+    super('service_unavailable', 'The database is unreachable; retry shortly.', { retry_after: RETRY_AFTER_SECONDS });
+    this.cause = cause;
+  }
+}
+
+// SQLSTATE classes and codes that mean "the server or the connection went away", not "your
+// statement is wrong": 08 connection exception, 57P01-57P03 shutdown/crash/starting up,
+// 53300 too many connections.
+const LOST_SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300']);
+const LOST_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+const LOST_MESSAGES = /Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error|Connection terminated due to connection timeout|the database system is (starting up|shutting down|in recovery mode)/i;
+
+/** True when `err` says the database is unreachable rather than that a statement failed. */
+export function isConnectionLoss(err: unknown): boolean {
+  if (err instanceof DatabaseUnavailable) return true;
+  if (!err || typeof err !== 'object') return false;
+  const e = err as { code?: unknown; message?: unknown; errors?: unknown };
+  if (typeof e.code === 'string') {
+    if (e.code.startsWith('08') || LOST_SQLSTATES.has(e.code) || LOST_ERRNOS.has(e.code)) return true;
+  }
+  // An AggregateError of a dual-stack connect attempt.
+  if (Array.isArray(e.errors) && e.errors.some(isConnectionLoss)) return true;
+  return typeof e.message === 'string' && LOST_MESSAGES.test(e.message);
+}
+
+/** Rethrows connection loss as DatabaseUnavailable, anything else unchanged. */
+export function mapDatabaseError(err: unknown): never {
+  if (err instanceof DatabaseUnavailable) throw err;
+  if (isConnectionLoss(err)) throw new DatabaseUnavailable(err);
+  throw err;
+}
+
+export interface PoolOptions {
+  /** Pool size per process (several processes share one server: keep it modest). */
+  max?: number;
+  connectTimeoutMs?: number;
+  /** Client-side bound on one query, also sent as statement_timeout to the server. */
+  queryTimeoutMs?: number;
+  /** Where errors of idle connections go (a lost server closes them all at once). */
+  onIdleError?: (err: Error) => void;
+  applicationName?: string;
+}
+
+const INT8_OID = 20;
+
+/**
+ * bigint columns (ids, byte counters, counts) come back as JS numbers: every value the service
+ * stores is far below 2^53, and the SQLite store returns numbers too.
+ */
+const types = {
+  getTypeParser(oid: number, format?: 'text' | 'binary') {
+    if (oid === INT8_OID && format !== 'binary') return (v: string) => Number(v);
+    return pg.types.getTypeParser(oid, format as 'text');
+  },
+} as unknown as pg.CustomTypesConfig;
+
+export function openPool(url: string, opts: PoolOptions = {}): pg.Pool {
+  const queryTimeoutMs = opts.queryTimeoutMs ?? 10_000;
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: opts.max ?? 10,
+    connectionTimeoutMillis: opts.connectTimeoutMs ?? 2_000,
+    idleTimeoutMillis: 30_000,
+    query_timeout: queryTimeoutMs + 1_000,
+    statement_timeout: queryTimeoutMs,
+    // A transaction left open by a crashed handler must not hold the event counter for long.
+    idle_in_transaction_session_timeout: Math.max(queryTimeoutMs, 5_000),
+    keepAlive: true,
+    application_name: opts.applicationName ?? 'vpn-access',
+    types,
+  });
+  // Without a listener an idle connection's error (the server was killed) would crash the process.
+  pool.on('error', (err) => opts.onIdleError?.(err));
+  return pool;
+}
+
+/** The client options of a dedicated connection (the LISTEN connection), same parsing. */
+export function clientConfig(url: string, opts: PoolOptions = {}): pg.ClientConfig {
+  return {
+    connectionString: url,
+    connectionTimeoutMillis: opts.connectTimeoutMs ?? 2_000,
+    keepAlive: true,
+    application_name: opts.applicationName ?? 'vpn-access',
+    types,
+  };
+}

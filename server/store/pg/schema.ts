@@ -1,0 +1,142 @@
+// The control-plane schema on PostgreSQL and its versioned migrations. The tables mirror the
+// SQLite store (server/store/db.ts) column for column, so both stores return the same shapes;
+// times the service writes stay ISO-8601 text (isoNow()), while node contact times are the
+// database's own clock (timestamptz) so that every instance judges "up within 10 s" alike.
+//
+// Several `serve` processes may start at once on an empty database: migrate() takes a
+// transaction-scoped advisory lock first, so exactly one of them applies the pending versions
+// and the others, once they get the lock, find nothing left to do.
+import type pg from 'pg';
+
+/** Each entry moves the schema one version up; never edit a released entry, append a new one. */
+export const PG_MIGRATIONS: string[] = [
+  // 1: the SQLite tables, the event id counter, and the cluster's nodes and placements.
+  `
+  CREATE TABLE customers (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE,
+    created_at TEXT NOT NULL
+  );
+  CREATE TABLE tokens (
+    id TEXT PRIMARY KEY,
+    customer_id TEXT NOT NULL REFERENCES customers(id),
+    role TEXT NOT NULL CHECK (role IN ('owner', 'agent')),
+    hash TEXT NOT NULL UNIQUE,
+    prefix TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    revoked_at TEXT
+  );
+  CREATE TABLE sessions (
+    seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    customer_id TEXT NOT NULL REFERENCES customers(id),
+    client_id TEXT NOT NULL,
+    zone TEXT NOT NULL,
+    connection_type TEXT NOT NULL,
+    reusable BOOLEAN NOT NULL,
+    paused BOOLEAN NOT NULL DEFAULT false,
+    status TEXT NOT NULL DEFAULT 'created',
+    uploaded_bytes BIGINT NOT NULL DEFAULT 0,
+    downloaded_bytes BIGINT NOT NULL DEFAULT 0,
+    duration BIGINT NOT NULL DEFAULT 0,
+    connections BIGINT NOT NULL DEFAULT 0,
+    created_at TEXT NOT NULL
+  );
+  CREATE INDEX sessions_by_customer ON sessions (customer_id, seq);
+  CREATE INDEX sessions_by_client ON sessions (customer_id, client_id, seq);
+  CREATE TABLE limits (
+    customer_id TEXT NOT NULL REFERENCES customers(id),
+    scope TEXT NOT NULL CHECK (scope IN ('global', 'client', 'session')),
+    id TEXT NOT NULL,
+    fields TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    PRIMARY KEY (customer_id, scope)
+  );
+  -- Event ids come from this one row, updated in the inserting statement: see store.ts.
+  CREATE TABLE event_counter (
+    one BOOLEAN PRIMARY KEY DEFAULT true CHECK (one),
+    last_id BIGINT NOT NULL
+  );
+  INSERT INTO event_counter (one, last_id) VALUES (true, 0);
+  CREATE TABLE events (
+    id BIGINT PRIMARY KEY,
+    customer_id TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    event_type TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    duration BIGINT NOT NULL,
+    downloaded_bytes BIGINT NOT NULL,
+    uploaded_bytes BIGINT NOT NULL
+  );
+  CREATE INDEX events_by_customer ON events (customer_id, id);
+  CREATE INDEX events_by_time ON events (created_at);
+  -- Bumped with every token change: the token caches of all instances watch it.
+  CREATE TABLE token_version (
+    one BOOLEAN PRIMARY KEY DEFAULT true CHECK (one),
+    version BIGINT NOT NULL
+  );
+  INSERT INTO token_version (one, version) VALUES (true, 0);
+  CREATE TABLE nodes (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE,
+    zone TEXT NOT NULL,
+    public_host TEXT NOT NULL,
+    vless_ws_port INTEGER,
+    vless_tcp_port INTEGER,
+    proxy_port INTEGER,
+    token_hash TEXT NOT NULL UNIQUE,
+    token_prefix TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    last_contact TIMESTAMPTZ
+  );
+  CREATE INDEX nodes_by_zone ON nodes (zone, last_contact);
+  CREATE TABLE session_placements (
+    session_id TEXT PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
+    node_id TEXT NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,
+    placed_at TEXT NOT NULL
+  );
+  CREATE INDEX placements_by_node ON session_placements (node_id);
+  `,
+];
+
+/** An arbitrary constant naming "the schema migration" among advisory locks. */
+export const MIGRATION_LOCK_KEY = 0x7661645f6d6967n; // "vad_mig"
+
+/**
+ * Brings the schema up to date and returns its version. Safe when several processes call it at
+ * once: the advisory lock serialises them and the version is read only under the lock. Every
+ * pending version is applied in the one transaction (DDL is transactional in PostgreSQL), so a
+ * crash mid-way leaves the previous version intact.
+ */
+export async function migrate(pool: pg.Pool): Promise<number> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    try {
+      await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY.toString()]);
+      await client.query(
+        `CREATE TABLE IF NOT EXISTS schema_migrations (
+           version INTEGER PRIMARY KEY,
+           applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
+         )`,
+      );
+      const { rows } = await client.query<{ v: number }>('SELECT COALESCE(MAX(version), 0)::int AS v FROM schema_migrations');
+      const current = rows[0].v;
+      if (current > PG_MIGRATIONS.length) {
+        throw new Error(`database schema version ${current} is newer than this program (${PG_MIGRATIONS.length})`);
+      }
+      for (let v = current; v < PG_MIGRATIONS.length; v++) {
+        await client.query(PG_MIGRATIONS[v]);
+        await client.query('INSERT INTO schema_migrations (version) VALUES ($1)', [v + 1]);
+      }
+      await client.query('COMMIT');
+      return PG_MIGRATIONS.length;
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => {});
+      throw err;
+    }
+  } finally {
+    client.release();
+  }
+}

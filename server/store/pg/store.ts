@@ -1,0 +1,580 @@
+// All SQL of the control plane on PostgreSQL: the same operations, names and return shapes as
+// the SQLite Store (server/store/store.ts), Promise-returning, plus what a cluster needs (nodes,
+// session placement, batched events). Every method is one statement or one transaction,
+// committed before its promise resolves, so an acknowledged write survives a crash.
+//
+// Event ids: no gap that is later filled. A reader polling `id > last` must never see id N and
+// afterwards find an id below N appear. A sequence (bigserial) cannot promise that: two
+// transactions take 7 and 8, the one holding 8 commits first, a reader sees 8 and moves on,
+// then 7 commits behind it and is lost for that reader. Here every insert takes its id by
+// updating the single event_counter row in the same statement as the INSERT; the row lock is
+// held until the inserting transaction ends, so the next writer, anywhere in the cluster,
+// waits for that commit (or rollback) before it gets the following id. Ids are therefore
+// handed out and become visible strictly in order: when a reader sees N, every id below N is
+// already committed (a rolled-back id is reused by the next writer, so none stays missing
+// either). The price is that event inserts are serialised cluster-wide for the length of one
+// short statement; insertEvents() takes a batch under one lock for busy writers. The lock is
+// released only after the transaction is visible to new snapshots (PostgreSQL removes it from
+// the proc array before releasing locks), so the waiter's own commit can never overtake it.
+//
+// Notifications (pg_notify in the writing statement, delivered only on commit, in commit
+// order) wake the other instances: `vad_events` (customer_id:id), `vad_sessions` (a session's
+// pause flag changed: its id), `vad_limits` (customer_id:scope), `vad_tokens`, `vad_nodes`.
+import { randomBytes, randomUUID } from 'node:crypto';
+import type pg from 'pg';
+import type { LimitScope, LimitValues, RuntimePatch, SessionRow } from '../../dataplane/api.ts';
+import type { EventType, LimitsRecord, SessionEvent } from '../../contract/schemas.ts';
+import { isoNow } from '../../time.ts';
+import type { EventFilter, Role, SessionFilter, TokenInfo } from '../store.ts';
+import { hashToken } from '../store.ts';
+import { mapDatabaseError, openPool, type PoolOptions } from './pool.ts';
+import { migrate } from './schema.ts';
+
+export type { EventFilter, Role, SessionFilter, TokenInfo };
+
+export const CHANNELS = {
+  events: 'vad_events',
+  sessions: 'vad_sessions',
+  limits: 'vad_limits',
+  tokens: 'vad_tokens',
+  nodes: 'vad_nodes',
+} as const;
+
+const TOKEN_PREFIX = 'vad_';
+/** Node tokens look different from API tokens and live in another table: never interchangeable. */
+const NODE_TOKEN_PREFIX = 'vadn_';
+
+export interface EventInsert {
+  customer_id: string;
+  session_id: string;
+  event_type: EventType;
+  created_at: string;
+  duration: number;
+  downloaded_bytes: number;
+  uploaded_bytes: number;
+}
+
+export interface NodeInfo {
+  id: string;
+  name: string;
+  zone: string;
+  public_host: string;
+  vless_ws_port: number | null;
+  vless_tcp_port: number | null;
+  proxy_port: number | null;
+  token_prefix: string;
+  created_at: string;
+  /** ISO time of the node's last contact, null before the first. */
+  last_contact: string | null;
+  /** In contact within the up window (10 s), judged by the database clock. */
+  up: boolean;
+}
+
+export interface NodePorts {
+  vless_ws_port?: number | null;
+  vless_tcp_port?: number | null;
+  proxy_port?: number | null;
+}
+
+/** A zone has active nodes when one of its nodes was in contact within this many seconds. */
+export const NODE_UP_SECONDS = 10;
+
+type Queryable = pg.Pool | pg.PoolClient;
+type RawSession = SessionRow & { seq: number };
+
+function toSessionRow(r: RawSession): SessionRow {
+  const { seq: _seq, ...rest } = r;
+  return rest;
+}
+
+const SESSION_COLUMNS =
+  'seq, id, customer_id, client_id, zone, reusable, paused, status, uploaded_bytes, downloaded_bytes, duration, connections, created_at';
+const TOKEN_SELECT = `SELECT t.id, t.customer_id, c.name AS customer_name, t.role, t.prefix, t.created_at, t.revoked_at
+       FROM tokens t JOIN customers c ON c.id = t.customer_id`;
+const EVENT_COLUMNS = 'id, session_id, event_type, created_at, duration, downloaded_bytes, uploaded_bytes';
+const NODE_SELECT = `SELECT id, name, zone, public_host, vless_ws_port, vless_tcp_port, proxy_port, token_prefix, created_at,
+         to_char(last_contact AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS last_contact,
+         COALESCE(last_contact > now() - make_interval(secs => ${NODE_UP_SECONDS}), false) AS up
+       FROM nodes`;
+
+export class PgStore {
+  readonly pool: pg.Pool;
+  /** The connection of the transaction this store runs in, or the pool outside one. */
+  private readonly db: Queryable;
+  private readonly inTransaction: boolean;
+  /** Bumped whenever this PgStore creates or revokes a token (as in the SQLite Store). */
+  tokenGeneration = 0;
+
+  constructor(pool: pg.Pool, client?: pg.PoolClient) {
+    this.pool = pool;
+    this.db = client ?? pool;
+    this.inTransaction = client !== undefined;
+  }
+
+  /** Opens a pool on `url`, brings the schema up to date, and returns the store. */
+  static async open(url: string, opts: PoolOptions = {}): Promise<PgStore> {
+    const pool = openPool(url, opts);
+    try {
+      await migrate(pool).catch(mapDatabaseError);
+    } catch (err) {
+      await pool.end().catch(() => {});
+      throw err;
+    }
+    return new PgStore(pool);
+  }
+
+  async close(): Promise<void> {
+    await this.pool.end();
+  }
+
+  private async rows<R extends object>(sql: string, args: unknown[] = []): Promise<R[]> {
+    try {
+      return (await this.db.query<R>(sql, args)).rows;
+    } catch (err) {
+      return mapDatabaseError(err);
+    }
+  }
+
+  private async row<R extends object>(sql: string, args: unknown[] = []): Promise<R | undefined> {
+    return (await this.rows<R>(sql, args))[0];
+  }
+
+  private async count(sql: string, args: unknown[] = []): Promise<number> {
+    try {
+      return (await this.db.query(sql, args)).rowCount ?? 0;
+    } catch (err) {
+      return mapDatabaseError(err);
+    }
+  }
+
+  /**
+   * Runs `fn` in one transaction on one connection; `fn` gets a store bound to it. Nested calls
+   * join the outer transaction.
+   */
+  async transaction<T>(fn: (tx: PgStore) => Promise<T>): Promise<T> {
+    if (this.inTransaction) return fn(this);
+    let client: pg.PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (err) {
+      return mapDatabaseError(err);
+    }
+    const tx = new PgStore(this.pool, client);
+    let broken: unknown;
+    try {
+      await client.query('BEGIN');
+      const out = await fn(tx);
+      await client.query('COMMIT');
+      this.tokenGeneration += tx.tokenGeneration;
+      return out;
+    } catch (err) {
+      broken = err;
+      await client.query('ROLLBACK').catch(() => {});
+      return mapDatabaseError(err);
+    } finally {
+      // A connection that failed mid-transaction is destroyed rather than reused.
+      client.release(broken instanceof Error && !('severity' in broken) ? broken : undefined);
+    }
+  }
+
+  /** Changes whenever any instance creates or revokes a token (the token caches watch it). */
+  async dataVersion(): Promise<number> {
+    return (await this.row<{ version: number }>('SELECT version FROM token_version'))!.version;
+  }
+
+  // Customers and tokens
+
+  async countCustomers(): Promise<number> {
+    return (await this.row<{ n: number }>('SELECT COUNT(*) AS n FROM customers'))!.n;
+  }
+
+  /** Race-free across instances: two first requests of a new customer create one row. */
+  async ensureCustomer(name: string): Promise<{ id: string; created: boolean }> {
+    const inserted = await this.row<{ id: string }>(
+      'INSERT INTO customers (id, name, created_at) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING RETURNING id',
+      [randomUUID(), name, isoNow()],
+    );
+    if (inserted) return { id: inserted.id, created: true };
+    const found = await this.row<{ id: string }>('SELECT id FROM customers WHERE name = $1', [name]);
+    return { id: found!.id, created: false };
+  }
+
+  /** Issues a token and returns it in plain text; only its SHA-256 is stored. */
+  async createToken(customerName: string, role: Role): Promise<{ token: string; info: TokenInfo }> {
+    const out = await this.transaction(async (tx) => {
+      const customer = await tx.ensureCustomer(customerName);
+      const token = TOKEN_PREFIX + randomBytes(32).toString('base64url');
+      const id = randomUUID();
+      const prefix = token.slice(0, TOKEN_PREFIX.length + 6);
+      const created_at = isoNow();
+      await tx.rows('INSERT INTO tokens (id, customer_id, role, hash, prefix, created_at) VALUES ($1, $2, $3, $4, $5, $6)', [
+        id,
+        customer.id,
+        role,
+        hashToken(token),
+        prefix,
+        created_at,
+      ]);
+      await tx.bumpTokenVersion();
+      return {
+        token,
+        info: { id, customer_id: customer.id, customer_name: customerName, role, prefix, created_at, revoked_at: null },
+      };
+    });
+    this.tokenGeneration++;
+    return out;
+  }
+
+  private async bumpTokenVersion(): Promise<void> {
+    await this.rows(`UPDATE token_version SET version = version + 1 RETURNING pg_notify('${CHANNELS.tokens}', version::text)`);
+  }
+
+  async findToken(token: string): Promise<TokenInfo | undefined> {
+    return this.row<TokenInfo>(`${TOKEN_SELECT} WHERE t.hash = $1 AND t.revoked_at IS NULL`, [hashToken(token)]);
+  }
+
+  async listTokens(): Promise<TokenInfo[]> {
+    return this.rows<TokenInfo>(`${TOKEN_SELECT} ORDER BY t.created_at, t.id`);
+  }
+
+  /** Revokes by token id, by the plain token, or by its printed prefix when that is unique. */
+  async revokeToken(ref: string): Promise<TokenInfo | undefined> {
+    const out = await this.transaction(async (tx) => {
+      const candidates = await tx.rows<TokenInfo>(
+        `${TOKEN_SELECT} WHERE t.revoked_at IS NULL AND (t.id = $1 OR t.hash = $2 OR t.prefix = $1) FOR UPDATE OF t`,
+        [ref, hashToken(ref)],
+      );
+      if (candidates.length !== 1) return undefined;
+      const t = candidates[0];
+      const revokedAt = isoNow();
+      await tx.rows('UPDATE tokens SET revoked_at = $1 WHERE id = $2', [revokedAt, t.id]);
+      await tx.bumpTokenVersion();
+      return { ...t, revoked_at: revokedAt };
+    });
+    if (out) this.tokenGeneration++;
+    return out;
+  }
+
+  // Sessions
+
+  async insertSession(s: { id: string; customer_id: string; client_id: string; zone: string; reusable: boolean; created_at: string }): Promise<SessionRow> {
+    const r = await this.row<RawSession>(
+      `INSERT INTO sessions (id, customer_id, client_id, zone, connection_type, reusable, created_at)
+       VALUES ($1, $2, $3, $4, 'vless', $5, $6) RETURNING ${SESSION_COLUMNS}`,
+      [s.id, s.customer_id, s.client_id, s.zone, s.reusable, s.created_at],
+    );
+    return toSessionRow(r!);
+  }
+
+  async getSession(id: string): Promise<SessionRow | undefined> {
+    const r = await this.row<RawSession>(`SELECT ${SESSION_COLUMNS} FROM sessions WHERE id = $1`, [id]);
+    return r && toSessionRow(r);
+  }
+
+  /** The session only when it belongs to this customer: another customer's id is "not found". */
+  async getSessionOf(customerId: string, id: string): Promise<SessionRow | undefined> {
+    const r = await this.row<RawSession>(`SELECT ${SESSION_COLUMNS} FROM sessions WHERE id = $1 AND customer_id = $2`, [id, customerId]);
+    return r && toSessionRow(r);
+  }
+
+  /** Newest first; `beforeSeq` is the opaque seq of the last row of the previous page. */
+  async listSessions(
+    customerId: string,
+    filter: SessionFilter,
+    limit: number,
+    beforeSeq?: number,
+  ): Promise<{ rows: SessionRow[]; nextSeq: number | null }> {
+    const where = ['customer_id = $1'];
+    const args: (string | number)[] = [customerId];
+    const add = (sql: string, v: string | number) => {
+      args.push(v);
+      where.push(`${sql} $${args.length}`);
+    };
+    if (filter.client_id !== undefined) add('client_id =', filter.client_id);
+    if (filter.status !== undefined) add('status =', filter.status);
+    if (filter.zone !== undefined) add('zone =', filter.zone);
+    if (beforeSeq !== undefined) add('seq <', beforeSeq);
+    args.push(limit + 1);
+    const raw = await this.rows<RawSession>(
+      `SELECT ${SESSION_COLUMNS} FROM sessions WHERE ${where.join(' AND ')} ORDER BY seq DESC LIMIT $${args.length}`,
+      args,
+    );
+    const more = raw.length > limit;
+    const page = more ? raw.slice(0, limit) : raw;
+    return { rows: page.map(toSessionRow), nextSeq: more ? page[page.length - 1].seq : null };
+  }
+
+  /** Also tells every instance (and through them the node carrying the session) at once. */
+  async setPaused(id: string, paused: boolean): Promise<void> {
+    await this.rows(`UPDATE sessions SET paused = $1 WHERE id = $2 RETURNING pg_notify('${CHANNELS.sessions}', id)`, [paused, id]);
+  }
+
+  async saveRuntime(id: string, patch: RuntimePatch): Promise<void> {
+    const sets: string[] = [];
+    const args: (string | number)[] = [];
+    for (const key of ['status', 'uploaded_bytes', 'downloaded_bytes', 'duration', 'connections'] as const) {
+      const v = patch[key];
+      if (v !== undefined) {
+        args.push(v);
+        sets.push(`${key} = $${args.length}`);
+      }
+    }
+    if (sets.length === 0) return;
+    args.push(id);
+    await this.rows(`UPDATE sessions SET ${sets.join(', ')} WHERE id = $${args.length}`, args);
+  }
+
+  async sumCounters(customerId: string, clientId?: string): Promise<{ uploaded_bytes: number; downloaded_bytes: number }> {
+    const sums = 'SELECT COALESCE(SUM(uploaded_bytes),0)::bigint AS u, COALESCE(SUM(downloaded_bytes),0)::bigint AS d FROM sessions';
+    const r = (
+      clientId === undefined
+        ? await this.row<{ u: number; d: number }>(`${sums} WHERE customer_id = $1`, [customerId])
+        : await this.row<{ u: number; d: number }>(`${sums} WHERE customer_id = $1 AND client_id = $2`, [customerId, clientId])
+    )!;
+    return { uploaded_bytes: r.u, downloaded_bytes: r.d };
+  }
+
+  // Limits
+
+  async getLimitsRecord(customerId: string, scope: LimitScope): Promise<LimitsRecord | undefined> {
+    const r = await this.row<{ id: string; fields: string; created_at: string; updated_at: string }>(
+      'SELECT id, fields, created_at, updated_at FROM limits WHERE customer_id = $1 AND scope = $2',
+      [customerId, scope],
+    );
+    if (!r) return undefined;
+    return { id: r.id, created_at: r.created_at, updated_at: r.updated_at, ...(JSON.parse(r.fields) as LimitValues) };
+  }
+
+  async getLimits(customerId: string, scope: LimitScope): Promise<LimitValues | undefined> {
+    const r = await this.row<{ fields: string }>('SELECT fields FROM limits WHERE customer_id = $1 AND scope = $2', [customerId, scope]);
+    return r ? (JSON.parse(r.fields) as LimitValues) : undefined;
+  }
+
+  /**
+   * Merges `patch` into the record (null removes a field), creating it on first use. The row is
+   * created empty if missing and then locked, so concurrent patches from several instances
+   * apply one after the other and none is lost.
+   */
+  async patchLimits(customerId: string, scope: LimitScope, patch: Record<string, number | null>): Promise<LimitsRecord> {
+    return this.transaction(async (tx) => {
+      const now = isoNow();
+      await tx.rows(
+        `INSERT INTO limits (customer_id, scope, id, fields, created_at, updated_at) VALUES ($1, $2, $3, '{}', $4, $4)
+         ON CONFLICT (customer_id, scope) DO NOTHING`,
+        [customerId, scope, randomUUID(), now],
+      );
+      const current = (await tx.row<{ fields: string }>('SELECT fields FROM limits WHERE customer_id = $1 AND scope = $2 FOR UPDATE', [
+        customerId,
+        scope,
+      ]))!;
+      const fields: Record<string, number> = {};
+      for (const [k, v] of Object.entries(JSON.parse(current.fields) as Record<string, unknown>)) if (typeof v === 'number') fields[k] = v;
+      for (const [k, v] of Object.entries(patch)) {
+        if (v === null) delete fields[k];
+        else fields[k] = v;
+      }
+      await tx.rows(
+        `UPDATE limits SET fields = $1, updated_at = $2 WHERE customer_id = $3 AND scope = $4
+         RETURNING pg_notify('${CHANNELS.limits}', customer_id || ':' || scope)`,
+        [JSON.stringify(fields), now, customerId, scope],
+      );
+      return (await tx.getLimitsRecord(customerId, scope))!;
+    });
+  }
+
+  async deleteLimits(customerId: string, scope: LimitScope): Promise<boolean> {
+    const gone = await this.rows(
+      `DELETE FROM limits WHERE customer_id = $1 AND scope = $2 RETURNING pg_notify('${CHANNELS.limits}', customer_id || ':' || scope)`,
+      [customerId, scope],
+    );
+    return gone.length > 0;
+  }
+
+  // Events
+
+  /** Stores one event; its id is the next of the cluster-wide counter (see the file comment). */
+  async insertEvent(e: EventInsert): Promise<SessionEvent> {
+    return (await this.insertEvents([e]))[0];
+  }
+
+  /**
+   * Stores a batch under one hold of the counter: ids are consecutive, in the order given.
+   * One statement: the counter update, the inserts and the wake-up commit together.
+   */
+  async insertEvents(batch: EventInsert[]): Promise<SessionEvent[]> {
+    if (batch.length === 0) return [];
+    const rows = await this.rows<SessionEvent & { customer_id: string }>(
+      `WITH c AS (
+         UPDATE event_counter SET last_id = last_id + $1 RETURNING last_id - $1 AS base
+       ), ins AS (
+         INSERT INTO events (id, customer_id, session_id, event_type, created_at, duration, downloaded_bytes, uploaded_bytes)
+         SELECT c.base + b.ord, b.customer_id, b.session_id, b.event_type, b.created_at, b.duration, b.downloaded_bytes, b.uploaded_bytes
+         FROM c, jsonb_to_recordset($2::jsonb)
+           AS b(ord bigint, customer_id text, session_id text, event_type text, created_at text, duration bigint, downloaded_bytes bigint, uploaded_bytes bigint)
+         RETURNING ${EVENT_COLUMNS}, customer_id
+       ), woke AS (
+         SELECT pg_notify('${CHANNELS.events}', customer_id || ':' || MAX(id)) FROM ins GROUP BY customer_id
+       )
+       SELECT ins.*, (SELECT COUNT(*) FROM woke) AS _woke FROM ins ORDER BY id`,
+      [batch.length, JSON.stringify(batch.map((e, i) => ({ ...e, ord: i + 1 })))],
+    );
+    return rows.map((r) => ({
+      id: r.id,
+      session_id: r.session_id,
+      event_type: r.event_type,
+      created_at: r.created_at,
+      duration: r.duration,
+      downloaded_bytes: r.downloaded_bytes,
+      uploaded_bytes: r.uploaded_bytes,
+    }));
+  }
+
+  private eventWhere(customerId: string, filter: EventFilter): { where: string[]; args: (string | number | string[])[] } {
+    const where = ['customer_id = $1'];
+    const args: (string | number | string[])[] = [customerId];
+    if (filter.sessionIds?.length) {
+      args.push(filter.sessionIds);
+      where.push(`session_id = ANY($${args.length}::text[])`);
+    }
+    if (filter.types?.length) {
+      args.push(filter.types);
+      where.push(`event_type = ANY($${args.length}::text[])`);
+    }
+    return { where, args };
+  }
+
+  /** Stored events of a customer with id > afterId, oldest first, at most `limit`. */
+  async eventsAfter(customerId: string, afterId: number, filter: EventFilter, limit: number): Promise<SessionEvent[]> {
+    const { where, args } = this.eventWhere(customerId, filter);
+    args.push(afterId, limit);
+    return this.rows<SessionEvent>(
+      `SELECT ${EVENT_COLUMNS} FROM events WHERE ${where.join(' AND ')} AND id > $${args.length - 1} ORDER BY id LIMIT $${args.length}`,
+      args,
+    );
+  }
+
+  /** The id after which exactly the `count` newest matching events follow (0 when there are fewer). */
+  async idBeforeNewest(customerId: string, filter: EventFilter, count: number): Promise<number> {
+    const { where, args } = this.eventWhere(customerId, filter);
+    args.push(count);
+    const r = await this.row<{ id: number }>(`SELECT id FROM events WHERE ${where.join(' AND ')} ORDER BY id DESC LIMIT 1 OFFSET $${args.length}`, args);
+    return r?.id ?? 0;
+  }
+
+  /** The newest event id of the whole log (0 when empty): where a new stream starts. */
+  async lastEventId(): Promise<number> {
+    return (await this.row<{ last_id: number }>('SELECT last_id FROM event_counter'))!.last_id;
+  }
+
+  async pruneEvents(olderThanIso: string): Promise<number> {
+    return this.count('DELETE FROM events WHERE created_at < $1', [olderThanIso]);
+  }
+
+  // Nodes (data-plane nodes of the cluster) and session placement
+
+  /** Adds a node and returns its token in plain text once; only its SHA-256 is stored. */
+  async addNode(n: { name: string; zone: string; public_host: string } & NodePorts): Promise<{ token: string; node: NodeInfo }> {
+    const token = NODE_TOKEN_PREFIX + randomBytes(32).toString('base64url');
+    const id = randomUUID();
+    await this.rows(
+      `INSERT INTO nodes (id, name, zone, public_host, vless_ws_port, vless_tcp_port, proxy_port, token_hash, token_prefix, created_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING pg_notify('${CHANNELS.nodes}', id)`,
+      [
+        id,
+        n.name,
+        n.zone,
+        n.public_host,
+        n.vless_ws_port ?? null,
+        n.vless_tcp_port ?? null,
+        n.proxy_port ?? null,
+        hashToken(token),
+        token.slice(0, NODE_TOKEN_PREFIX.length + 6),
+        isoNow(),
+      ],
+    );
+    return { token, node: (await this.getNode(id))! };
+  }
+
+  async getNode(id: string): Promise<NodeInfo | undefined> {
+    return this.row<NodeInfo>(`${NODE_SELECT} WHERE id = $1`, [id]);
+  }
+
+  async getNodeByName(name: string): Promise<NodeInfo | undefined> {
+    return this.row<NodeInfo>(`${NODE_SELECT} WHERE name = $1`, [name]);
+  }
+
+  /** The node a node token belongs to (API tokens never match: another table, another prefix). */
+  async findNodeByToken(token: string): Promise<NodeInfo | undefined> {
+    if (!token.startsWith(NODE_TOKEN_PREFIX)) return undefined;
+    return this.row<NodeInfo>(`${NODE_SELECT} WHERE token_hash = $1`, [hashToken(token)]);
+  }
+
+  async listNodes(): Promise<NodeInfo[]> {
+    return this.rows<NodeInfo>(`${NODE_SELECT} ORDER BY zone, name`);
+  }
+
+  /** Up nodes of a zone, the least loaded (fewest placed sessions) first. */
+  async upNodes(zone: string): Promise<NodeInfo[]> {
+    return this.rows<NodeInfo>(
+      `SELECT n.* FROM (${NODE_SELECT} WHERE zone = $1) n
+       WHERE n.up ORDER BY (SELECT COUNT(*) FROM session_placements p WHERE p.node_id = n.id), n.name`,
+      [zone],
+    );
+  }
+
+  /** Records a node's contact (and the ports it reports), by the database clock. */
+  async touchNode(id: string, ports?: NodePorts): Promise<boolean> {
+    const p = ports ?? {};
+    return (
+      (await this.count(
+        `UPDATE nodes SET last_contact = now(),
+           vless_ws_port = CASE WHEN $2 THEN $3 ELSE vless_ws_port END,
+           vless_tcp_port = CASE WHEN $4 THEN $5 ELSE vless_tcp_port END,
+           proxy_port = CASE WHEN $6 THEN $7 ELSE proxy_port END
+         WHERE id = $1`,
+        [
+          id,
+          'vless_ws_port' in p,
+          p.vless_ws_port ?? null,
+          'vless_tcp_port' in p,
+          p.vless_tcp_port ?? null,
+          'proxy_port' in p,
+          p.proxy_port ?? null,
+        ],
+      )) > 0
+    );
+  }
+
+  /** Detaches a node; its placements go with it. Every instance hears of it at once. */
+  async removeNode(name: string): Promise<NodeInfo | undefined> {
+    return this.transaction(async (tx) => {
+      const node = await tx.getNodeByName(name);
+      if (!node) return undefined;
+      await tx.rows(`DELETE FROM nodes WHERE id = $1 RETURNING pg_notify('${CHANNELS.nodes}', id)`, [node.id]);
+      return node;
+    });
+  }
+
+  async placeSession(sessionId: string, nodeId: string): Promise<void> {
+    await this.rows(
+      `INSERT INTO session_placements (session_id, node_id, placed_at) VALUES ($1, $2, $3)
+       ON CONFLICT (session_id) DO UPDATE SET node_id = EXCLUDED.node_id, placed_at = EXCLUDED.placed_at`,
+      [sessionId, nodeId, isoNow()],
+    );
+  }
+
+  /** The node carrying a session, if it is placed. */
+  async placementOf(sessionId: string): Promise<string | undefined> {
+    return (await this.row<{ node_id: string }>('SELECT node_id FROM session_placements WHERE session_id = $1', [sessionId]))?.node_id;
+  }
+
+  /** Sessions placed on a node (a node may act only on these). */
+  async sessionsOnNode(nodeId: string): Promise<SessionRow[]> {
+    const raw = await this.rows<RawSession>(
+      `SELECT ${SESSION_COLUMNS.split(', ').map((c) => `s.${c}`).join(', ')}
+       FROM session_placements p JOIN sessions s ON s.id = p.session_id WHERE p.node_id = $1 ORDER BY s.seq`,
+      [nodeId],
+    );
+    return raw.map(toSessionRow);
+  }
+}
