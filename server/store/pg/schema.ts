@@ -19,6 +19,8 @@ export const PG_MIGRATIONS: string[] = [
   );
   CREATE TABLE tokens (
     id TEXT PRIMARY KEY,
+    -- Insertion order, like SQLite's rowid: listings of tokens made in the same millisecond agree.
+    seq BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,
     customer_id TEXT NOT NULL REFERENCES customers(id),
     role TEXT NOT NULL CHECK (role IN ('owner', 'agent')),
     hash TEXT NOT NULL UNIQUE,

@@ -234,7 +234,7 @@ export class PgStore {
   }
 
   async listTokens(): Promise<TokenInfo[]> {
-    return this.rows<TokenInfo>(`${TOKEN_SELECT} ORDER BY t.created_at, t.id`);
+    return this.rows<TokenInfo>(`${TOKEN_SELECT} ORDER BY t.created_at, t.seq`);
   }
 
   /** Revokes by token id, by the plain token, or by its printed prefix when that is unique. */
