@@ -1,0 +1,137 @@
+// Connection loss: PostgreSQL killed with kill -9 under a store, a LISTEN connection and an
+// event feed. While it is down every operation fails fast with the API's
+// `service_unavailable` (never a hang, never a crash of the process from an idle connection's
+// error); after restart() everything works again by itself, notifications included.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { ApiError, ERROR_STATUS } from '../../server/contract/errors.ts';
+import type { SessionEvent } from '../../server/contract/schemas.ts';
+import { PgEventFeed } from '../../server/store/pg/event-feed.ts';
+import { PgListener } from '../../server/store/pg/listener.ts';
+import { DatabaseUnavailable, isConnectionLoss, RETRY_AFTER_SECONDS } from '../../server/store/pg/pool.ts';
+import { CHANNELS, PgStore } from '../../server/store/pg/store.ts';
+import { startPostgres } from '../helpers/postgres.ts';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function until<T>(fn: () => Promise<T>, ms: number, what: string): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (Date.now() > deadline) throw new Error(`${what}: still failing after ${ms} ms: ${err}`);
+      await sleep(50);
+    }
+  }
+}
+
+function assertUnavailable(err: unknown): true {
+  assert.ok(err instanceof DatabaseUnavailable, `expected DatabaseUnavailable, got ${err}`);
+  assert.ok(err instanceof ApiError);
+  assert.equal(err.code, 'service_unavailable');
+  assert.equal(err.statusCode, 500);
+  assert.equal(ERROR_STATUS.service_unavailable, 500);
+  assert.equal(err.retryAfterSeconds, RETRY_AFTER_SECONDS);
+  assert.deepEqual(err.toBody().error.details, { retry_after: RETRY_AFTER_SECONDS });
+  return true;
+}
+
+test('kill -9 of PostgreSQL: fast service_unavailable while down, recovery by itself after restart', async (t) => {
+  const server = await startPostgres(t);
+  const url = await server.createDatabase('outage');
+  const idleErrors: Error[] = [];
+  const store = await PgStore.open(url, { max: 4, connectTimeoutMs: 1000, onIdleError: (e) => idleErrors.push(e) });
+  const other = await PgStore.open(url, { max: 2, connectTimeoutMs: 1000 });
+  let reconnects = 0;
+  const listener = new PgListener(url, Object.values(CHANNELS), { connectTimeoutMs: 1000, maxBackoffMs: 300 });
+  listener.onReconnect(() => reconnects++);
+  await listener.ready;
+  const feed = new PgEventFeed(store, listener, { pollMs: 600_000 });
+  server.onDestroy(async () => {
+    await feed.close();
+    await listener.close();
+    await Promise.all([store.close(), other.close()]);
+  });
+
+  const { token, info } = await store.createToken('acme', 'owner');
+  const got: SessionEvent[] = [];
+  feed.subscribe({ customerId: info.customer_id, filter: {}, afterId: 0, deliver: (e) => got.push(e) });
+  const before = await other.insertEvent({
+    customer_id: info.customer_id,
+    session_id: 's',
+    event_type: 'session_start',
+    created_at: new Date().toISOString(),
+    duration: 0,
+    downloaded_bytes: 0,
+    uploaded_bytes: 0,
+  });
+  await until(async () => assert.equal(got.length, 1), 5000, 'first delivery');
+  // Warm every pooled connection so the kill finds idle ones to break.
+  await Promise.all(Array.from({ length: 4 }, () => store.countCustomers()));
+
+  // A query in flight when the server dies fails with the same error.
+  const inFlight = store.pool.query('SELECT pg_sleep(20)').catch((err: unknown) => err);
+  await sleep(200);
+  await server.kill9();
+  const flightErr = await inFlight;
+  assert.ok(isConnectionLoss(flightErr), `in-flight query: ${flightErr}`);
+
+  // While down: every kind of operation fails with service_unavailable, quickly.
+  const ops: [string, () => Promise<unknown>][] = [
+    ['findToken', () => store.findToken(token)],
+    ['countCustomers', () => store.countCustomers()],
+    ['createToken (a transaction)', () => store.createToken('acme', 'agent')],
+    ['patchLimits (a transaction)', () => store.patchLimits(info.customer_id, 'global', { max_sessions: 1 })],
+    ['insertEvent', () => store.insertEvent({ customer_id: 'x', session_id: 's', event_type: 'session_end', created_at: new Date().toISOString(), duration: 0, downloaded_bytes: 0, uploaded_bytes: 0 })],
+    ['publish', () => feed.publish({ customerId: info.customer_id, sessionId: 's', type: 'session_end', duration: 0, uploaded_bytes: 0, downloaded_bytes: 0 })],
+  ];
+  for (const [name, op] of ops) {
+    const started = Date.now();
+    await assert.rejects(op(), assertUnavailable, name);
+    const took = Date.now() - started;
+    // Bounded by the connect timeout (1 s) with room for a loaded machine; a hang would be 10 s+.
+    assert.ok(took < 5000, `${name} failed in ${took} ms`);
+  }
+  // Twenty at once, as a burst of API requests would: all answered, none hangs.
+  const burst = await Promise.allSettled(Array.from({ length: 20 }, () => store.getSession('nope')));
+  assert.ok(burst.every((r) => r.status === 'rejected' && assertUnavailable(r.reason)));
+  assert.equal(listener.connected, false);
+
+  await server.restart();
+
+  // Back by itself: the same pool, the same listener, no call to reopen anything.
+  assert.equal((await until(() => store.findToken(token), 15_000, 'findToken after restart'))?.id, info.id);
+  assert.equal(await store.countCustomers(), 1, 'nothing committed before the kill is lost');
+  assert.deepEqual((await store.eventsAfter(info.customer_id, 0, {}, 10)).map((e) => e.id), [before.id]);
+  await until(async () => assert.equal(listener.connected, true), 15_000, 'LISTEN again');
+  assert.ok(reconnects >= 1, 'consumers were told to re-read what they follow');
+
+  // Notifications flow again: an event written by the other instance reaches the feed.
+  const after = await other.insertEvent({
+    customer_id: info.customer_id,
+    session_id: 's',
+    event_type: 'session_end',
+    created_at: new Date().toISOString(),
+    duration: 1,
+    downloaded_bytes: 2,
+    uploaded_bytes: 3,
+  });
+  assert.equal(after.id, before.id + 1, 'the failed writes during the outage left no hole');
+  await until(async () => assert.deepEqual(got.map((e) => e.id), [before.id, after.id]), 5000, 'delivery after restart');
+  assert.ok(idleErrors.length >= 1, 'the idle connections broken by the kill were reported, not thrown');
+});
+
+test('a cleanly stopped server: service_unavailable at start-up and per query, back after start', async (t) => {
+  const server = await startPostgres(t);
+  const store = await PgStore.open(server.url(), { connectTimeoutMs: 1000 });
+  server.onDestroy(() => store.close());
+  await store.countCustomers();
+  await server.stop();
+  await assert.rejects(store.listTokens(), assertUnavailable);
+  await assert.rejects(PgStore.open(server.url(), { connectTimeoutMs: 1000 }), assertUnavailable, 'start-up without a database');
+  await server.start();
+  assert.equal(await until(() => store.countCustomers(), 15_000, 'after start'), 0);
+  // A statement error is not connection loss: it is not mapped.
+  await assert.rejects(store.pool.query('SELECT * FROM no_such_table'), (err: unknown) => !isConnectionLoss(err));
+});
