@@ -5,13 +5,20 @@
 // subscriber on another instance, once each and in order, woken by NOTIFY.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { test } from 'node:test';
+import { after as afterAll, before as beforeAll, test } from 'node:test';
 import pg from 'pg';
 import type { SessionEvent } from '../../server/contract/schemas.ts';
 import { PgEventFeed } from '../../server/store/pg/event-feed.ts';
 import { PgListener } from '../../server/store/pg/listener.ts';
 import { CHANNELS, PgStore, type EventInsert } from '../../server/store/pg/store.ts';
-import { startPostgres } from '../helpers/postgres.ts';
+import { startPostgres, type PgServer } from '../helpers/postgres.ts';
+
+/** One server for the file (initdb is the slow part); each test takes its own database. */
+let server: PgServer;
+beforeAll(async () => {
+  server = await startPostgres();
+});
+afterAll(() => server.destroy());
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const ev = (customer_id: string, i: number): EventInsert => ({
@@ -33,14 +40,13 @@ async function waitFor(cond: () => boolean, ms: number, what: string): Promise<v
 }
 
 test('the trap: a sequence lets a lower id commit behind a reader; the event counter does not', async (t) => {
-  const server = await startPostgres(t);
   const url = await server.createDatabase('trap');
   const store = await PgStore.open(url);
   const c1 = new pg.Client({ connectionString: url });
   const c2 = new pg.Client({ connectionString: url });
   await c1.connect();
   await c2.connect();
-  server.onDestroy(() => Promise.all([store.close(), c1.end(), c2.end()]));
+  t.after(() => Promise.all([store.close(), c1.end(), c2.end()]));
 
   // A bigserial: writer 1 takes 1 and stays open, writer 2 takes 2 and commits, the reader
   // sees 2 and moves on, then 1 commits behind it: lost for that reader.
@@ -84,11 +90,10 @@ test('the trap: a sequence lets a lower id commit behind a reader; the event cou
 });
 
 test('12 concurrent writers on 4 pools against a polling reader: nothing is ever skipped', async (t) => {
-  const server = await startPostgres(t);
   const url = await server.createDatabase('race');
   const writers = await Promise.all(Array.from({ length: 4 }, () => PgStore.open(url, { max: 3 })));
   const reader = await PgStore.open(url, { max: 1 });
-  server.onDestroy(() => Promise.all([...writers, reader].map((s) => s.close())));
+  t.after(() => Promise.all([...writers, reader].map((s) => s.close())));
 
   const customers = ['acme', 'globex'];
   const written = new Map<string, Set<number>>(customers.map((c) => [c, new Set()]));
@@ -176,7 +181,6 @@ test('12 concurrent writers on 4 pools against a polling reader: nothing is ever
 });
 
 test('the feed: a subscriber on one instance gets every instance\'s events once, in order, woken by NOTIFY', async (t) => {
-  const server = await startPostgres(t);
   const url = await server.createDatabase('feed');
   const instances = await Promise.all(
     [0, 1].map(async () => {
@@ -188,7 +192,7 @@ test('the feed: a subscriber on one instance gets every instance\'s events once,
       return { store, listener, feed };
     }),
   );
-  server.onDestroy(async () => {
+  t.after(async () => {
     for (const i of instances) {
       await i.feed.close();
       await i.listener.close();

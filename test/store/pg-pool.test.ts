@@ -3,14 +3,21 @@
 // `service_unavailable` (never a hang, never a crash of the process from an idle connection's
 // error); after restart() everything works again by itself, notifications included.
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
+import { after as afterAll, before as beforeAll, test } from 'node:test';
 import { ApiError, ERROR_STATUS } from '../../server/contract/errors.ts';
 import type { SessionEvent } from '../../server/contract/schemas.ts';
 import { PgEventFeed } from '../../server/store/pg/event-feed.ts';
 import { PgListener } from '../../server/store/pg/listener.ts';
 import { DatabaseUnavailable, isConnectionLoss, RETRY_AFTER_SECONDS } from '../../server/store/pg/pool.ts';
 import { CHANNELS, PgStore } from '../../server/store/pg/store.ts';
-import { startPostgres } from '../helpers/postgres.ts';
+import { startPostgres, type PgServer } from '../helpers/postgres.ts';
+
+/** One server for the file (initdb is the slow part); each test takes its own database. */
+let server: PgServer;
+beforeAll(async () => {
+  server = await startPostgres();
+});
+afterAll(() => server.destroy());
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -38,7 +45,6 @@ function assertUnavailable(err: unknown): true {
 }
 
 test('kill -9 of PostgreSQL: fast service_unavailable while down, recovery by itself after restart', async (t) => {
-  const server = await startPostgres(t);
   const url = await server.createDatabase('outage');
   const idleErrors: Error[] = [];
   const store = await PgStore.open(url, { max: 4, connectTimeoutMs: 1000, onIdleError: (e) => idleErrors.push(e) });
@@ -48,7 +54,7 @@ test('kill -9 of PostgreSQL: fast service_unavailable while down, recovery by it
   listener.onReconnect(() => reconnects++);
   await listener.ready;
   const feed = new PgEventFeed(store, listener, { pollMs: 600_000 });
-  server.onDestroy(async () => {
+  t.after(async () => {
     await feed.close();
     await listener.close();
     await Promise.all([store.close(), other.close()]);
@@ -123,9 +129,8 @@ test('kill -9 of PostgreSQL: fast service_unavailable while down, recovery by it
 });
 
 test('a cleanly stopped server: service_unavailable at start-up and per query, back after start', async (t) => {
-  const server = await startPostgres(t);
   const store = await PgStore.open(server.url(), { connectTimeoutMs: 1000 });
-  server.onDestroy(() => store.close());
+  t.after(() => store.close());
   await store.countCustomers();
   await server.stop();
   await assert.rejects(store.listTokens(), assertUnavailable);

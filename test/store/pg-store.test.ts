@@ -5,13 +5,20 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import { test } from 'node:test';
+import { after as afterAll, before as beforeAll, test } from 'node:test';
 import pg from 'pg';
 import { openDatabase } from '../../server/store/db.ts';
 import { PgStore } from '../../server/store/pg/store.ts';
 import { Store } from '../../server/store/store.ts';
-import { startPostgres } from '../helpers/postgres.ts';
+import { startPostgres, type PgServer } from '../helpers/postgres.ts';
 import { removeDir, tempDir } from '../helpers/server.ts';
+
+/** One server for the file (initdb is the slow part); each test takes its own database. */
+let server: PgServer;
+beforeAll(async () => {
+  server = await startPostgres();
+});
+afterAll(() => server.destroy());
 
 /** The operations both stores share, each either sync (SQLite) or Promise-returning (PostgreSQL). */
 type Shared = Pick<
@@ -148,7 +155,6 @@ async function scenario(s: AnyStore): Promise<unknown[]> {
 }
 
 test('the PostgreSQL store gives the same answers as the SQLite store', async (t) => {
-  const server = await startPostgres(t);
   const dir = tempDir('vad-parity-');
   t.after(() => removeDir(dir));
   const sqlite = new Store(openDatabase(join(dir, 'data')));
@@ -156,18 +162,17 @@ test('the PostgreSQL store gives the same answers as the SQLite store', async (t
   sqlite.db.close();
 
   const pgStore = await PgStore.open(await server.createDatabase('parity'));
-  server.onDestroy(() => pgStore.close());
+  t.after(() => pgStore.close());
   const actual = await scenario(pgStore);
   assert.equal(actual.length, expected.length);
   for (let i = 0; i < expected.length; i++) assert.deepEqual(actual[i], expected[i], `step ${(expected[i] as [string])[0]}`);
 });
 
 test('several instances: races, token versions, nodes and placement', async (t) => {
-  const server = await startPostgres(t);
   const url = await server.createDatabase('instances');
   const a = await PgStore.open(url, { max: 5 });
   const b = await PgStore.open(url, { max: 5 });
-  server.onDestroy(() => Promise.all([a.close(), b.close()]));
+  t.after(() => Promise.all([a.close(), b.close()]));
 
   // Two instances meeting a new customer at once create one row.
   const ensured = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 ? a : b).ensureCustomer('racer')));
@@ -200,7 +205,7 @@ test('several instances: races, token versions, nodes and placement', async (t) 
   assert.equal((await b.findNodeByToken(n1.token))?.name, 'fra-1');
   const c = new pg.Client({ connectionString: url });
   await c.connect();
-  server.onDestroy(() => c.end());
+  t.after(() => c.end());
   const stored = (await c.query('SELECT token_hash FROM nodes WHERE id = $1', [n1.node.id])).rows[0].token_hash as string;
   assert.ok(!stored.includes(n1.token.slice(5)), 'only the hash is stored');
   await assert.rejects(a.addNode({ name: 'fra-1', zone: 'de-fra', public_host: 'x' }), /duplicate key/);
