@@ -1,14 +1,16 @@
 // The PostgreSQL store answers exactly like the SQLite store: one scenario of every operation
 // runs on both (a real SQLite file, a real PostgreSQL server) and the two transcripts must be
 // equal. Then what only several instances can do: races between pools, token changes seen by
-// another instance, nodes and session placement.
+// another instance (and by its token cache at once), nodes and session placement.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { after as afterAll, before as beforeAll, test } from 'node:test';
 import pg from 'pg';
 import { openDatabase } from '../../server/store/db.ts';
-import { PgStore } from '../../server/store/pg/store.ts';
+import { PgListener } from '../../server/store/pg/listener.ts';
+import { CHANNELS, PgStore } from '../../server/store/pg/store.ts';
+import { PgTokenCache } from '../../server/store/pg/token-cache.ts';
 import { Store } from '../../server/store/store.ts';
 import { startPostgres, type PgServer } from '../helpers/postgres.ts';
 import { removeDir, tempDir } from '../helpers/server.ts';
@@ -241,4 +243,38 @@ test('several instances: races, token versions, nodes and placement', async (t) 
   assert.equal(await b.placementOf(s1.id), undefined);
   assert.equal(await b.findNodeByToken(n1.token), undefined);
   assert.equal((await b.getSession(s1.id))?.id, s1.id, 'the session itself stays');
+});
+
+test('token caches: a revocation on one instance reaches the other\'s cache by notification, or by version check without one', async (t) => {
+  const url = await server.createDatabase('token_cache');
+  const a = await PgStore.open(url, { max: 2 });
+  const b = await PgStore.open(url, { max: 2 });
+  const listener = new PgListener(url, [CHANNELS.tokens]);
+  await listener.ready;
+  // A minute of TTL: whatever drops an entry here is the invalidation, not its age.
+  const notified = new PgTokenCache(b, listener, 60_000);
+  const polling = new PgTokenCache(b, null, 60_000, 10_000, 0);
+  t.after(async () => {
+    notified.close();
+    await listener.close();
+    await Promise.all([a.close(), b.close()]);
+  });
+
+  const { token, info } = await a.createToken('acme', 'agent');
+  assert.equal((await notified.find(token))?.id, info.id);
+  assert.equal((await polling.find(token))?.id, info.id);
+  // Cached: the row can change under it without a notification and the hit stays.
+  assert.equal((await notified.find(token))?.id, info.id);
+
+  await a.revokeToken(info.id);
+  assert.equal(await polling.find(token), undefined, 'the version check sees the revocation at once');
+  const deadline = Date.now() + 5000;
+  while ((await notified.find(token)) !== undefined) {
+    assert.ok(Date.now() < deadline, 'the notification did not drop the cached token');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  // A token made afterwards on the other instance is found at once.
+  const fresh = await a.createToken('acme', 'owner');
+  assert.equal((await polling.find(fresh.token))?.id, fresh.info.id);
+  assert.equal((await notified.find(fresh.token))?.id, fresh.info.id);
 });
