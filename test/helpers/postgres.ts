@@ -68,11 +68,30 @@ function freePort(): Promise<number> {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Every server still running, killed when the test process exits however it exits. */
+/**
+ * Every server still running and every folder still there, killed and removed when the test
+ * process exits, or is interrupted (the signal is then re-raised, so it still ends the process).
+ * Only a SIGKILL of the test process itself can leave a server behind.
+ */
 const running = new Set<ChildProcess>();
-process.on('exit', () => {
+const folders = new Set<string>();
+function killAll(): void {
   for (const child of running) child.kill('SIGKILL');
-});
+  for (const dir of folders) {
+    try {
+      rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
+    } catch {
+      // a backend still writing as it dies; the folder is in the temporary directory
+    }
+  }
+}
+process.on('exit', killAll);
+for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+  process.once(sig, () => {
+    killAll();
+    process.kill(process.pid, sig);
+  });
+}
 
 /**
  * initdb + start. With `t`, the server is destroyed when that test (or suite) ends. Nothing is
@@ -81,6 +100,7 @@ process.on('exit', () => {
 export async function startPostgres(t?: TestContext): Promise<PgServer> {
   const account = postgresAccount();
   const dir = mkdtempSync(join(tmpdir(), 'vad-pg-'));
+  folders.add(dir);
   const data = join(dir, 'data');
   const sock = join(dir, 'sock');
   mkdirSync(sock);
@@ -235,6 +255,7 @@ export async function startPostgres(t?: TestContext): Promise<PgServer> {
       }
       await halt('SIGINT').catch(() => {});
       if (existsSync(dir)) rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
+      folders.delete(dir);
     },
   };
 
