@@ -24,7 +24,7 @@ export class DatabaseUnavailable extends ApiError {
 // 53300 too many connections.
 const LOST_SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300']);
 const LOST_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
-const LOST_MESSAGES = /Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error|Connection terminated due to connection timeout|the database system is (starting up|shutting down|in recovery mode)/i;
+const LOST_MESSAGES = /Connection terminated|Client was closed and is not queryable|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error|Connection terminated due to connection timeout|the database system is (starting up|shutting down|in recovery mode)/i;
 
 /** True when `err` says the database is unreachable rather than that a statement failed. */
 export function isConnectionLoss(err: unknown): boolean {
