@@ -9,7 +9,7 @@ import { after as afterAll, before as beforeAll, test } from 'node:test';
 import pg from 'pg';
 import { openDatabase } from '../../server/store/db.ts';
 import { PgListener } from '../../server/store/pg/listener.ts';
-import { CHANNELS, PgStore } from '../../server/store/pg/store.ts';
+import { CHANNELS, PgStore, type SharedStoreOps } from '../../server/store/pg/store.ts';
 import { PgTokenCache } from '../../server/store/pg/token-cache.ts';
 import { Store } from '../../server/store/store.ts';
 import { startPostgres, type PgServer } from '../helpers/postgres.ts';
@@ -23,36 +23,9 @@ beforeAll(async () => {
 afterAll(() => server.destroy());
 
 /** The operations both stores share, each either sync (SQLite) or Promise-returning (PostgreSQL). */
-type Shared = Pick<
-  Store,
-  | 'countCustomers'
-  | 'ensureCustomer'
-  | 'createToken'
-  | 'findToken'
-  | 'listTokens'
-  | 'revokeToken'
-  | 'insertSession'
-  | 'getSession'
-  | 'getSessionOf'
-  | 'listSessions'
-  | 'setPaused'
-  | 'saveRuntime'
-  | 'sumCounters'
-  | 'getLimitsRecord'
-  | 'getLimits'
-  | 'patchLimits'
-  | 'deleteLimits'
-  | 'insertEvent'
-  | 'eventsAfter'
-  | 'idBeforeNewest'
-  | 'pruneEvents'
->;
+type Shared = Pick<Store, SharedStoreOps>;
 type Either<T> = { [K in keyof T]: T[K] extends (...a: infer A) => infer R ? (...a: A) => R | Promise<R> : never };
 type AnyStore = Either<Shared> & { tokenGeneration: number };
-
-// PgStore must offer every shared operation with the same parameters and a Promise of the same result.
-const _parity: (p: PgStore) => { [K in keyof Shared]: (...a: Parameters<Shared[K]>) => Promise<ReturnType<Shared[K]>> } = (p) => p;
-void _parity;
 
 const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g;
 const ISO = /\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z/g;

@@ -25,7 +25,7 @@ import type pg from 'pg';
 import type { LimitScope, LimitValues, RuntimePatch, SessionRow } from '../../dataplane/api.ts';
 import type { EventType, LimitsRecord, SessionEvent } from '../../contract/schemas.ts';
 import { isoNow } from '../../time.ts';
-import type { EventFilter, Role, SessionFilter, TokenInfo } from '../store.ts';
+import type { EventFilter, Role, SessionFilter, Store, TokenInfo } from '../store.ts';
 import { hashToken } from '../store.ts';
 import { mapDatabaseError, openPool, type PoolOptions } from './pool.ts';
 import { migrate } from './schema.ts';
@@ -78,6 +78,39 @@ export interface NodePorts {
 
 /** A zone has active nodes when one of its nodes was in contact within this many seconds. */
 export const NODE_UP_SECONDS = 10;
+
+/** The operations the SQLite Store and PgStore share (same names, parameters and results). */
+export type SharedStoreOps =
+  | 'countCustomers'
+  | 'ensureCustomer'
+  | 'createToken'
+  | 'findToken'
+  | 'listTokens'
+  | 'revokeToken'
+  | 'insertSession'
+  | 'getSession'
+  | 'getSessionOf'
+  | 'listSessions'
+  | 'setPaused'
+  | 'saveRuntime'
+  | 'sumCounters'
+  | 'getLimitsRecord'
+  | 'getLimits'
+  | 'patchLimits'
+  | 'deleteLimits'
+  | 'insertEvent'
+  | 'eventsAfter'
+  | 'idBeforeNewest'
+  | 'pruneEvents';
+
+/**
+ * The SQLite Store's shared operations, Promise-returning: what services written for either
+ * database call. PgStore implements it (checked below); the SQLite Store fits it through a thin
+ * wrapper that awaits nothing.
+ */
+export type AsyncStoreApi = {
+  [K in SharedStoreOps]: Store[K] extends (...a: infer A) => infer R ? (...a: A) => Promise<R> : never;
+} & { tokenGeneration: number; dataVersion(): Promise<number> };
 
 type Queryable = pg.Pool | pg.PoolClient;
 type RawSession = SessionRow & { seq: number };
@@ -461,7 +494,10 @@ export class PgStore {
     return r?.id ?? 0;
   }
 
-  /** The newest event id of the whole log (0 when empty): where a new stream starts. */
+  /**
+   * The newest committed event id of the whole log (0 when empty): where a live-only stream
+   * starts. An insert still in flight holds the next id uncommitted, so it is delivered.
+   */
   async lastEventId(): Promise<number> {
     return (await this.row<{ last_id: number }>('SELECT last_id FROM event_counter'))!.last_id;
   }
@@ -578,3 +614,7 @@ export class PgStore {
     return raw.map(toSessionRow);
   }
 }
+
+// Compile-time proof that PgStore keeps the SQLite Store's shapes.
+const _sameShapes = (p: PgStore): AsyncStoreApi => p;
+void _sameShapes;
