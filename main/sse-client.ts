@@ -2,7 +2,7 @@
 // with Last-Event-ID (the package sends it on its own reconnects; we pass last_event_id
 // when we reconnect ourselves) and backs off exponentially when the server refuses.
 import { EventSource } from 'eventsource';
-import { HISTORY_TAIL, type EventFilter, type SessionEvent, type StreamState } from '../renderer/src/platform/types.ts';
+import { HISTORY_TAIL, type EventFilter, type SessionEvent, type StreamState } from '../common/api-types.ts';
 import type { Endpoint } from './api-client.ts';
 import { query } from './api-client.ts';
 

@@ -1,6 +1,6 @@
 // Small shared pieces: status badge, spinner, empty state, error banner, copy button.
 import { useState, type ReactNode } from 'react';
-import type { ApiErrorInfo } from '../platform/types.ts';
+import type { ApiErrorInfo } from '../../../common/result.ts';
 import { humanError } from '../lib/errors.ts';
 import { toast } from '../store/index.ts';
 

@@ -2,7 +2,7 @@
 // validation (amounts readable as KB/MB/GB, sent as integers), deleted; the not-set and
 // the forbidden states explained.
 import { useEffect, useRef, useState, type FormEvent, type KeyboardEvent } from 'react';
-import type { LimitField, LimitScope, LimitsRecord, LimitsUpdate } from '../platform/types.ts';
+import type { LimitField, LimitScope, LimitsRecord, LimitsUpdate } from '../../../common/api-types.ts';
 import { formatBytes, formatDateTime, formatSpeed, parseAmount } from '../lib/format.ts';
 import { navigate } from '../store/bridge.ts';
 import { deleteLimits, loadLimits, saveLimits, scopeTitle, useStore } from '../store/index.ts';

@@ -3,7 +3,7 @@
 import QRCode from 'qrcode';
 import { useEffect, useState } from 'react';
 import { getPlatform } from '../platform/index.ts';
-import type { SessionEvent } from '../platform/types.ts';
+import type { SessionEvent } from '../../../common/api-types.ts';
 import { formatBytes, formatDateTime, formatDuration, formatSpeed, formatTime } from '../lib/format.ts';
 import { pollStatus, fetchSession, setPaused, useStore, watchHistory } from '../store/index.ts';
 import { CopyButton, EmptyState, ErrorBanner, Field, Spinner, StatusBadge } from '../components/ui.tsx';

@@ -2,12 +2,13 @@
 // (whose `fetch` option lets us send the Authorization header, which the browser's own
 // EventSource cannot). The token is asked for once and kept in localStorage.
 import { buildQuery } from '../../../server/contract/query-string.ts';
-import { errorInfoFrom } from './error-info.ts';
-import { HISTORY_TAIL } from './types.ts';
+import { errorInfoFrom } from '../../../common/error-info.ts';
+import { HISTORY_TAIL } from '../../../common/api-types.ts';
 import { EventSource } from 'eventsource';
 import type { Platform, PlatformOps, StreamHandlers } from './platform.ts';
 import { ApiError } from './platform.ts';
-import type { ApiErrorInfo, EventFilter, LimitScope, SessionEvent } from './types.ts';
+import type { EventFilter, LimitScope, SessionEvent } from '../../../common/api-types.ts';
+import type { ApiErrorInfo } from '../../../common/result.ts';
 
 export const TOKEN_KEY = 'vpn-access.token';
 export const BASE_KEY = 'vpn-access.baseUrl';

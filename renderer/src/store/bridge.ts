@@ -2,7 +2,7 @@
 // stream (batched per 250 ms so a burst costs one render), navigation requests from the
 // main process, and the location hash.
 import { getPlatform } from '../platform/index.ts';
-import type { SessionEvent } from '../platform/types.ts';
+import type { SessionEvent } from '../../../common/api-types.ts';
 import type { Route } from './index.ts';
 import { applyEvents, setRoute, setStreamState, useStore } from './index.ts';
 

@@ -3,7 +3,6 @@
 import { create } from 'zustand';
 import { getPlatform, toApiError } from '../platform/index.ts';
 import type {
-  ApiErrorInfo,
   ConnectionInfo,
   ConnectionSettings,
   LimitScope,
@@ -16,7 +15,8 @@ import type {
   SessionStatusResponse,
   StreamState,
   Zone,
-} from '../platform/types.ts';
+} from '../../../common/api-types.ts';
+import type { ApiErrorInfo } from '../../../common/result.ts';
 
 export type Route =
   | { name: 'sessions' }
