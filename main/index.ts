@@ -11,11 +11,12 @@ import type { StreamMessage } from '../common/ipc-contract.ts';
 import type { ConnectionInfo, EventFilter, SessionEvent } from '../common/api-types.ts';
 import { ApiClient, type Endpoint } from './api-client.ts';
 import { fail } from '../common/result.ts';
+import { EventStream } from '../common/event-stream.ts';
+import { EventSource } from 'eventsource';
 import { registerIpc, type Handlers } from './ipc.ts';
 import { LiveState } from './live.ts';
 import { hardenContents, hardenSession, isTrustedFrame, secureWebPreferences } from './security.ts';
 import { SettingsFile } from './settings.ts';
-import { SseClient } from './sse-client.ts';
 import { TokenStore } from './token-store.ts';
 import { TrayController } from './tray.ts';
 
@@ -45,8 +46,8 @@ let quitting = false;
 let server: RunningServer | null = null;
 let endpoint: Endpoint | null = null;
 let tray: TrayController | null = null;
-let monitor: SseClient | null = null;
-const rendererStreams = new Map<string, SseClient>();
+let monitor: EventStream | null = null;
+const rendererStreams = new Map<string, EventStream>();
 const MAX_RENDERER_STREAMS = 16;
 const live = new LiveState();
 const disposers: Array<() => void | Promise<void>> = [];
@@ -158,7 +159,10 @@ async function start(): Promise<void> {
       rendererStreams.get(streamId)?.close();
       rendererStreams.set(
         streamId,
-        new SseClient(() => endpoint, filter, {
+        new EventStream({
+          EventSource,
+          endpoint: () => endpoint,
+          filter,
           onEvent: (event) => send({ streamId, kind: 'event', event }),
           onState: (state, error) => send({ streamId, kind: 'state', state, error }),
         }),
@@ -200,10 +204,7 @@ async function start(): Promise<void> {
     refreshTray();
   }
 
-  monitor = new SseClient(() => endpoint, {}, {
-    onEvent: (e) => void onMonitorEvent(api, e),
-    onState: () => {},
-  });
+  monitor = new EventStream({ EventSource, endpoint: () => endpoint, filter: {}, onEvent: (e) => void onMonitorEvent(api, e) });
   await seedLive();
 }
 
