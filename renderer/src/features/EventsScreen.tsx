@@ -1,7 +1,7 @@
 // The live event stream, filtered by session and type.
 import { useMemo } from 'react';
 import { formatBytes, formatDuration, formatTime } from '../lib/format.ts';
-import { routeHref } from '../store/bridge.ts';
+import { routeHref } from '../store/routing.ts';
 import { clearEvents, setEventFilter, useStore } from '../store/index.ts';
 import { EmptyState, ErrorBanner, AnyOrOptions } from '../components/ui.tsx';
 

@@ -4,7 +4,7 @@
 import { useEffect, useRef, useState, type FormEvent, type KeyboardEvent } from 'react';
 import type { LimitField, LimitScope, LimitsRecord, LimitsUpdate } from '../../../common/api-types.ts';
 import { formatBytes, formatDateTime, formatSpeed, parseAmount } from '../lib/format.ts';
-import { navigate } from '../store/bridge.ts';
+import { navigate } from '../store/routing.ts';
 import { deleteLimits, loadLimits, saveLimits, scopeTitle, useStore } from '../store/index.ts';
 import { ErrorBanner, Spinner } from '../components/ui.tsx';
 

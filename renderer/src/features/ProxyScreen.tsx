@@ -5,7 +5,7 @@ import { buildProxyUser } from '../../../server/contract/proxy-string.ts';
 import { useStore } from '../store/index.ts';
 import { selectZones } from '../store/selectors.ts';
 import { CopyButton, EmptyState, AnyOrOptions } from '../components/ui.tsx';
-import { navigate } from '../store/bridge.ts';
+import { navigate } from '../store/routing.ts';
 
 export function ProxyScreen() {
   const zones = useStore(selectZones);

@@ -8,7 +8,7 @@ import { formatBytes, formatDateTime, formatDuration, formatSpeed, formatTime } 
 import { pollStatus, fetchSession, setPaused, useStore, watchHistory } from '../store/index.ts';
 import { CopyButton, EmptyState, ErrorBanner, Field, Spinner, StatusBadge } from '../components/ui.tsx';
 import { SpeedChart } from '../components/SpeedChart.tsx';
-import { navigate } from '../store/bridge.ts';
+import { navigate } from '../store/routing.ts';
 
 function useQr(text: string | undefined, dark: string) {
   const [svg, setSvg] = useState('');

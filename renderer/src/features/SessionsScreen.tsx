@@ -3,7 +3,7 @@
 import { useVirtualizer } from '@tanstack/react-virtual';
 import { useEffect, useRef, useState, type KeyboardEvent } from 'react';
 import { formatBytes, formatDuration, formatSpeed } from '../lib/format.ts';
-import { routeHref, navigate } from '../store/bridge.ts';
+import { routeHref, navigate } from '../store/routing.ts';
 import { loadSessions, setSessionFilter, syncNewest, useStore } from '../store/index.ts';
 import { selectFilteredIds, selectZones } from '../store/selectors.ts';
 import { EmptyState, ErrorBanner, Spinner, StatusBadge } from '../components/ui.tsx';
