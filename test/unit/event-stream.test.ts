@@ -71,6 +71,18 @@ function recorder() {
   return { events, states, onEvent: (e: SessionEvent) => events.push(e.id), onState: (s: StreamState, e?: ApiErrorInfo) => states.push([s, e]) };
 }
 
+/** A retryDelay that answers 10 ms and records each attempt number it is asked about. */
+function quickRetry() {
+  const attempts: number[] = [];
+  return {
+    attempts,
+    retryDelay: (attempt: number) => {
+      attempts.push(attempt);
+      return 10;
+    },
+  };
+}
+
 test('a dropped connection resumes with Last-Event-ID, and a replayed event is not delivered twice', async (t) => {
   const { seen, baseUrl } = await streamServer(t, (n, _req, res) => {
     open(res);
@@ -118,15 +130,12 @@ test('refusals back off (attempt 1, 2, ...) and retry with last_event_id; the er
     }
   });
   const r = recorder();
-  const attempts: number[] = [];
+  const { attempts, retryDelay } = quickRetry();
   const stream = new EventStream({
     EventSource,
     endpoint: () => ({ baseUrl, token: 'vad_test' }),
     filter: { last_event_id: 5, session_id: ['a', 'b'], event_type: ['session_end'] },
-    retryDelay: (attempt) => {
-      attempts.push(attempt);
-      return 10;
-    },
+    retryDelay,
     ...r,
   });
   t.after(() => stream.close());
@@ -166,17 +175,8 @@ test('after an open connection the backoff starts again from attempt 1', async (
     }
   });
   const r = recorder();
-  const attempts: number[] = [];
-  const stream = new EventStream({
-    EventSource,
-    endpoint: () => ({ baseUrl, token: 't' }),
-    filter: {},
-    retryDelay: (a) => {
-      attempts.push(a);
-      return 10;
-    },
-    ...r,
-  });
+  const { attempts, retryDelay } = quickRetry();
+  const stream = new EventStream({ EventSource, endpoint: () => ({ baseUrl, token: 't' }), filter: {}, retryDelay, ...r });
   t.after(() => stream.close());
   await until(() => r.events.length >= 2, 'two events');
   assert.deepEqual(r.events, [1, 2]);
