@@ -1,6 +1,7 @@
 // The typed IPC contract between the renderer and the Electron main process. Types only:
 // the preload derives its bridge from `AppOps`, the main process derives its router from
-// it, and the renderer's Electron platform calls `window.app`. One function per operation;
+// it, and the renderer's Electron platform calls `window.app`. It lives in common/ because
+// all three read it and none of them owns it. One function per operation;
 // every call resolves to a Result so the error record survives the IPC boundary intact.
 import type {
   ConnectionInfo,
@@ -10,7 +11,6 @@ import type {
   LimitsRecord,
   LimitsUpdate,
   PauseResult,
-  Result,
   ServerInfo,
   Session,
   SessionCreateRequest,
@@ -20,7 +20,8 @@ import type {
   SessionStatusResponse,
   StreamState,
   ZoneList,
-} from '../renderer/src/platform/types.ts';
+} from './api-types.ts';
+import type { Result } from './result.ts';
 
 /** Request/response operations: each becomes one `ipcRenderer.invoke('app:<name>', ...args)`. */
 export interface AppOps {

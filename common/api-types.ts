@@ -1,5 +1,6 @@
-// Wire shapes of the v2 API, as the renderer (and the preload contract) sees them.
+// Wire shapes of the v2 API as the desktop app sees them (main, preload and renderer alike).
 // They come from the server's schemas (type-only imports: nothing runtime crosses over).
+// Neutral ground: no Node and no DOM, so both tsconfigs check it.
 export type {
   Zone,
   ZoneList,
@@ -14,9 +15,9 @@ export type {
   ServerInfo,
   Configuration,
   LimitScope,
-} from '../../../server/contract/schemas.ts';
+} from '../server/contract/schemas.ts';
 
-import type { ClientLimits, ClientLimitsUpdate, SessionStatusValue, EventType } from '../../../server/contract/schemas.ts';
+import type { ClientLimits, ClientLimitsUpdate, SessionStatusValue, EventType } from '../server/contract/schemas.ts';
 
 /** The client record has every limit field; the other two scopes have a subset of them. */
 export type LimitsRecord = ClientLimits;
@@ -39,18 +40,6 @@ export interface EventFilter {
   /** Replay every stored event with a larger id first; omit for live only. */
   last_event_id?: number;
 }
-
-/** The error record's content, plus the HTTP status (0 when the server could not be reached). */
-export interface ApiErrorInfo {
-  status: number;
-  code: string;
-  message: string;
-  details: Record<string, unknown>;
-  /** Seconds to wait, from Retry-After on 429. */
-  retryAfter?: number;
-}
-
-export type Result<T> = { ok: true; value: T } | { ok: false; error: ApiErrorInfo };
 
 export type StreamState = 'connecting' | 'open' | 'reconnecting' | 'closed';
 

@@ -1,6 +1,6 @@
 // Turns a non-2xx answer of the API into ApiErrorInfo. Pure (no DOM, no Node): the web
 // platform and the Electron main process's API client both read error answers through it.
-import type { ApiErrorInfo } from './types.ts';
+import type { ApiErrorInfo } from './result.ts';
 
 export function errorInfoFrom(res: { status: number; statusText: string; headers: { get(name: string): string | null } }, body: unknown): ApiErrorInfo {
   const rec = (body as { error?: Partial<ApiErrorInfo> } | null)?.error;
