@@ -30,6 +30,8 @@ type TestFixtures = {
    * own form (a web page, or a desktop app of its own); closed after the test.
    */
   openApp: (opts: { backend: Backend; token?: string }) => Promise<AppPage>;
+  /** A desktop app of its own on its embedded server (no remote env); desktop project only. */
+  openEmbeddedDesktop: () => Promise<DesktopApp>;
 };
 
 export const test = base.extend<TestFixtures, WorkerFixtures>({
@@ -128,6 +130,17 @@ export const test = base.extend<TestFixtures, WorkerFixtures>({
       return new AppPage(page);
     });
     for (const close of opened.reverse()) await close().catch(() => {});
+  },
+
+  openEmbeddedDesktop: async ({ browser }, use, testInfo) => {
+    const opened: DesktopApp[] = [];
+    await use(async () => {
+      if (testInfo.project.name !== 'desktop') throw new Error('openEmbeddedDesktop is for the desktop project');
+      const d = await launchDesktop({ browser });
+      opened.push(d);
+      return d;
+    });
+    for (const d of opened.reverse()) await d.quit().catch(() => {});
   },
 
   app: async ({ appPage }, use) => {
