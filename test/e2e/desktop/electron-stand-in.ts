@@ -17,7 +17,7 @@ export interface StandInOptions {
   userData: string;
   /** The browser whose pages are the windows; absent in a process that must never open one. */
   browser?: Browser;
-  /** Extra Chromium permission names to grant beyond what main's permission handler allows. */
+  /** The command line a second instance hands to the first. */
   argv?: string[];
   /** Whether safeStorage reports a system keychain (AES-GCM with a key held by the stand-in). */
   encryptionAvailable?: boolean;
@@ -54,6 +54,8 @@ const PERMISSIONS: Record<string, string> = {
 export class StandInState {
   readonly handlers = new Map<string, Handler>();
   readonly sent: Array<{ channel: string; args: unknown[] }> = [];
+  /** Every IPC call that reached a handler, with the frame URL and what main answered. */
+  readonly invoked: Array<{ channel: string; frameUrl: string; args: unknown[]; result: unknown }> = [];
   readonly notifications: NotificationRecord[] = [];
   readonly clipboardWrites: string[] = [];
   readonly errors: Array<{ title: string; content: string }> = [];
@@ -174,7 +176,10 @@ export class FakeBrowserWindow extends EventEmitter {
       const h = state.handlers.get(channel);
       if (!h) throw new Error(`Error invoking remote method '${channel}': No handler registered for '${channel}'`);
       const event = { sender: this.webContents, senderFrame: frameMain(source.frame), processId: 1, frameId: 1 };
-      return h(event, ...(Array.isArray(args) ? args : []));
+      const list = Array.isArray(args) ? args : [];
+      const result = await h(event, ...list);
+      state.invoked.push({ channel, frameUrl: source.frame.url(), args: list, result });
+      return result;
     });
     const prefs = (this.options.webPreferences ?? {}) as { preload?: string };
     if (prefs.preload) await page.addInitScript({ content: preloadInitScript(readFileSync(prefs.preload, 'utf8'), prefs.preload) });
@@ -318,13 +323,16 @@ export function createElectron(opts: StandInOptions): { electron: Record<string,
     },
     getName: () => 'VPN Access Desk',
     getVersion: () => '0.0.0-stand-in',
+    // Like Electron, quitting happens on a later turn of the loop, not inside the call.
     quit() {
       if (quitting) return;
       quitting = true;
-      app.emit('before-quit', { preventDefault() {} });
-      let prevented = false;
-      app.emit('will-quit', { preventDefault: () => (prevented = true) });
-      if (!prevented) appApi.exit(0);
+      setImmediate(() => {
+        app.emit('before-quit', { preventDefault() {} });
+        let prevented = false;
+        app.emit('will-quit', { preventDefault: () => (prevented = true) });
+        if (!prevented) appApi.exit(0);
+      });
     },
     exit(code = 0) {
       if (state.exitCode !== null) return;

@@ -47,15 +47,18 @@ function hookElectron(): void {
 
 export class DesktopApp {
   readonly state: StandInState;
+  /** The stand-in module itself, as main sees it (safeStorage, clipboard, ...). */
+  readonly electron: Record<string, unknown>;
   readonly userData: string;
   readonly exited: Promise<number>;
   readonly #browser: Browser;
   readonly #ownsUserData: boolean;
   readonly #app: { quit(): void };
 
-  constructor(state: StandInState, app: { quit(): void }, userData: string, ownsUserData: boolean, exited: Promise<number>, browser: Browser) {
+  constructor(electron: Record<string, unknown>, state: StandInState, userData: string, ownsUserData: boolean, exited: Promise<number>, browser: Browser) {
     this.state = state;
-    this.#app = app;
+    this.electron = electron;
+    this.#app = electron.app as { quit(): void };
     this.userData = userData;
     this.#ownsUserData = ownsUserData;
     this.exited = exited;
@@ -130,9 +133,9 @@ export class DesktopApp {
     }
   }
 
-  /** Quits as the tray's Quit does; resolves with the exit code. */
+  /** Quits as the app menu's Quit does (app.quit); resolves with the exit code. */
   async quit(): Promise<number> {
-    this.#app.quit();
+    if (this.state.exitCode === null) this.#app.quit();
     const code = await this.exited;
     if (this.#ownsUserData) rmSync(this.userData, { recursive: true, force: true });
     return code;
@@ -179,7 +182,7 @@ export async function launchDesktop(opts: LaunchOptions): Promise<DesktopApp> {
     }
     current = null;
   }
-  const app = new DesktopApp(state, electron.app as { quit(): void }, userData, ownsUserData, exited, opts.browser);
+  const app = new DesktopApp(electron, state, userData, ownsUserData, exited, opts.browser);
   // Up: the window exists, shows the renderer, and the preload's bridge answers.
   await expect
     .poll(() => state.errors.length > 0 || state.exitCode !== null || state.windows.some((w) => w.visible && w.page), { timeout: 30_000 })
