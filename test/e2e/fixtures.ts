@@ -31,7 +31,7 @@ type TestFixtures = {
    */
   openApp: (opts: { backend: Backend; token?: string }) => Promise<AppPage>;
   /** A desktop app of its own on its embedded server (no remote env); desktop project only. */
-  openEmbeddedDesktop: () => Promise<DesktopApp>;
+  openEmbeddedDesktop: (opts?: { userData?: string; encryptionAvailable?: boolean }) => Promise<DesktopApp>;
 };
 
 export const test = base.extend<TestFixtures, WorkerFixtures>({
@@ -134,9 +134,9 @@ export const test = base.extend<TestFixtures, WorkerFixtures>({
 
   openEmbeddedDesktop: async ({ browser }, use, testInfo) => {
     const opened: DesktopApp[] = [];
-    await use(async () => {
+    await use(async (opts = {}) => {
       if (testInfo.project.name !== 'desktop') throw new Error('openEmbeddedDesktop is for the desktop project');
-      const d = await launchDesktop({ browser });
+      const d = await launchDesktop({ browser, ...opts });
       opened.push(d);
       return d;
     });
