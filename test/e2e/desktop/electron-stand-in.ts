@@ -64,6 +64,7 @@ export class StandInState {
   tray: FakeTray | null = null;
   sandboxEnabled = false;
   permissionCheck: ((wc: unknown, permission: string, origin: string) => boolean) | null = null;
+  permissionRequest: unknown = null;
   beforeRequest: ((details: { url: string }, cb: (r: { cancel?: boolean }) => void) => void) | null = null;
   headersReceived: unknown = null;
   lock: InstanceLock | null = null;
@@ -399,7 +400,7 @@ export function createElectron(opts: StandInOptions): { electron: Record<string,
     },
     session: {
       defaultSession: {
-        setPermissionRequestHandler() {},
+        setPermissionRequestHandler: (fn: unknown) => void (state.permissionRequest = fn),
         setPermissionCheckHandler: (fn: StandInState['permissionCheck']) => void (state.permissionCheck = fn),
         webRequest: {
           onHeadersReceived: (fn: unknown) => void (state.headersReceived = fn),

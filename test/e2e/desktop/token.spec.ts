@@ -11,7 +11,8 @@ import { test, expect } from '../fixtures.ts';
 import { IPC_BINDING } from './preload-shim.ts';
 
 /** The preload's `window.app`, as far as these checks use it. */
-type Bridge = { app: { listZones(): Promise<{ ok: boolean; error?: { status: number; code: string } }> } };
+type Answer = { ok: boolean; error?: { status: number; code: string; message: string } };
+type Bridge = { app: { listZones(): Promise<Answer>; createSession(b: unknown): Promise<Answer> } };
 
 async function heapSnapshot(page: Page): Promise<string> {
   const cdp = await page.context().newCDPSession(page);
@@ -86,7 +87,7 @@ test('the API token never reaches the renderer', async ({ app, backend, desktop,
   expect(JSON.stringify(d.state.sent).includes(token)).toBe(false);
 });
 
-test('main refuses IPC from a sub-frame, from a foreign page and with bad arguments', async ({ app, desktop }) => {
+test('main refuses IPC from a sub-frame, from a foreign page and with bad arguments', async ({ app, backend, desktop }) => {
   const d = desktop!;
   const page = app.page;
   await app.waitReady();
@@ -98,6 +99,11 @@ test('main refuses IPC from a sub-frame, from a foreign page and with bad argume
   expect(ok.ok).toBe(true);
   const badArgs = await page.evaluate(([b]) => (window as never as Record<string, (c: string, a: unknown[]) => Promise<{ ok: boolean; error: { status: number } }>>)[b]('app:getLimits', ['everything']), [IPC_BINDING]);
   expect(badArgs).toMatchObject({ ok: false, error: { status: 400, code: 'invalid_request' } });
+  // The server's own refusal crosses IPC intact (status, code, message).
+  const refused = await page.evaluate(() => (window as unknown as Bridge).app.createSession({ client_id: 'bad id', zone: 'de-fra' }));
+  const direct = await backend.api<{ error: { code: string; message: string } }>('POST', '/sessions', { client_id: 'bad id', zone: 'de-fra' });
+  expect(direct.status).toBe(400);
+  expect(refused).toMatchObject({ ok: false, error: { status: 400, code: direct.body.error.code, message: direct.body.error.message } });
 
   // A sub-frame of the app's window: no preload bridge there, and its raw IPC is refused.
   await page.evaluate(() => {
