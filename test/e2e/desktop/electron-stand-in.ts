@@ -65,6 +65,11 @@ export class StandInState {
   sandboxEnabled = false;
   permissionCheck: ((wc: unknown, permission: string, origin: string) => boolean) | null = null;
   permissionRequest: unknown = null;
+  /** Navigations main's 'will-navigate' prevented, requests its onBeforeRequest cancelled,
+   * and window.open calls its window-open handler denied. */
+  readonly blockedNavigations: string[] = [];
+  readonly cancelledRequests: string[] = [];
+  readonly deniedWindows: string[] = [];
   beforeRequest: ((details: { url: string }, cb: (r: { cancel?: boolean }) => void) => void) | null = null;
   headersReceived: unknown = null;
   lock: InstanceLock | null = null;
@@ -166,9 +171,24 @@ export class FakeBrowserWindow extends EventEmitter {
     // main's onBeforeRequest decides which requests leave the window (Playwright sees
     // network requests; file:// loads are not routed, as they are local reads).
     await context.route('**/*', (route) => {
+      // A navigation the page starts itself (a link, location.href) asks main's
+      // 'will-navigate' first, as Electron does; loadFile/goto do not.
+      const req = route.request();
+      if (req.isNavigationRequest() && !req.frame().parentFrame()) {
+        let prevented = false;
+        this.webContents.emit('will-navigate', { preventDefault: () => (prevented = true), url: req.url() }, req.url());
+        if (prevented) {
+          state.blockedNavigations.push(req.url());
+          // ERR_ABORTED: Chromium drops the navigation and keeps the page, as Electron does.
+          return void route.abort('aborted').catch(() => {});
+        }
+      }
       const hook = state.beforeRequest;
       if (!hook) return route.continue();
-      hook({ url: route.request().url() }, (r) => void (r.cancel ? route.abort('blockedbyclient') : route.continue()).catch(() => {}));
+      hook({ url: req.url() }, (r) => {
+        if (r.cancel) state.cancelledRequests.push(req.url());
+        void (r.cancel ? route.abort('blockedbyclient') : route.continue()).catch(() => {});
+      });
     });
     const page = await context.newPage();
     // IPC renderer -> main: ipcRenderer.invoke crosses here with the calling frame, whose
@@ -187,9 +207,13 @@ export class FakeBrowserWindow extends EventEmitter {
     page.on('request', (req) => {
       if (req.isNavigationRequest() && req.frame() === page.mainFrame()) this.webContents.emit('did-start-navigation', { isMainFrame: true, isSameDocument: false, url: req.url() });
     });
+    // window.open: Chromium opens the popup, and main's window-open handler decides at once.
     page.on('popup', (popup) => {
       const h = this.webContents.windowOpenHandler;
-      if (h && h({ url: popup.url() }).action === 'deny') void popup.close();
+      if (h && h({ url: popup.url() }).action === 'deny') {
+        state.deniedWindows.push(popup.url());
+        void popup.close();
+      }
     });
     page.on('crash', () => this.webContents.emit('render-process-gone', {}, { reason: 'crashed' }));
     page.on('close', () => {
