@@ -6,6 +6,8 @@
 // runs server/cli.ts from source by Node's type stripping, exactly as before the bundle
 // existed. Both need Node 24 (as embedded in Electron): when started by an older system Node,
 // it re-runs itself with the Node 24 that `npm ci` installs in node_modules.
+// VPN_ACCESS_LAUNCH=bundle or =source forces one of the two (the benchmark and the tests
+// compare them); with `bundle` a missing or stale bundle is an error, not a fallback.
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import module from 'node:module';
@@ -39,7 +41,12 @@ function freshBundle() {
   return bundle;
 }
 
-const bundle = major >= 24 ? freshBundle() : undefined;
+const launch = process.env.VPN_ACCESS_LAUNCH;
+const bundle = major >= 24 && launch !== 'source' ? freshBundle() : undefined;
+if (launch === 'bundle' && major >= 24 && !bundle) {
+  process.stderr.write(`vpn-access: VPN_ACCESS_LAUNCH=bundle, but dist/server/cli.mjs is missing or older than the sources; run "npm run build:server"\n`);
+  process.exit(1);
+}
 if (bundle || (major >= 24 && process.features.typescript)) {
   // V8's code cache for the bundle (kept in the OS temp folder) saves compiling it again at
   // every start. Sources run by type stripping gain little from it, so only the bundle uses it.
