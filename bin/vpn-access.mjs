@@ -9,7 +9,7 @@
 // VPN_ACCESS_LAUNCH=bundle or =source forces one of the two (the benchmark and the tests
 // compare them); with `bundle` a missing or stale bundle is an error, not a fallback.
 import { spawn } from 'node:child_process';
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import module from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -20,23 +20,23 @@ const major = Number(process.versions.node.split('.')[0]);
 
 /** The bundle, if it is at least as new as everything it was built from; else undefined. */
 function freshBundle() {
-  const bundle = join(root, 'dist', 'server', 'cli.mjs');
-  let built;
+  const dir = join(root, 'dist', 'server');
+  const bundle = join(dir, 'cli.mjs');
+  const built = statSync(bundle, { throwIfNoEntry: false })?.mtimeMs;
+  if (built === undefined) return undefined;
+  let inputs;
   try {
-    built = statSync(bundle).mtimeMs;
+    // The project files the build read (scripts/build-server.ts lists them), relative to root.
+    inputs = JSON.parse(readFileSync(join(dir, 'inputs.json'), 'utf8')).map((f) => join(root, f));
   } catch {
     return undefined;
   }
   // npm rewrites node_modules/.package-lock.json at every install, so a changed dependency
-  // counts as a change too (the bundle inlines some dependencies).
-  for (const file of [join(root, 'package.json'), join(root, 'node_modules', '.package-lock.json')]) {
-    const mtime = statSync(file, { throwIfNoEntry: false })?.mtimeMs ?? 0;
+  // counts as a change too (the bundle includes the dependencies).
+  for (const file of [join(root, 'package.json'), join(root, 'node_modules', '.package-lock.json'), ...inputs]) {
+    // A file gone (moved, deleted) means the sources changed too.
+    const mtime = statSync(file, { throwIfNoEntry: false })?.mtimeMs ?? Infinity;
     if (mtime > built) return undefined;
-  }
-  // Every file under server/ (a few dozen stats, about 2 ms), not only those imported,
-  // so the check never needs to know the import graph.
-  for (const entry of readdirSync(join(root, 'server'), { recursive: true, withFileTypes: true })) {
-    if (entry.isFile() && statSync(join(entry.parentPath, entry.name)).mtimeMs > built) return undefined;
   }
   return bundle;
 }

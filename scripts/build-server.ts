@@ -7,7 +7,7 @@
 // listening with them external, 300 ms bundled). The few a dependency loads by name at run time
 // (optional ones such as ws's utf-8-validate) still resolve from node_modules through `require`.
 import { build } from 'esbuild';
-import { rmSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -17,7 +17,9 @@ const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const OUT = join(ROOT, 'dist', 'server');
 rmSync(OUT, { recursive: true, force: true }); // no chunk of an earlier build stays behind
 
-await build({
+const result = await build({
+  metafile: true,
+  absWorkingDir: ROOT, // so the metafile names inputs relative to the app root
   entryPoints: { cli: join(ROOT, 'server', 'cli.ts') },
   outdir: OUT,
   outExtension: { '.js': '.mjs' },
@@ -46,4 +48,9 @@ await build({
   define: { 'import.meta.url': '__server_source_url' },
 });
 
-console.log('built dist/server/cli.mjs');
+// The project files the bundle was built from (every one, whatever folder it sits in): the
+// launcher compares their times with the bundle's to know whether it is stale.
+const inputs = Object.keys(result.metafile.inputs).filter((f) => !f.includes('node_modules/'));
+writeFileSync(join(OUT, 'inputs.json'), JSON.stringify(inputs) + '\n');
+
+console.log(`built dist/server/cli.mjs from ${inputs.length} project files`);
