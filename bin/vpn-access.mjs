@@ -48,9 +48,9 @@ if (launch === 'bundle' && major >= 24 && !bundle) {
   process.exit(1);
 }
 if (bundle || (major >= 24 && process.features.typescript)) {
-  // V8's code cache for the bundle (kept in the OS temp folder) saves compiling it again at
-  // every start. Sources run by type stripping gain little from it, so only the bundle uses it.
-  if (bundle) module.enableCompileCache?.();
+  // V8's code cache (kept in the OS temp folder, keyed by each file's content) saves compiling
+  // the bundle, or the sources and the packages they load, again at every start.
+  module.enableCompileCache?.();
   const { main } = await import(pathToFileURL(bundle ?? join(root, 'server', 'cli.ts')).href);
   await main(process.argv.slice(2)).catch((err) => {
     process.stderr.write(`vpn-access: ${err instanceof Error ? err.message : String(err)}\n`);
