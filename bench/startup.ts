@@ -1,7 +1,8 @@
 // Start-up benchmark: process start to the "listening" line of `vpn-access serve` run by the
 // bin launcher from the bundle (dist/server/cli.mjs, rebuilt first so it matches the
-// sources), beside the same launcher running the TypeScript sources and a bare `node -e 0`,
-// all measured in turn in the same run. Prints median and best of several starts (each with
+// sources), beside the same launcher running the TypeScript sources, `node server/cli.ts`
+// itself (how `npm run serve` started before the bundle) and a bare `node -e 0`, all
+// measured in turn in the same run. Prints median and best of several starts (each with
 // a new data folder, so each also creates the database and the first owner token).
 // Target: the bundle listening within 300 ms. Prints figures, never asserts.
 import { spawn, spawnSync } from 'node:child_process';
@@ -22,11 +23,11 @@ const env = (launch?: string) => {
 };
 
 /** Milliseconds from spawn to the "listening" line; the process is then stopped. */
-function timeServe(launch: 'bundle' | 'source'): Promise<number> {
+function timeServe(launch: 'bundle' | 'source' | 'cli.ts'): Promise<number> {
   const dataDir = mkdtempSync(join(tmpdir(), 'vad-bench-start-'));
-  const args = [BIN, 'serve', '--data-dir', dataDir, '--host', '127.0.0.1', '--port', '0', '--vless-tcp-port', 'off', '--proxy-port', 'off', '--no-ui', '--quiet'];
+  const args = [launch === 'cli.ts' ? join(ROOT, 'server', 'cli.ts') : BIN, 'serve', '--data-dir', dataDir, '--host', '127.0.0.1', '--port', '0', '--vless-tcp-port', 'off', '--proxy-port', 'off', '--no-ui', '--quiet'];
   const t0 = performance.now();
-  const child = spawn(process.execPath, args, { env: env(launch), stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, args, { env: env(launch === 'cli.ts' ? undefined : launch), stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   child.stderr.setEncoding('utf8').on('data', (c: string) => (err += c));
@@ -66,22 +67,27 @@ console.log(`\n== Start-up: process start -> "listening" of vpn-access serve (${
 // as on any start after the first following a build.
 await timeServe('bundle');
 await timeServe('source');
+await timeServe('cli.ts');
 const bundle: number[] = [];
 const source: number[] = [];
+const direct: number[] = [];
 const bare: number[] = [];
 for (let i = 0; i < RUNS; i++) {
   // Interleaved, so a burst of load on the machine hits all three alike.
   bare.push(timeBareNode());
   bundle.push(await timeServe('bundle'));
   source.push(await timeServe('source'));
+  direct.push(await timeServe('cli.ts'));
 }
 const b = stats(bundle);
 const s = stats(source);
 const n = stats(bare);
+const d = stats(direct);
 const row = (name: string, x: { median: number; best: number }, extra = '') =>
-  console.log(`  ${name.padEnd(44)} median ${x.median.toFixed(0).padStart(5)} ms   best ${x.best.toFixed(0).padStart(5)} ms${extra}`);
+  console.log(`  ${name.padEnd(50)} median ${x.median.toFixed(0).padStart(5)} ms   best ${x.best.toFixed(0).padStart(5)} ms${extra}`);
 row('bare `node -e 0` (baseline)', n);
 row('vpn-access serve, bundle (dist/server)', b, `   | ${(b.median / n.median).toFixed(1)}x bare`);
 row('vpn-access serve, from source (type strip)', s, `   | bundle is ${(s.median / b.median).toFixed(1)}x faster`);
+row('node server/cli.ts serve (the old npm run serve)', d, `   | bundle is ${(d.median / b.median).toFixed(1)}x faster`);
 console.log(`target: bundle listening within ${TARGET_MS} ms (median) -> ${b.median <= TARGET_MS ? 'met' : 'NOT met'}` +
   ` (${(b.median - n.median).toFixed(0)} ms above bare node)`);
