@@ -6,9 +6,9 @@
 // one by one costs more at start than all of our own modules (measured: median 480 ms to
 // listening with them external, 300 ms bundled). The few a dependency loads by name at run time
 // (optional ones such as ws's utf-8-validate) still resolve from node_modules through `require`.
-import { build } from 'esbuild';
-import { rmSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { build, type Plugin } from 'esbuild';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -16,6 +16,26 @@ const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 // bin/vpn-access.mjs and test/helpers/cli.ts look for dist/server/cli.mjs.
 const OUT = join(ROOT, 'dist', 'server');
 rmSync(OUT, { recursive: true, force: true }); // no chunk of an earlier build stays behind
+
+// Server modules find files next to their own source (app.ts reads '../package.json', cli.ts
+// finds dist/renderer from the app root). In the bundle each project file's `import.meta.url`
+// is rewritten to name that file's own source path, computed from where the bundle sits, so
+// such relative paths resolve exactly as when run from source, in whatever folder the file is.
+// (The JSON the sources import, such as zones/default-zones.json, is inlined by esbuild.)
+const sourceUrls: Plugin = {
+  name: 'source-import-meta-url',
+  setup(b) {
+    b.onLoad({ filter: /\.ts$/ }, (args) => {
+      if (args.path.includes(`${sep}node_modules${sep}`)) return undefined;
+      const text = readFileSync(args.path, 'utf8');
+      if (/import\.meta\.(dirname|filename)\b/.test(text)) {
+        return { errors: [{ text: `${relative(ROOT, args.path)}: use import.meta.url (import.meta.dirname and .filename are not rewritten for the bundle)` }] };
+      }
+      const rel = JSON.stringify(relative(OUT, args.path).split(sep).join('/'));
+      return { contents: text.replace(/\bimport\.meta\.url\b/g, `new URL(${rel}, import.meta.url).href`), loader: 'ts' };
+    });
+  },
+};
 
 const result = await build({
   metafile: true,
@@ -33,19 +53,11 @@ const result = await build({
   target: 'node24',
   sourcemap: true,
   logLevel: 'warning',
-  // Server modules find files next to their own source (app.ts reads '../package.json', cli.ts
-  // finds dist/renderer from the app root). In the bundle every `import.meta.url` is made to
-  // name <app root>/server/cli.ts, so those relative paths resolve exactly as from source.
-  // (The JSON the sources import, such as zones/default-zones.json, is inlined by esbuild.)
   // `require` is what esbuild's CommonJS wrappers call for Node built-ins and optional packages.
   banner: {
-    js: [
-      "import { createRequire as __createRequire } from 'node:module';",
-      'const require = __createRequire(import.meta.url);',
-      "const __server_source_url = new URL('../../server/cli.ts', import.meta.url).href;",
-    ].join('\n'),
+    js: ["import { createRequire as __createRequire } from 'node:module';", 'const require = __createRequire(import.meta.url);'].join('\n'),
   },
-  define: { 'import.meta.url': '__server_source_url' },
+  plugins: [sourceUrls],
 });
 
 // The project files the bundle was built from (every one, whatever folder it sits in): the
