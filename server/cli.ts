@@ -8,7 +8,8 @@ import { parseArgs } from 'node:util';
 import { openDatabase } from './store/db.ts';
 import { type Role, Store } from './store/store.ts';
 import { createLogger } from './log.ts';
-import { startServer } from './serve.ts';
+// serve.ts (and through it fastify and the data plane) is imported only by `serve`, below:
+// `token` commands and `help` then start without loading them.
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const env = process.env;
@@ -98,6 +99,7 @@ async function serve(argv: string[]): Promise<void> {
   const log = createLogger();
   const rateText = values['rate-limit'] ?? env.VPN_ACCESS_RATE_LIMIT;
 
+  const { startServer } = await import('./serve.ts');
   const server = await startServer({
     host,
     port: port(values.port ?? env.VPN_ACCESS_PORT, 8787, '--port') ?? 8787,

@@ -2,9 +2,10 @@
 // request log, clean shutdown on SIGTERM and SIGINT).
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { printedToken, serve, type ServeProcess, tokenCli } from '../helpers/cli.ts';
+import { BIN, ensureServerBundle, printedToken, serve, type ServeProcess, tokenCli } from '../helpers/cli.ts';
 import { NODE, removeDir, ROOT, tempDir, waitFor } from '../helpers/server.ts';
 
 describe('vpn-access token', () => {
@@ -199,5 +200,55 @@ describe('vpn-access serve', () => {
       await srv.exited;
       removeDir(d);
     }
+  });
+});
+
+describe('vpn-access from the bundle (dist/server/cli.mjs, what the bin runs after npm run build)', () => {
+  let dir: string;
+  before(() => {
+    ensureServerBundle();
+    dir = tempDir('vad-bundle-');
+  });
+  after(() => removeDir(dir));
+
+  test('serve starts, answers the API and reads its files from the app root', async () => {
+    const srv = await serve(dir, [], 20_000, 'bundle');
+    try {
+      const token = printedToken(srv.stdout());
+      assert.ok(token, srv.stdout());
+      const doc = await fetch(`${srv.baseUrl}/openapi.json`);
+      assert.equal(doc.status, 200);
+      const api = (await doc.json()) as { openapi: string; paths: Record<string, unknown> };
+      assert.match(api.openapi, /^3\./);
+      assert.ok('/v2/sessions' in api.paths || '/sessions' in api.paths, Object.keys(api.paths).join(' '));
+      // The version comes from package.json, found relative to the source path, not dist/.
+      const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
+      const info = (await (await fetch(`${srv.baseUrl}/server-info`, { headers: { authorization: `Bearer ${token}` } })).json()) as { version: string };
+      assert.equal(info.version, pkg.version);
+      // The built-in zone catalogue (server/zones/default-zones.json) is inside the bundle.
+      const zones = await fetch(`${srv.baseUrl}/zones`, { headers: { authorization: `Bearer ${token}` } });
+      assert.equal(zones.status, 200);
+      assert.match(JSON.stringify(await zones.json()), /de-fra/);
+      const created = await fetch(`${srv.baseUrl}/sessions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ client_id: 'bundle', zone: 'de-fra' }),
+      });
+      assert.equal(created.status, 201);
+    } finally {
+      srv.kill('SIGTERM');
+    }
+    assert.deepEqual(await srv.exited, { code: 0, signal: null });
+  });
+
+  test('token commands run from the bundle too', () => {
+    const env: NodeJS.ProcessEnv = { ...process.env, VPN_ACCESS_LAUNCH: 'bundle' };
+    delete env.VPN_ACCESS_DATA_DIR;
+    const r = spawnSync(NODE, [BIN, 'token', 'create', '--customer', 'bundled', '--role', 'agent', '--data-dir', dir], { env, encoding: 'utf8', timeout: 20_000 });
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stdout, /^vad_[A-Za-z0-9_-]{20,}\n$/);
+    const list = spawnSync(NODE, [BIN, 'token', 'list', '--data-dir', dir], { env, encoding: 'utf8', timeout: 20_000 });
+    assert.equal(list.status, 0, list.stderr);
+    assert.match(list.stdout, /bundled/);
   });
 });
