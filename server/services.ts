@@ -1,6 +1,7 @@
 // The service objects shared by the routes, built once per server.
 import type { ServerResponse } from 'node:http';
-import type { DataPlane, Logger } from './dataplane/api.ts';
+import type { DataPlane } from './dataplane/api.ts';
+import type { Logger } from './domain.ts';
 import type { EventBus } from './events/bus.ts';
 import type { SseOptions, StreamHandle } from './events/sse.ts';
 import type { LinkSettings } from './links.ts';

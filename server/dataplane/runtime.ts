@@ -1,7 +1,8 @@
 // In-memory runtime of sessions with open connections: meters, status, events and limits.
 // Every inbound (VLESS over ws or tcp, the HTTP proxy) goes through admit() and then moves its
 // bytes through the Lease it gets back, so all traffic is counted and limited the same way.
-import type { DataPlaneDeps, LimitValues, LiveCounters, SessionStatus } from './api.ts';
+import type { DataPlaneDeps, LiveCounters } from './api.ts';
+import type { LimitValues, SessionStatus } from '../domain.ts';
 import { TokenBucket } from './token-bucket.ts';
 
 export type Dir = 'up' | 'down';

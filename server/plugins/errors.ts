@@ -3,7 +3,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, type ErrorCode } from '../contract/errors.ts';
 import { errorFrame } from '../events/sse.ts';
-import type { Logger } from '../dataplane/api.ts';
+import type { Logger } from '../domain.ts';
 
 export const EVENTS_ROUTE = '/v2/sessions/events';
 
