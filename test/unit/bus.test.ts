@@ -2,9 +2,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { EventBus, matches } from '../../server/events/bus.ts';
-import { openDatabase } from '../../server/store/db.ts';
-import { Store } from '../../server/store/store.ts';
-import { removeDir, tempDir } from '../helpers/server.ts';
+import { withStore } from '../helpers/server.ts';
 
 test('filters: session ids and types, each a set; empty lists mean everything', () => {
   const e = { id: 1, session_id: 's1', event_type: 'session_start' as const, created_at: '', duration: 0, downloaded_bytes: 0, uploaded_bytes: 0 };
@@ -18,9 +16,7 @@ test('filters: session ids and types, each a set; empty lists mean everything', 
 });
 
 test('the bus persists before delivering, with increasing ids, only to matching subscribers of the customer', () => {
-  const dir = tempDir('vad-bus-');
-  const store = new Store(openDatabase(dir));
-  try {
+  withStore((store) => {
     const bus = new EventBus(store);
     const got: Record<string, number[]> = { a: [], aEnd: [], b: [] };
     const unsubA = bus.subscribe({ customerId: 'A', filter: {}, deliver: (e) => {
@@ -44,8 +40,5 @@ test('the bus persists before delivering, with increasing ids, only to matching 
       [ids[0], 'session_start', 0, 0, 0],
       [ids[1], 'session_end', 5, 1, 2],
     ]);
-  } finally {
-    store.db.close();
-    removeDir(dir);
-  }
+  }, 'vad-bus-');
 });
