@@ -10,6 +10,7 @@
 //   routes/*.ts        the /v2 operations
 //   http/web-ui.ts     the built renderer and its single-page fallback
 //   http/retention.ts  event retention
+import { createRequire } from 'node:module';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { BODY_LIMIT, installBodyParsing } from './http/body.ts';
 import { resolveConfig, type ServerOptions } from './http/config.ts';
@@ -28,13 +29,17 @@ import { redactIds } from './time.ts';
 
 export type { ServerOptions } from './http/config.ts';
 
+// Read relative to this file: the main-process bundle points import.meta.url at server/app.ts
+// (scripts/build-main.ts), so this path must stay here.
+const pkg = createRequire(import.meta.url)('../package.json') as { version: string };
+
 export interface BuiltServer {
   app: FastifyInstance;
   services: Services;
 }
 
 export async function buildServer(opts: ServerOptions): Promise<BuiltServer> {
-  const config = resolveConfig(opts);
+  const config = resolveConfig(opts, pkg.version);
   const services = createServices(opts, config);
   const { store, dataPlane, log } = services;
   const guard = new V2Guard();

@@ -1,14 +1,11 @@
 // The options a caller gives buildServer, and the settings resolved from them with every
 // default filled in: link settings (what session configurations say), the service settings
 // the routes read, the data plane's configuration, the rate limit and event retention.
-import { createRequire } from 'node:module';
 import type { DataPlane, DataPlaneConfig, DataPlaneDeps } from '../dataplane/api.ts';
 import type { Logger } from '../domain.ts';
 import type { SseOptions } from '../events/sse.ts';
 import type { LinkSettings } from '../links.ts';
 import type { Settings } from '../services.ts';
-
-const pkg = createRequire(import.meta.url)('../../package.json') as { version: string };
 
 export interface ServerOptions {
   dataDir: string;
@@ -51,7 +48,8 @@ export interface ResolvedConfig {
   eventRetentionMs: number;
 }
 
-export function resolveConfig(opts: ServerOptions): ResolvedConfig {
+/** `version` is the app's own (package.json), read by app.ts. */
+export function resolveConfig(opts: ServerOptions, version: string): ResolvedConfig {
   const link: LinkSettings = {
     publicHost: opts.publicHost ?? '127.0.0.1',
     network: opts.linkNetwork ?? 'ws',
@@ -62,7 +60,7 @@ export function resolveConfig(opts: ServerOptions): ResolvedConfig {
   };
   return {
     settings: {
-      version: pkg.version,
+      version,
       link,
       proxyPort: null,
       logRequests: Boolean(opts.logRequests),
