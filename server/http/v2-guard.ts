@@ -71,12 +71,12 @@ export class V2Guard {
           const hooks = route.onRequest ? (Array.isArray(route.onRequest) ? route.onRequest : [route.onRequest]) : [];
           route.onRequest = [...hooks, auth];
           const pattern = new RegExp('^' + route.url.replace(/:[^/]+/g, '[^/]+').replace(/\/$/, '') + '/?$');
-          for (const m of Array.isArray(route.method) ? route.method : [route.method]) known.push({ method: m, pattern });
+          for (const method of Array.isArray(route.method) ? route.method : [route.method]) known.push({ method, pattern });
         });
         this.limiter = v2.rateLimit() as unknown as Limiter;
         v2.setNotFoundHandler({ preHandler: v2.rateLimit() }, async (request, reply) => {
           const path = request.url.split('?')[0];
-          const allowed = [...new Set(known.filter((k) => k.pattern.test(path)).map((k) => k.method))];
+          const allowed = [...new Set(known.filter((route) => route.pattern.test(path)).map((route) => route.method))];
           if (allowed.length) {
             reply.header('allow', allowed.join(', '));
             return sendError(request, reply, new ApiError('method_not_allowed', `${request.method} is not allowed here; use ${allowed.join(' or ')}.`, { allow: allowed }));
