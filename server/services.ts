@@ -4,24 +4,16 @@ import type { DataPlane } from './dataplane/api.ts';
 import { createDataPlane } from './dataplane/index.ts';
 import type { Logger } from './domain.ts';
 import { EventBus } from './events/bus.ts';
-import type { SseOptions, StreamHandle } from './events/sse.ts';
-import type { ResolvedConfig, ServerOptions } from './http/config.ts';
-import type { LinkSettings } from './links.ts';
+import type { StreamHandle } from './events/sse.ts';
+import type { ResolvedConfig, ServerOptions, Settings } from './http/config.ts';
 import { silentLogger } from './log.ts';
 import { SessionService } from './sessions.ts';
 import { openDatabase } from './store/db.ts';
 import { type Role, Store } from './store/store.ts';
 import { ZoneCatalogue } from './zones/catalogue.ts';
 
-export interface Settings {
-  version: string;
-  /** Mutable: the listening ports are only known once the server listens. */
-  link: LinkSettings;
-  proxyPort: number | null;
-  sse: SseOptions;
-  /** One log line per request (and per event stream opened and closed). */
-  logRequests: boolean;
-}
+/** Settings live with the rest of the resolved configuration; re-exported for the routes' callers. */
+export type { Settings } from './http/config.ts';
 
 /** Open event streams, so that closing the server can end them. */
 export class StreamRegistry {

@@ -5,7 +5,6 @@ import type { DataPlane, DataPlaneConfig, DataPlaneDeps } from '../dataplane/api
 import type { Logger } from '../domain.ts';
 import type { SseOptions } from '../events/sse.ts';
 import type { LinkSettings } from '../links.ts';
-import type { Settings } from '../services.ts';
 
 export interface ServerOptions {
   dataDir: string;
@@ -38,6 +37,17 @@ export interface ServerOptions {
   rendererDir?: string;
   /** Replaces the data plane (tests of the control plane alone pass `null`). */
   dataPlane?: ((deps: DataPlaneDeps) => DataPlane) | null;
+}
+
+/** The service settings the routes read (services.settings). */
+export interface Settings {
+  version: string;
+  /** Mutable: the listening ports are only known once the server listens. */
+  link: LinkSettings;
+  proxyPort: number | null;
+  sse: SseOptions;
+  /** One log line per request (and per event stream opened and closed). */
+  logRequests: boolean;
 }
 
 export interface ResolvedConfig {
