@@ -9,6 +9,8 @@ import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { buildServer, type ServerOptions } from '../../server/app.ts';
 import type { Services } from '../../server/services.ts';
 import { startServer, type RunningServer, type StartOptions } from '../../server/serve.ts';
+import { openDatabase } from '../../server/store/db.ts';
+import { Store } from '../../server/store/store.ts';
 
 export const ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)));
 /** Node 24 of the project (the system node may be older). */
@@ -25,6 +27,18 @@ export function tempDir(prefix = 'vad-'): string {
 
 export function removeDir(dir: string): void {
   rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
+}
+
+/** Runs `use` with a store on a fresh data folder, then closes the store and removes the folder. */
+export function withStore<T>(use: (store: Store) => T, prefix?: string): T {
+  const dir = tempDir(prefix);
+  const store = new Store(openDatabase(dir));
+  try {
+    return use(store);
+  } finally {
+    store.db.close();
+    removeDir(dir);
+  }
 }
 
 export interface TestServer {

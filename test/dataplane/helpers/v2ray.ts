@@ -103,6 +103,16 @@ export async function startV2rayClient(c: VlessConfiguration, opts: { udpTarget?
   return { socksPort, udpPort, proc: r.proc, output: r.output, close: r.close };
 }
 
+/** Runs `use` with a v2ray client for the configuration, and stops the client afterwards. */
+export async function withV2rayClient<T>(c: VlessConfiguration, use: (v: V2rayClient) => Promise<T>): Promise<T> {
+  const v = await startV2rayClient(c);
+  try {
+    return await use(v);
+  } finally {
+    await v.close();
+  }
+}
+
 export interface CurlResult {
   code: number | null;
   body: Buffer;
