@@ -1,6 +1,6 @@
 // The `vpn-access` command line: `serve` runs the service headless; `token` issues,
 // lists and revokes API tokens in a data folder.
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -9,6 +9,7 @@ import { openDatabase } from './store/db.ts';
 import { type Role, Store } from './store/store.ts';
 import { createLogger } from './log.ts';
 import { startServer } from './serve.ts';
+import { parseTlsMode } from './tls/index.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const env = process.env;
@@ -31,7 +32,11 @@ serve options (environment variable in brackets):
   --vless-tcp-port PORT  raw TCP VLESS port, default 8789, "off" disables  [VPN_ACCESS_VLESS_TCP_PORT]
   --proxy-port PORT      HTTP proxy port, default 8788, "off" disables    [VPN_ACCESS_PROXY_PORT]
   --link-network ws|tcp  transport of the configurations handed out       [VPN_ACCESS_LINK_NETWORK]
-  --tls-cert FILE --tls-key FILE   PEM certificate and key: TLS everywhere [VPN_ACCESS_TLS_CERT/_KEY]
+  --tls auto|on|off      TLS on the API port, VLESS and the proxy; auto (default) turns it on
+                         when the public host is not loopback, private or link-local  [VPN_ACCESS_TLS]
+  --tls-cert FILE --tls-key FILE   PEM certificate and key, reloaded when the files change or on
+                         SIGHUP; without them a self-signed certificate is made and kept in the
+                         data folder (links then pin it with pcs)  [VPN_ACCESS_TLS_CERT/_KEY]
   --egress allow-all|public-only   refuse private and loopback targets    [VPN_ACCESS_EGRESS]
   --no-ui                do not serve the web UI at /
   --quiet                no request log
@@ -73,6 +78,7 @@ async function serve(argv: string[]): Promise<void> {
       'vless-tcp-port': { type: 'string' },
       'proxy-port': { type: 'string' },
       'link-network': { type: 'string' },
+      tls: { type: 'string' },
       'tls-cert': { type: 'string' },
       'tls-key': { type: 'string' },
       egress: { type: 'string' },
@@ -90,6 +96,9 @@ async function serve(argv: string[]): Promise<void> {
   const certFile = values['tls-cert'] ?? env.VPN_ACCESS_TLS_CERT;
   const keyFile = values['tls-key'] ?? env.VPN_ACCESS_TLS_KEY;
   if (Boolean(certFile) !== Boolean(keyFile)) fail('--tls-cert and --tls-key go together');
+  const tlsText = values.tls ?? env.VPN_ACCESS_TLS;
+  const tlsMode = parseTlsMode(tlsText) ?? (tlsText ? fail(`--tls takes auto, on or off, not "${tlsText}"`) : 'auto');
+  if (tlsMode === 'off' && certFile) fail('--tls off cannot be combined with --tls-cert/--tls-key');
   const egress = values.egress ?? env.VPN_ACCESS_EGRESS ?? 'allow-all';
   if (egress !== 'allow-all' && egress !== 'public-only') fail('--egress takes allow-all or public-only');
   const linkNetwork = values['link-network'] ?? env.VPN_ACCESS_LINK_NETWORK ?? 'ws';
@@ -108,7 +117,9 @@ async function serve(argv: string[]): Promise<void> {
     vlessTcpPort: port(values['vless-tcp-port'] ?? env.VPN_ACCESS_VLESS_TCP_PORT, 8789, '--vless-tcp-port'),
     proxyPort: port(values['proxy-port'] ?? env.VPN_ACCESS_PROXY_PORT, 8788, '--proxy-port'),
     linkNetwork,
-    tls: certFile && keyFile ? { cert: readFileSync(certFile, 'utf8'), key: readFileSync(keyFile, 'utf8') } : undefined,
+    tlsMode,
+    tlsCertFile: certFile ? resolve(certFile) : undefined,
+    tlsKeyFile: keyFile ? resolve(keyFile) : undefined,
     egress,
     logger: log,
     logRequests: !values.quiet,
@@ -131,6 +142,10 @@ async function serve(argv: string[]): Promise<void> {
     if (server.ownerToken) log.info(`sign in to the web UI with the owner token above (or open ${server.origin}/#token=<token>)`);
   }
   if (host !== '127.0.0.1' && host !== '::1' && host !== 'localhost') log.warn(`bound to ${host}: reachable from other machines`);
+  const tls = server.services.settings.tls;
+  log.info(`TLS ${tls.enabled ? `on (${tls.source}, sha256 ${tls.fingerprint_sha256})` : 'off'}: ${tls.reason}`);
+  // certbot and acme.sh deploy hooks send SIGHUP: re-read the certificate files now.
+  process.on('SIGHUP', () => void server.services.tls.reload());
 
   let stopping = false;
   const stop = (signal: string) => {
