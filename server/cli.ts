@@ -37,6 +37,8 @@ serve options (environment variable in brackets):
   --tls-cert FILE --tls-key FILE   PEM certificate and key, reloaded when the files change or on
                          SIGHUP; without them a self-signed certificate is made and kept in the
                          data folder (links then pin it with pcs)  [VPN_ACCESS_TLS_CERT/_KEY]
+  --tls-watch-interval MS   how often the certificate files are checked, default 2000;
+                         0: only on SIGHUP                              [VPN_ACCESS_TLS_WATCH_INTERVAL]
   --egress allow-all|public-only   refuse private and loopback targets    [VPN_ACCESS_EGRESS]
   --no-ui                do not serve the web UI at /
   --quiet                no request log
@@ -80,6 +82,7 @@ async function serve(argv: string[]): Promise<void> {
       'link-network': { type: 'string' },
       tls: { type: 'string' },
       'tls-cert': { type: 'string' },
+      'tls-watch-interval': { type: 'string' },
       'tls-key': { type: 'string' },
       egress: { type: 'string' },
       'no-ui': { type: 'boolean' },
@@ -99,6 +102,9 @@ async function serve(argv: string[]): Promise<void> {
   const tlsText = values.tls ?? env.VPN_ACCESS_TLS;
   const tlsMode = parseTlsMode(tlsText) ?? (tlsText ? fail(`--tls takes auto, on or off, not "${tlsText}"`) : 'auto');
   if (tlsMode === 'off' && certFile) fail('--tls off cannot be combined with --tls-cert/--tls-key');
+  const watchText = values['tls-watch-interval'] ?? env.VPN_ACCESS_TLS_WATCH_INTERVAL;
+  const watchMs = watchText === undefined || watchText === '' ? undefined : Number(watchText);
+  if (watchMs !== undefined && (!Number.isInteger(watchMs) || watchMs < 0)) fail(`--tls-watch-interval takes milliseconds (0 or more), not "${watchText}"`);
   const egress = values.egress ?? env.VPN_ACCESS_EGRESS ?? 'allow-all';
   if (egress !== 'allow-all' && egress !== 'public-only') fail('--egress takes allow-all or public-only');
   const linkNetwork = values['link-network'] ?? env.VPN_ACCESS_LINK_NETWORK ?? 'ws';
@@ -120,6 +126,7 @@ async function serve(argv: string[]): Promise<void> {
     tlsMode,
     tlsCertFile: certFile ? resolve(certFile) : undefined,
     tlsKeyFile: keyFile ? resolve(keyFile) : undefined,
+    tlsWatchIntervalMs: watchMs,
     egress,
     logger: log,
     logRequests: !values.quiet,

@@ -33,7 +33,7 @@ export interface TlsOptions {
   keyFile?: string;
   /** Certificate and key given as PEM text (not watched). */
   pem?: PemPair;
-  /** How often the files are checked for a change; default 2000 ms. */
+  /** How often the files are checked for a change; default 2000 ms; 0: only reload() (SIGHUP). */
   watchIntervalMs?: number;
   log: Logger;
 }
@@ -62,7 +62,9 @@ function namesOf(cert: X509Certificate): string[] {
 export function inspect(pair: PemPair): CertificateFacts {
   const x509 = new X509Certificate(pair.cert);
   if (!x509.checkPrivateKey(createPrivateKey(pair.key))) throw new Error('the private key does not belong to the certificate');
-  const selfSigned = x509.checkIssued(x509) && x509.verify(x509.publicKey);
+  // Self-issued and signed by its own key. (checkIssued would also demand the keyCertSign usage,
+  // which a server certificate rightly lacks.)
+  const selfSigned = x509.issuer === x509.subject && x509.verify(x509.publicKey);
   return { fingerprint: pinOf(x509), selfSigned, notAfter: new Date(x509.validTo).toISOString(), names: namesOf(x509), x509 };
 }
 
@@ -133,6 +135,7 @@ export class TlsCertificates {
     if (this.watching || !this.status.enabled || !certFile || !keyFile || this.opts.pem) return;
     this.watching = true;
     const interval = this.opts.watchIntervalMs ?? 2000;
+    if (interval === 0) return;
     const changed = () => void this.reload();
     watchFile(certFile, { interval, persistent: false }, changed);
     watchFile(keyFile, { interval, persistent: false }, changed);
