@@ -1,6 +1,6 @@
 // The `vpn-access` command line: `serve` runs the service headless; `token` issues,
 // lists and revokes API tokens in a data folder.
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -39,6 +39,11 @@ serve options (environment variable in brackets):
                          data folder (links then pin it with pcs)  [VPN_ACCESS_TLS_CERT/_KEY]
   --tls-watch-interval MS   how often the certificate files are checked, default 2000;
                          0: only on SIGHUP                              [VPN_ACCESS_TLS_WATCH_INTERVAL]
+  --acme-domain D --acme-email E   certificate from an ACME CA (http-01 on port 80), kept in the
+                         data folder and renewed with a third of its life left  [VPN_ACCESS_ACME_DOMAIN/_EMAIL]
+  --acme-directory URL   ACME directory, default Let's Encrypt          [VPN_ACCESS_ACME_DIRECTORY]
+  --acme-directory-ca FILE  CA of a private ACME server's own HTTPS      [VPN_ACCESS_ACME_DIRECTORY_CA]
+  --acme-http-port PORT  port of the http-01 challenge listener, default 80  [VPN_ACCESS_ACME_HTTP_PORT]
   --egress allow-all|public-only   refuse private and loopback targets    [VPN_ACCESS_EGRESS]
   --no-ui                do not serve the web UI at /
   --quiet                no request log
@@ -83,6 +88,11 @@ async function serve(argv: string[]): Promise<void> {
       tls: { type: 'string' },
       'tls-cert': { type: 'string' },
       'tls-watch-interval': { type: 'string' },
+      'acme-domain': { type: 'string' },
+      'acme-email': { type: 'string' },
+      'acme-directory': { type: 'string' },
+      'acme-directory-ca': { type: 'string' },
+      'acme-http-port': { type: 'string' },
       'tls-key': { type: 'string' },
       egress: { type: 'string' },
       'no-ui': { type: 'boolean' },
@@ -105,6 +115,21 @@ async function serve(argv: string[]): Promise<void> {
   const watchText = values['tls-watch-interval'] ?? env.VPN_ACCESS_TLS_WATCH_INTERVAL;
   const watchMs = watchText === undefined || watchText === '' ? undefined : Number(watchText);
   if (watchMs !== undefined && (!Number.isInteger(watchMs) || watchMs < 0)) fail(`--tls-watch-interval takes milliseconds (0 or more), not "${watchText}"`);
+  const acmeDomain = values['acme-domain'] ?? env.VPN_ACCESS_ACME_DOMAIN;
+  const acmeEmail = values['acme-email'] ?? env.VPN_ACCESS_ACME_EMAIL;
+  if (Boolean(acmeDomain) !== Boolean(acmeEmail)) fail('--acme-domain and --acme-email go together');
+  if (acmeDomain && certFile) fail('use either --tls-cert/--tls-key or --acme-domain, not both');
+  if (acmeDomain && tlsMode === 'off') fail('--tls off cannot be combined with --acme-domain');
+  const acmeCaFile = values['acme-directory-ca'] ?? env.VPN_ACCESS_ACME_DIRECTORY_CA;
+  const acme = acmeDomain && acmeEmail
+    ? {
+        domain: acmeDomain,
+        email: acmeEmail,
+        directoryUrl: values['acme-directory'] ?? env.VPN_ACCESS_ACME_DIRECTORY,
+        directoryCa: acmeCaFile ? readFileSync(acmeCaFile, 'utf8') : undefined,
+        httpPort: port(values['acme-http-port'] ?? env.VPN_ACCESS_ACME_HTTP_PORT, 80, '--acme-http-port') ?? 80,
+      }
+    : undefined;
   const egress = values.egress ?? env.VPN_ACCESS_EGRESS ?? 'allow-all';
   if (egress !== 'allow-all' && egress !== 'public-only') fail('--egress takes allow-all or public-only');
   const linkNetwork = values['link-network'] ?? env.VPN_ACCESS_LINK_NETWORK ?? 'ws';
@@ -119,7 +144,7 @@ async function serve(argv: string[]): Promise<void> {
     dataDir,
     zonesFile: values.zones ?? env.VPN_ACCESS_ZONES,
     rateLimit: rateText ? parseRate(rateText) : undefined,
-    publicHost: values['public-host'] ?? env.VPN_ACCESS_PUBLIC_HOST ?? (host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host),
+    publicHost: values['public-host'] ?? env.VPN_ACCESS_PUBLIC_HOST ?? acmeDomain ?? (host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host),
     vlessTcpPort: port(values['vless-tcp-port'] ?? env.VPN_ACCESS_VLESS_TCP_PORT, 8789, '--vless-tcp-port'),
     proxyPort: port(values['proxy-port'] ?? env.VPN_ACCESS_PROXY_PORT, 8788, '--proxy-port'),
     linkNetwork,
@@ -127,6 +152,7 @@ async function serve(argv: string[]): Promise<void> {
     tlsCertFile: certFile ? resolve(certFile) : undefined,
     tlsKeyFile: keyFile ? resolve(keyFile) : undefined,
     tlsWatchIntervalMs: watchMs,
+    acme,
     egress,
     logger: log,
     logRequests: !values.quiet,

@@ -6,6 +6,7 @@ import { X509Certificate, createPrivateKey } from 'node:crypto';
 import { readFileSync, unwatchFile, watchFile } from 'node:fs';
 import type { Server as TlsServer } from 'node:tls';
 import type { Logger } from '../dataplane/api.ts';
+import { AcmeIssuer, renewalDue, type AcmeOptions } from './acme.ts';
 import { decideTls, type TlsMode } from './mode.ts';
 import { certificateCovers, loadOrCreateSelfSigned, type PemPair } from './self-signed.ts';
 
@@ -33,6 +34,8 @@ export interface TlsOptions {
   keyFile?: string;
   /** Certificate and key given as PEM text (not watched). */
   pem?: PemPair;
+  /** Certificates from an ACME CA for this domain (used when no files or PEM are given). */
+  acme?: AcmeOptions;
   /** How often the files are checked for a change; default 2000 ms; 0: only reload() (SIGHUP). */
   watchIntervalMs?: number;
   log: Logger;
@@ -77,6 +80,8 @@ export class TlsCertificates {
   private watching = false;
   private reloading: Promise<boolean> | undefined;
   private readonly opts: TlsOptions;
+  private acme: AcmeIssuer | undefined;
+  private renewTimer: NodeJS.Timeout | undefined;
 
   private constructor(opts: TlsOptions, mode: TlsMode, decision: { enabled: boolean; reason: string }) {
     this.opts = opts;
@@ -84,19 +89,59 @@ export class TlsCertificates {
   }
 
   static async open(opts: TlsOptions): Promise<TlsCertificates> {
-    const given = Boolean(opts.pem || (opts.certFile && opts.keyFile));
+    const given = Boolean(opts.pem || (opts.certFile && opts.keyFile) || opts.acme);
     const t = new TlsCertificates(opts, opts.mode, decideTls(opts.mode, opts.publicHost, given && opts.mode !== 'off'));
     if (!t.status.enabled) return t;
     if (opts.pem) {
       t.use(opts.pem, 'files');
     } else if (opts.certFile && opts.keyFile) {
       t.use(t.readFiles(), 'files');
+    } else if (opts.acme) {
+      await t.openAcme(opts.acme);
     } else {
       const made = await loadOrCreateSelfSigned(opts.dataDir, opts.publicHost);
       t.use(made, 'self-signed');
       opts.log.info(`TLS: ${made.created ? 'created' : 'reusing'} a self-signed certificate for ${opts.publicHost} (sha256 ${t.status.fingerprint_sha256})`);
     }
     return t;
+  }
+
+  private async openAcme(acmeOpts: AcmeOptions): Promise<void> {
+    const log = this.opts.log;
+    const issuer = (this.acme = new AcmeIssuer(this.opts.dataDir, acmeOpts, log));
+    const stored = issuer.stored();
+    if (stored && !renewalDue(stored.cert)) return this.use(stored, 'acme');
+    try {
+      this.use(await issuer.issue(), 'acme');
+    } catch (err) {
+      const why = err instanceof Error ? err.message : String(err);
+      if (stored) {
+        log.warn(`ACME: renewal failed, serving the stored certificate until it succeeds: ${why}`);
+        this.use(stored, 'acme');
+      } else {
+        log.error({ err: why }, 'ACME: no certificate yet; serving a self-signed one until an order succeeds');
+        this.status.reason += ` ACME failed (${why}); a self-signed certificate is served until it succeeds.`;
+        this.use(await loadOrCreateSelfSigned(this.opts.dataDir, this.opts.publicHost), 'self-signed');
+      }
+    }
+  }
+
+  /**
+   * Orders a new ACME certificate when the one in force is due (or not from ACME yet), or always
+   * with `force`; swaps it in like a reload. Resolves true when a new certificate is in force.
+   */
+  async renewAcme(force = false): Promise<boolean> {
+    const issuer = this.acme;
+    if (!issuer || !this.pair) return false;
+    if (!force && this.status.source === 'acme' && !renewalDue(this.pair.cert)) return false;
+    try {
+      this.use(await issuer.issue(), 'acme');
+      this.status.reason = decideTls(this.status.mode, this.opts.publicHost, true).reason;
+      return true;
+    } catch (err) {
+      this.opts.log.warn(`ACME: renewal failed, will retry: ${err instanceof Error ? err.message : String(err)}`);
+      return false;
+    }
   }
 
   get enabled(): boolean {
@@ -129,8 +174,12 @@ export class TlsCertificates {
     this.listeners.add(listener);
   }
 
-  /** Polls the certificate files (stat follows symlinks, so certbot's live/ links work too). */
+  /** Polls the certificate files (stat follows symlinks, so certbot's live/ links work too), and checks ACME renewal. */
   watch(): void {
+    if (this.acme && !this.renewTimer) {
+      this.renewTimer = setInterval(() => void this.renewAcme(), this.acme.checkIntervalMs);
+      this.renewTimer.unref();
+    }
     const { certFile, keyFile } = this.opts;
     if (this.watching || !this.status.enabled || !certFile || !keyFile || this.opts.pem) return;
     this.watching = true;
@@ -167,6 +216,8 @@ export class TlsCertificates {
   }
 
   close(): void {
+    if (this.renewTimer) clearInterval(this.renewTimer);
+    this.renewTimer = undefined;
     if (this.watching && this.opts.certFile && this.opts.keyFile) {
       unwatchFile(this.opts.certFile);
       unwatchFile(this.opts.keyFile);

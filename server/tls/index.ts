@@ -4,10 +4,12 @@ import type { FastifyInstance } from 'fastify';
 import type { Server as TlsServer } from 'node:tls';
 import type { DataPlane, Logger } from '../dataplane/api.ts';
 import type { LinkSettings } from '../links.ts';
+import type { AcmeOptions } from './acme.ts';
 import { TlsCertificates } from './certificates.ts';
 import type { TlsMode } from './mode.ts';
 
 export { TlsCertificates, type TlsStatus } from './certificates.ts';
+export type { AcmeOptions } from './acme.ts';
 export { decideTls, isLocalHost, parseTlsMode, type TlsMode } from './mode.ts';
 
 /** What clients imitate and offer: a common browser fingerprint, and HTTP/1.1 (what the ws upgrade speaks). */
@@ -20,6 +22,8 @@ export interface ServerTlsOptions {
   tlsKeyFile?: string;
   tlsWatchIntervalMs?: number;
   tls?: { cert: string; key: string };
+  /** Certificates from an ACME CA (after files and PEM, before the self-signed fallback). */
+  acme?: AcmeOptions;
 }
 
 export function openTls(opts: ServerTlsOptions & { dataDir: string; publicHost: string; log: Logger }): Promise<TlsCertificates> {
@@ -30,6 +34,7 @@ export function openTls(opts: ServerTlsOptions & { dataDir: string; publicHost: 
     certFile: opts.tlsCertFile,
     keyFile: opts.tlsKeyFile,
     pem: opts.tls,
+    acme: opts.acme,
     watchIntervalMs: opts.tlsWatchIntervalMs,
     log: opts.log,
   });

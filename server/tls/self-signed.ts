@@ -64,7 +64,8 @@ async function generate(host: string): Promise<PemPair> {
   return { cert: pems.cert, key: pems.private };
 }
 
-function writePrivate(file: string, text: string): void {
+/** Writes a secret file 0600. */
+export function writePrivate(file: string, text: string): void {
   // Written aside and renamed, so a crash never leaves half a key; 0600 from the first byte.
   const tmp = `${file}.${process.pid}.tmp`;
   writeFileSync(tmp, text, { mode: 0o600 });
