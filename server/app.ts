@@ -25,6 +25,7 @@ import { sessionRoutes } from './routes/sessions.ts';
 import { zoneRoutes } from './routes/zones.ts';
 import { type Services, StreamRegistry } from './services.ts';
 import { SessionService } from './sessions.ts';
+import { applyTlsToLink, openTls, type ServerTlsOptions, wireTls } from './tls/index.ts';
 import { openDatabase } from './store/db.ts';
 import { Store } from './store/store.ts';
 import { redactIds } from './time.ts';
@@ -35,7 +36,7 @@ const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 
 export const BODY_LIMIT = 64 * 1024;
 
-export interface ServerOptions {
+export interface ServerOptions extends ServerTlsOptions {
   dataDir: string;
   zonesFile?: string;
   /** Requests per token in a fixed window. Default 600 per 60 s. */
@@ -47,8 +48,11 @@ export interface ServerOptions {
   /** Network of the configuration handed out: `ws` on the API port (default) or raw `tcp`. */
   linkNetwork?: 'ws' | 'tcp';
   wsPath?: string;
-  /** PEM certificate and key: TLS on the API port (and so on VLESS over ws), the TCP inbound and the proxy. */
-  tls?: { cert: string; key: string };
+  /**
+   * TLS on the API port (and so on VLESS over ws), the TCP inbound and the proxy: see
+   * ServerTlsOptions (server/tls/index.ts): `tlsMode` auto|on|off (default auto), `tlsCertFile`/
+   * `tlsKeyFile` (watched and reloaded), `tls` PEM text, else a self-signed certificate.
+   */
   /** Bind address of the data-plane listeners (the API's own is chosen at listen). */
   host?: string;
   vlessTcpPort?: number | null;
@@ -95,11 +99,14 @@ export async function buildServer(opts: ServerOptions): Promise<BuiltServer> {
     wsPort: opts.publicPort ?? 8787,
     tcpPort: null,
     wsPath: opts.wsPath ?? '/vless',
-    tls: Boolean(opts.tls),
+    tls: false,
   };
+  const tls = await openTls({ ...opts, publicHost: link.publicHost, log });
+  applyTlsToLink(link, tls);
   const settings = {
     version: pkg.version,
     link,
+    tls: tls.status,
     proxyPort: null as number | null,
     logRequests: Boolean(opts.logRequests),
     sse: { retryMs: 3000, keepAliveMs: 15_000, maxBufferedBytes: 1024 * 1024, replayBatch: 500, ...opts.sse },
@@ -109,7 +116,7 @@ export async function buildServer(opts: ServerOptions): Promise<BuiltServer> {
     vlessTcpPort: opts.vlessTcpPort === undefined ? 0 : opts.vlessTcpPort,
     proxyPort: opts.proxyPort === undefined ? 0 : opts.proxyPort,
     wsPath: link.wsPath,
-    tls: opts.tls,
+    tls: tls.current,
     statsIntervalMs: opts.statsIntervalMs ?? 5000,
     heartbeatIntervalMs: opts.heartbeatIntervalMs ?? 30_000,
     egress: opts.egress ?? 'allow-all',
@@ -131,6 +138,7 @@ export async function buildServer(opts: ServerOptions): Promise<BuiltServer> {
     zones,
     sessions,
     dataPlane,
+    tls,
     log,
     settings,
     streams: new StreamRegistry(),
@@ -163,7 +171,7 @@ export async function buildServer(opts: ServerOptions): Promise<BuiltServer> {
     // Malformed percent-encoding and over-long path parameters fail in the router, before any
     // hook: answer them with the error record too, not fastify's own body.
     frameworkErrors: (err, request, reply) => void frameworkError(err, request, reply),
-    ...(opts.tls ? { https: { cert: opts.tls.cert, key: opts.tls.key } } : {}),
+    ...(tls.current ? { https: { cert: tls.current.cert, key: tls.current.key } } : {}),
   }) as unknown as FastifyInstance;
   app.setValidatorCompiler(validatorCompilers());
   installErrorHandling(app, log);
@@ -275,6 +283,8 @@ export async function buildServer(opts: ServerOptions): Promise<BuiltServer> {
   } else {
     app.setNotFoundHandler(async (request, reply) => sendError(request, reply, new ApiError('not_found', 'Not found.', {})));
   }
+
+  wireTls(tls, app, dataPlane, link);
 
   if (dataPlane) {
     app.server.on('upgrade', (req, socket, head) => {

@@ -5,6 +5,7 @@ import type { EventBus } from './events/bus.ts';
 import type { SseOptions, StreamHandle } from './events/sse.ts';
 import type { LinkSettings } from './links.ts';
 import type { SessionService } from './sessions.ts';
+import type { TlsCertificates, TlsStatus } from './tls/index.ts';
 import type { Role, Store } from './store/store.ts';
 import type { ZoneCatalogue } from './zones/catalogue.ts';
 
@@ -12,6 +13,8 @@ export interface Settings {
   version: string;
   /** Mutable: the listening ports are only known once the server listens. */
   link: LinkSettings;
+  /** Which TLS mode is in force, why, and the certificate served (updated by reloads). */
+  tls: TlsStatus;
   proxyPort: number | null;
   sse: SseOptions;
   /** One log line per request (and per event stream opened and closed). */
@@ -40,6 +43,8 @@ export interface Services {
   zones: ZoneCatalogue;
   sessions: SessionService;
   dataPlane: DataPlane | null;
+  /** The certificate of every listener; `reload()` re-reads given files (SIGHUP). */
+  tls: TlsCertificates;
   log: Logger;
   settings: Settings;
   streams: StreamRegistry;
