@@ -12,7 +12,9 @@ import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startServer, type RunningServer } from '../../server/serve.ts';
-import { LOCAL_PORTS } from '../../server/subscriptions/formats.ts';
+import { LOCAL_PORTS, xrayConfig } from '../../server/subscriptions/formats.ts';
+import { buildConfiguration, buildLink } from '../../server/links.ts';
+import type { Configuration } from '../../server/contract/schemas.ts';
 import { startFileServer, sha256, type FileServer } from './helpers/targets.ts';
 import { startV2rayClient, curlSocks, curl, requireV2ray, V2RAY } from './helpers/v2ray.ts';
 import { parseVlessLink } from '../helpers/vless-link.ts';
@@ -174,4 +176,23 @@ test('a paused session leaves the feed, and a rotated URL stops working for the 
   const rotated = await api('PUT', '/subscriptions/sub-pause');
   assert.equal((await fetch(sub.json.url)).status, 404);
   assert.equal((await fetch(rotated.json.url)).status, 200);
+});
+
+test('Xray JSON with TLS and the share-link TLS parameters (fp, alpn, pcs, vcn) still passes v2ray -test', async () => {
+  const base = buildConfiguration('3f1c2a9e-7b4d-4c1e-9a2f-0123456789ab', {
+    publicHost: '203.0.113.7', network: 'ws', wsPort: 8443, tcpPort: null, wsPath: '/vless', tls: true, sni: 'vpn.example.com',
+  });
+  const c = { ...base, fp: 'chrome', alpn: 'h2,http/1.1', pcs: 'ab'.repeat(32), vcn: 'vpn.example.com' } as Configuration;
+  const work = mkdtempSync(join(tmpdir(), 'vad-sub-xray-tls-'));
+  const file = join(work, 'config.json');
+  writeFileSync(file, JSON.stringify(xrayConfig([{ name: 'n', configuration: c, link: buildLink(c, 'n') }], 't'), null, 2));
+  try {
+    const checked = await new Promise<{ code: number; out: string }>((resolve) =>
+      execFile(V2RAY, ['-test', '-config', file], (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: stdout + stderr })),
+    );
+    assert.equal(checked.code, 0, checked.out);
+    assert.match(checked.out, /Configuration OK/);
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
 });
