@@ -130,7 +130,8 @@ function singBoxOutbound(e: SubscriptionEntry): Record<string, unknown> {
     if (alpn?.length) tls.alpn = alpn;
     if (t.fp) tls.utls = { enabled: true, fingerprint: t.fp };
     // sing-box pins by PEM (`certificate`) or by public-key hash, not by the certificate
-    // SHA-256 of `pcs`; a self-signed server needs its certificate here (see the lead's notes).
+    // SHA-256 of `pcs`: trusting a self-signed server needs its PEM here, which a
+    // configuration does not carry yet.
     out.tls = tls;
   }
   if (c.network === 'ws') out.transport = { type: 'ws', path: c.path ?? '/' };
