@@ -22,6 +22,7 @@ import { eventRoutes } from './routes/events.ts';
 import { limitRoutes } from './routes/limits.ts';
 import { metaRoutes } from './routes/meta.ts';
 import { sessionRoutes } from './routes/sessions.ts';
+import { createSubscriptions, subscriptionFeedRoutes, subscriptionRoutes } from './routes/subscriptions.ts';
 import { zoneRoutes } from './routes/zones.ts';
 import { type Services, StreamRegistry } from './services.ts';
 import { SessionService } from './sessions.ts';
@@ -145,6 +146,7 @@ export async function buildServer(opts: ServerOptions): Promise<BuiltServer> {
     tokens: { create: ({ customer, role }) => store.createToken(customer, role).token },
   };
 
+  const subscriptions = createSubscriptions(services, opts.dataDir);
   // The /v2 rate limiter, for the answers the router gives before any hook runs (set below).
   let v2Limiter: ((request: FastifyRequest, reply: FastifyReply) => Promise<void>) | undefined;
   const frameworkError = async (err: Error, request: FastifyRequest, reply: FastifyReply) => {
@@ -256,9 +258,11 @@ export async function buildServer(opts: ServerOptions): Promise<BuiltServer> {
       await eventRoutes(v2, services);
       await limitRoutes(v2, services);
       await metaRoutes(v2, services);
+      await subscriptionRoutes(v2, subscriptions);
     },
     { prefix: '/v2' },
   );
+  await subscriptionFeedRoutes(app, subscriptions);
 
   const rendererDir = opts.rendererDir;
   if (rendererDir && existsSync(join(rendererDir, 'index.html'))) {
