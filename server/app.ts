@@ -7,7 +7,8 @@
 //   plugins/errors.ts  the one error format
 //   http/openapi.ts    the OpenAPI document
 //   http/v2-guard.ts   rate limit, auth, 404/405 in front of /v2 (order documented there)
-//   routes/*.ts        the /v2 operations
+//   routes/*.ts        the /v2 operations (and the subscription feed, /sub/<secret>)
+//   tls/index.ts       the certificate of every listener, and what links say about it
 //   http/web-ui.ts     the built renderer and its single-page fallback
 //   http/retention.ts  event retention
 import { createRequire } from 'node:module';
@@ -25,6 +26,9 @@ import { metaRoutes } from './routes/meta.ts';
 import { sessionRoutes } from './routes/sessions.ts';
 import { zoneRoutes } from './routes/zones.ts';
 import { createServices, type Services } from './services.ts';
+import { createSubscriptions, subscriptionFeedRoutes, subscriptionRoutes } from './routes/subscriptions.ts';
+import { openTls, wireTls } from './tls/index.ts';
+import { silentLogger } from './log.ts';
 import { redactIds } from './time.ts';
 
 export type { ServerOptions } from './http/config.ts';
@@ -39,8 +43,10 @@ export interface BuiltServer {
 }
 
 export async function buildServer(opts: ServerOptions): Promise<BuiltServer> {
-  const config = resolveConfig(opts, pkg.version);
-  const services = createServices(opts, config);
+  const tls = await openTls({ ...opts, publicHost: opts.publicHost ?? '127.0.0.1', log: opts.logger ?? silentLogger });
+  const config = resolveConfig(opts, pkg.version, tls);
+  const services = createServices(opts, config, tls);
+  const subscriptions = createSubscriptions(services, opts.dataDir);
   const { store, dataPlane, log } = services;
   const guard = new V2Guard();
 
@@ -54,7 +60,7 @@ export async function buildServer(opts: ServerOptions): Promise<BuiltServer> {
     // Malformed percent-encoding and over-long path parameters fail in the router, before any
     // hook: answer them with the error record too, not fastify's own body.
     frameworkErrors: (err, request, reply) => void guard.frameworkError(err, request, reply),
-    ...(opts.tls ? { https: { cert: opts.tls.cert, key: opts.tls.key } } : {}),
+    ...(tls.current ? { https: { cert: tls.current.cert, key: tls.current.key } } : {}),
   }) as unknown as FastifyInstance;
   installBodyParsing(app);
   installErrorHandling(app, log);
@@ -75,9 +81,14 @@ export async function buildServer(opts: ServerOptions): Promise<BuiltServer> {
       await eventRoutes(v2, services);
       await limitRoutes(v2, services);
       await metaRoutes(v2, services);
+      await subscriptionRoutes(v2, subscriptions);
     },
   });
+  // Outside /v2 and without a token: the URL's secret is the credential (server/subscriptions).
+  await subscriptionFeedRoutes(app, subscriptions);
   await registerWebUi(app, opts.rendererDir);
+
+  wireTls(tls, app, dataPlane, config.settings.link);
 
   if (dataPlane) {
     app.server.on('upgrade', (req, socket, head) => {

@@ -8,6 +8,7 @@ import type { StreamHandle } from './events/sse.ts';
 import type { ResolvedConfig, ServerOptions, Settings } from './http/config.ts';
 import { silentLogger } from './log.ts';
 import { SessionService } from './sessions.ts';
+import type { TlsCertificates } from './tls/index.ts';
 import { openDatabase } from './store/db.ts';
 import { type Role, Store } from './store/store.ts';
 import { ZoneCatalogue } from './zones/catalogue.ts';
@@ -37,6 +38,8 @@ export interface Services {
   zones: ZoneCatalogue;
   sessions: SessionService;
   dataPlane: DataPlane | null;
+  /** The certificate of every listener; `reload()` re-reads given files (SIGHUP). */
+  tls: TlsCertificates;
   log: Logger;
   settings: Settings;
   streams: StreamRegistry;
@@ -45,7 +48,7 @@ export interface Services {
 
 /** Opens the store, loads the zones and builds the event bus, the data plane (unless the
  *  options replace or disable it) and the session service on top of them. */
-export function createServices(opts: ServerOptions, config: ResolvedConfig): Services {
+export function createServices(opts: ServerOptions, config: ResolvedConfig, tls: TlsCertificates): Services {
   const log = opts.logger ?? silentLogger;
   const store = new Store(openDatabase(opts.dataDir));
   const zones = ZoneCatalogue.load(opts.zonesFile);
@@ -67,6 +70,7 @@ export function createServices(opts: ServerOptions, config: ResolvedConfig): Ser
     zones,
     sessions,
     dataPlane,
+    tls,
     log,
     settings: config.settings,
     streams: new StreamRegistry(),

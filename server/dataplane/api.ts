@@ -63,6 +63,8 @@ export interface DataPlane {
   pause(sessionId: string): void;
   /** A limits record of this customer changed: re-read limits and apply them to live connections. */
   limitsChanged(customerId: string): void;
+  /** A new certificate for the TLS listeners: used by new handshakes, open connections keep theirs. */
+  updateTls?(tls: { cert: string; key: string }): void;
   /** Flushes counters and closes every connection and listener. */
   close(): Promise<void>;
 }

@@ -5,8 +5,9 @@ import type { DataPlane, DataPlaneConfig, DataPlaneDeps } from '../dataplane/api
 import type { Logger } from '../domain.ts';
 import type { SseOptions } from '../events/sse.ts';
 import type { LinkSettings } from '../links.ts';
+import { applyTlsToLink, type ServerTlsOptions, type TlsCertificates, type TlsStatus } from '../tls/index.ts';
 
-export interface ServerOptions {
+export interface ServerOptions extends ServerTlsOptions {
   dataDir: string;
   zonesFile?: string;
   /** Requests per token in a fixed window. Default 600 per 60 s. */
@@ -18,8 +19,9 @@ export interface ServerOptions {
   /** Network of the configuration handed out: `ws` on the API port (default) or raw `tcp`. */
   linkNetwork?: 'ws' | 'tcp';
   wsPath?: string;
-  /** PEM certificate and key: TLS on the API port (and so on VLESS over ws), the TCP inbound and the proxy. */
-  tls?: { cert: string; key: string };
+  // TLS on the API port (and so on VLESS over ws), the TCP inbound and the proxy: ServerTlsOptions
+  // (server/tls/index.ts): `tlsMode` auto|on|off (default auto), `tlsCertFile`/`tlsKeyFile`
+  // (watched and reloaded), `tls` PEM text, `acme`, else a self-signed certificate.
   /** Bind address of the data-plane listeners (the API's own is chosen at listen). */
   host?: string;
   vlessTcpPort?: number | null;
@@ -44,6 +46,8 @@ export interface Settings {
   version: string;
   /** Mutable: the listening ports are only known once the server listens. */
   link: LinkSettings;
+  /** Which TLS mode is in force, why, and the certificate served (updated by reloads). */
+  tls: TlsStatus;
   proxyPort: number | null;
   sse: SseOptions;
   /** One log line per request (and per event stream opened and closed). */
@@ -58,20 +62,22 @@ export interface ResolvedConfig {
   eventRetentionMs: number;
 }
 
-/** `version` is the app's own (package.json), read by app.ts. */
-export function resolveConfig(opts: ServerOptions, version: string): ResolvedConfig {
+/** `version` is the app's own (package.json), read by app.ts; `tls` is the opened certificate (server/tls). */
+export function resolveConfig(opts: ServerOptions, version: string, tls: TlsCertificates): ResolvedConfig {
   const link: LinkSettings = {
     publicHost: opts.publicHost ?? '127.0.0.1',
     network: opts.linkNetwork ?? 'ws',
     wsPort: opts.publicPort ?? 8787,
     tcpPort: null,
     wsPath: opts.wsPath ?? '/vless',
-    tls: Boolean(opts.tls),
+    tls: false,
   };
+  applyTlsToLink(link, tls);
   return {
     settings: {
       version,
       link,
+      tls: tls.status,
       proxyPort: null,
       logRequests: Boolean(opts.logRequests),
       sse: { retryMs: 3000, keepAliveMs: 15_000, maxBufferedBytes: 1024 * 1024, replayBatch: 500, ...opts.sse },
@@ -81,7 +87,7 @@ export function resolveConfig(opts: ServerOptions, version: string): ResolvedCon
       vlessTcpPort: opts.vlessTcpPort === undefined ? 0 : opts.vlessTcpPort,
       proxyPort: opts.proxyPort === undefined ? 0 : opts.proxyPort,
       wsPath: link.wsPath,
-      tls: opts.tls,
+      tls: tls.current,
       statsIntervalMs: opts.statsIntervalMs ?? 5000,
       heartbeatIntervalMs: opts.heartbeatIntervalMs ?? 30_000,
       egress: opts.egress ?? 'allow-all',

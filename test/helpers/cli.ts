@@ -44,7 +44,7 @@ export function serve(dataDir: string, extra: string[] = [], timeoutMs = 20_000,
       reject(new Error(`serve did not start within ${timeoutMs} ms\nstdout: ${out}\nstderr: ${err}`));
     }, timeoutMs);
     const check = () => {
-      const m = /listening: API (http:\/\/[^,\s]+)/.exec(out);
+      const m = /listening: API (https?:\/\/[^,\s]+)/.exec(out);
       if (!m) return;
       clearTimeout(timer);
       child.stdout!.off('data', check);

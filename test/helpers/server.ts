@@ -174,8 +174,8 @@ export async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs
 }
 
 /** Every route of the contract and extension, with a method and a concrete URL. */
-export function allRoutes(sessionId: string): { method: 'GET' | 'POST' | 'PATCH' | 'DELETE'; url: string; body?: unknown }[] {
-  const out: { method: 'GET' | 'POST' | 'PATCH' | 'DELETE'; url: string; body?: unknown }[] = [
+export function allRoutes(sessionId: string): { method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'; url: string; body?: unknown }[] {
+  const out: { method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'; url: string; body?: unknown }[] = [
     { method: 'GET', url: '/v2/zones' },
     { method: 'POST', url: '/v2/sessions', body: { client_id: 'c', zone: 'de-fra' } },
     { method: 'GET', url: '/v2/sessions' },
@@ -184,6 +184,9 @@ export function allRoutes(sessionId: string): { method: 'GET' | 'POST' | 'PATCH'
     { method: 'PATCH', url: `/v2/sessions/${sessionId}/pause` },
     { method: 'PATCH', url: `/v2/sessions/${sessionId}/resume` },
     { method: 'GET', url: '/v2/server-info' },
+    { method: 'PUT', url: '/v2/subscriptions/client-1' },
+    { method: 'GET', url: '/v2/subscriptions/client-1' },
+    { method: 'DELETE', url: '/v2/subscriptions/client-1' },
   ];
   for (const scope of ['global', 'client', 'session']) {
     out.push({ method: 'GET', url: `/v2/customer/limits/${scope}` });
