@@ -169,6 +169,8 @@ async function serve(argv: string[]): Promise<void> {
       `\nNew data folder: created customer "default" and its owner token (shown only this once, keep it secret):\n\n  ${server.ownerToken}\n\n`,
     );
   }
+  const tls = server.services.settings.tls;
+  log.info(`TLS ${tls.enabled ? `on (${tls.source}, sha256 ${tls.fingerprint_sha256})` : 'off'}: ${tls.reason}`);
   log.info(`listening: API ${server.baseUrl}, VLESS ws ${server.origin.replace(/^http/, 'ws')}${server.services.settings.link.wsPath}` +
     `, VLESS tcp ${server.vlessTcpPort ?? 'off'}, proxy ${server.proxyPort ?? 'off'}, data ${dataDir}`);
   if (!values['no-ui'] && existsSync(join(rendererDir, 'index.html'))) {
@@ -177,8 +179,6 @@ async function serve(argv: string[]): Promise<void> {
     if (server.ownerToken) log.info(`sign in to the web UI with the owner token above (or open ${server.origin}/#token=<token>)`);
   }
   if (host !== '127.0.0.1' && host !== '::1' && host !== 'localhost') log.warn(`bound to ${host}: reachable from other machines`);
-  const tls = server.services.settings.tls;
-  log.info(`TLS ${tls.enabled ? `on (${tls.source}, sha256 ${tls.fingerprint_sha256})` : 'off'}: ${tls.reason}`);
   // certbot and acme.sh deploy hooks send SIGHUP: re-read the certificate files now.
   process.on('SIGHUP', () => void server.services.tls.reload());
 

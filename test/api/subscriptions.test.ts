@@ -139,8 +139,8 @@ describe('the feed', () => {
   });
   after(() => s.close());
 
-  test('the URL is built from the public origin: public host and port, scheme', () => {
-    assert.match(url, /^http:\/\/vpn\.example\.com:8443\/sub\/[A-Za-z0-9_-]{43}$/);
+  test('the URL is built from the public origin: public host and port, scheme (https: TLS auto is on for a public name)', () => {
+    assert.match(url, /^https:\/\/vpn\.example\.com:8443\/sub\/[A-Za-z0-9_-]{43}$/);
   });
 
   test('base64 (the default): the links of the usable sessions only (not ended, not paused, not another client\'s)', async () => {
