@@ -22,6 +22,9 @@ const TICK = 100; // USER_HZ for /proc/<pid>/stat
 if (!existsSync(join(ROOT, 'dist', 'renderer', 'index.html'))) {
   spawnSync('npm', ['run', '--silent', 'build:renderer'], { cwd: ROOT, stdio: 'inherit' });
 }
+// The server starts as users start it, by the bin launcher from the bundle: rebuilt here so it
+// is never stale (then the launcher would quietly run the slower sources).
+spawnSync(process.execPath, [join(ROOT, 'scripts', 'build-server.ts')], { cwd: ROOT, stdio: 'inherit' });
 
 const ms = (n: number) => `${n.toFixed(0)} ms`;
 const pct = (n: number) => `${(n * 100).toFixed(1)} %`;
@@ -43,11 +46,14 @@ interface Served {
   stop(): Promise<void>;
 }
 
-/** Starts `node server/cli.ts serve` on a free port; resolves when it logs that it listens. */
+/** Starts `vpn-access serve` (the bundle) on a free port; resolves when it logs that it listens. */
 async function serve(): Promise<Served> {
   const dataDir = mkdtempSync(join(tmpdir(), 'vad-bench-ui-'));
   const t0 = performance.now();
-  const child = spawn(process.execPath, [join(ROOT, 'server', 'cli.ts'), 'serve', '--port', '0', '--data-dir', dataDir, '--rate-limit', '1000000/60', '--vless-tcp-port', 'off', '--proxy-port', 'off', '--quiet'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [join(ROOT, 'bin', 'vpn-access.mjs'), 'serve', '--port', '0', '--data-dir', dataDir, '--rate-limit', '1000000/60', '--vless-tcp-port', 'off', '--proxy-port', 'off', '--quiet'], {
+    env: { ...process.env, VPN_ACCESS_LAUNCH: 'bundle' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   const { origin, token, listenMs } = await new Promise<{ origin: string; token: string; listenMs: number }>((resolve, reject) => {
     const onData = (d: Buffer) => {

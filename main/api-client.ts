@@ -2,13 +2,12 @@
 // each resolving to a Result (never throwing), so IPC can pass errors through unchanged.
 // It targets whichever endpoint is current (the embedded server or a remote one).
 import { buildQuery } from '../server/contract/query-string.ts';
-import { errorInfoFrom } from '../renderer/src/platform/error-info.ts';
+import { errorInfoFrom } from '../common/error-info.ts';
 import type {
   LimitScope,
   LimitsRecord,
   LimitsUpdate,
   PauseResult,
-  Result,
   ServerInfo,
   Session,
   SessionCreateRequest,
@@ -16,7 +15,8 @@ import type {
   SessionListQuery,
   SessionStatusResponse,
   ZoneList,
-} from '../renderer/src/platform/types.ts';
+} from '../common/api-types.ts';
+import { fail, type Result } from '../common/result.ts';
 
 export interface Endpoint {
   baseUrl: string;
@@ -70,10 +70,6 @@ export class ApiClient {
   getLimits = (s: LimitScope) => this.request<LimitsRecord>('GET', `/customer/limits/${s}`);
   updateLimits = (s: LimitScope, b: LimitsUpdate) => this.request<LimitsRecord>('PATCH', `/customer/limits/${s}`, b);
   deleteLimits = (s: LimitScope) => this.request<true>('DELETE', `/customer/limits/${s}`);
-}
-
-export function fail<T>(status: number, code: string, message: string, details: Record<string, unknown> = {}): Result<T> {
-  return { ok: false, error: { status, code, message, details } };
 }
 
 /** Query strings as the API reads them (shared with the renderer). */

@@ -1,33 +1,38 @@
-// Composition root of the desktop app. It starts, and on quit stops, everything: the
-// single-instance lock, the embedded server (startServer from server/, on loopback), the
-// owner token (kept by TokenStore, never sent to the renderer), the API client and event
-// streams aimed at the embedded or a remote server, the window, the tray and notifications.
-import { app, BrowserWindow, clipboard, dialog, ipcMain, Menu, nativeImage, Notification, safeStorage, session as electronSession, Tray, type WebContents } from 'electron';
-import { join } from 'node:path';
+// Composition root of the desktop app: it makes the parts, wires them together and, on quit,
+// releases them through one DisposableStore (last made, first released). The parts, each in
+// its own file: Endpoints (embedded server or remote, endpoint.ts), the API client, the IPC
+// router and its handlers (ipc.ts, ipc-handlers.ts), the renderer's event streams
+// (renderer-streams.ts), the window (window.ts), the tray (tray.ts) and the Notifier that
+// watches the event stream for the tray and notifications (notifier.ts).
+import { app, clipboard, dialog, ipcMain, Menu, nativeImage, safeStorage, session as electronSession, Tray, type WebContents } from 'electron';
 import { mkdirSync } from 'node:fs';
-import type { RunningServer } from '../server/serve.ts';
-import { startServer } from '../server/serve.ts';
-import type { StreamMessage } from '../preload/api.ts';
-import type { ConnectionInfo, EventFilter, SessionEvent } from '../renderer/src/platform/types.ts';
-import { ApiClient, fail, type Endpoint } from './api-client.ts';
-import { registerIpc, type Handlers } from './ipc.ts';
-import { LiveState } from './live.ts';
-import { hardenContents, hardenSession, isTrustedFrame, secureWebPreferences } from './security.ts';
+import { join } from 'node:path';
+import { ApiClient } from './api-client.ts';
+import { DisposableStore } from './disposable-store.ts';
+import { endpointFromEnv, Endpoints } from './endpoint.ts';
+import { registerIpc } from './ipc.ts';
+import { createHandlers } from './ipc-handlers.ts';
+import { Notifier } from './notifier.ts';
+import { RendererStreams } from './renderer-streams.ts';
+import { hardenContents, hardenSession, isTrustedFrame } from './security.ts';
 import { SettingsFile } from './settings.ts';
-import { SseClient } from './sse-client.ts';
 import { TokenStore } from './token-store.ts';
 import { TrayController } from './tray.ts';
+import { AppWindow } from './window.ts';
 
 const ROOT = join(__dirname, '..', '..'); // dist/main/index.cjs -> app root
 const RENDERER_INDEX = join(ROOT, 'dist', 'renderer', 'index.html');
 const PRELOAD = join(ROOT, 'dist', 'preload', 'index.cjs');
 const ICONS = join(ROOT, 'build', 'icons');
 
+const disposables = new DisposableStore();
+let appWindow: AppWindow | null = null;
+
 app.enableSandbox();
 if (!app.requestSingleInstanceLock()) {
   app.quit();
 } else {
-  app.on('second-instance', () => showWindow());
+  app.on('second-instance', () => appWindow?.show());
   // A failure inside start() (the embedded server cannot open its database, say) must end
   // the process with a message, not leave it running with no window and no tray.
   app.whenReady()
@@ -39,249 +44,59 @@ if (!app.requestSingleInstanceLock()) {
     });
 }
 
-let win: BrowserWindow | null = null;
-let quitting = false;
-let server: RunningServer | null = null;
-let endpoint: Endpoint | null = null;
-let tray: TrayController | null = null;
-let monitor: SseClient | null = null;
-const rendererStreams = new Map<string, SseClient>();
-const MAX_RENDERER_STREAMS = 16;
-const live = new LiveState();
-const disposers: Array<() => void | Promise<void>> = [];
-
 async function start(): Promise<void> {
   const userData = app.getPath('userData');
   mkdirSync(userData, { recursive: true });
-  const settings = new SettingsFile(userData);
-  const tokens = new TokenStore(userData, safeStorage);
-  const serverDir = join(userData, 'server');
 
-  // Tests (and support staff) may aim the app at a remote server without touching settings.
-  const envRemote = process.env.VPN_ACCESS_REMOTE_URL && process.env.VPN_ACCESS_REMOTE_TOKEN
-    ? { baseUrl: process.env.VPN_ACCESS_REMOTE_URL.replace(/\/$/, ''), token: process.env.VPN_ACCESS_REMOTE_TOKEN }
-    : null;
+  let notifier: Notifier | null = null;
+  const streams = new RendererStreams(
+    () => endpoints.current(),
+    (m) => appWindow?.send('app:stream', m),
+  );
+  const endpoints = disposables.add(
+    new Endpoints({
+      userData,
+      settings: new SettingsFile(userData),
+      tokens: new TokenStore(userData, safeStorage),
+      // Tests (and support staff) may aim the app at a remote server without touching settings.
+      override: endpointFromEnv(process.env),
+      onChange: (fresh) => {
+        streams.restart(fresh);
+        notifier?.restart(fresh);
+      },
+    }),
+  );
+  const api = new ApiClient(() => endpoints.current());
+  await endpoints.select();
 
-  async function startEmbedded(): Promise<Endpoint> {
-    if (!server) {
-      const opts = { dataDir: serverDir, host: '127.0.0.1', firstCustomer: 'local' };
-      try {
-        server = await startServer({ ...opts, port: settings.get().embeddedPort ?? 0 });
-      } catch (e) {
-        if ((e as { code?: string }).code !== 'EADDRINUSE') throw e;
-        server = await startServer({ ...opts, port: 0 });
-      }
-      // Keep the port: configuration links handed out earlier carry it.
-      if (settings.get().embeddedPort !== server.apiPort) settings.update({ embeddedPort: server.apiPort });
-      if (server.ownerToken) tokens.write('embedded', server.ownerToken);
-      else if (!tokens.read('embedded')) tokens.write('embedded', server.services.tokens.create({ customer: 'local', role: 'owner' }));
-    }
-    return { baseUrl: server.baseUrl, token: tokens.read('embedded') ?? '' };
-  }
+  disposables.add(registerIpc(ipcMain, createHandlers({ api, endpoints, streams, clipboard }), (frame) => isTrustedFrame(frame, RENDERER_INDEX)));
 
-  async function selectEndpoint(): Promise<void> {
-    const before = endpoint?.baseUrl;
-    const s = settings.get();
-    if (envRemote) endpoint = envRemote;
-    else if (s.mode === 'remote' && s.remoteBaseUrl) {
-      const token = tokens.read('remote');
-      endpoint = token ? { baseUrl: s.remoteBaseUrl, token } : null;
-    } else endpoint = await startEmbedded();
-    // Another server: event ids, and the sessions the tray knows, belong to the old one.
-    const fresh = endpoint?.baseUrl !== before;
-    if (fresh) live.sessions.clear();
-    monitor?.restart({ fresh });
-    for (const st of rendererStreams.values()) st.restart({ fresh });
-    void seedLive();
-  }
-
-  function connectionInfo(): ConnectionInfo {
-    const s = settings.get();
-    const mode = envRemote || s.mode === 'remote' ? 'remote' : 'embedded';
-    return {
-      mode,
-      baseUrl: endpoint?.baseUrl ?? s.remoteBaseUrl ?? '',
-      hasToken: !!endpoint?.token,
-      dataDir: mode === 'embedded' ? serverDir : undefined,
-      tokenStorage: tokens.describe(),
-    };
-  }
-
-  const api = new ApiClient(() => endpoint);
-  await selectEndpoint();
-
-  async function seedLive(): Promise<void> {
-    const r = await api.listSessions({ status: 'active', limit: 500 });
-    if (r.ok) live.seed(r.value.sessions);
-    refreshTray();
-  }
-
-  // ---------------------------------------------------------------- IPC
-  const send = (m: StreamMessage) => {
-    if (win && !win.isDestroyed()) win.webContents.send('app:stream', m);
-  };
-  const handlers: Handlers = {
-    connectionInfo: async () => ({ ok: true, value: connectionInfo() }),
-    saveConnection: async (c) => {
-      if (c.mode === 'remote') {
-        if (!c.remoteBaseUrl || !/^https?:\/\//.test(c.remoteBaseUrl)) return fail(400, 'invalid_request', 'Enter an http(s) base URL.');
-        if (c.remoteToken) tokens.write('remote', c.remoteToken);
-        settings.update({ mode: 'remote', remoteBaseUrl: c.remoteBaseUrl.replace(/\/$/, '') });
-      } else settings.update({ mode: 'embedded' });
-      await selectEndpoint();
-      return { ok: true, value: connectionInfo() };
-    },
-    serverInfo: () => api.serverInfo(),
-    openApiDocument: () => api.openApi(),
-    copyApiToken: async () => {
-      if (!endpoint?.token) return fail(401, 'unauthorized', 'No token is configured.');
-      clipboard.writeText(endpoint.token);
-      return { ok: true, value: true };
-    },
-    listZones: () => api.zones(),
-    listSessions: (q) => api.listSessions(q),
-    getSession: (id) => api.getSession(id),
-    createSession: (b) => api.createSession(b),
-    sessionStatus: (id) => api.status(id),
-    pauseSession: (id) => api.pause(id),
-    resumeSession: (id) => api.resume(id),
-    getLimits: (s) => api.getLimits(s),
-    updateLimits: (s, b) => api.updateLimits(s, b),
-    deleteLimits: (s) => api.deleteLimits(s),
-    openStream: async (streamId, filter: EventFilter) => {
-      // The window needs two or three at a time; a bound keeps a misbehaving page from
-      // opening server connections without end.
-      if (!rendererStreams.has(streamId) && rendererStreams.size >= MAX_RENDERER_STREAMS) {
-        return fail(429, 'too_many_streams', `At most ${MAX_RENDERER_STREAMS} event streams may be open at once.`);
-      }
-      rendererStreams.get(streamId)?.close();
-      rendererStreams.set(
-        streamId,
-        new SseClient(() => endpoint, filter, {
-          onEvent: (event) => send({ streamId, kind: 'event', event }),
-          onState: (state, error) => send({ streamId, kind: 'state', state, error }),
-        }),
-      );
-      return { ok: true, value: true };
-    },
-    closeStream: async (streamId) => {
-      rendererStreams.get(streamId)?.close();
-      rendererStreams.delete(streamId);
-      return { ok: true, value: true };
-    },
-  };
-  disposers.push(registerIpc(ipcMain, handlers, (frame) => isTrustedFrame(frame, RENDERER_INDEX)));
-
-  // ---------------------------------------------------------------- window, tray, monitor
   hardenSession(electronSession.defaultSession);
   app.on('web-contents-created', (_e, contents: WebContents) => hardenContents(contents, RENDERER_INDEX));
-  createWindow();
+  appWindow = new AppWindow({ preload: PRELOAD, rendererIndex: RENDERER_INDEX, onPageGone: () => streams.closeAll() });
 
   const icon = (name: string) => nativeImage.createFromPath(join(ICONS, name));
-  tray = new TrayController({
+  const tray = new TrayController({
     createTray: (img) => new Tray(img),
     buildMenu: (items) => Menu.buildFromTemplate(items),
     icons: { idle: icon('tray-idle.png'), active: icon('tray-active.png') },
-    open: () => showWindow(),
-    openSession: (id) => showWindow(`#/sessions/${id}`),
-    pause: (id) => void trayAction(api.pause(id), id),
-    resume: (id) => void trayAction(api.resume(id), id),
+    open: () => appWindow?.show(),
+    openSession: (id) => appWindow?.show(`#/sessions/${id}`),
+    pause: (id) => void notifier?.afterAction(api.pause(id), id),
+    resume: (id) => void notifier?.afterAction(api.resume(id), id),
     quit: () => {
-      quitting = true;
+      appWindow?.allowClose();
       app.quit();
     },
   });
-  async function trayAction(p: ReturnType<ApiClient['pause']>, id: string): Promise<void> {
-    const r = await p;
-    if (!r.ok) notify('Could not change the session', r.error.message);
-    const s = await api.getSession(id);
-    if (s.ok) live.put(s.value);
-    refreshTray();
-  }
-
-  monitor = new SseClient(() => endpoint, {}, {
-    onEvent: (e) => void onMonitorEvent(api, e),
-    onState: () => {},
-  });
-  await seedLive();
-}
-
-function refreshTray(): void {
-  tray?.update(live.active(), live.totals());
-}
-
-async function onMonitorEvent(api: ApiClient, e: SessionEvent): Promise<void> {
-  // The stream first replays stored history (from id 0); only recent events move the tray
-  // or raise notifications — the active-session listing is the truth at start.
-  if (Date.now() - Date.parse(e.created_at) > 30_000) return;
-  let s = live.apply(e);
-  if (!s || e.event_type === 'session_start' || e.event_type === 'session_end') {
-    const r = await api.getSession(e.session_id);
-    if (r.ok) s = live.put(r.value);
-  }
-  if (e.event_type === 'session_end' && s) {
-    if (s.status === 'ended') {
-      const limits = await api.getLimits('session');
-      const cap = limits.ok ? limits.value : null;
-      const hit = cap && ((cap.downloaded_bytes !== undefined && s.downloaded >= cap.downloaded_bytes) || (cap.uploaded_bytes !== undefined && s.uploaded >= cap.uploaded_bytes));
-      notify(hit ? 'Session reached its limit' : 'Session ended', `${s.client_id} in ${s.zone}${hit ? ': its byte limit is used up' : ''}.`);
-    } else if (!s.paused) {
-      notify('Session disconnected', `${s.client_id} in ${s.zone} has no open connection now.`);
-    }
-  }
-  refreshTray();
-}
-
-function notify(title: string, body: string): void {
-  if (Notification.isSupported()) new Notification({ title, body, silent: true }).show();
-}
-
-function createWindow(hash?: string): void {
-  win = new BrowserWindow({
-    width: 1200,
-    height: 800,
-    minWidth: 820,
-    minHeight: 560,
-    show: false,
-    title: 'VPN Access Desk',
-    autoHideMenuBar: true,
-    backgroundColor: '#00000000',
-    webPreferences: secureWebPreferences(PRELOAD),
-  });
-  win.once('ready-to-show', () => win?.show());
-  // A reloaded or crashed page no longer listens to the streams it opened: close them, or
-  // each reload would leave its event streams (and their server connections) running.
-  const dropStreams = () => closeRendererStreams();
-  win.webContents.on('did-start-navigation', (e) => {
-    if (e.isMainFrame && !e.isSameDocument) dropStreams();
-  });
-  win.webContents.on('render-process-gone', dropStreams);
-  win.webContents.on('destroyed', dropStreams);
-  // Closing the window hides it to the tray; Quit (tray menu, or app quit) really quits.
-  win.on('close', (e) => {
-    if (!quitting) {
-      e.preventDefault();
-      win?.hide();
-    }
-  });
-  // A new window starts on the asked-for route (a message sent before it loads would be lost).
-  void win.loadFile(RENDERER_INDEX, hash ? { hash: hash.replace(/^#/, '') } : undefined);
-}
-
-function closeRendererStreams(): void {
-  for (const s of rendererStreams.values()) s.close();
-  rendererStreams.clear();
-}
-
-function showWindow(hash?: string): void {
-  if (!win || win.isDestroyed()) createWindow(hash);
-  else if (hash) win.webContents.send('app:navigate', hash);
-  win!.show();
-  win!.focus();
+  disposables.add(() => tray.destroy());
+  disposables.add(streams);
+  notifier = disposables.add(new Notifier({ api, endpoint: () => endpoints.current(), render: (sessions, totals) => tray.update(sessions, totals) }));
+  await notifier.seed();
 }
 
 app.on('before-quit', () => {
-  quitting = true;
+  appWindow?.allowClose();
 });
 app.on('window-all-closed', () => {
   /* stay in the tray */
@@ -292,12 +107,8 @@ app.on('will-quit', (e) => {
   if (stopped) return;
   e.preventDefault();
   stopped = true;
-  void (async () => {
-    monitor?.close();
-    closeRendererStreams();
-    tray?.destroy();
-    for (const d of disposers.reverse()) await d();
-    await server?.close().catch(() => {});
-    app.exit(0);
-  })();
+  disposables
+    .dispose()
+    .catch((err: unknown) => console.error('while quitting', err))
+    .finally(() => app.exit(0));
 });

@@ -1,9 +1,8 @@
 // The IPC router, derived from the preload contract (AppOps): one handler per operation,
 // the table type-checked for completeness, every message's sender checked first.
 import type { IpcMainInvokeEvent, WebFrameMain } from 'electron';
-import type { AppOpName, AppOps } from '../preload/api.ts';
-import type { Result } from '../renderer/src/platform/types.ts';
-import { fail } from './api-client.ts';
+import type { AppOpName, AppOps } from '../common/ipc-contract.ts';
+import { fail, type Result } from '../common/result.ts';
 
 export type Handlers = { [K in AppOpName]: (...args: Parameters<AppOps[K]>) => ReturnType<AppOps[K]> };
 

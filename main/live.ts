@@ -1,6 +1,6 @@
 // What the tray needs to know, kept by the main process from its own event stream:
 // which sessions are active and how fast each one moves.
-import type { Session, SessionEvent } from '../renderer/src/platform/types.ts';
+import type { Session, SessionEvent } from '../common/api-types.ts';
 
 export interface LiveSession {
   id: string;

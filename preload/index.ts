@@ -2,7 +2,7 @@
 // the contract, plus subscriptions that return their unsubscribe. The raw ipcRenderer is
 // never exposed. Runs sandboxed: it may use only contextBridge and ipcRenderer.
 import { contextBridge, ipcRenderer, type IpcRendererEvent } from 'electron';
-import type { AppBridge, AppOpName, AppOps, NavigateChannel, StreamChannel, StreamMessage } from './api.ts';
+import type { AppBridge, AppOpName, AppOps, NavigateChannel, StreamChannel, StreamMessage } from '../common/ipc-contract.ts';
 
 const STREAM: StreamChannel = 'app:stream';
 const NAVIGATE: NavigateChannel = 'app:navigate';

@@ -8,7 +8,9 @@ import { parseArgs } from 'node:util';
 import { openDatabase } from './store/db.ts';
 import { type Role, Store } from './store/store.ts';
 import { createLogger } from './log.ts';
-import { startServer } from './serve.ts';
+// serve.ts (and through it fastify and the data plane) is imported only by `serve`, below:
+// `token` commands and `help` then start without loading them.
+import { parseTlsMode } from './tls/mode.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const env = process.env;
@@ -31,7 +33,18 @@ serve options (environment variable in brackets):
   --vless-tcp-port PORT  raw TCP VLESS port, default 8789, "off" disables  [VPN_ACCESS_VLESS_TCP_PORT]
   --proxy-port PORT      HTTP proxy port, default 8788, "off" disables    [VPN_ACCESS_PROXY_PORT]
   --link-network ws|tcp  transport of the configurations handed out       [VPN_ACCESS_LINK_NETWORK]
-  --tls-cert FILE --tls-key FILE   PEM certificate and key: TLS everywhere [VPN_ACCESS_TLS_CERT/_KEY]
+  --tls auto|on|off      TLS on the API port, VLESS and the proxy; auto (default) turns it on
+                         when the public host is not loopback, private or link-local  [VPN_ACCESS_TLS]
+  --tls-cert FILE --tls-key FILE   PEM certificate and key, reloaded when the files change or on
+                         SIGHUP; without them a self-signed certificate is made and kept in the
+                         data folder (links then pin it with pcs)  [VPN_ACCESS_TLS_CERT/_KEY]
+  --tls-watch-interval MS   how often the certificate files are checked, default 2000;
+                         0: only on SIGHUP                              [VPN_ACCESS_TLS_WATCH_INTERVAL]
+  --acme-domain D --acme-email E   certificate from an ACME CA (http-01 on port 80), kept in the
+                         data folder and renewed with a third of its life left  [VPN_ACCESS_ACME_DOMAIN/_EMAIL]
+  --acme-directory URL   ACME directory, default Let's Encrypt          [VPN_ACCESS_ACME_DIRECTORY]
+  --acme-directory-ca FILE  CA of a private ACME server's own HTTPS      [VPN_ACCESS_ACME_DIRECTORY_CA]
+  --acme-http-port PORT  port of the http-01 challenge listener, default 80  [VPN_ACCESS_ACME_HTTP_PORT]
   --egress allow-all|public-only   refuse private and loopback targets    [VPN_ACCESS_EGRESS]
   --no-ui                do not serve the web UI at /
   --quiet                no request log
@@ -73,7 +86,14 @@ async function serve(argv: string[]): Promise<void> {
       'vless-tcp-port': { type: 'string' },
       'proxy-port': { type: 'string' },
       'link-network': { type: 'string' },
+      tls: { type: 'string' },
       'tls-cert': { type: 'string' },
+      'tls-watch-interval': { type: 'string' },
+      'acme-domain': { type: 'string' },
+      'acme-email': { type: 'string' },
+      'acme-directory': { type: 'string' },
+      'acme-directory-ca': { type: 'string' },
+      'acme-http-port': { type: 'string' },
       'tls-key': { type: 'string' },
       egress: { type: 'string' },
       'no-ui': { type: 'boolean' },
@@ -90,6 +110,27 @@ async function serve(argv: string[]): Promise<void> {
   const certFile = values['tls-cert'] ?? env.VPN_ACCESS_TLS_CERT;
   const keyFile = values['tls-key'] ?? env.VPN_ACCESS_TLS_KEY;
   if (Boolean(certFile) !== Boolean(keyFile)) fail('--tls-cert and --tls-key go together');
+  const tlsText = values.tls ?? env.VPN_ACCESS_TLS;
+  const tlsMode = parseTlsMode(tlsText) ?? (tlsText ? fail(`--tls takes auto, on or off, not "${tlsText}"`) : 'auto');
+  if (tlsMode === 'off' && certFile) fail('--tls off cannot be combined with --tls-cert/--tls-key');
+  const watchText = values['tls-watch-interval'] ?? env.VPN_ACCESS_TLS_WATCH_INTERVAL;
+  const watchMs = watchText === undefined || watchText === '' ? undefined : Number(watchText);
+  if (watchMs !== undefined && (!Number.isInteger(watchMs) || watchMs < 0)) fail(`--tls-watch-interval takes milliseconds (0 or more), not "${watchText}"`);
+  const acmeDomain = values['acme-domain'] ?? env.VPN_ACCESS_ACME_DOMAIN;
+  const acmeEmail = values['acme-email'] ?? env.VPN_ACCESS_ACME_EMAIL;
+  if (Boolean(acmeDomain) !== Boolean(acmeEmail)) fail('--acme-domain and --acme-email go together');
+  if (acmeDomain && certFile) fail('use either --tls-cert/--tls-key or --acme-domain, not both');
+  if (acmeDomain && tlsMode === 'off') fail('--tls off cannot be combined with --acme-domain');
+  const acmeCaFile = values['acme-directory-ca'] ?? env.VPN_ACCESS_ACME_DIRECTORY_CA;
+  const acme = acmeDomain && acmeEmail
+    ? {
+        domain: acmeDomain,
+        email: acmeEmail,
+        directoryUrl: values['acme-directory'] ?? env.VPN_ACCESS_ACME_DIRECTORY,
+        directoryCa: acmeCaFile ? readFileSync(acmeCaFile, 'utf8') : undefined,
+        httpPort: port(values['acme-http-port'] ?? env.VPN_ACCESS_ACME_HTTP_PORT, 80, '--acme-http-port') ?? 80,
+      }
+    : undefined;
   const egress = values.egress ?? env.VPN_ACCESS_EGRESS ?? 'allow-all';
   if (egress !== 'allow-all' && egress !== 'public-only') fail('--egress takes allow-all or public-only');
   const linkNetwork = values['link-network'] ?? env.VPN_ACCESS_LINK_NETWORK ?? 'ws';
@@ -98,17 +139,22 @@ async function serve(argv: string[]): Promise<void> {
   const log = createLogger();
   const rateText = values['rate-limit'] ?? env.VPN_ACCESS_RATE_LIMIT;
 
+  const { startServer } = await import('./serve.ts');
   const server = await startServer({
     host,
     port: port(values.port ?? env.VPN_ACCESS_PORT, 8787, '--port') ?? 8787,
     dataDir,
     zonesFile: values.zones ?? env.VPN_ACCESS_ZONES,
     rateLimit: rateText ? parseRate(rateText) : undefined,
-    publicHost: values['public-host'] ?? env.VPN_ACCESS_PUBLIC_HOST ?? (host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host),
+    publicHost: values['public-host'] ?? env.VPN_ACCESS_PUBLIC_HOST ?? acmeDomain ?? (host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host),
     vlessTcpPort: port(values['vless-tcp-port'] ?? env.VPN_ACCESS_VLESS_TCP_PORT, 8789, '--vless-tcp-port'),
     proxyPort: port(values['proxy-port'] ?? env.VPN_ACCESS_PROXY_PORT, 8788, '--proxy-port'),
     linkNetwork,
-    tls: certFile && keyFile ? { cert: readFileSync(certFile, 'utf8'), key: readFileSync(keyFile, 'utf8') } : undefined,
+    tlsMode,
+    tlsCertFile: certFile ? resolve(certFile) : undefined,
+    tlsKeyFile: keyFile ? resolve(keyFile) : undefined,
+    tlsWatchIntervalMs: watchMs,
+    acme,
     egress,
     logger: log,
     logRequests: !values.quiet,
@@ -123,6 +169,8 @@ async function serve(argv: string[]): Promise<void> {
       `\nNew data folder: created customer "default" and its owner token (shown only this once, keep it secret):\n\n  ${server.ownerToken}\n\n`,
     );
   }
+  const tls = server.services.settings.tls;
+  log.info(`TLS ${tls.enabled ? `on (${tls.source}, sha256 ${tls.fingerprint_sha256})` : 'off'}: ${tls.reason}`);
   log.info(`listening: API ${server.baseUrl}, VLESS ws ${server.origin.replace(/^http/, 'ws')}${server.services.settings.link.wsPath}` +
     `, VLESS tcp ${server.vlessTcpPort ?? 'off'}, proxy ${server.proxyPort ?? 'off'}, data ${dataDir}`);
   if (!values['no-ui'] && existsSync(join(rendererDir, 'index.html'))) {
@@ -131,6 +179,8 @@ async function serve(argv: string[]): Promise<void> {
     if (server.ownerToken) log.info(`sign in to the web UI with the owner token above (or open ${server.origin}/#token=<token>)`);
   }
   if (host !== '127.0.0.1' && host !== '::1' && host !== 'localhost') log.warn(`bound to ${host}: reachable from other machines`);
+  // certbot and acme.sh deploy hooks send SIGHUP: re-read the certificate files now.
+  process.on('SIGHUP', () => void server.services.tls.reload());
 
   let stopping = false;
   const stop = (signal: string) => {

@@ -1,6 +1,6 @@
 // A readable line logger: `2026-11-22T10:04:05.123Z INFO  message key=value`.
 // Never give it a token or a whole session id (see redactIds / shortId in time.ts).
-import type { Logger } from './dataplane/api.ts';
+import type { Logger } from './domain.ts';
 import { redactIds } from './time.ts';
 
 type Level = 'debug' | 'info' | 'warn' | 'error';

@@ -37,7 +37,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     services.settings.link.tcpPort = ports.vlessTcpPort;
     services.settings.proxyPort = ports.proxyPort;
     const shownHost = host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host;
-    const origin = `${opts.tls ? 'https' : 'http'}://${shownHost}:${apiPort}`;
+    const origin = `${services.tls.enabled ? 'https' : 'http'}://${shownHost}:${apiPort}`;
     let closing: Promise<void> | undefined;
     return {
       ...built,

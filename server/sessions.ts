@@ -2,7 +2,8 @@
 import { randomUUID } from 'node:crypto';
 import { ApiError } from './contract/errors.ts';
 import type { Session, SessionCreateRequest, SessionList, SessionListQuery, SessionStatusResponse } from './contract/schemas.ts';
-import type { DataPlane, SessionRow } from './dataplane/api.ts';
+import type { DataPlane } from './dataplane/api.ts';
+import type { SessionRow } from './domain.ts';
 import { buildConfiguration, buildLink, type LinkSettings } from './links.ts';
 import type { Store } from './store/store.ts';
 import type { ZoneCatalogue } from './zones/catalogue.ts';

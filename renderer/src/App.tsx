@@ -3,8 +3,8 @@
 import { useEffect, useRef, useState, type FormEvent } from 'react';
 import { humanError } from './lib/errors.ts';
 import { formatSpeed } from './lib/format.ts';
-import { routeHref } from './store/bridge.ts';
-import { dismissToast, startApp, submitToken, useStore, type Route } from './store/index.ts';
+import { routeHref, type Route } from './store/routing.ts';
+import { dismissToast, startApp, submitToken, useStore } from './store/index.ts';
 import { selectPhase, selectRoute, selectToasts, useTotals } from './store/selectors.ts';
 import { ErrorBanner, Spinner } from './components/ui.tsx';
 import { SessionsScreen } from './features/SessionsScreen.tsx';

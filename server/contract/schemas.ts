@@ -67,6 +67,16 @@ export const Configuration = Type.Object({
   path: Type.Optional(Type.String()),
   security: Type.Union([Type.Literal('none'), Type.Literal('tls')]),
   sni: Type.Optional(Type.String()),
+  fp: Type.Optional(Type.String({ ...ext, description: 'With TLS: the TLS client fingerprint to imitate (link `fp`), e.g. chrome.' })),
+  alpn: Type.Optional(Type.String({ ...ext, description: 'With TLS: ALPN protocols, comma-separated (link `alpn`), e.g. http/1.1.' })),
+  pcs: Type.Optional(
+    Type.String({
+      ...ext,
+      pattern: '^[0-9a-f]{64}$',
+      description: 'With a self-signed certificate: its SHA-256 over the DER, hex without colons (link `pcs`, Xray pinnedPeerCertSha256). Absent for a CA-signed certificate.',
+    }),
+  ),
+  vcn: Type.Optional(Type.String({ ...ext, description: 'With TLS: the name to verify the certificate by, when it differs from sni (link `vcn`, Xray verifyPeerCertByName).' })),
 });
 
 export const Session = Type.Object({
@@ -195,7 +205,22 @@ export const ServerInfo = Type.Object(
     ws_path: Type.String(),
     vless_tcp_port: Type.Union([Type.Integer(), Type.Null()]),
     proxy_port: Type.Union([Type.Integer(), Type.Null()]),
-    tls: Type.Boolean(),
+    tls: Type.Boolean({ description: 'TLS on the API port, VLESS (ws and tcp) and the proxy.' }),
+    tls_status: Type.Object(
+      {
+        mode: Type.Union([Type.Literal('auto'), Type.Literal('on'), Type.Literal('off')], { description: 'The --tls mode asked for.' }),
+        enabled: Type.Boolean(),
+        reason: Type.String({ description: 'Why TLS is on or off, in a sentence.' }),
+        source: Type.Union([Type.Literal('files'), Type.Literal('acme'), Type.Literal('self-signed'), Type.Null()], {
+          description: 'Where the certificate comes from: given files, ACME, or generated self-signed; null when TLS is off.',
+        }),
+        self_signed: Type.Union([Type.Boolean(), Type.Null()], { description: 'True when clients must pin the certificate (links carry pcs).' }),
+        fingerprint_sha256: Type.Union([Type.String(), Type.Null()], { description: 'SHA-256 of the certificate DER, lower-case hex without colons.' }),
+        not_after: Type.Union([DateTime, Type.Null()]),
+        names: Type.Array(Type.String(), { description: 'DNS names and IP addresses the certificate covers.' }),
+      },
+      { ...ext, description: 'Which TLS mode is in force, why, and the certificate served.' },
+    ),
   },
   ext,
 );

@@ -3,69 +3,7 @@
 // fastify or electron: it gets everything it needs through DataPlaneDeps.
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-
-export type SessionStatus = 'created' | 'active' | 'idle' | 'ended';
-export type EventType = 'session_start' | 'session_heartbeat' | 'session_end' | 'session_stats';
-export type LimitScope = 'global' | 'client' | 'session';
-
-/** A session as stored. `connections` counts every connection the session has ever accepted. */
-export interface SessionRow {
-  id: string;
-  customer_id: string;
-  client_id: string;
-  zone: string;
-  reusable: boolean;
-  paused: boolean;
-  status: SessionStatus;
-  uploaded_bytes: number;
-  downloaded_bytes: number;
-  duration: number;
-  connections: number;
-  created_at: string;
-}
-
-export interface LimitValues {
-  downloaded_bytes?: number;
-  uploaded_bytes?: number;
-  download_speed?: number;
-  upload_speed?: number;
-  max_sessions?: number;
-  max_reconnections?: number;
-}
-
-export interface RuntimePatch {
-  status?: SessionStatus;
-  uploaded_bytes?: number;
-  downloaded_bytes?: number;
-  duration?: number;
-  connections?: number;
-}
-
-export interface ZoneInfo {
-  code: string;
-  name: string;
-  country: string;
-  cities: string[];
-  nodes: string[];
-  has_active_nodes: boolean;
-}
-
-export interface Logger {
-  info(obj: object | string, msg?: string): void;
-  warn(obj: object | string, msg?: string): void;
-  error(obj: object | string, msg?: string): void;
-  debug(obj: object | string, msg?: string): void;
-}
-
-/** A session event before it is stored (the store gives it its id and time). */
-export interface EventInput {
-  customerId: string;
-  sessionId: string;
-  type: EventType;
-  duration: number;
-  uploaded_bytes: number;
-  downloaded_bytes: number;
-}
+import type { EventInput, LimitScope, LimitValues, Logger, RuntimePatch, SessionRow, SessionStatus, ZoneInfo } from '../domain.ts';
 
 export interface DataPlaneDeps {
   store: {
@@ -125,6 +63,8 @@ export interface DataPlane {
   pause(sessionId: string): void;
   /** A limits record of this customer changed: re-read limits and apply them to live connections. */
   limitsChanged(customerId: string): void;
+  /** A new certificate for the TLS listeners: used by new handshakes, open connections keep theirs. */
+  updateTls?(tls: { cert: string; key: string }): void;
   /** Flushes counters and closes every connection and listener. */
   close(): Promise<void>;
 }

@@ -2,7 +2,8 @@
 // token buckets decide how much may go and when, writes to a sink, and counts what was written.
 // Backpressure: while a chunk waits (shaping) or the sink is full, the source is paused, so the
 // server holds at most one chunk plus the sink's high-water mark per direction.
-import type { Dir, Lease } from './runtime.ts';
+import type { Lease } from './lease.ts';
+import type { Dir } from './meters.ts';
 
 /** Called once the sink has flushed a write (err set when it failed). */
 export type WriteDone = (err?: Error | null) => void;

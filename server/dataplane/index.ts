@@ -2,7 +2,7 @@
 // TCP (optionally TLS), and the geo-targeted HTTP proxy, all feeding one Runtime of meters,
 // events and limits. Nothing here imports fastify or electron; see api.ts for the seam.
 import { createServer as createTcpServer, type Server, type Socket } from 'node:net';
-import { createServer as createTlsServer } from 'node:tls';
+import { createServer as createTlsServer, type Server as TlsServer } from 'node:tls';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
@@ -53,6 +53,7 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
     },
   });
   const servers: Server[] = [];
+  const tlsServers: TlsServer[] = [];
   let closed = false;
 
   function listen(server: Server, port: number): Promise<number> {
@@ -68,9 +69,14 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
 
   function makeServer(onSocket: (s: Socket) => void): Server {
     const opts = { allowHalfOpen: true, noDelay: true };
-    const server = cfg.tls
-      ? createTlsServer({ ...opts, cert: cfg.tls.cert, key: cfg.tls.key, handshakeTimeout: ctx.headerTimeoutMs }, onSocket)
-      : createTcpServer(opts, onSocket);
+    let server: Server;
+    if (cfg.tls) {
+      const tlsServer = createTlsServer({ ...opts, cert: cfg.tls.cert, key: cfg.tls.key, handshakeTimeout: ctx.headerTimeoutMs }, onSocket);
+      tlsServers.push(tlsServer);
+      server = tlsServer;
+    } else {
+      server = createTcpServer(opts, onSocket);
+    }
     server.on('error', (err) => deps.log.error({ err: String(err) }, 'data plane listener error'));
     if (cfg.tls) server.on('tlsClientError', () => { /* bad handshakes are dropped */ });
     servers.push(server);
@@ -121,6 +127,10 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
         serveVless(ctx, wsSide(ws, remote), 'ws', early?.data);
       });
       return true;
+    },
+
+    updateTls(tls) {
+      for (const s of tlsServers) s.setSecureContext({ cert: tls.cert, key: tls.key });
     },
 
     live: (id) => runtime.live(id),

@@ -10,7 +10,7 @@ import { parseProxyUser, cityToken } from '../contract/proxy-string.ts';
 import { Connection } from './relay.ts';
 import type { ClientSide } from './sides.ts';
 import type { InboundContext } from './vless.ts';
-import type { ZoneInfo } from './api.ts';
+import type { ZoneInfo } from '../domain.ts';
 import { dialTcp } from './outbound.ts';
 import { EgressRefused } from './egress.ts';
 

@@ -5,7 +5,9 @@ import type { Socket as UdpSocket } from 'node:dgram';
 import { Flow } from './flow.ts';
 import type { ClientSide } from './sides.ts';
 import type { WriteDone } from './flow.ts';
-import type { ConnHandle, Lease } from './runtime.ts';
+import { type CloseReason, isCapReason } from './close-reason.ts';
+import type { Lease } from './lease.ts';
+import type { ConnHandle } from './meters.ts';
 
 const GRACE_MS = 5000;
 const MAX_PENDING = 256 * 1024;
@@ -15,7 +17,7 @@ export class Connection implements ConnHandle {
   readonly client: ClientSide;
   lease: Lease | undefined;
   closed = false;
-  closeReason = '';
+  closeReason: CloseReason | undefined;
   private outbound: Socket | undefined;
   private udp: UdpSocket | undefined;
   private up: Flow | undefined;
@@ -157,14 +159,14 @@ export class Connection implements ConnHandle {
     this.timer(GRACE_MS, () => this.close('grace'));
   }
 
-  close(reason: string): void {
+  close(reason: CloseReason): void {
     if (this.closed) return;
     this.closed = true;
     this.closeReason = reason;
     for (const t of this.timers) clearTimeout(t);
     this.up?.stop();
     this.down?.stop();
-    if (reason.endsWith('_cap')) {
+    if (isCapReason(reason)) {
       // Byte caps: what was counted is already in the client socket's buffer; let it drain
       // (bounded), so the client receives exactly what the counters say.
       this.client.end();

@@ -5,7 +5,7 @@ import { parseVlessHeader, VLESS_RESPONSE_HEADER } from './vless-header.ts';
 import { Connection } from './relay.ts';
 import type { ClientSide } from './sides.ts';
 import type { Runtime } from './runtime.ts';
-import type { Logger } from './api.ts';
+import type { Logger } from '../domain.ts';
 import { dialTcp, dialUdp } from './outbound.ts';
 import type { EgressPolicy } from './egress.ts';
 

@@ -1,7 +1,7 @@
 // Event publisher: every event is persisted first (it gets its id from SQLite), then
 // handed to the live subscribers of the same customer whose filters match.
 import type { SessionEvent } from '../contract/schemas.ts';
-import type { EventInput } from '../dataplane/api.ts';
+import type { EventInput } from '../domain.ts';
 import type { EventFilter, Store } from '../store/store.ts';
 import { isoNow } from '../time.ts';
 

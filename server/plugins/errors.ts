@@ -1,11 +1,20 @@
 // One error format for every non-2xx answer: `{ error: { code, message, details } }`.
-// 5xx answers never carry a stack trace or an internal message.
+// 5xx answers never carry a stack trace or an internal message. A route whose answers are not
+// JSON (the event stream) writes its error record itself: it names a writer in its route config.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, type ErrorCode } from '../contract/errors.ts';
-import { errorFrame } from '../events/sse.ts';
-import type { Logger } from '../dataplane/api.ts';
+import type { Logger } from '../domain.ts';
 
-export const EVENTS_ROUTE = '/v2/sessions/events';
+/** Writes an error record in a route's own format (status, content type and body). */
+export type ErrorWriter = (reply: FastifyReply, error: ApiError) => FastifyReply;
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** This route's own error format; JSON when absent. Read as soon as the route is matched,
+     *  so it also applies to the answers of the guard (400, 401, 403, 429) before the handler. */
+    writeError?: ErrorWriter;
+  }
+}
 
 interface AjvError {
   instancePath?: string;
@@ -72,24 +81,23 @@ export function toApiError(err: FastifyError | ApiError | Error): ApiError {
   return new ApiError('internal_error', 'An unexpected error occurred.');
 }
 
-/** The matched route, or undefined when the router failed before matching (frameworkErrors). */
-function routeUrl(request: FastifyRequest): string | undefined {
+/** The matched route's error writer, or undefined (JSON), also when the router failed before matching (frameworkErrors). */
+function routeWriter(request: FastifyRequest): ErrorWriter | undefined {
   try {
-    return request.routeOptions.url;
+    return request.routeOptions.config?.writeError;
   } catch {
     return undefined;
   }
 }
 
-/** Writes the error record; on the event stream, as one SSE `data:` event before closing. */
+/** Writes the error record, as JSON unless the route names its own writer. */
 export function sendError(request: FastifyRequest, reply: FastifyReply, error: ApiError): FastifyReply {
   if (error.statusCode === 429 && !reply.hasHeader('retry-after')) {
     const reset = Number(reply.getHeader('x-ratelimit-reset') ?? 1);
     reply.header('retry-after', String(Math.max(1, reset)));
   }
-  if (routeUrl(request) === EVENTS_ROUTE) {
-    return reply.code(error.statusCode).type('text/event-stream; charset=utf-8').send(errorFrame(error.toBody()));
-  }
+  const write = routeWriter(request);
+  if (write) return write(reply, error);
   return reply.code(error.statusCode).type('application/json; charset=utf-8').send(error.toBody());
 }
 

@@ -1,16 +1,22 @@
 import type { FastifyInstance } from 'fastify';
 import { ApiError } from '../contract/errors.ts';
 import { ErrorRecord, EventStreamQuery, SessionEvent } from '../contract/schemas.ts';
-import { openEventStream } from '../events/sse.ts';
+import { errorFrame, openEventStream } from '../events/sse.ts';
 import { callerOf } from '../plugins/auth.ts';
+import type { ErrorWriter } from '../plugins/errors.ts';
 import type { Services } from '../services.ts';
 import { bearer } from './common.ts';
 import { redactIds } from '../time.ts';
 
 const asList = (v: string | string[] | undefined): string[] | undefined => (v === undefined ? undefined : Array.isArray(v) ? v : [v]);
 
+/** Errors on the event stream: the record as the data: of one SSE event, then the stream closes. */
+const writeSseError: ErrorWriter = (reply, error) =>
+  reply.code(error.statusCode).type('text/event-stream; charset=utf-8').send(errorFrame(error.toBody()));
+
 export async function eventRoutes(app: FastifyInstance, ctx: Services): Promise<void> {
   app.get<{ Querystring: EventStreamQuery }>('/sessions/events', {
+    config: { writeError: writeSseError },
     schema: {
       summary: 'Stream of session events (Server-Sent Events)',
       description:

@@ -26,6 +26,7 @@ export async function metaRoutes(app: FastifyInstance, ctx: Services): Promise<v
       vless_tcp_port: ctx.settings.link.tcpPort,
       proxy_port: ctx.settings.proxyPort,
       tls: ctx.settings.link.tls,
+      tls_status: ctx.settings.tls,
     }),
   });
 }

@@ -61,6 +61,19 @@ const MIGRATIONS: string[] = [
   CREATE INDEX events_by_customer ON events (customer_id, id);
   CREATE INDEX events_by_time ON events (created_at);
   `,
+  // 2: subscriptions (one per client of a customer). `nonce` is random; the URL secret is
+  // HMAC(server key, nonce) and only its SHA-256 is stored here (see server/subscriptions/secret.ts).
+  `
+  CREATE TABLE subscriptions (
+    customer_id TEXT NOT NULL REFERENCES customers(id),
+    client_id TEXT NOT NULL,
+    nonce TEXT NOT NULL,
+    secret_hash TEXT NOT NULL UNIQUE,
+    created_at TEXT NOT NULL,
+    rotated_at TEXT,
+    PRIMARY KEY (customer_id, client_id)
+  );
+  `,
 ];
 
 export function openDatabase(dataDir: string): DatabaseSync {

@@ -2,7 +2,7 @@
 // transaction, committed before it returns, so an acknowledged write survives a crash.
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import type { LimitScope, LimitValues, RuntimePatch, SessionRow, SessionStatus } from '../dataplane/api.ts';
+import type { LimitScope, LimitValues, RuntimePatch, SessionRow, SessionStatus } from '../domain.ts';
 import type { EventType, LimitsRecord, SessionEvent } from '../contract/schemas.ts';
 import { isoNow } from '../time.ts';
 

@@ -1,7 +1,7 @@
 // The zone catalogue: a JSON file (or the built-in default) of zones, their country,
 // cities and nodes. The node `local` is this server itself and is always up.
 import { readFileSync } from 'node:fs';
-import type { ZoneInfo } from '../dataplane/api.ts';
+import type { ZoneInfo } from '../domain.ts';
 import defaultCatalogue from './default-zones.json' with { type: 'json' };
 
 interface CatalogueFile {

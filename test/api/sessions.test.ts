@@ -1,7 +1,7 @@
-// Zones, session creation, status, pause/resume, the session extensions and the OpenAPI document.
+// Session creation, status, pause/resume and the session extensions (routes/sessions.ts).
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { assertError, assertRateHeaders, auth, createSession, ISO_MS_Z, json, makeServer, type TestServer, UUID_V4 } from '../helpers/server.ts';
+import { assertError, auth, createSession, ISO_MS_Z, json, makeServer, type TestServer, UUID_V4 } from '../helpers/server.ts';
 
 let s: TestServer;
 before(async () => {
@@ -13,35 +13,6 @@ after(async () => {
 
 const post = (body: unknown, token = s.owner) =>
   s.app.inject({ method: 'POST', url: '/v2/sessions', headers: auth(token), payload: body as object });
-
-describe('GET /zones', () => {
-  test('lists the catalogue with name, code and has_active_nodes', async () => {
-    const res = await s.app.inject({ url: '/v2/zones', headers: auth(s.owner) });
-    assert.equal(res.statusCode, 200);
-    assert.match(String(res.headers['content-type']), /^application\/json/);
-    assertRateHeaders(res);
-    const body = json(res);
-    assert.deepEqual(Object.keys(body), ['zones']);
-    assert.ok(Array.isArray(body.zones) && body.zones.length >= 3);
-    for (const z of body.zones) {
-      assert.equal(typeof z.name, 'string');
-      assert.match(z.code, /^[a-z0-9-]{2,32}$/);
-      assert.equal(typeof z.has_active_nodes, 'boolean');
-      assert.match(z.country, /^[A-Z]{2}$/);
-      assert.ok(Array.isArray(z.cities));
-    }
-    const byCode = new Map(body.zones.map((z: { code: string }) => [z.code, z]));
-    assert.equal((byCode.get('br-sao') as { has_active_nodes: boolean }).has_active_nodes, false, 'a zone with no nodes');
-    assert.equal((byCode.get('au-syd') as { has_active_nodes: boolean }).has_active_nodes, false, 'a zone whose only node is down');
-    assert.equal((byCode.get('de-fra') as { has_active_nodes: boolean }).has_active_nodes, true);
-    assert.ok(new Set(body.zones.map((z: { country: string }) => z.country)).size >= 3, 'several countries');
-  });
-
-  test('the agent role may list zones', async () => {
-    const res = await s.app.inject({ url: '/v2/zones', headers: auth(s.agent) });
-    assert.equal(res.statusCode, 200);
-  });
-});
 
 describe('POST /sessions', () => {
   test('201 with the whole Session and a configuration a VLESS client can use', async () => {
@@ -437,64 +408,5 @@ describe('extension: GET /sessions and GET /sessions/{id}', () => {
     assert.equal(res.statusCode, 200);
     assert.deepEqual(json(res), c);
     assertError(await t.app.inject({ url: `/v2/sessions/${crypto.randomUUID()}`, headers: auth(t.owner) }), 404, 'session_not_found');
-  });
-});
-
-describe('extension: GET /openapi.json', () => {
-  test('a valid OpenAPI 3.1 document with every path, extensions marked', async () => {
-    const res = await s.app.inject({ url: '/v2/openapi.json' });
-    assert.equal(res.statusCode, 200);
-    const doc = json(res);
-    assert.equal(doc.openapi, '3.1.0');
-    assert.equal(typeof doc.info.title, 'string');
-    assert.equal(typeof doc.info.version, 'string');
-    assert.equal(typeof doc.paths, 'object');
-    const expected: Record<string, string[]> = {
-      '/v2/zones': ['get'],
-      '/v2/sessions': ['get', 'post'],
-      '/v2/sessions/events': ['get'],
-      '/v2/sessions/{id}': ['get'],
-      '/v2/sessions/{id}/status': ['get'],
-      '/v2/sessions/{id}/pause': ['patch'],
-      '/v2/sessions/{id}/resume': ['patch'],
-      '/v2/customer/limits/global': ['delete', 'get', 'patch'],
-      '/v2/customer/limits/client': ['delete', 'get', 'patch'],
-      '/v2/customer/limits/session': ['delete', 'get', 'patch'],
-    };
-    for (const [path, methods] of Object.entries(expected)) {
-      assert.ok(doc.paths[path], `missing ${path}`);
-      for (const m of methods) {
-        const op = doc.paths[path][m];
-        assert.ok(op, `missing ${m} ${path}`);
-        assert.ok(op.responses && Object.keys(op.responses).length > 0, `${m} ${path} has responses`);
-        assert.deepEqual(op.security, [{ bearerAuth: [] }], `${m} ${path} needs a token`);
-      }
-    }
-    assert.equal(doc.paths['/v2/sessions'].get['x-extension'], true);
-    assert.equal(doc.paths['/v2/sessions/{id}'].get['x-extension'], true);
-    for (const p of ['/v2/zones', '/v2/sessions/{id}/status', '/v2/customer/limits/global']) {
-      for (const op of Object.values<Record<string, unknown>>(doc.paths[p])) assert.notEqual(op['x-extension'], true, `${p} is in the contract`);
-    }
-    assert.equal(doc.paths['/v2/sessions'].post['x-extension'], undefined);
-    // Status codes the contract documents are declared.
-    assert.ok(['201', '400', '401', '404', '422', '500'].every((c) => c in doc.paths['/v2/sessions'].post.responses));
-    assert.ok(['200', '401', '403', '404', '429', '500'].every((c) => c in doc.paths['/v2/customer/limits/client'].get.responses));
-    assert.ok('204' in doc.paths['/v2/customer/limits/global'].delete.responses);
-    // The request schema is the one that validates.
-    const create = doc.paths['/v2/sessions'].post.requestBody.content['application/json'].schema;
-    assert.deepEqual(create.required.sort(), ['client_id', 'zone']);
-    assert.equal(create.additionalProperties, false);
-    // Extension fields carry the mark inside schemas too.
-    const session = doc.paths['/v2/sessions'].post.responses['201'].content['application/json'].schema;
-    assert.equal(session.properties.client_id['x-extension'], true);
-    assert.equal(session.properties.configuration_link['x-extension'], undefined);
-    const stream = doc.paths['/v2/sessions/events'].get.responses;
-    for (const code of ['200', '401', '500']) assert.ok(stream[code]?.content?.['text/event-stream'], `events ${code} is text/event-stream`);
-    assert.equal(stream['401'].content['text/event-stream'].schema.properties.error.type, 'object');
-    const params = doc.paths['/v2/sessions/events'].get.parameters.map((p: { name: string }) => p.name).sort();
-    assert.deepEqual(params, ['event_type', 'last_event_id', 'session_id', 'tail']);
-    // Every $ref resolves (no dangling references).
-    const text = JSON.stringify(doc);
-    for (const m of text.matchAll(/"\$ref":"#\/components\/schemas\/([^"]+)"/g)) assert.ok(doc.components.schemas[m[1]], m[1]);
   });
 });

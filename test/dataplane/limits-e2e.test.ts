@@ -3,7 +3,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startHarness, type Harness } from './helpers/harness.ts';
 import { startFileServer, sha256, type FileServer } from './helpers/targets.ts';
-import { startV2rayClient, curlSocks, requireV2ray, type V2rayClient } from './helpers/v2ray.ts';
+import { curlSocks, requireV2ray, type V2rayClient, withV2rayClient } from './helpers/v2ray.ts';
 
 const MB = 1024 * 1024;
 const KiB = 1024;
@@ -22,14 +22,7 @@ after(async () => {
 
 const settle = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function withClient<T>(id: string, network: 'ws' | 'tcp', fn: (v: V2rayClient) => Promise<T>): Promise<T> {
-  const v = await startV2rayClient(h.config(id, network));
-  try {
-    return await fn(v);
-  } finally {
-    await v.close();
-  }
-}
+const withClient = <T>(id: string, network: 'ws' | 'tcp', fn: (v: V2rayClient) => Promise<T>): Promise<T> => withV2rayClient(h.config(id, network), fn);
 
 test('pause cuts a running transfer within 100 ms and refuses new connections until resume', async () => {
   const customer = 'c-pause';

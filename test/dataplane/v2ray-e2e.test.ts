@@ -3,7 +3,7 @@ import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { startHarness, type Harness } from './helpers/harness.ts';
 import { startFileServer, startUdpEcho, sha256, type FileServer } from './helpers/targets.ts';
-import { startV2rayClient, curlSocks, requireV2ray } from './helpers/v2ray.ts';
+import { startV2rayClient, curlSocks, requireV2ray, withV2rayClient } from './helpers/v2ray.ts';
 import { createSocket } from 'node:dgram';
 
 const MB = 1024 * 1024;
@@ -26,8 +26,7 @@ for (const network of ['ws', 'tcp'] as const) {
   describe(`VLESS over ${network}`, () => {
     test('a file arrives intact; counters equal the bytes moved; start, stats and end events', async () => {
       const id = h.mem.createSession({ reusable: false, client: `dl-${network}` });
-      const v = await startV2rayClient(h.config(id, network));
-      try {
+      await withV2rayClient(h.config(id, network), async (v) => {
         const before = files.sockets.length;
         const r = await curlSocks(v.socksPort, files.url('/file/big'));
         assert.equal(r.code, 0, r.stderr + v.output());
@@ -46,15 +45,12 @@ for (const network of ['ws', 'tcp'] as const) {
         assert.equal(types[0], 'session_start');
         assert.deepEqual(types.slice(-2), ['session_stats', 'session_end']);
         h.mem.assertNoFullIdsLogged();
-      } finally {
-        await v.close();
-      }
+      });
     });
 
     test('a second connection of a non-reusable session is refused', async () => {
       const id = h.mem.createSession({ reusable: false, client: `nr-${network}` });
-      const v = await startV2rayClient(h.config(id, network));
-      try {
+      await withV2rayClient(h.config(id, network), async (v) => {
         const first = curlSocks(v.socksPort, files.url('/slow/slow?rate=2000000'));
         await h.mem.waitForEvent((e) => e.sessionId === id && e.type === 'session_start');
         // while the first one is open
@@ -74,15 +70,12 @@ for (const network of ['ws', 'tcp'] as const) {
         assert.ok(refusals.includes('not_reusable'), JSON.stringify(refusals));
         assert.ok(refusals.includes('ended'), JSON.stringify(refusals));
         h.mem.assertNoFullIdsLogged();
-      } finally {
-        await v.close();
-      }
+      });
     });
 
     test('reusable session: live counters, stats while open, idle after', async () => {
       const id = h.mem.createSession({ reusable: true, client: `re-${network}` });
-      const v = await startV2rayClient(h.config(id, network));
-      try {
+      await withV2rayClient(h.config(id, network), async (v) => {
         const p = curlSocks(v.socksPort, files.url('/slow/slow?rate=1000000'));
         await h.mem.waitForEvent((e) => e.sessionId === id && e.type === 'session_stats', 5000);
         const live = h.dp.live(id)!;
@@ -102,9 +95,7 @@ for (const network of ['ws', 'tcp'] as const) {
         // reusable: a second connection is fine
         const r2 = await curlSocks(v.socksPort, files.url('/file/small'));
         assert.equal(r2.code, 0, r2.stderr);
-      } finally {
-        await v.close();
-      }
+      });
     });
   });
 }

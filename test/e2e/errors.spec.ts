@@ -1,5 +1,6 @@
 // Error states a person can meet: a bad token, the server going away (and coming back),
-// and the rate limit. Each test runs its own server, so these run in web mode only.
+// and the rate limit. Each test runs its own server (and, in the desktop project, its own
+// desktop app aimed at it), so the electron project, which has one app, skips them.
 import { test, expect } from './fixtures.ts';
 import { startBackend } from './backend.ts';
 import { AppPage } from './pages.ts';
@@ -7,53 +8,73 @@ import { startServer } from '../../server/serve.ts';
 import { RENDERER_DIR } from './backend.ts';
 
 test.beforeEach(({}, testInfo) => {
-  test.skip(testInfo.project.name === 'electron', 'these states need a server per test; the web project covers them');
+  test.skip(testInfo.project.name === 'electron', 'these states need a server per test; the web and desktop projects cover them');
 });
 
-test('a bad token is refused in words, and a good one gets in', async ({ page, backend }) => {
+test('a bad token is refused in words, and a good one gets in', async ({ page, backend, openEmbeddedDesktop }, testInfo) => {
+  if (testInfo.project.name === 'desktop') {
+    // The desktop app keeps the token in main: a bad one is given in the connection
+    // settings, and the good one is entered where the refusal is shown.
+    const d = await openEmbeddedDesktop();
+    const app = new AppPage(d.page);
+    await app.waitReady();
+    await app.go('Settings');
+    await d.page.getByLabel('Remote server').check();
+    await d.page.getByLabel('Base URL').fill(backend.baseUrl);
+    await d.page.getByRole('textbox', { name: 'API token' }).fill('not-a-real-token');
+    await d.page.getByRole('button', { name: 'Save endpoint' }).click();
+    await expect(d.page.getByText('The API token was not accepted. Enter a valid token.')).toBeVisible();
+    await d.page.getByText('Connection settings').click();
+    await d.page.getByRole('textbox', { name: 'API token' }).fill(backend.token);
+    await d.page.getByRole('button', { name: 'Save endpoint' }).click();
+    await expect(app.nav('Sessions')).toBeVisible();
+    return;
+  }
   await page.addInitScript(() => localStorage.setItem('vpn-access.token', 'not-a-real-token'));
   await page.goto(backend.origin + '/');
   await expect(page.getByText('The API token was not accepted. Enter a valid token.')).toBeVisible();
-  await page.getByLabel('API token').fill(backend.token);
+  await page.getByLabel('API token', { exact: true }).fill(backend.token);
   await page.getByRole('button', { name: 'Connect' }).click();
   await expect(new AppPage(page).nav('Sessions')).toBeVisible();
 });
 
-test('a token handed over in the address is kept and removed from it', async ({ page, backend }) => {
+test('a token handed over in the address is kept and removed from it', async ({ page, backend }, testInfo) => {
+  test.skip(testInfo.project.name === 'desktop', 'web mode only: the desktop window has no address and never holds a token (desktop/token.spec.ts proves that)');
   await page.goto(`${backend.origin}/#token=${encodeURIComponent(backend.token)}`);
   await expect(new AppPage(page).nav('Sessions')).toBeVisible();
   expect(page.url()).not.toContain(backend.token);
   expect(await page.evaluate(() => localStorage.getItem('vpn-access.token'))).toBe(backend.token);
 });
 
-test('the server goes away and comes back', async ({ page }) => {
+test('the server goes away and comes back', async ({ openApp }) => {
   const b = await startBackend();
   const port = b.server.apiPort;
-  await page.addInitScript((t) => localStorage.setItem('vpn-access.token', t), b.token);
-  await page.goto(b.origin + '/');
-  const app = new AppPage(page);
-  await app.waitReady();
-  await b.server.close();
-  await app.go('Sessions');
-  await page.getByRole('button', { name: 'Refresh' }).click();
-  await expect(page.getByRole('heading', { name: 'Server unreachable' })).toBeVisible();
-  await expect(page.getByText('The server could not be reached.')).toBeVisible();
-  // Back on the same port with the same data: the window recovers by itself.
-  const again = await startServer({ dataDir: b.dataDir, port, rendererDir: RENDERER_DIR, vlessTcpPort: null, proxyPort: null });
   try {
-    await expect(app.nav('Sessions')).toBeVisible({ timeout: 15_000 });
+    const app = await openApp({ backend: b });
+    const page = app.page;
+    await app.waitReady();
+    await b.server.close();
+    await app.go('Sessions');
+    await page.getByRole('button', { name: 'Refresh' }).click();
+    await expect(page.getByRole('heading', { name: 'Server unreachable' })).toBeVisible();
+    await expect(page.getByText('The server could not be reached.')).toBeVisible();
+    // Back on the same port with the same data: the window recovers by itself.
+    const again = await startServer({ dataDir: b.dataDir, port, rendererDir: RENDERER_DIR, vlessTcpPort: null, proxyPort: null });
+    try {
+      await expect(app.nav('Sessions')).toBeVisible({ timeout: 15_000 });
+    } finally {
+      await again.close();
+    }
   } finally {
-    await again.close();
     await b.stop().catch(() => {});
   }
 });
 
-test('the rate limit is explained', async ({ page }) => {
+test('the rate limit is explained', async ({ openApp }) => {
   const b = await startBackend({ rateLimit: { max: 12, windowMs: 60_000 } });
   try {
-    await page.addInitScript((t) => localStorage.setItem('vpn-access.token', t), b.token);
-    await page.goto(b.origin + '/');
-    const app = new AppPage(page);
+    const app = await openApp({ backend: b });
+    const page = app.page;
     await app.waitReady();
     await app.go('New session');
     await app.clientId().fill('burst');

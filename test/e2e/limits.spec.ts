@@ -57,15 +57,11 @@ for (const c of CASES) {
   });
 }
 
-test('an agent token sees why limits are not available', async ({ app, backend }) => {
+test('an agent token sees why limits are not available', async ({ backend, openApp }, testInfo) => {
+  test.skip(testInfo.project.name === 'electron', 'the electron project has one app, always on its owner token');
   const agent = backend.newToken('agent');
+  const app = await openApp({ backend, token: agent });
   const page = app.page;
-  if (app.page.url().startsWith('http')) {
-    await page.evaluate((t) => localStorage.setItem('vpn-access.token', t), agent);
-    await page.reload();
-  } else {
-    test.skip(true, 'the desktop app always uses its owner token');
-  }
   await app.waitReady();
   await app.go('Limits');
   await expect(page.getByText('This API token has the agent role')).toBeVisible();

@@ -1,6 +1,10 @@
-// Runs the real `vpn-access` command line (server/cli.ts) as a child process.
+// Runs the real `vpn-access` command line (server/cli.ts) as a child process, or the bin
+// launcher (bin/vpn-access.mjs) forced onto the bundle or the sources.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { join } from 'node:path';
 import { CLI, NODE, ROOT } from './server.ts';
+
+export const BIN = join(ROOT, 'bin', 'vpn-access.mjs');
 
 export interface ServeProcess {
   child: ChildProcess;
@@ -19,12 +23,15 @@ const childEnv = () => {
   return env;
 };
 
-/** `vpn-access serve` on a free port; resolves once it logs the line with its address. */
-export function serve(dataDir: string, extra: string[] = [], timeoutMs = 20_000): Promise<ServeProcess> {
+/**
+ * `vpn-access serve` on a free port; resolves once it logs the line with its address.
+ * By default server/cli.ts itself runs; `launch` runs the bin with VPN_ACCESS_LAUNCH set.
+ */
+export function serve(dataDir: string, extra: string[] = [], timeoutMs = 20_000, launch?: 'bundle' | 'source'): Promise<ServeProcess> {
   const child = spawn(
     NODE,
-    [CLI, 'serve', '--data-dir', dataDir, '--host', '127.0.0.1', '--port', '0', '--vless-tcp-port', 'off', '--proxy-port', 'off', '--no-ui', ...extra],
-    { cwd: ROOT, env: childEnv(), stdio: ['ignore', 'pipe', 'pipe'] },
+    [launch ? BIN : CLI, 'serve', '--data-dir', dataDir, '--host', '127.0.0.1', '--port', '0', '--vless-tcp-port', 'off', '--proxy-port', 'off', '--no-ui', ...extra],
+    { cwd: ROOT, env: launch ? { ...childEnv(), VPN_ACCESS_LAUNCH: launch } : childEnv(), stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let out = '';
   let err = '';
@@ -37,7 +44,7 @@ export function serve(dataDir: string, extra: string[] = [], timeoutMs = 20_000)
       reject(new Error(`serve did not start within ${timeoutMs} ms\nstdout: ${out}\nstderr: ${err}`));
     }, timeoutMs);
     const check = () => {
-      const m = /listening: API (http:\/\/[^,\s]+)/.exec(out);
+      const m = /listening: API (https?:\/\/[^,\s]+)/.exec(out);
       if (!m) return;
       clearTimeout(timer);
       child.stdout!.off('data', check);
@@ -55,6 +62,17 @@ export function serve(dataDir: string, extra: string[] = [], timeoutMs = 20_000)
 export function tokenCli(args: string[]): { status: number | null; stdout: string; stderr: string } {
   const r = spawnSync(NODE, [CLI, 'token', ...args], { cwd: ROOT, env: childEnv(), encoding: 'utf8', timeout: 20_000 });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/**
+ * Makes sure dist/server/cli.mjs exists and is not older than the sources (what
+ * `npm run build` leaves), building it with scripts/build-server.ts only when it is not.
+ */
+export function ensureServerBundle(): void {
+  const env = { ...childEnv(), VPN_ACCESS_LAUNCH: 'bundle' };
+  if (spawnSync(NODE, [BIN, 'help'], { cwd: ROOT, env, stdio: 'ignore', timeout: 20_000 }).status === 0) return;
+  const r = spawnSync(NODE, [join(ROOT, 'scripts', 'build-server.ts')], { cwd: ROOT, encoding: 'utf8', timeout: 120_000 });
+  if (r.status !== 0) throw new Error(`building the server bundle failed: ${r.stderr}`);
 }
 
 /** The owner token a first start prints, if any. */

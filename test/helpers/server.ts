@@ -9,6 +9,8 @@ import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { buildServer, type ServerOptions } from '../../server/app.ts';
 import type { Services } from '../../server/services.ts';
 import { startServer, type RunningServer, type StartOptions } from '../../server/serve.ts';
+import { openDatabase } from '../../server/store/db.ts';
+import { Store } from '../../server/store/store.ts';
 
 export const ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)));
 /** Node 24 of the project (the system node may be older). */
@@ -25,6 +27,18 @@ export function tempDir(prefix = 'vad-'): string {
 
 export function removeDir(dir: string): void {
   rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
+}
+
+/** Runs `use` with a store on a fresh data folder, then closes the store and removes the folder. */
+export function withStore<T>(use: (store: Store) => T, prefix?: string): T {
+  const dir = tempDir(prefix);
+  const store = new Store(openDatabase(dir));
+  try {
+    return use(store);
+  } finally {
+    store.db.close();
+    removeDir(dir);
+  }
 }
 
 export interface TestServer {
@@ -160,8 +174,8 @@ export async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs
 }
 
 /** Every route of the contract and extension, with a method and a concrete URL. */
-export function allRoutes(sessionId: string): { method: 'GET' | 'POST' | 'PATCH' | 'DELETE'; url: string; body?: unknown }[] {
-  const out: { method: 'GET' | 'POST' | 'PATCH' | 'DELETE'; url: string; body?: unknown }[] = [
+export function allRoutes(sessionId: string): { method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'; url: string; body?: unknown }[] {
+  const out: { method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'; url: string; body?: unknown }[] = [
     { method: 'GET', url: '/v2/zones' },
     { method: 'POST', url: '/v2/sessions', body: { client_id: 'c', zone: 'de-fra' } },
     { method: 'GET', url: '/v2/sessions' },
@@ -170,6 +184,9 @@ export function allRoutes(sessionId: string): { method: 'GET' | 'POST' | 'PATCH'
     { method: 'PATCH', url: `/v2/sessions/${sessionId}/pause` },
     { method: 'PATCH', url: `/v2/sessions/${sessionId}/resume` },
     { method: 'GET', url: '/v2/server-info' },
+    { method: 'PUT', url: '/v2/subscriptions/client-1' },
+    { method: 'GET', url: '/v2/subscriptions/client-1' },
+    { method: 'DELETE', url: '/v2/subscriptions/client-1' },
   ];
   for (const scope of ['global', 'client', 'session']) {
     out.push({ method: 'GET', url: `/v2/customer/limits/${scope}` });

@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { after as afterAll, before as beforeAll, test } from 'node:test';
 import pg from 'pg';
 import type { SessionEvent } from '../../server/contract/schemas.ts';
-import { PgEventFeed } from '../../server/store/pg/event-feed.ts';
+import { PgEventFeed } from '../../server/events/pg-feed.ts';
 import { PgListener } from '../../server/store/pg/listener.ts';
 import { CHANNELS, PgStore, type EventInsert } from '../../server/store/pg/store.ts';
 import { startPostgres, type PgServer } from '../helpers/postgres.ts';

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { after as afterAll, before as beforeAll, test } from 'node:test';
 import { ApiError, ERROR_STATUS } from '../../server/contract/errors.ts';
 import type { SessionEvent } from '../../server/contract/schemas.ts';
-import { PgEventFeed } from '../../server/store/pg/event-feed.ts';
+import { PgEventFeed } from '../../server/events/pg-feed.ts';
 import { PgListener } from '../../server/store/pg/listener.ts';
 import { DatabaseUnavailable, isConnectionLoss, RETRY_AFTER_SECONDS } from '../../server/store/pg/pool.ts';
 import { CHANNELS, PgStore } from '../../server/store/pg/store.ts';

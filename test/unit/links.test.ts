@@ -90,3 +90,25 @@ test('property: the link always parses back to the configuration and the remark'
     { numRuns: 200 },
   );
 });
+
+test('TLS fields of the share-link standard: sni, fp, alpn, pcs, vcn, percent-encoded, mirrored by the configuration', () => {
+  const pcs = 'ab'.repeat(32);
+  const c = buildConfiguration(ID, { ...base, publicHost: '203.0.113.7', tls: true, fp: 'chrome', alpn: ['h2', 'http/1.1'], pcs, vcn: 'vpn.example.com' });
+  assert.deepEqual(c, {
+    protocol: 'vless', address: '203.0.113.7', port: 8787, id: ID, encryption: 'none', network: 'ws', security: 'tls', path: '/vless',
+    sni: '203.0.113.7', fp: 'chrome', alpn: 'h2,http/1.1', pcs, vcn: 'vpn.example.com',
+  });
+  const link = buildLink(c, 'r');
+  assert.equal(link, `vless://${ID}@203.0.113.7:8787?encryption=none&security=tls&type=ws&path=%2Fvless&sni=203.0.113.7&fp=chrome&alpn=h2%2Chttp%2F1.1&pcs=${pcs}&vcn=vpn.example.com#r`);
+  const p = new URL(link).searchParams;
+  for (const k of ['sni', 'fp', 'alpn', 'pcs', 'vcn'] as const) assert.equal(p.get(k), c[k], k);
+});
+
+test('no vcn when the name to verify is the sni; no TLS fields at all without TLS; no pcs unless given (CA-signed)', () => {
+  const same = buildConfiguration(ID, { ...base, publicHost: 'vpn.example.com', tls: true, fp: 'chrome', vcn: 'vpn.example.com' });
+  assert.equal(same.vcn, undefined);
+  assert.equal(same.pcs, undefined);
+  const plain = buildConfiguration(ID, { ...base, tls: false, fp: 'chrome', alpn: ['http/1.1'], pcs: 'ab'.repeat(32), vcn: 'x.example' });
+  assert.deepEqual(Object.keys(plain).sort(), ['address', 'encryption', 'id', 'network', 'path', 'port', 'protocol', 'security']);
+  assert.equal(buildLink(plain, 'p'), `vless://${ID}@127.0.0.1:8787?encryption=none&security=none&type=ws&path=%2Fvless#p`);
+});

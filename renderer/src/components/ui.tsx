@@ -1,6 +1,6 @@
-// Small shared pieces: status badge, spinner, empty state, error banner, copy button.
+// Small shared pieces: status badge, spinner, empty state, error banner, copy button, form row, screen.
 import { useState, type ReactNode } from 'react';
-import type { ApiErrorInfo } from '../platform/types.ts';
+import type { ApiErrorInfo } from '../../../common/result.ts';
 import { humanError } from '../lib/errors.ts';
 import { toast } from '../store/index.ts';
 
@@ -108,5 +108,34 @@ export function AnyOrOptions({ any, values }: { any: string; values: readonly st
         </option>
       ))}
     </>
+  );
+}
+
+/**
+ * One row of a form: its caption and its control. With `htmlFor` the caption is the control's
+ * <label> (its accessible name); without, a plain caption for a group or a read-only value.
+ */
+export function FormRow({ label, htmlFor, controlClass, children }: { label: string; htmlFor?: string; controlClass?: string; children: ReactNode }) {
+  return (
+    <div className="form-row">
+      {htmlFor ? <label htmlFor={htmlFor}>{label}</label> : <span className="label">{label}</span>}
+      <div className={controlClass ? `control ${controlClass}` : 'control'}>{children}</div>
+    </div>
+  );
+}
+
+/**
+ * A screen: a section named by its heading, with the header row (title, then `head`: status,
+ * counts, actions) above its content.
+ */
+export function Screen({ name, title, head, children }: { name: string; title: ReactNode; head?: ReactNode; children: ReactNode }) {
+  return (
+    <section className="screen" aria-labelledby={`${name}-title`}>
+      <header className="screen-head">
+        <h1 id={`${name}-title`}>{title}</h1>
+        {head}
+      </header>
+      {children}
+    </section>
   );
 }

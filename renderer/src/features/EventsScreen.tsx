@@ -1,9 +1,9 @@
 // The live event stream, filtered by session and type.
 import { useMemo } from 'react';
 import { formatBytes, formatDuration, formatTime } from '../lib/format.ts';
-import { routeHref } from '../store/bridge.ts';
+import { routeHref } from '../store/routing.ts';
 import { clearEvents, setEventFilter, useStore } from '../store/index.ts';
-import { EmptyState, ErrorBanner, AnyOrOptions } from '../components/ui.tsx';
+import { AnyOrOptions, EmptyState, ErrorBanner, Screen } from '../components/ui.tsx';
 
 const TYPES = ['session_start', 'session_stats', 'session_heartbeat', 'session_end'] as const;
 
@@ -18,17 +18,21 @@ export function EventsScreen() {
   }, [events, filter]);
 
   return (
-    <section className="screen" aria-labelledby="events-title">
-      <header className="screen-head">
-        <h1 id="events-title">Events</h1>
-        <span className={`stream stream-${streamState}`} role="status">
-          {streamState === 'open' ? 'Live' : streamState === 'reconnecting' ? 'Reconnecting…' : streamState === 'connecting' ? 'Connecting…' : 'Stopped'}
-        </span>
-        <span className="grow" />
-        <button type="button" className="btn" onClick={clearEvents} disabled={!events.length}>
-          Clear
-        </button>
-      </header>
+    <Screen
+      name="events"
+      title="Events"
+      head={
+        <>
+          <span className={`stream stream-${streamState}`} role="status">
+            {streamState === 'open' ? 'Live' : streamState === 'reconnecting' ? 'Reconnecting…' : streamState === 'connecting' ? 'Connecting…' : 'Stopped'}
+          </span>
+          <span className="grow" />
+          <button type="button" className="btn" onClick={clearEvents} disabled={!events.length}>
+            Clear
+          </button>
+        </>
+      }
+    >
       {streamState !== 'open' ? <ErrorBanner error={streamError} /> : null}
       <div className="filters" role="search">
         <label>
@@ -83,6 +87,6 @@ export function EventsScreen() {
           </table>
         </div>
       )}
-    </section>
+    </Screen>
   );
 }

@@ -2,11 +2,11 @@
 // validation (amounts readable as KB/MB/GB, sent as integers), deleted; the not-set and
 // the forbidden states explained.
 import { useEffect, useRef, useState, type FormEvent, type KeyboardEvent } from 'react';
-import type { LimitField, LimitScope, LimitsRecord, LimitsUpdate } from '../platform/types.ts';
+import type { LimitField, LimitScope, LimitsRecord, LimitsUpdate } from '../../../common/api-types.ts';
 import { formatBytes, formatDateTime, formatSpeed, parseAmount } from '../lib/format.ts';
-import { navigate } from '../store/bridge.ts';
+import { navigate } from '../store/routing.ts';
 import { deleteLimits, loadLimits, saveLimits, scopeTitle, useStore } from '../store/index.ts';
-import { ErrorBanner, Spinner } from '../components/ui.tsx';
+import { ErrorBanner, FormRow, Screen, Spinner } from '../components/ui.tsx';
 
 const SCOPES: LimitScope[] = ['global', 'client', 'session'];
 const FIELDS: Record<LimitScope, LimitField[]> = {
@@ -107,25 +107,22 @@ function LimitsForm({ scope }: { scope: LimitScope }) {
         const c = checks[f];
         const showErr = (submitted || (texts[f] ?? '') !== '') && c.error;
         return (
-          <div className="form-row" key={f}>
-            <label htmlFor={id}>{META[f].label}</label>
-            <div className="control">
-              <input
-                id={id}
-                name={f}
-                inputMode={META[f].kind === 'count' ? 'numeric' : 'text'}
-                autoComplete="off"
-                value={texts[f] ?? ''}
-                placeholder="No limit"
-                aria-invalid={!!showErr}
-                aria-describedby={`${id}-help`}
-                onChange={(e) => setTexts((t) => ({ ...t, [f]: e.target.value }))}
-              />
-              <p id={`${id}-help`} className={showErr ? 'help help-error' : 'help'}>
-                {showErr ? c.error : c.value !== null ? `= ${readable(f, c.value)}${META[f].kind !== 'count' ? ` (${c.value} ${META[f].kind === 'speed' ? 'bytes/s' : 'bytes'})` : ''}` : META[f].help}
-              </p>
-            </div>
-          </div>
+          <FormRow key={f} label={META[f].label} htmlFor={id}>
+            <input
+              id={id}
+              name={f}
+              inputMode={META[f].kind === 'count' ? 'numeric' : 'text'}
+              autoComplete="off"
+              value={texts[f] ?? ''}
+              placeholder="No limit"
+              aria-invalid={!!showErr}
+              aria-describedby={`${id}-help`}
+              onChange={(e) => setTexts((t) => ({ ...t, [f]: e.target.value }))}
+            />
+            <p id={`${id}-help`} className={showErr ? 'help help-error' : 'help'}>
+              {showErr ? c.error : c.value !== null ? `= ${readable(f, c.value)}${META[f].kind !== 'count' ? ` (${c.value} ${META[f].kind === 'speed' ? 'bytes/s' : 'bytes'})` : ''}` : META[f].help}
+            </p>
+          </FormRow>
         );
       })}
       {formError ? (
@@ -165,10 +162,7 @@ export function LimitsScreen({ scope }: { scope: LimitScope }) {
     tabs.current[n]?.focus();
   };
   return (
-    <section className="screen" aria-labelledby="limits-title">
-      <header className="screen-head">
-        <h1 id="limits-title">Limits</h1>
-      </header>
+    <Screen name="limits" title="Limits">
       <div className="tabs" role="tablist" aria-label="Limit records" onKeyDown={onKey}>
         {SCOPES.map((sc, i) => (
           <button
@@ -193,6 +187,6 @@ export function LimitsScreen({ scope }: { scope: LimitScope }) {
         <p className="muted">{DESCRIPTION[scope]}</p>
         <LimitsForm key={scope} scope={scope} />
       </div>
-    </section>
+    </Screen>
   );
 }

@@ -1,10 +1,10 @@
 // Create a session: zone (zones without active nodes are listed but cannot be chosen),
 // client id (validated as the server does), reusable, VLESS.
 import { useEffect, useMemo, useState, type FormEvent } from 'react';
-import { navigate } from '../store/bridge.ts';
+import { navigate } from '../store/routing.ts';
 import { createSession, loadZones, useStore } from '../store/index.ts';
 import { selectZones } from '../store/selectors.ts';
-import { ErrorBanner, Spinner } from '../components/ui.tsx';
+import { ErrorBanner, FormRow, Screen, Spinner } from '../components/ui.tsx';
 
 const CLIENT_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
 
@@ -57,70 +57,55 @@ export function NewSessionScreen() {
   };
 
   return (
-    <section className="screen" aria-labelledby="new-title">
-      <header className="screen-head">
-        <h1 id="new-title">New session</h1>
-      </header>
+    <Screen name="new" title="New session">
       <form className="form card" onSubmit={submit} noValidate>
-        <div className="form-row">
-          <label htmlFor="zone">Zone</label>
-          <div className="control">
-            <select id="zone" value={zone} onChange={(e) => setZone(e.target.value)} aria-describedby="zone-help" aria-invalid={touched && !zone} disabled={zonesLoad === 'loading' && !zones.length}>
-              {!zone ? <option value="">Choose a zone</option> : null}
-              {byCountry.map(([country, list]) => (
-                <optgroup key={country} label={`${countryName(country)} (${country})`}>
-                  {list.map((z) => (
-                    <option key={z.code} value={z.code} disabled={!z.has_active_nodes}>
-                      {z.has_active_nodes ? z.name : `${z.name} (no active nodes)`}
-                    </option>
-                  ))}
-                </optgroup>
-              ))}
-            </select>
-            <p id="zone-help" className={touched && !zone && zonesLoad !== 'loading' ? 'help help-error' : 'help'}>
-              {zonesLoad === 'loading' ? <Spinner label="Loading zones…" /> : touched && !zone ? (zones.length ? 'No zone has active nodes right now, so no session can be created. Try again later.' : 'Choose a zone.') : chosen ? `Country ${chosen.country}${chosen.cities.length ? `, cities: ${chosen.cities.join(', ')}` : ''}. Zones without active nodes are shown but cannot be chosen.` : 'Zones without active nodes are shown but cannot be chosen.'}
-            </p>
-            <ErrorBanner error={zonesError} onRetry={() => void loadZones()} />
-          </div>
-        </div>
-        <div className="form-row">
-          <label htmlFor="client-id">Client ID</label>
-          <div className="control">
-            <input
-              id="client-id"
-              value={clientId}
-              onChange={(e) => setClientId(e.target.value)}
-              onBlur={() => setTouched(true)}
-              autoComplete="off"
-              spellCheck={false}
-              placeholder="e.g. alice@example.com"
-              aria-invalid={touched && !!clientError}
-              aria-describedby="client-help"
-            />
-            <p id="client-help" className={touched && clientError ? 'help help-error' : 'help'}>
-              {touched && clientError ? clientError : 'Who the session is for: 1–128 letters, digits or . _ : @ -'}
-            </p>
-          </div>
-        </div>
-        <div className="form-row">
-          <span className="label">Options</span>
-          <div className="control">
-            <label className="switch">
-              <input type="checkbox" checked={reusable} onChange={(e) => setReusable(e.target.checked)} aria-describedby="reusable-help" />
-              <span className="switch-track" aria-hidden="true" />
-              <span>Reusable</span>
-            </label>
-            <p id="reusable-help" className="help">
-              A reusable session accepts several connections and can be paused and resumed; otherwise it ends when its one connection closes.
-            </p>
-          </div>
-        </div>
-        <div className="form-row">
-          <span className="label">Connection type</span>
-          <div className="control">
-            <span className="pill">VLESS</span>
-          </div>
-        </div>
+        <FormRow label="Zone" htmlFor="zone">
+          <select id="zone" value={zone} onChange={(e) => setZone(e.target.value)} aria-describedby="zone-help" aria-invalid={touched && !zone} disabled={zonesLoad === 'loading' && !zones.length}>
+            {!zone ? <option value="">Choose a zone</option> : null}
+            {byCountry.map(([country, list]) => (
+              <optgroup key={country} label={`${countryName(country)} (${country})`}>
+                {list.map((z) => (
+                  <option key={z.code} value={z.code} disabled={!z.has_active_nodes}>
+                    {z.has_active_nodes ? z.name : `${z.name} (no active nodes)`}
+                  </option>
+                ))}
+              </optgroup>
+            ))}
+          </select>
+          <p id="zone-help" className={touched && !zone && zonesLoad !== 'loading' ? 'help help-error' : 'help'}>
+            {zonesLoad === 'loading' ? <Spinner label="Loading zones…" /> : touched && !zone ? (zones.length ? 'No zone has active nodes right now, so no session can be created. Try again later.' : 'Choose a zone.') : chosen ? `Country ${chosen.country}${chosen.cities.length ? `, cities: ${chosen.cities.join(', ')}` : ''}. Zones without active nodes are shown but cannot be chosen.` : 'Zones without active nodes are shown but cannot be chosen.'}
+          </p>
+          <ErrorBanner error={zonesError} onRetry={() => void loadZones()} />
+        </FormRow>
+        <FormRow label="Client ID" htmlFor="client-id">
+          <input
+            id="client-id"
+            value={clientId}
+            onChange={(e) => setClientId(e.target.value)}
+            onBlur={() => setTouched(true)}
+            autoComplete="off"
+            spellCheck={false}
+            placeholder="e.g. alice@example.com"
+            aria-invalid={touched && !!clientError}
+            aria-describedby="client-help"
+          />
+          <p id="client-help" className={touched && clientError ? 'help help-error' : 'help'}>
+            {touched && clientError ? clientError : 'Who the session is for: 1–128 letters, digits or . _ : @ -'}
+          </p>
+        </FormRow>
+        <FormRow label="Options">
+          <label className="switch">
+            <input type="checkbox" checked={reusable} onChange={(e) => setReusable(e.target.checked)} aria-describedby="reusable-help" />
+            <span className="switch-track" aria-hidden="true" />
+            <span>Reusable</span>
+          </label>
+          <p id="reusable-help" className="help">
+            A reusable session accepts several connections and can be paused and resumed; otherwise it ends when its one connection closes.
+          </p>
+        </FormRow>
+        <FormRow label="Connection type">
+          <span className="pill">VLESS</span>
+        </FormRow>
         <ErrorBanner error={createError} />
         <div className="actions">
           <button type="submit" className="btn btn-primary" disabled={creating}>
@@ -128,6 +113,6 @@ export function NewSessionScreen() {
           </button>
         </div>
       </form>
-    </section>
+    </Screen>
   );
 }

@@ -4,8 +4,8 @@ import { useMemo, useState } from 'react';
 import { buildProxyUser } from '../../../server/contract/proxy-string.ts';
 import { useStore } from '../store/index.ts';
 import { selectZones } from '../store/selectors.ts';
-import { CopyButton, EmptyState, AnyOrOptions } from '../components/ui.tsx';
-import { navigate } from '../store/bridge.ts';
+import { AnyOrOptions, CopyButton, EmptyState, FormRow, Screen } from '../components/ui.tsx';
+import { navigate } from '../store/routing.ts';
 
 export function ProxyScreen() {
   const zones = useStore(selectZones);
@@ -33,10 +33,7 @@ export function ProxyScreen() {
   const url = user && port ? `http://${encodeURIComponent(user)}:${encodeURIComponent(sid)}@${host}:${port}` : '';
 
   return (
-    <section className="screen" aria-labelledby="proxy-title">
-      <header className="screen-head">
-        <h1 id="proxy-title">Proxy</h1>
-      </header>
+    <Screen name="proxy" title="Proxy">
       <p className="muted">
         The HTTP proxy (CONNECT and plain requests) counts traffic on a session, like VLESS. The user name carries the geographic target; a country or city outside the catalogue is refused with 412.
       </p>
@@ -49,68 +46,50 @@ export function ProxyScreen() {
         </EmptyState>
       ) : (
         <div className="card form">
-          <div className="form-row">
-            <label htmlFor="proxy-session">Credential session</label>
-            <div className="control">
-              <select id="proxy-session" value={sid} onChange={(e) => setSessionId(e.target.value)}>
-                {usable.map((s) => (
-                  <option key={s.id} value={s.id}>
-                    {`${s.client_id} · ${s.zone} · ${s.id.slice(0, 8)}`}
-                  </option>
-                ))}
-              </select>
-            </div>
-          </div>
-          <div className="form-row">
-            <label htmlFor="proxy-country">Country</label>
-            <div className="control">
-              <select
-                id="proxy-country"
-                value={country}
-                onChange={(e) => {
-                  setCountry(e.target.value);
-                  setCity('');
-                }}
-              >
-                <AnyOrOptions any="Any country" values={countries} />
-              </select>
-            </div>
-          </div>
-          <div className="form-row">
-            <label htmlFor="proxy-city">City</label>
-            <div className="control">
-              <select id="proxy-city" value={city} onChange={(e) => setCity(e.target.value)} disabled={!country}>
-                <AnyOrOptions any="Any city" values={cities} />
-              </select>
-            </div>
-          </div>
+          <FormRow label="Credential session" htmlFor="proxy-session">
+            <select id="proxy-session" value={sid} onChange={(e) => setSessionId(e.target.value)}>
+              {usable.map((s) => (
+                <option key={s.id} value={s.id}>
+                  {`${s.client_id} · ${s.zone} · ${s.id.slice(0, 8)}`}
+                </option>
+              ))}
+            </select>
+          </FormRow>
+          <FormRow label="Country" htmlFor="proxy-country">
+            <select
+              id="proxy-country"
+              value={country}
+              onChange={(e) => {
+                setCountry(e.target.value);
+                setCity('');
+              }}
+            >
+              <AnyOrOptions any="Any country" values={countries} />
+            </select>
+          </FormRow>
+          <FormRow label="City" htmlFor="proxy-city">
+            <select id="proxy-city" value={city} onChange={(e) => setCity(e.target.value)} disabled={!country}>
+              <AnyOrOptions any="Any city" values={cities} />
+            </select>
+          </FormRow>
           {error ? (
             <div className="error-banner" role="alert">
               {error}
             </div>
           ) : null}
-          <div className="form-row">
-            <span className="label">User name</span>
-            <div className="control link-row">
-              <code className="link" data-testid="proxy-user">{user}</code>
-              <CopyButton text={user} label="Copy user name" />
-            </div>
-          </div>
-          <div className="form-row">
-            <span className="label">Password</span>
-            <div className="control">
-              <code className="link">{sid}</code>
-            </div>
-          </div>
-          <div className="form-row">
-            <span className="label">Proxy URL</span>
-            <div className="control link-row">
-              <code className="link" data-testid="proxy-url">{url || (port === null ? 'The proxy is disabled on this server.' : '…')}</code>
-              {url ? <CopyButton text={url} label="Copy proxy URL" /> : null}
-            </div>
-          </div>
+          <FormRow label="User name" controlClass="link-row">
+            <code className="link" data-testid="proxy-user">{user}</code>
+            <CopyButton text={user} label="Copy user name" />
+          </FormRow>
+          <FormRow label="Password">
+            <code className="link">{sid}</code>
+          </FormRow>
+          <FormRow label="Proxy URL" controlClass="link-row">
+            <code className="link" data-testid="proxy-url">{url || (port === null ? 'The proxy is disabled on this server.' : '…')}</code>
+            {url ? <CopyButton text={url} label="Copy proxy URL" /> : null}
+          </FormRow>
         </div>
       )}
-    </section>
+    </Screen>
   );
 }

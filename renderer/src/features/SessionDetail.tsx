@@ -3,12 +3,12 @@
 import QRCode from 'qrcode';
 import { useEffect, useState } from 'react';
 import { getPlatform } from '../platform/index.ts';
-import type { SessionEvent } from '../platform/types.ts';
+import type { SessionEvent } from '../../../common/api-types.ts';
 import { formatBytes, formatDateTime, formatDuration, formatSpeed, formatTime } from '../lib/format.ts';
 import { pollStatus, fetchSession, setPaused, useStore, watchHistory } from '../store/index.ts';
-import { CopyButton, EmptyState, ErrorBanner, Field, Spinner, StatusBadge } from '../components/ui.tsx';
+import { CopyButton, EmptyState, ErrorBanner, Field, Screen, Spinner, StatusBadge } from '../components/ui.tsx';
 import { SpeedChart } from '../components/SpeedChart.tsx';
-import { navigate } from '../store/bridge.ts';
+import { navigate } from '../store/routing.ts';
 
 function useQr(text: string | undefined, dark: string) {
   const [svg, setSvg] = useState('');
@@ -123,22 +123,24 @@ export function SessionDetail({ id }: { id: string }) {
   const canPause = s.reusable && !s.paused && s.status !== 'ended';
   const canResume = s.reusable && s.paused && s.status !== 'ended';
   return (
-    <section className="screen" aria-labelledby="detail-title">
-      <header className="screen-head">
-        <h1 id="detail-title">
-          Session <span className="mono">{s.id.slice(0, 8)}</span>
-        </h1>
-        <StatusBadge status={s.status} paused={s.paused} />
-        <span className="grow" />
-        <div className="btn-group" role="group" aria-label="Session actions">
-          <button type="button" className="btn" disabled={!canPause || pending} onClick={() => void setPaused(id, true)}>
-            Pause
-          </button>
-          <button type="button" className="btn" disabled={!canResume || pending} onClick={() => void setPaused(id, false)}>
-            Resume
-          </button>
-        </div>
-      </header>
+    <Screen
+      name="detail"
+      title={<>Session <span className="mono">{s.id.slice(0, 8)}</span></>}
+      head={
+        <>
+          <StatusBadge status={s.status} paused={s.paused} />
+          <span className="grow" />
+          <div className="btn-group" role="group" aria-label="Session actions">
+            <button type="button" className="btn" disabled={!canPause || pending} onClick={() => void setPaused(id, true)}>
+              Pause
+            </button>
+            <button type="button" className="btn" disabled={!canResume || pending} onClick={() => void setPaused(id, false)}>
+              Resume
+            </button>
+          </div>
+        </>
+      }
+    >
       {!s.reusable ? <p className="help">This session is not reusable, so it cannot be paused or resumed.</p> : null}
       <ErrorBanner error={actionError} />
 
@@ -200,6 +202,6 @@ export function SessionDetail({ id }: { id: string }) {
           </ol>
         )}
       </div>
-    </section>
+    </Screen>
   );
 }

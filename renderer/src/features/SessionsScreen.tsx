@@ -3,10 +3,10 @@
 import { useVirtualizer } from '@tanstack/react-virtual';
 import { useEffect, useRef, useState, type KeyboardEvent } from 'react';
 import { formatBytes, formatDuration, formatSpeed } from '../lib/format.ts';
-import { routeHref, navigate } from '../store/bridge.ts';
+import { routeHref, navigate } from '../store/routing.ts';
 import { loadSessions, setSessionFilter, syncNewest, useStore } from '../store/index.ts';
 import { selectFilteredIds, selectZones } from '../store/selectors.ts';
-import { EmptyState, ErrorBanner, Spinner, StatusBadge } from '../components/ui.tsx';
+import { EmptyState, ErrorBanner, Screen, Spinner, StatusBadge } from '../components/ui.tsx';
 
 const ROW = 44;
 
@@ -80,18 +80,22 @@ export function SessionsScreen() {
   };
 
   return (
-    <section className="screen" aria-labelledby="sessions-title">
-      <header className="screen-head">
-        <h1 id="sessions-title">Sessions</h1>
-        <span className="muted">
-          {ids.length === total ? `${total} sessions` : `${ids.length} of ${total} sessions`}
-        </span>
-        {load === 'loading' ? <Spinner label="Loading sessions…" /> : null}
-        <span className="grow" />
-        <button type="button" className="btn" onClick={() => void loadSessions()}>
-          Refresh
-        </button>
-      </header>
+    <Screen
+      name="sessions"
+      title="Sessions"
+      head={
+        <>
+          <span className="muted">
+            {ids.length === total ? `${total} sessions` : `${ids.length} of ${total} sessions`}
+          </span>
+          {load === 'loading' ? <Spinner label="Loading sessions…" /> : null}
+          <span className="grow" />
+          <button type="button" className="btn" onClick={() => void loadSessions()}>
+            Refresh
+          </button>
+        </>
+      }
+    >
       <div className="filters" role="search">
         <label>
           <span>Search</span>
@@ -150,6 +154,6 @@ export function SessionsScreen() {
           </div>
         </div>
       )}
-    </section>
+    </Screen>
   );
 }

@@ -4,7 +4,7 @@ import { useState, type FormEvent } from 'react';
 import { getPlatform, toApiError } from '../platform/index.ts';
 import { humanError } from '../lib/errors.ts';
 import { forgetToken, loadServerInfo, saveConnection, toast, useStore } from '../store/index.ts';
-import { CopyButton, Field, Spinner } from '../components/ui.tsx';
+import { CopyButton, Field, FormRow, Screen, Spinner } from '../components/ui.tsx';
 
 function OpenApiViewer() {
   const [doc, setDoc] = useState<string | null>(null);
@@ -88,19 +88,13 @@ export function EndpointForm() {
       </fieldset>
       {mode === 'remote' ? (
         <>
-          <div className="form-row">
-            <label htmlFor="remote-url">Base URL</label>
-            <div className="control">
-              <input id="remote-url" value={url} onChange={(e) => setUrl(e.target.value)} placeholder="https://vpn.example.com/v2" />
-            </div>
-          </div>
-          <div className="form-row">
-            <label htmlFor="remote-token">API token</label>
-            <div className="control">
-              <input id="remote-token" type="password" value={token} onChange={(e) => setToken(e.target.value)} placeholder={conn?.hasToken ? 'Unchanged' : 'Token from your operator'} autoComplete="off" />
-              <p className="help">Kept encrypted by the desktop app; this window never reads it back.</p>
-            </div>
-          </div>
+          <FormRow label="Base URL" htmlFor="remote-url">
+            <input id="remote-url" value={url} onChange={(e) => setUrl(e.target.value)} placeholder="https://vpn.example.com/v2" />
+          </FormRow>
+          <FormRow label="API token" htmlFor="remote-token">
+            <input id="remote-token" type="password" value={token} onChange={(e) => setToken(e.target.value)} placeholder={conn?.hasToken ? 'Unchanged' : 'Token from your operator'} autoComplete="off" />
+            <p className="help">Kept encrypted by the desktop app; this window never reads it back.</p>
+          </FormRow>
         </>
       ) : null}
       {err ? (
@@ -123,10 +117,7 @@ export function SettingsScreen() {
   const info = useStore((s) => s.serverInfo);
   const kind = getPlatform().kind;
   return (
-    <section className="screen" aria-labelledby="settings-title">
-      <header className="screen-head">
-        <h1 id="settings-title">Settings</h1>
-      </header>
+    <Screen name="settings" title="Settings">
       <div className="grid2">
         <div className="card">
           <h2>Connection</h2>
@@ -172,6 +163,6 @@ export function SettingsScreen() {
         </div>
         <OpenApiViewer />
       </div>
-    </section>
+    </Screen>
   );
 }

@@ -1,5 +1,5 @@
 // Turns API error records into sentences a person can act on.
-import type { ApiErrorInfo } from '../platform/types.ts';
+import type { ApiErrorInfo } from '../../../common/result.ts';
 
 function fieldList(details: Record<string, unknown>): string {
   const names = new Set<string>();

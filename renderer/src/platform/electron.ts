@@ -1,9 +1,10 @@
 // Electron: every operation goes through the preload bridge `window.app`; the main process
 // holds the token, makes the HTTP calls and runs the event streams.
-import type { AppBridge, StreamMessage } from '../../../preload/api.ts';
+import type { AppBridge, StreamMessage } from '../../../common/ipc-contract.ts';
 import type { Platform, StreamHandlers } from './platform.ts';
 import { ApiError } from './platform.ts';
-import type { EventFilter, Result } from './types.ts';
+import type { EventFilter } from '../../../common/api-types.ts';
+import type { Result } from '../../../common/result.ts';
 
 declare global {
   interface Window {

@@ -1,7 +1,8 @@
 // The one way the renderer reaches the outside world. Two implementations: `electron.ts`
 // over the preload bridge (`window.app`) and `web.ts` over HTTP + EventSource.
-import type { AppOps } from '../../../preload/api.ts';
-import type { ApiErrorInfo, EventFilter, SessionEvent, StreamState } from './types.ts';
+import type { AppOps } from '../../../common/ipc-contract.ts';
+import type { EventFilter, SessionEvent, StreamState } from '../../../common/api-types.ts';
+import type { ApiErrorInfo } from '../../../common/result.ts';
 
 /** Every request/response operation of the preload contract, unwrapped: resolves or throws ApiError. */
 export type PlatformOps = {

@@ -1,13 +1,14 @@
 // Web mode: the renderer talks to the API itself, over fetch and the `eventsource` package
 // (whose `fetch` option lets us send the Authorization header, which the browser's own
-// EventSource cannot). The token is asked for once and kept in localStorage.
+// EventSource cannot) driven by common/event-stream.ts.
+// The token is asked for once and kept in localStorage.
 import { buildQuery } from '../../../server/contract/query-string.ts';
-import { errorInfoFrom } from './error-info.ts';
-import { HISTORY_TAIL } from './types.ts';
+import { errorInfoFrom } from '../../../common/error-info.ts';
+import { EventStream } from '../../../common/event-stream.ts';
 import { EventSource } from 'eventsource';
 import type { Platform, PlatformOps, StreamHandlers } from './platform.ts';
 import { ApiError } from './platform.ts';
-import type { ApiErrorInfo, EventFilter, LimitScope, SessionEvent } from './types.ts';
+import type { EventFilter, LimitScope } from '../../../common/api-types.ts';
 
 export const TOKEN_KEY = 'vpn-access.token';
 export const BASE_KEY = 'vpn-access.baseUrl';
@@ -110,14 +111,8 @@ export function createWebPlatform(): Platform {
   } satisfies Omit<PlatformOps, 'openStream' | 'closeStream'>;
 
   function subscribe(filter: EventFilter, h: StreamHandlers): () => void {
-    return openEventStream({
-      // A first connection asks for recent history only (`tail`), not every stored event.
-      url: (lastId) =>
-        `${baseUrl}/sessions/events${qs({ session_id: filter.session_id, event_type: filter.event_type, last_event_id: lastId, tail: lastId === undefined ? HISTORY_TAIL : undefined })}`,
-      token: () => token,
-      initialLastId: filter.last_event_id,
-      handlers: h,
-    });
+    const stream = new EventStream({ EventSource, endpoint: () => ({ baseUrl, token }), filter, onEvent: (e) => h.onEvent(e), onState: (state, error) => h.onState?.(state, error) });
+    return () => stream.close();
   }
 
   return {
@@ -134,84 +129,5 @@ export function createWebPlatform(): Platform {
         /* storage unavailable: keep it for this page only */
       }
     },
-  };
-}
-
-/**
- * An event stream that survives failures: the `eventsource` package reconnects by itself
- * after network errors (honouring `retry:` and sending Last-Event-ID); when it gives up
- * (a non-200 answer such as 429 or 500) we open a new one ourselves, with exponential backoff
- * and the last id we saw, so nothing is missed and nothing repeats.
- */
-export function openEventStream(opts: {
-  url: (lastEventId: number | undefined) => string;
-  token: () => string | null;
-  initialLastId?: number;
-  handlers: StreamHandlers;
-}): () => void {
-  let lastId = opts.initialLastId;
-  let es: EventSource | null = null;
-  let timer: ReturnType<typeof setTimeout> | null = null;
-  let attempt = 0;
-  let stopped = false;
-
-  const connect = () => {
-    if (stopped) return;
-    opts.handlers.onState?.(attempt === 0 ? 'connecting' : 'reconnecting');
-    const source = new EventSource(opts.url(lastId), {
-      fetch: (input, init) =>
-        fetch(input, { ...init, headers: { ...init.headers, Authorization: `Bearer ${opts.token() ?? ''}` } }),
-    });
-    es = source;
-    source.onopen = () => {
-      attempt = 0;
-      opts.handlers.onState?.('open');
-    };
-    source.onmessage = (m) => {
-      let ev: SessionEvent;
-      try {
-        ev = JSON.parse(m.data) as SessionEvent;
-      } catch {
-        return;
-      }
-      if (typeof ev.id === 'number') {
-        if (lastId !== undefined && ev.id <= lastId) return; // never deliver twice
-        lastId = ev.id;
-      }
-      opts.handlers.onEvent(ev);
-    };
-    source.onerror = (e) => {
-      if (stopped) return;
-      const code = (e as { code?: number }).code;
-      if (source.readyState === EventSource.CLOSED) {
-        // The library gave up (non-200 or wrong content type): back off and retry ourselves.
-        attempt++;
-        const delay = Math.min(30_000, 1000 * 2 ** Math.min(attempt - 1, 5)) * (0.75 + Math.random() * 0.5);
-        const err: ApiErrorInfo | undefined = code
-          ? {
-              status: code,
-              code: code === 401 ? 'unauthorized' : code === 429 ? 'rate_limited' : `http_${code}`,
-              message: code === 401 ? 'The API token was refused.' : `The event stream answered ${code}.`,
-              details: {},
-            }
-          : undefined;
-        opts.handlers.onState?.('reconnecting', err);
-        timer = setTimeout(connect, delay);
-      } else {
-        opts.handlers.onState?.('reconnecting', {
-          status: 0,
-          code: 'network_error',
-          message: 'Lost the connection to the event stream; reconnecting.',
-          details: {},
-        });
-      }
-    };
-  };
-  connect();
-  return () => {
-    stopped = true;
-    if (timer) clearTimeout(timer);
-    es?.close();
-    opts.handlers.onState?.('closed');
   };
 }

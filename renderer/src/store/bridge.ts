@@ -1,47 +1,10 @@
 // The one place where the outside world's events enter the store: the platform's event
 // stream (batched per 250 ms so a burst costs one render), navigation requests from the
-// main process, and the location hash.
+// main process, and the location hash (read by routing.ts).
 import { getPlatform } from '../platform/index.ts';
-import type { SessionEvent } from '../platform/types.ts';
-import type { Route } from './index.ts';
+import type { SessionEvent } from '../../../common/api-types.ts';
 import { applyEvents, setRoute, setStreamState, useStore } from './index.ts';
-
-export function parseHash(hash: string): Route {
-  const parts = hash.replace(/^#\/?/, '').split('/').filter(Boolean).map(decodeURIComponent);
-  switch (parts[0]) {
-    case 'new':
-      return { name: 'new' };
-    case 'sessions':
-      return parts[1] ? { name: 'session', id: parts[1] } : { name: 'sessions' };
-    case 'limits':
-      return { name: 'limits', scope: parts[1] === 'client' || parts[1] === 'session' ? parts[1] : 'global' };
-    case 'events':
-      return { name: 'events' };
-    case 'proxy':
-      return { name: 'proxy' };
-    case 'settings':
-      return { name: 'settings' };
-    default:
-      return { name: 'sessions' };
-  }
-}
-
-export function routeHref(r: Route): string {
-  switch (r.name) {
-    case 'session':
-      return `#/sessions/${encodeURIComponent(r.id)}`;
-    case 'limits':
-      return `#/limits/${r.scope}`;
-    default:
-      return `#/${r.name}`;
-  }
-}
-
-export function navigate(r: Route): void {
-  const href = routeHref(r);
-  if (location.hash !== href) location.hash = href;
-  else setRoute(r);
-}
+import { parseHash } from './routing.ts';
 
 /** Starts listening; returns the function that stops everything it started. */
 export function startBridge(): () => void {

@@ -22,7 +22,7 @@
 // pause flag changed: its id), `vad_limits` (customer_id:scope), `vad_tokens`, `vad_nodes`.
 import { randomBytes, randomUUID } from 'node:crypto';
 import type pg from 'pg';
-import type { LimitScope, LimitValues, RuntimePatch, SessionRow } from '../../dataplane/api.ts';
+import type { LimitScope, LimitValues, RuntimePatch, SessionRow } from '../../domain.ts';
 import type { EventType, LimitsRecord, SessionEvent } from '../../contract/schemas.ts';
 import { isoNow } from '../../time.ts';
 import type { EventFilter, Role, SessionFilter, Store, TokenInfo } from '../store.ts';

@@ -1,6 +1,7 @@
 // An in-memory DataPlaneDeps: a store of sessions and limits, an event log with waiters.
 import { randomUUID } from 'node:crypto';
-import type { DataPlaneConfig, DataPlaneDeps, EventInput, LimitScope, LimitValues, RuntimePatch, SessionRow, ZoneInfo } from '../../../server/dataplane/api.ts';
+import type { DataPlaneConfig, DataPlaneDeps } from '../../../server/dataplane/api.ts';
+import type { EventInput, LimitScope, LimitValues, RuntimePatch, SessionRow, ZoneInfo } from '../../../server/domain.ts';
 
 export interface RecordedEvent extends EventInput {
   id: number;

@@ -26,10 +26,21 @@ export interface VlessConfiguration {
   sni?: string;
 }
 
-export function vlessOutbound(c: VlessConfiguration): object {
+/**
+ * `trust`: PEM certificates the client accepts as the only roots (v2ray 4.x `usage: "verify"`,
+ * system roots off, allowInsecure false). Without it, TLS is not verified (allowInsecure).
+ */
+export function vlessOutbound(c: VlessConfiguration, trust?: string[]): object {
   const stream: Record<string, unknown> = { network: c.network, security: c.security ?? 'none' };
   if (c.network === 'ws') stream.wsSettings = { path: c.path ?? '/vless' };
-  if (c.security === 'tls') stream.tlsSettings = { serverName: c.sni ?? c.address, allowInsecure: true };
+  if (c.security === 'tls' && trust) {
+    stream.tlsSettings = {
+      serverName: c.sni ?? c.address,
+      allowInsecure: false,
+      disableSystemRoot: true,
+      certificates: trust.map((pem) => ({ usage: 'verify', certificate: pem.trim().split('\n') })),
+    };
+  } else if (c.security === 'tls') stream.tlsSettings = { serverName: c.sni ?? c.address, allowInsecure: true };
   return {
     protocol: 'vless',
     settings: { vnext: [{ address: c.address, port: c.port, users: [{ id: c.id, encryption: c.encryption ?? 'none', level: 0 }] }] },
@@ -90,7 +101,7 @@ export async function runV2ray(config: object, ports: number[]): Promise<{ proc:
   return { proc, output, close };
 }
 
-export async function startV2rayClient(c: VlessConfiguration, opts: { udpTarget?: { host: string; port: number } } = {}): Promise<V2rayClient> {
+export async function startV2rayClient(c: VlessConfiguration, opts: { udpTarget?: { host: string; port: number }; trust?: string[] } = {}): Promise<V2rayClient> {
   const socksPort = await freePort();
   const inbounds: object[] = [{ tag: 'socks', listen: '127.0.0.1', port: socksPort, protocol: 'socks', settings: { auth: 'noauth', udp: false } }];
   let udpPort: number | undefined;
@@ -98,9 +109,19 @@ export async function startV2rayClient(c: VlessConfiguration, opts: { udpTarget?
     udpPort = await freePort();
     inbounds.push({ tag: 'udp', listen: '127.0.0.1', port: udpPort, protocol: 'dokodemo-door', settings: { address: opts.udpTarget.host, port: opts.udpTarget.port, network: 'udp' } });
   }
-  const config = { log: { loglevel: 'warning' }, inbounds, outbounds: [vlessOutbound(c)] };
+  const config = { log: { loglevel: 'warning' }, inbounds, outbounds: [vlessOutbound(c, opts.trust)] };
   const r = await runV2ray(config, [socksPort]);
   return { socksPort, udpPort, proc: r.proc, output: r.output, close: r.close };
+}
+
+/** Runs `use` with a v2ray client for the configuration, and stops the client afterwards. */
+export async function withV2rayClient<T>(c: VlessConfiguration, use: (v: V2rayClient) => Promise<T>): Promise<T> {
+  const v = await startV2rayClient(c);
+  try {
+    return await use(v);
+  } finally {
+    await v.close();
+  }
 }
 
 export interface CurlResult {

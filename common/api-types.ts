@@ -1,0 +1,66 @@
+// Wire shapes of the v2 API as the desktop app sees them (main, preload and renderer alike).
+// They come from the server's schemas (type-only imports: nothing runtime crosses over).
+// Neutral ground: no Node and no DOM, so both tsconfigs check it.
+export type {
+  Zone,
+  ZoneList,
+  Session,
+  SessionList,
+  SessionStatusResponse,
+  SessionStatusValue,
+  SessionCreateRequest,
+  PauseResult,
+  SessionEvent,
+  EventType,
+  ServerInfo,
+  Configuration,
+  LimitScope,
+} from '../server/contract/schemas.ts';
+
+import type { ClientLimits, ClientLimitsUpdate, SessionStatusValue, EventType } from '../server/contract/schemas.ts';
+
+/** The client record has every limit field; the other two scopes have a subset of them. */
+export type LimitsRecord = ClientLimits;
+export type LimitValues = Omit<ClientLimits, 'id' | 'created_at' | 'updated_at'>;
+export type LimitField = keyof LimitValues;
+/** PATCH body: a field set to null is removed. */
+export type LimitsUpdate = ClientLimitsUpdate;
+
+export interface SessionListQuery {
+  client_id?: string;
+  status?: SessionStatusValue;
+  zone?: string;
+  limit?: number;
+  cursor?: string;
+}
+
+export interface EventFilter {
+  session_id?: string[];
+  event_type?: EventType[];
+  /** Replay every stored event with a larger id first; omit for live only. */
+  last_event_id?: number;
+}
+
+export type StreamState = 'connecting' | 'open' | 'reconnecting' | 'closed';
+
+/** Where the app's API lives. In Electron: the embedded server or a remote one. */
+export interface ConnectionInfo {
+  mode: 'embedded' | 'remote' | 'web';
+  baseUrl: string;
+  /** Whether a token is configured (the token itself never reaches the renderer in Electron). */
+  hasToken: boolean;
+  /** Electron: the folder with the embedded server's database. */
+  dataDir?: string;
+  /** Electron: how the token is kept ("safeStorage" or "file (0600)"). */
+  tokenStorage?: string;
+}
+
+export interface ConnectionSettings {
+  mode: 'embedded' | 'remote';
+  remoteBaseUrl?: string;
+  /** Only sent when changed; main keeps it encrypted. */
+  remoteToken?: string;
+}
+
+/** Events a first connection of the event stream replays (the newest ones); later ones resume by id. */
+export const HISTORY_TAIL = 200;

@@ -1,0 +1,68 @@
+// The typed IPC contract between the renderer and the Electron main process. Types only:
+// the preload derives its bridge from `AppOps`, the main process derives its router from
+// it, and the renderer's Electron platform calls `window.app`. It lives in common/ because
+// all three read it and none of them owns it. One function per operation;
+// every call resolves to a Result so the error record survives the IPC boundary intact.
+import type {
+  ConnectionInfo,
+  ConnectionSettings,
+  EventFilter,
+  LimitScope,
+  LimitsRecord,
+  LimitsUpdate,
+  PauseResult,
+  ServerInfo,
+  Session,
+  SessionCreateRequest,
+  SessionEvent,
+  SessionList,
+  SessionListQuery,
+  SessionStatusResponse,
+  StreamState,
+  ZoneList,
+} from './api-types.ts';
+import type { Result } from './result.ts';
+
+/** Request/response operations: each becomes one `ipcRenderer.invoke('app:<name>', ...args)`. */
+export interface AppOps {
+  connectionInfo(): Promise<Result<ConnectionInfo>>;
+  saveConnection(settings: ConnectionSettings): Promise<Result<ConnectionInfo>>;
+  serverInfo(): Promise<Result<ServerInfo>>;
+  openApiDocument(): Promise<Result<unknown>>;
+  /** Copies the API token to the clipboard in the main process (it never enters the renderer). */
+  copyApiToken(): Promise<Result<true>>;
+  listZones(): Promise<Result<ZoneList>>;
+  listSessions(query: SessionListQuery): Promise<Result<SessionList>>;
+  getSession(id: string): Promise<Result<Session>>;
+  createSession(body: SessionCreateRequest): Promise<Result<Session>>;
+  sessionStatus(id: string): Promise<Result<SessionStatusResponse>>;
+  pauseSession(id: string): Promise<Result<PauseResult>>;
+  resumeSession(id: string): Promise<Result<PauseResult>>;
+  getLimits(scope: LimitScope): Promise<Result<LimitsRecord>>;
+  updateLimits(scope: LimitScope, body: LimitsUpdate): Promise<Result<LimitsRecord>>;
+  deleteLimits(scope: LimitScope): Promise<Result<true>>;
+  /** Starts an event subscription in main; events arrive through `onStreamMessage`. */
+  openStream(streamId: string, filter: EventFilter): Promise<Result<true>>;
+  closeStream(streamId: string): Promise<Result<true>>;
+}
+
+export type AppOpName = keyof AppOps;
+
+/** Messages main pushes to the renderer on the single `app:stream` channel. */
+export type StreamMessage =
+  | { streamId: string; kind: 'event'; event: SessionEvent }
+  | { streamId: string; kind: 'state'; state: StreamState; error?: { status: number; code: string; message: string } };
+
+/** What `window.app` is. */
+export interface AppBridge extends AppOps {
+  readonly platform: 'electron';
+  /** Subscribes to stream messages; returns the unsubscribe. */
+  onStreamMessage(listener: (message: StreamMessage) => void): () => void;
+  /** Main asks the renderer to navigate (tray menu "Open" on a session). */
+  onNavigate(listener: (route: string) => void): () => void;
+}
+
+/** Channel names, derived from the operation names. */
+export type OpChannel<K extends AppOpName = AppOpName> = `app:${K}`;
+export type StreamChannel = 'app:stream';
+export type NavigateChannel = 'app:navigate';

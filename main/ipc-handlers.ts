@@ -1,0 +1,45 @@
+// What each IPC operation does: most pass straight to the API client (the Result crosses IPC
+// unchanged); the connection ones go to Endpoints, the stream ones to RendererStreams, and
+// "Copy API token" writes the clipboard here, so the token never reaches the renderer.
+import type { ApiClient } from './api-client.ts';
+import type { Endpoints } from './endpoint.ts';
+import type { Handlers } from './ipc.ts';
+import type { RendererStreams } from './renderer-streams.ts';
+import { fail } from '../common/result.ts';
+
+export interface HandlerDeps {
+  api: ApiClient;
+  endpoints: Endpoints;
+  streams: RendererStreams;
+  clipboard: { writeText(text: string): void };
+}
+
+export function createHandlers({ api, endpoints, streams, clipboard }: HandlerDeps): Handlers {
+  return {
+    connectionInfo: async () => ({ ok: true, value: endpoints.info() }),
+    saveConnection: (c) => endpoints.save(c),
+    serverInfo: () => api.serverInfo(),
+    openApiDocument: () => api.openApi(),
+    copyApiToken: async () => {
+      const token = endpoints.current()?.token;
+      if (!token) return fail(401, 'unauthorized', 'No token is configured.');
+      clipboard.writeText(token);
+      return { ok: true, value: true };
+    },
+    listZones: () => api.zones(),
+    listSessions: (q) => api.listSessions(q),
+    getSession: (id) => api.getSession(id),
+    createSession: (b) => api.createSession(b),
+    sessionStatus: (id) => api.status(id),
+    pauseSession: (id) => api.pause(id),
+    resumeSession: (id) => api.resume(id),
+    getLimits: (s) => api.getLimits(s),
+    updateLimits: (s, b) => api.updateLimits(s, b),
+    deleteLimits: (s) => api.deleteLimits(s),
+    openStream: async (streamId, filter) => streams.open(streamId, filter),
+    closeStream: async (streamId) => {
+      streams.close(streamId);
+      return { ok: true, value: true };
+    },
+  };
+}

@@ -1,0 +1,90 @@
+// The main process's own watch on the event stream: it keeps LiveState (which sessions are
+// active, how fast each moves) for the tray, and raises desktop notifications when a session
+// ends, reaches its byte limit or loses its last connection.
+import { Notification } from 'electron';
+import { EventSource } from 'eventsource';
+import type { SessionEvent } from '../common/api-types.ts';
+import { EventStream } from '../common/event-stream.ts';
+import type { Result } from '../common/result.ts';
+import type { ApiClient, Endpoint } from './api-client.ts';
+import { LiveState, type LiveSession } from './live.ts';
+
+export interface NotifierOptions {
+  api: ApiClient;
+  endpoint: () => Endpoint | null;
+  /** Shows the live state (the tray). */
+  render(sessions: LiveSession[], totals: { up: number; down: number; active: number }): void;
+}
+
+/** Events older than this are replayed history: they neither move the tray nor notify. */
+const RECENT_MS = 30_000;
+
+export class Notifier {
+  readonly live = new LiveState();
+  #opts: NotifierOptions;
+  #stream: EventStream;
+
+  constructor(opts: NotifierOptions) {
+    this.#opts = opts;
+    this.#stream = new EventStream({ EventSource, endpoint: opts.endpoint, filter: {}, onEvent: (e) => void this.#onEvent(e) });
+  }
+
+  /** Loads the active sessions (the truth at start and after an endpoint change). */
+  async seed(): Promise<void> {
+    const r = await this.#opts.api.listSessions({ status: 'active', limit: 500 });
+    if (r.ok) this.live.seed(r.value.sessions);
+    this.#render();
+  }
+
+  /** After an endpoint change; another server (`fresh`) has none of the sessions known here. */
+  restart(fresh: boolean): void {
+    if (fresh) this.live.sessions.clear();
+    this.#stream.restart({ fresh });
+    void this.seed();
+  }
+
+  /** After a pause or resume from the tray: says when it failed, and shows the session's new state. */
+  async afterAction(action: Promise<Result<unknown>>, id: string): Promise<void> {
+    const r = await action;
+    if (!r.ok) notify('Could not change the session', r.error.message);
+    const s = await this.#opts.api.getSession(id);
+    if (s.ok) this.live.put(s.value);
+    this.#render();
+  }
+
+  async #onEvent(e: SessionEvent): Promise<void> {
+    // The stream first replays stored history; only recent events move the tray or raise
+    // notifications — the active-session listing is the truth at start.
+    if (Date.now() - Date.parse(e.created_at) > RECENT_MS) return;
+    const { api } = this.#opts;
+    let s = this.live.apply(e);
+    if (!s || e.event_type === 'session_start' || e.event_type === 'session_end') {
+      const r = await api.getSession(e.session_id);
+      if (r.ok) s = this.live.put(r.value);
+    }
+    if (e.event_type === 'session_end' && s) {
+      if (s.status === 'ended') {
+        const limits = await api.getLimits('session');
+        const cap = limits.ok ? limits.value : null;
+        const hit = cap && ((cap.downloaded_bytes !== undefined && s.downloaded >= cap.downloaded_bytes) || (cap.uploaded_bytes !== undefined && s.uploaded >= cap.uploaded_bytes));
+        notify(hit ? 'Session reached its limit' : 'Session ended', `${s.client_id} in ${s.zone}${hit ? ': its byte limit is used up' : ''}.`);
+      } else if (!s.paused) {
+        notify('Session disconnected', `${s.client_id} in ${s.zone} has no open connection now.`);
+      }
+    }
+    this.#render();
+  }
+
+  #render(): void {
+    this.#opts.render(this.live.active(), this.live.totals());
+  }
+
+  dispose(): void {
+    this.#stream.close();
+  }
+}
+
+/** A quiet desktop notification, where the system has them. */
+export function notify(title: string, body: string): void {
+  if (Notification.isSupported()) new Notification({ title, body, silent: true }).show();
+}

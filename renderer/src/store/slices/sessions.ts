@@ -1,0 +1,163 @@
+// The sessions slice: every session as a row (session-view.ts builds them), newest first,
+// with the list filter, the create form's state, per-session pause/resume state and the
+// speed history of the sessions someone is looking at.
+import type { Session, SessionCreateRequest, SessionStatusResponse } from '../../../../common/api-types.ts';
+import type { ApiErrorInfo } from '../../../../common/result.ts';
+import { addListingPage, mergeNewest, pushHistory, toView, watchHistoryOf, type SessionFilter, type SessionView, type SpeedHistory } from '../session-view.ts';
+import { ops, type Load, type SliceCreator } from '../state.ts';
+
+export interface SessionsSlice {
+  sessions: Record<string, SessionView>;
+  /** Ids, newest first. */
+  sessionOrder: string[];
+  sessionsLoad: Load;
+  sessionsError: ApiErrorInfo | null;
+  sessionFilter: SessionFilter;
+  creating: boolean;
+  createError: ApiErrorInfo | null;
+  speedHistory: SpeedHistory;
+  actionPending: Record<string, boolean>;
+  actionError: Record<string, ApiErrorInfo | null>;
+
+  /** Loads every session (newest first), page by page; the first page shows at once. */
+  loadSessions(): Promise<void>;
+  /**
+   * Picks up sessions created elsewhere (another window, the API, the CLI) and refreshes the
+   * newest ones: one small request, merged into what is loaded.
+   */
+  syncNewest(): Promise<void>;
+  /** Merges a full session into the list (newly created or refreshed). */
+  upsertSession(s: Session): void;
+  watchHistory(id: string, on: boolean): void;
+  applyStatus(id: string, st: SessionStatusResponse): void;
+  /** Loads one session into the store; the error says whether it is missing or the request failed. */
+  fetchSession(id: string): Promise<{ session: Session; error: null } | { session: null; error: ApiErrorInfo }>;
+  refreshSession(id: string): Promise<Session | null>;
+  pollStatus(id: string): Promise<void>;
+  setSessionFilter(f: Partial<SessionFilter>): void;
+  createSession(req: SessionCreateRequest): Promise<Session | null>;
+  setPaused(id: string, paused: boolean): Promise<void>;
+}
+
+const PAGE = 500;
+const MAX_PAGES = 60;
+
+export const createSessionsSlice: SliceCreator<SessionsSlice> = (set, get) => {
+  // A newer loadSessions makes the pages of an older one stale.
+  let generation = 0;
+  return {
+    sessions: {},
+    sessionOrder: [],
+    sessionsLoad: 'idle',
+    sessionsError: null,
+    sessionFilter: { text: '', status: '', zone: '' },
+    creating: false,
+    createError: null,
+    speedHistory: {},
+    actionPending: {},
+    actionError: {},
+
+    async loadSessions() {
+      const gen = ++generation;
+      set({ sessionsLoad: 'loading', sessionsError: null });
+      try {
+        let cursor: string | undefined;
+        const acc = { byId: {} as Record<string, SessionView>, order: [] as string[] };
+        let newest: string | null = null;
+        for (let page = 0; page < MAX_PAGES; page++) {
+          const res = await ops().listSessions({ limit: PAGE, cursor });
+          if (gen !== generation) return;
+          if (newest === null) newest = res.sessions[0]?.created_at ?? '';
+          set({ ...addListingPage(acc, res.sessions, get(), newest), sessionsLoad: res.next_cursor ? 'loading' : 'ready' });
+          if (!res.next_cursor) break;
+          cursor = res.next_cursor;
+        }
+        set({ sessionsLoad: 'ready' });
+      } catch (e) {
+        if (gen !== generation) return;
+        set({ sessionsLoad: 'error', sessionsError: get().noteGlobalError(e) });
+      }
+    },
+    async syncNewest() {
+      if (get().sessionsLoad === 'loading') return;
+      try {
+        const res = await ops().listSessions({ limit: 100 });
+        set((st) => mergeNewest(st, res.sessions) ?? {});
+      } catch (e) {
+        get().noteGlobalError(e);
+      }
+    },
+    upsertSession(s) {
+      set((st) => {
+        const prev = st.sessions[s.id];
+        const view = toView(s, prev);
+        return {
+          sessions: { ...st.sessions, [s.id]: view },
+          sessionOrder: prev ? st.sessionOrder : [s.id, ...st.sessionOrder],
+          speedHistory: pushHistory(st.speedHistory, view),
+        };
+      });
+    },
+    watchHistory(id, on) {
+      set((st) => ({ speedHistory: watchHistoryOf(st.speedHistory, id, on) }));
+    },
+    applyStatus(id, st) {
+      const cur = get().sessions[id];
+      if (!cur) return;
+      get().upsertSession({ ...cur, ...st });
+    },
+    async fetchSession(id) {
+      try {
+        const session = await ops().getSession(id);
+        get().upsertSession(session);
+        return { session, error: null };
+      } catch (e) {
+        return { session: null, error: get().noteGlobalError(e) };
+      }
+    },
+    async refreshSession(id) {
+      return (await get().fetchSession(id)).session;
+    },
+    async pollStatus(id) {
+      try {
+        const st = await ops().sessionStatus(id);
+        if (!get().sessions[id]) await get().refreshSession(id);
+        get().applyStatus(id, st);
+      } catch (e) {
+        get().noteGlobalError(e);
+      }
+    },
+    setSessionFilter(f) {
+      set((s) => ({ sessionFilter: { ...s.sessionFilter, ...f } }));
+    },
+    async createSession(req) {
+      set({ creating: true, createError: null });
+      try {
+        const s = await ops().createSession(req);
+        get().upsertSession(s);
+        set({ creating: false });
+        get().toast(`Session created for ${s.client_id}.`);
+        return s;
+      } catch (e) {
+        set({ creating: false, createError: get().noteGlobalError(e) });
+        return null;
+      }
+    },
+    async setPaused(id, paused) {
+      set((s) => ({ actionPending: { ...s.actionPending, [id]: true }, actionError: { ...s.actionError, [id]: null } }));
+      try {
+        const r = paused ? await ops().pauseSession(id) : await ops().resumeSession(id);
+        const cur = get().sessions[id];
+        if (cur) get().upsertSession({ ...cur, paused: r.paused });
+        get().toast(r.paused ? 'Session paused: its connections were closed.' : 'Session resumed: it accepts connections again.');
+        void get().pollStatus(id);
+      } catch (e) {
+        const err = get().noteGlobalError(e);
+        set((s) => ({ actionError: { ...s.actionError, [id]: err } }));
+        void get().refreshSession(id);
+      } finally {
+        set((s) => ({ actionPending: { ...s.actionPending, [id]: false } }));
+      }
+    },
+  };
+};

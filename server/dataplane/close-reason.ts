@@ -1,0 +1,30 @@
+// Why a relayed connection was closed: one typed list, so every place that cuts a connection
+// names its reason from it, and the relay can tell a byte cap (let the counted bytes drain)
+// from everything else (cut at once).
+export type CloseReason =
+  // the client went away, or finished a stream that has no half-close (UDP)
+  | 'client_closed'
+  | 'client_end'
+  // the destination side ended badly, or the client did not read the rest within the grace time
+  | 'outbound_closed'
+  | 'udp_error'
+  | 'udp_frame'
+  | 'grace'
+  // the inbound refused the request before relaying
+  | 'header_timeout'
+  | 'bad_header'
+  | 'mux'
+  | 'refused'
+  | 'dial_failed'
+  | 'responded'
+  // the runtime cut it: a byte cap, a pause, the data plane closing
+  | CapReason
+  | 'paused'
+  | 'shutdown';
+
+/** A byte cap reached at one level of the limits. */
+export type CapReason = 'session_cap' | 'client_cap' | 'global_cap';
+
+export function isCapReason(reason: CloseReason): reason is CapReason {
+  return reason === 'session_cap' || reason === 'client_cap' || reason === 'global_cap';
+}

@@ -1,0 +1,29 @@
+// Cutting connections: those over a byte cap (a session over its own cap is marked to end),
+// and every connection of a session (pause, shutdown). The connections' own close paths
+// then release their leases, which saves and reports.
+import type { Logger } from '../domain.ts';
+import type { CapReason, CloseReason } from './close-reason.ts';
+import { type CustomerState, type SessionState, overCap } from './meters.ts';
+
+/** Closes every open connection of the session with `reason`. */
+export function cutSession(session: SessionState, reason: CloseReason): void {
+  for (const conn of [...session.open]) conn.close(reason);
+}
+
+/** Closes what is over a cap: the session's own cap ends the session. */
+export function cutOverCaps(customer: CustomerState, log: Logger): void {
+  const globalOver = overCap(customer.limits.global, customer.totals);
+  for (const session of [...customer.sessions]) {
+    if (session.open.size === 0) continue;
+    let reason: CapReason | undefined;
+    if (overCap(customer.limits.session, session.totals)) {
+      session.capped = true;
+      if (session.status !== 'ended') {
+        log.info({ session: session.short }, 'session byte cap reached; ending session');
+      }
+      reason = 'session_cap';
+    } else if (overCap(customer.limits.client, session.client.totals)) reason = 'client_cap';
+    else if (globalOver) reason = 'global_cap';
+    if (reason) cutSession(session, reason);
+  }
+}

@@ -1,0 +1,104 @@
+// One accepted connection's view of the runtime: how many bytes the caps let through, how
+// long the token buckets of its session, client and customer make it wait, and the counting
+// of what moved. Flows (flow.ts) move every byte through a Lease.
+import { type ConnHandle, type CustomerState, type Dir, type SessionState, capOf, nowMs } from './meters.ts';
+
+/** What a lease reports back to the runtime that granted it. */
+export interface LeaseOwner {
+  /** A byte cap may have been reached: cut what is over. */
+  enforceCaps(customer: CustomerState): void;
+  connectionClosed(session: SessionState, conn: ConnHandle): void;
+}
+
+export class Lease {
+  readonly session: SessionState;
+  private readonly owner: LeaseOwner;
+  readonly conn: ConnHandle;
+  private released = false;
+
+  constructor(owner: LeaseOwner, session: SessionState, conn: ConnHandle) {
+    this.owner = owner;
+    this.session = session;
+    this.conn = conn;
+  }
+
+  get closed(): boolean {
+    return this.released;
+  }
+
+  /** Bytes of an n-byte chunk that the byte caps let through now (0 = a cap is reached). */
+  grant(dir: Dir, n: number): number {
+    if (this.released) return 0;
+    const session = this.session, client = session.client, customer = session.customer;
+    const room = Math.min(
+      capOf(customer.limits.session, dir) - session.totals[dir],
+      capOf(customer.limits.client, dir) - client.totals[dir],
+      capOf(customer.limits.global, dir) - customer.totals[dir],
+    );
+    return Math.max(0, Math.min(n, room));
+  }
+
+  // Each of these reads the three buckets a direction draws from (session, client, customer),
+  // written out rather than looped: they run for every chunk, so they allocate nothing.
+
+  /** Largest piece to reserve at once so that no single wait is long. */
+  maxPiece(dir: Dir): number {
+    const session = this.session;
+    return Math.min(session.buckets[dir].maxPiece(), session.client.buckets[dir].maxPiece(), session.customer.buckets[dir].maxPiece());
+  }
+
+  /** Whether any speed limit applies to this direction now (otherwise reserve() is a no-op). */
+  shapes(dir: Dir): boolean {
+    const session = this.session;
+    return session.buckets[dir].limited || session.client.buckets[dir].limited || session.customer.buckets[dir].limited;
+  }
+
+  /** Reserves n bytes from every bucket this connection draws from; returns ms to wait. */
+  reserve(dir: Dir, n: number): number {
+    const session = this.session, now = nowMs();
+    const ownWait = session.buckets[dir].reserve(n, now);
+    const clientWait = session.client.buckets[dir].reserve(n, now);
+    const customerWait = session.customer.buckets[dir].reserve(n, now);
+    return Math.max(ownWait, clientWait, customerWait);
+  }
+
+  /** Changes whenever a rate of a bucket this direction draws from changes. */
+  shapeEpoch(dir: Dir): number {
+    const session = this.session;
+    return session.buckets[dir].epoch + session.client.buckets[dir].epoch + session.customer.buckets[dir].epoch;
+  }
+
+  /** Longest time, at the current rates, until every reservation made so far is paid (ms). */
+  debtWait(dir: Dir): number {
+    const session = this.session, now = nowMs();
+    return Math.max(session.buckets[dir].debtMs(now), session.client.buckets[dir].debtMs(now), session.customer.buckets[dir].debtMs(now));
+  }
+
+  /** Counts n payload bytes moved; cuts connections when a byte cap is reached. */
+  account(dir: Dir, n: number): void {
+    if (n <= 0) return;
+    const session = this.session, client = session.client, customer = session.customer;
+    session.totals[dir] += n;
+    client.totals[dir] += n;
+    customer.totals[dir] += n;
+    if (
+      session.totals[dir] >= capOf(customer.limits.session, dir) ||
+      client.totals[dir] >= capOf(customer.limits.client, dir) ||
+      customer.totals[dir] >= capOf(customer.limits.global, dir)
+    ) {
+      this.owner.enforceCaps(customer);
+    }
+  }
+
+  /** A chunk found no room under a byte cap: cut what is over. */
+  capReached(): void {
+    this.owner.enforceCaps(this.session.customer);
+  }
+
+  /** The connection is gone (idempotent). */
+  release(): void {
+    if (this.released) return;
+    this.released = true;
+    this.owner.connectionClosed(this.session, this.conn);
+  }
+}

@@ -1,0 +1,97 @@
+// The in-memory meters of the runtime: byte totals and token buckets per customer, client and
+// session, and the small rules that read limits against them. State only, no behaviour that
+// reaches the store or the event bus.
+import type { LimitValues, SessionStatus } from '../domain.ts';
+import type { CloseReason } from './close-reason.ts';
+import { TokenBucket } from './token-bucket.ts';
+
+export type Dir = 'up' | 'down';
+
+/** What the runtime needs from a live connection: a way to cut it. */
+export interface ConnHandle {
+  close(reason: CloseReason): void;
+}
+
+export interface Counters {
+  up: number;
+  down: number;
+}
+
+export interface Buckets {
+  up: TokenBucket;
+  down: TokenBucket;
+}
+
+/** The limits records of a customer, as last read from the store. */
+export interface CustomerLimits {
+  global?: LimitValues;
+  client?: LimitValues;
+  session?: LimitValues;
+}
+
+export interface CustomerState {
+  id: string;
+  totals: Counters;
+  buckets: Buckets;
+  limits: CustomerLimits;
+  clients: Map<string, ClientState>;
+  sessions: Set<SessionState>;
+  limitsReadAt: number;
+}
+
+export interface ClientState {
+  id: string;
+  customer: CustomerState;
+  totals: Counters;
+  buckets: Buckets;
+  /** Sessions of this client with at least one open connection. */
+  active: Set<SessionState>;
+}
+
+export interface SessionState {
+  id: string;
+  short: string;
+  reusable: boolean;
+  customer: CustomerState;
+  client: ClientState;
+  status: SessionStatus;
+  totals: Counters;
+  buckets: Buckets;
+  durationMs: number;
+  openSince: number;
+  connections: number;
+  open: Set<ConnHandle>;
+  /** Reached its own byte cap: ends when the last connection closes. */
+  capped: boolean;
+  lastSaved: { up: number; down: number; duration: number; status: SessionStatus; connections: number };
+  lastStats: Counters;
+  lastStatsAt: number;
+  lastHeartbeatAt: number;
+}
+
+export const idShort = (id: string) => id.slice(0, 8);
+export const nowMs = () => performance.now();
+
+/** The byte cap of one direction (Infinity when none). */
+export function capOf(limits: LimitValues | undefined, dir: Dir): number {
+  const value = dir === 'up' ? limits?.uploaded_bytes : limits?.downloaded_bytes;
+  return value === undefined || value === null ? Infinity : value;
+}
+
+export function overCap(limits: LimitValues | undefined, totals: Counters): boolean {
+  return totals.up >= capOf(limits, 'up') || totals.down >= capOf(limits, 'down');
+}
+
+export function makeBuckets(limits: LimitValues | undefined, now: number): Buckets {
+  return { up: new TokenBucket(limits?.upload_speed ?? undefined, now), down: new TokenBucket(limits?.download_speed ?? undefined, now) };
+}
+
+export function setRates(buckets: Buckets, limits: LimitValues | undefined, now: number): void {
+  buckets.up.setRate(limits?.upload_speed ?? undefined, now);
+  buckets.down.setRate(limits?.download_speed ?? undefined, now);
+}
+
+/** Whole seconds a session has had at least one open connection, up to `now`. */
+export function durationOf(session: SessionState, now: number): number {
+  return Math.floor((session.durationMs + (session.openSince ? now - session.openSince : 0)) / 1000);
+}

@@ -1,0 +1,77 @@
+// What the runtime tells the rest of the server: session counters saved to the store (only
+// when they changed), session events published (start, stats, heartbeat, end), and the ticker
+// that flushes counters and sends the periodic events while connections are open.
+import type { EventType } from '../domain.ts';
+import type { DataPlaneConfig, DataPlaneDeps } from './api.ts';
+import { type SessionState, durationOf, nowMs } from './meters.ts';
+
+/** How often counters of open sessions are flushed to the store. */
+const FLUSH_INTERVAL_MS = 500;
+
+export class Reporter {
+  private readonly deps: Pick<DataPlaneDeps, 'store' | 'events' | 'log'>;
+  private lastFlush = 0;
+
+  constructor(deps: Pick<DataPlaneDeps, 'store' | 'events' | 'log'>) {
+    this.deps = deps;
+  }
+
+  /** Persists the session's counters, status and connection count when any of them changed. */
+  save(session: SessionState): void {
+    const duration = durationOf(session, nowMs());
+    const last = session.lastSaved;
+    if (last.up === session.totals.up && last.down === session.totals.down && last.duration === duration && last.status === session.status && last.connections === session.connections) return;
+    try {
+      this.deps.store.saveRuntime(session.id, { status: session.status, uploaded_bytes: session.totals.up, downloaded_bytes: session.totals.down, duration, connections: session.connections });
+      session.lastSaved = { up: session.totals.up, down: session.totals.down, duration, status: session.status, connections: session.connections };
+    } catch (err) {
+      this.deps.log.error({ session: session.short, err: String(err) }, 'saving session runtime failed');
+    }
+  }
+
+  publish(session: SessionState, type: EventType): void {
+    try {
+      this.deps.events.publish({
+        customerId: session.customer.id,
+        sessionId: session.id,
+        type,
+        duration: durationOf(session, nowMs()),
+        uploaded_bytes: session.totals.up,
+        downloaded_bytes: session.totals.down,
+      });
+    } catch (err) {
+      this.deps.log.error({ session: session.short, err: String(err) }, 'publishing event failed');
+    }
+  }
+
+  /** Whether this tick flushes counters (at most every FLUSH_INTERVAL_MS). */
+  flushDue(now: number): boolean {
+    if (now - this.lastFlush < FLUSH_INTERVAL_MS) return false;
+    this.lastFlush = now;
+    return true;
+  }
+
+  /** One tick for a session with open connections: flush, then stats and heartbeat when due. */
+  report(session: SessionState, now: number, flush: boolean, config: Pick<DataPlaneConfig, 'statsIntervalMs' | 'heartbeatIntervalMs'>): void {
+    if (flush) this.save(session);
+    if (now - session.lastStatsAt >= config.statsIntervalMs) {
+      session.lastStatsAt = now;
+      if (session.totals.up !== session.lastStats.up || session.totals.down !== session.lastStats.down) {
+        session.lastStats = { ...session.totals };
+        this.publish(session, 'session_stats');
+      }
+    }
+    if (now - session.lastHeartbeatAt >= config.heartbeatIntervalMs) {
+      session.lastHeartbeatAt = now;
+      this.publish(session, 'session_heartbeat');
+    }
+  }
+}
+
+/** Runs `tick` often enough for the shortest of the stats and heartbeat intervals (10-250 ms). */
+export function startTicker(config: Pick<DataPlaneConfig, 'statsIntervalMs' | 'heartbeatIntervalMs'>, tick: () => void): NodeJS.Timeout {
+  const interval = Math.max(10, Math.min(250, config.statsIntervalMs, config.heartbeatIntervalMs));
+  const timer = setInterval(tick, interval);
+  timer.unref();
+  return timer;
+}

@@ -1,0 +1,98 @@
+// The options a caller gives buildServer, and the settings resolved from them with every
+// default filled in: link settings (what session configurations say), the service settings
+// the routes read, the data plane's configuration, the rate limit and event retention.
+import type { DataPlane, DataPlaneConfig, DataPlaneDeps } from '../dataplane/api.ts';
+import type { Logger } from '../domain.ts';
+import type { SseOptions } from '../events/sse.ts';
+import type { LinkSettings } from '../links.ts';
+import { applyTlsToLink, type ServerTlsOptions, type TlsCertificates, type TlsStatus } from '../tls/index.ts';
+
+export interface ServerOptions extends ServerTlsOptions {
+  dataDir: string;
+  zonesFile?: string;
+  /** Requests per token in a fixed window. Default 600 per 60 s. */
+  rateLimit?: { max: number; windowMs: number };
+  /** Host name or address written into session configurations. Default 127.0.0.1. */
+  publicHost?: string;
+  /** Port written into ws configurations until the server listens (then the real port). */
+  publicPort?: number;
+  /** Network of the configuration handed out: `ws` on the API port (default) or raw `tcp`. */
+  linkNetwork?: 'ws' | 'tcp';
+  wsPath?: string;
+  // TLS on the API port (and so on VLESS over ws), the TCP inbound and the proxy: ServerTlsOptions
+  // (server/tls/index.ts): `tlsMode` auto|on|off (default auto), `tlsCertFile`/`tlsKeyFile`
+  // (watched and reloaded), `tls` PEM text, `acme`, else a self-signed certificate.
+  /** Bind address of the data-plane listeners (the API's own is chosen at listen). */
+  host?: string;
+  vlessTcpPort?: number | null;
+  proxyPort?: number | null;
+  statsIntervalMs?: number;
+  heartbeatIntervalMs?: number;
+  egress?: 'allow-all' | 'public-only';
+  sse?: Partial<SseOptions>;
+  /** Days events are kept (at least 7). */
+  eventRetentionDays?: number;
+  logger?: Logger;
+  /** One readable log line per request. */
+  logRequests?: boolean;
+  /** Folder of the built renderer, served at `/`. */
+  rendererDir?: string;
+  /** Replaces the data plane (tests of the control plane alone pass `null`). */
+  dataPlane?: ((deps: DataPlaneDeps) => DataPlane) | null;
+}
+
+/** The service settings the routes read (services.settings). */
+export interface Settings {
+  version: string;
+  /** Mutable: the listening ports are only known once the server listens. */
+  link: LinkSettings;
+  /** Which TLS mode is in force, why, and the certificate served (updated by reloads). */
+  tls: TlsStatus;
+  proxyPort: number | null;
+  sse: SseOptions;
+  /** One log line per request (and per event stream opened and closed). */
+  logRequests: boolean;
+}
+
+export interface ResolvedConfig {
+  settings: Settings;
+  dataPlane: DataPlaneConfig;
+  rateLimit: { max: number; windowMs: number };
+  /** How long events are kept, in ms. */
+  eventRetentionMs: number;
+}
+
+/** `version` is the app's own (package.json), read by app.ts; `tls` is the opened certificate (server/tls). */
+export function resolveConfig(opts: ServerOptions, version: string, tls: TlsCertificates): ResolvedConfig {
+  const link: LinkSettings = {
+    publicHost: opts.publicHost ?? '127.0.0.1',
+    network: opts.linkNetwork ?? 'ws',
+    wsPort: opts.publicPort ?? 8787,
+    tcpPort: null,
+    wsPath: opts.wsPath ?? '/vless',
+    tls: false,
+  };
+  applyTlsToLink(link, tls);
+  return {
+    settings: {
+      version,
+      link,
+      tls: tls.status,
+      proxyPort: null,
+      logRequests: Boolean(opts.logRequests),
+      sse: { retryMs: 3000, keepAliveMs: 15_000, maxBufferedBytes: 1024 * 1024, replayBatch: 500, ...opts.sse },
+    },
+    dataPlane: {
+      host: opts.host ?? '127.0.0.1',
+      vlessTcpPort: opts.vlessTcpPort === undefined ? 0 : opts.vlessTcpPort,
+      proxyPort: opts.proxyPort === undefined ? 0 : opts.proxyPort,
+      wsPath: link.wsPath,
+      tls: tls.current,
+      statsIntervalMs: opts.statsIntervalMs ?? 5000,
+      heartbeatIntervalMs: opts.heartbeatIntervalMs ?? 30_000,
+      egress: opts.egress ?? 'allow-all',
+    },
+    rateLimit: opts.rateLimit ?? { max: 600, windowMs: 60_000 },
+    eventRetentionMs: Math.max(7, opts.eventRetentionDays ?? 14) * 86_400_000,
+  };
+}

@@ -1,0 +1,145 @@
+// Subscription routes: the /v2 extension that manages a client's subscription (owner and agent
+// tokens, each customer seeing only its own clients), and the public GET /sub/<secret> feed.
+import type { FastifyInstance } from 'fastify';
+import { ApiError } from '../contract/errors.ts';
+import {
+  Subscription,
+  SubscriptionFeedParams,
+  SubscriptionFeedQuery,
+  SubscriptionParams,
+  SUBSCRIPTION_FORMATS,
+} from '../contract/subscriptions.ts';
+import { ErrorRecord } from '../contract/schemas.ts';
+import { callerOf } from '../plugins/auth.ts';
+import { sendError } from '../plugins/errors.ts';
+import type { Services } from '../services.ts';
+import { formatForUserAgent, USER_AGENT_TABLE } from '../subscriptions/formats.ts';
+import type { MissLimiterOptions } from '../subscriptions/miss-limiter.ts';
+import { SubscriptionService } from '../subscriptions/service.ts';
+import { bearer, responses } from './common.ts';
+
+export function createSubscriptions(ctx: Services, dataDir: string, missLimit?: Partial<MissLimiterOptions>): SubscriptionService {
+  return new SubscriptionService(ctx, dataDir, missLimit);
+}
+
+type P = { Params: SubscriptionParams };
+
+/** Under the /v2 prefix: auth, token rate limit and tenancy come from that context. */
+export async function subscriptionRoutes(app: FastifyInstance, subs: SubscriptionService): Promise<void> {
+  const url = '/subscriptions/:client_id';
+  const tags = ['subscriptions'];
+
+  app.put<P>(url, {
+    schema: {
+      summary: 'Turn a client\'s subscription on, or rotate its URL (extension)',
+      description: 'On: 200 with the subscription. Already on: a new URL is issued and the old one stops working at once. Takes no body.',
+      tags,
+      security: bearer,
+      params: SubscriptionParams,
+      response: responses({ 200: Subscription }, 400, 401, 413, 415, 429, 500),
+      'x-extension': true,
+    } as object,
+    handler: async (request) => {
+      noBody(request.body);
+      return subs.enableOrRotate(callerOf(request).customerId, request.params.client_id);
+    },
+  });
+
+  app.get<P>(url, {
+    schema: {
+      summary: 'Read a client\'s subscription, with its URL (extension)',
+      tags,
+      security: bearer,
+      params: SubscriptionParams,
+      response: responses({ 200: Subscription }, 400, 401, 404, 429, 500),
+      'x-extension': true,
+    } as object,
+    handler: async (request) => subs.get(callerOf(request).customerId, request.params.client_id),
+  });
+
+  app.delete<P>(url, {
+    schema: {
+      summary: 'Turn a client\'s subscription off: its URL stops working (extension)',
+      tags,
+      security: bearer,
+      params: SubscriptionParams,
+      response: responses({ 204: { type: 'null' } }, 400, 401, 404, 429, 500),
+      'x-extension': true,
+    } as object,
+    handler: async (request, reply) => {
+      subs.disable(callerOf(request).customerId, request.params.client_id);
+      return reply.code(204).send();
+    },
+  });
+}
+
+const uaTable = USER_AGENT_TABLE.map((r) => `${r.clients} → ${r.format}`).join('; ');
+
+/** At the root (outside /v2): no Authorization; the secret in the path is the credential. */
+export async function subscriptionFeedRoutes(app: FastifyInstance, subs: SubscriptionService): Promise<void> {
+  app.get<{ Params: { secret: string }; Querystring: { format?: (typeof SUBSCRIPTION_FORMATS)[number] } }>('/sub/:secret', {
+    schema: {
+      summary: 'A client\'s subscription feed (extension; the URL secret is the credential)',
+      description: `The client's usable sessions (not ended, not paused). Format: ?format=, else from the User-Agent (${uaTable}; others → base64). Headers: subscription-userinfo, profile-update-interval, profile-title, content-disposition. An unknown or revoked secret is 404; after too many of those an address gets 429 for the rest of the window.`,
+      tags: ['subscriptions'],
+      params: SubscriptionFeedParams,
+      querystring: SubscriptionFeedQuery,
+      response: {
+        200: {
+          description: 'base64 text, Xray or sing-box JSON, or Mihomo YAML',
+          content: { 'text/plain': { schema: { type: 'string' } }, 'application/json': { schema: { type: 'object' } }, 'text/yaml': { schema: { type: 'string' } } },
+        },
+        400: ErrorRecord,
+        404: ErrorRecord,
+        429: ErrorRecord,
+        500: ErrorRecord,
+      },
+      'x-extension': true,
+    } as object,
+    handler: async (request, reply) => {
+      const address = request.ip;
+      const blocked = subs.misses.blockedFor(address);
+      if (blocked) return tooMany(request, reply, blocked, subs.misses.limit);
+      const row = subs.findBySecret(request.params.secret);
+      if (!row) {
+        const now = subs.misses.miss(address);
+        if (now) return tooMany(request, reply, now, subs.misses.limit);
+        return sendError(request, reply, new ApiError('subscription_not_found', 'No subscription at this address (unknown or revoked).', {}));
+      }
+      const format = request.query.format ?? formatForUserAgent(request.headers['user-agent']);
+      const feed = subs.feed(row, format);
+      reply.headers(feed.headers);
+      return reply.code(200).type(feed.contentType).send(feed.body);
+    },
+  });
+}
+
+function tooMany(request: Parameters<typeof sendError>[0], reply: Parameters<typeof sendError>[1], seconds: number, limit: number) {
+  reply.header('retry-after', String(seconds));
+  return sendError(
+    request,
+    reply,
+    new ApiError('rate_limited', `Too many unknown subscription addresses from this address. Retry after ${seconds} s.`, {
+      limit,
+      retry_after_seconds: seconds,
+    }),
+  );
+}
+
+/** PUT takes no payload: none, `{}` or `null`; any field is unknown (400). */
+function noBody(body: unknown): void {
+  if (body === undefined || body === null) return;
+  if (typeof body !== 'object' || Array.isArray(body)) {
+    throw new ApiError('invalid_request', 'Invalid request: this operation takes no body (send none, or {}).', {
+      location: 'body',
+      fields: [{ field: 'body', problem: 'must be empty' }],
+    });
+  }
+  const unknown = Object.keys(body);
+  if (unknown.length) {
+    throw new ApiError('invalid_request', `Invalid request: unknown field${unknown.length > 1 ? 's' : ''}: ${unknown.join(', ')}.`, {
+      location: 'body',
+      unknown_fields: unknown,
+    });
+  }
+}

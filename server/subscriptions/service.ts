@@ -1,0 +1,118 @@
+// Subscription use cases: turn a client's subscription on, rotate, read, turn off, and render
+// the feed a secret URL asks for. Links come only from server/links.ts (through the session
+// view), so what links carry (TLS, pinning) reaches every format.
+import { ApiError } from '../contract/errors.ts';
+import { SUBSCRIPTION_FORMATS, type Subscription, type SubscriptionFormat } from '../contract/subscriptions.ts';
+import { buildLink } from '../links.ts';
+import type { Services } from '../services.ts';
+import { SubscriptionStore, type SubscriptionRow } from '../store/subscriptions.ts';
+import { render, type RenderedSubscription, type SubscriptionEntry } from './formats.ts';
+import { MissLimiter, type MissLimiterOptions } from './miss-limiter.ts';
+import { loadServerKey, SECRET_SHAPE, SubscriptionSecrets } from './secret.ts';
+
+/** Hours between two polls, as clients read `profile-update-interval`. */
+export const UPDATE_INTERVAL_HOURS = 12;
+
+export interface SubscriptionFeed extends RenderedSubscription {
+  headers: Record<string, string>;
+}
+
+export class SubscriptionService {
+  readonly store: SubscriptionStore;
+  readonly misses: MissLimiter;
+  private readonly ctx: Services;
+  private readonly dataDir: string;
+  private secretsCache: SubscriptionSecrets | undefined;
+
+  constructor(ctx: Services, dataDir: string, missLimit: Partial<MissLimiterOptions> = {}) {
+    this.ctx = ctx;
+    this.dataDir = dataDir;
+    this.store = new SubscriptionStore(ctx.store.db);
+    this.misses = new MissLimiter(missLimit);
+  }
+
+  /** The key file is read (or made) on first use, not at start: servers without subscriptions never write it. */
+  private get secrets(): SubscriptionSecrets {
+    return (this.secretsCache ??= new SubscriptionSecrets(loadServerKey(this.dataDir)));
+  }
+
+  /** scheme://public-host:api-port, where clients reach this server (known once it listens). */
+  publicOrigin(): string {
+    const link = this.ctx.settings.link;
+    const host = link.publicHost.includes(':') && !link.publicHost.startsWith('[') ? `[${link.publicHost}]` : link.publicHost;
+    return `${link.tls ? 'https' : 'http'}://${host}:${link.wsPort}`;
+  }
+
+  private record(row: SubscriptionRow): Subscription {
+    const url = `${this.publicOrigin()}/sub/${this.secrets.secretOf(row.nonce)}`;
+    return {
+      client_id: row.client_id,
+      url,
+      format_urls: Object.fromEntries(SUBSCRIPTION_FORMATS.map((f) => [f, `${url}?format=${f}`])) as Subscription['format_urls'],
+      created_at: row.created_at,
+      rotated_at: row.rotated_at,
+    };
+  }
+
+  /** On, or a new URL when already on (the old secret stops working at once). */
+  enableOrRotate(customerId: string, clientId: string): Subscription {
+    const nonce = SubscriptionSecrets.newNonce();
+    const row = this.store.upsert(customerId, clientId, nonce, SubscriptionSecrets.hash(this.secrets.secretOf(nonce)));
+    return this.record(row);
+  }
+
+  get(customerId: string, clientId: string): Subscription {
+    const row = this.store.get(customerId, clientId);
+    if (!row) throw notFound(clientId);
+    return this.record(row);
+  }
+
+  disable(customerId: string, clientId: string): void {
+    if (!this.store.delete(customerId, clientId)) throw notFound(clientId);
+  }
+
+  /** The subscription a URL secret opens, or undefined (unknown, malformed or revoked). */
+  findBySecret(secret: string): SubscriptionRow | undefined {
+    if (!SECRET_SHAPE.test(secret)) return undefined;
+    return this.store.findBySecretHash(SubscriptionSecrets.hash(secret));
+  }
+
+  /** Sessions that can carry traffic now: not ended, not paused, with live status taken into account. */
+  entries(row: SubscriptionRow): SubscriptionEntry[] {
+    const out: SubscriptionEntry[] = [];
+    for (const stored of this.store.usableSessions(row.customer_id, row.client_id)) {
+      const s = this.ctx.sessions.view(stored);
+      if (s.status === 'ended' || s.paused) continue;
+      const name = `${s.zone} ${s.id.slice(0, 8)}`;
+      out.push({ name, configuration: s.configuration, link: buildLink(s.configuration, name) });
+    }
+    return out;
+  }
+
+  feed(row: SubscriptionRow, format: SubscriptionFormat): SubscriptionFeed {
+    const title = `VPN Access Desk: ${row.client_id}`;
+    const rendered = render(format, this.entries(row), title);
+    const used = this.ctx.store.sumCounters(row.customer_id, row.client_id);
+    const caps = this.ctx.store.getLimits(row.customer_id, 'client') ?? {};
+    // `total` is the client's byte allowance: the sum of its upload and download caps (0 when
+    // neither is set, which clients read as "no limit"). No expiry exists, so no `expire`.
+    const total = (caps.uploaded_bytes ?? 0) + (caps.downloaded_bytes ?? 0);
+    const fileBase = `vpn-access-${row.client_id.replace(/[^A-Za-z0-9._-]/g, '_')}`;
+    return {
+      ...rendered,
+      headers: {
+        'subscription-userinfo': `upload=${used.uploaded_bytes}; download=${used.downloaded_bytes}; total=${total}`,
+        'profile-update-interval': String(UPDATE_INTERVAL_HOURS),
+        'profile-title': `base64:${Buffer.from(title, 'utf8').toString('base64')}`,
+        'content-disposition': `attachment; filename="${fileBase}.${rendered.extension}"; filename*=UTF-8''${encodeURIComponent(`${title}.${rendered.extension}`)}`,
+        'cache-control': 'no-store',
+        'x-content-type-options': 'nosniff',
+        'referrer-policy': 'no-referrer',
+      },
+    };
+  }
+}
+
+function notFound(clientId: string): ApiError {
+  return new ApiError('subscription_not_found', 'This client has no subscription (it is off).', { client_id: clientId });
+}

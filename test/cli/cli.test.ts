@@ -1,0 +1,254 @@
+// The `vpn-access` command line: token create / list / revoke, and serve (first-start token,
+// request log, clean shutdown on SIGTERM and SIGINT).
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { BIN, ensureServerBundle, printedToken, serve, type ServeProcess, tokenCli } from '../helpers/cli.ts';
+import { NODE, removeDir, ROOT, tempDir, waitFor } from '../helpers/server.ts';
+
+describe('vpn-access token', () => {
+  let dir: string;
+  before(() => {
+    dir = tempDir('vad-cli-');
+  });
+  after(() => removeDir(dir));
+
+  test('create prints only the token, on one line', () => {
+    const r = tokenCli(['create', '--customer', 'acme', '--role', 'owner', '--data-dir', dir]);
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stdout, /^vad_[A-Za-z0-9_-]{20,}\n$/);
+    assert.equal(r.stderr, '');
+    const agent = tokenCli(['create', '--customer', 'acme', '--role', 'agent', '--data-dir', dir]);
+    assert.equal(agent.status, 0);
+    assert.notEqual(agent.stdout, r.stdout);
+  });
+
+  test('the bin launcher works under Node 24 and under an older system node', () => {
+    const bin = join(ROOT, 'bin', 'vpn-access.mjs');
+    const nodes = [NODE];
+    const system = spawnSync('node', ['--version'], { encoding: 'utf8' });
+    if (system.status === 0 && Number(/^v(\d+)/.exec(system.stdout)?.[1]) < 24) nodes.push('node');
+    for (const node of nodes) {
+      const r = spawnSync(node, [bin, 'token', 'create', '--customer', 'bin', '--role', 'agent', '--data-dir', dir], { encoding: 'utf8', timeout: 20_000 });
+      assert.equal(r.status, 0, `${node}: ${r.stderr}`);
+      assert.match(r.stdout, /^vad_[A-Za-z0-9_-]{20,}\n$/, node);
+    }
+  });
+
+  test('list shows tokens without their secret', () => {
+    const token = tokenCli(['create', '--customer', 'listed', '--role', 'agent', '--data-dir', dir]).stdout.trim();
+    const r = tokenCli(['list', '--data-dir', dir]);
+    assert.equal(r.status, 0, r.stderr);
+    assert.ok(!r.stdout.includes(token), 'the full token is never shown again');
+    const line = r.stdout.split('\n').find((l) => l.includes('listed'));
+    assert.ok(line, r.stdout);
+    assert.ok(line.includes(token.slice(0, 10)), 'a short prefix identifies it');
+    assert.match(line, /agent/);
+    const json = JSON.parse(tokenCli(['list', '--json', '--data-dir', dir]).stdout) as Record<string, unknown>[];
+    assert.ok(json.some((t) => t.customer_name === 'listed' && t.role === 'agent' && t.revoked_at === null));
+    assert.ok(!JSON.stringify(json).includes(token));
+  });
+
+  test('bad arguments fail with a message and a non-zero status', () => {
+    for (const args of [
+      ['create', '--role', 'owner', '--data-dir', dir],
+      ['create', '--customer', 'x', '--role', 'admin', '--data-dir', dir],
+      ['revoke', '--data-dir', dir],
+      ['revoke', 'vad_nothing', '--data-dir', dir],
+      ['frobnicate', '--data-dir', dir],
+    ]) {
+      const r = tokenCli(args);
+      assert.notEqual(r.status, 0, args.join(' '));
+      assert.equal(r.stdout, '');
+      assert.match(r.stderr, /^vpn-access: /);
+    }
+  });
+
+  test('revoke (by token, id or prefix) makes the token answer 401 on a running server', async () => {
+    const srv = await serve(dir, ['--quiet']);
+    try {
+      const t1 = tokenCli(['create', '--customer', 'acme', '--role', 'owner', '--data-dir', dir]).stdout.trim();
+      const t2 = tokenCli(['create', '--customer', 'acme', '--role', 'agent', '--data-dir', dir]).stdout.trim();
+      const t3 = tokenCli(['create', '--customer', 'acme', '--role', 'agent', '--data-dir', dir]).stdout.trim();
+      const get = (t: string) => fetch(`${srv.baseUrl}/zones`, { headers: { authorization: `Bearer ${t}` } });
+      for (const t of [t1, t2, t3]) assert.equal((await get(t)).status, 200);
+      const list = JSON.parse(tokenCli(['list', '--json', '--data-dir', dir]).stdout) as { id: string; prefix: string }[];
+      const id2 = list.find((x) => t2.startsWith(x.prefix))!.id;
+      const prefix3 = list.find((x) => t3.startsWith(x.prefix))!.prefix;
+      for (const ref of [t1, id2, prefix3]) {
+        const r = tokenCli(['revoke', ref, '--data-dir', dir]);
+        assert.equal(r.status, 0, r.stderr);
+        assert.match(r.stdout, /^revoked /);
+        assert.ok(!r.stdout.includes(t1));
+      }
+      // The server caches token look-ups, but sees another process's revocation within ~100 ms.
+      for (const t of [t1, t2, t3]) {
+        await waitFor(async () => (await get(t)).status === 401, 1000, 'the revocation to take effect');
+        const body = (await (await get(t)).json()) as { error: { code: string } };
+        assert.equal(body.error.code, 'unauthorized');
+      }
+      const revokedList = JSON.parse(tokenCli(['list', '--json', '--data-dir', dir]).stdout) as { prefix: string; revoked_at: string | null }[];
+      assert.ok(revokedList.filter((x) => x.revoked_at !== null).length >= 3);
+      assert.notEqual(tokenCli(['revoke', t1, '--data-dir', dir]).status, 0, 'revoking twice fails');
+    } finally {
+      srv.kill('SIGTERM');
+      await srv.exited;
+    }
+  });
+});
+
+describe('vpn-access serve', () => {
+  let dir: string;
+  before(() => {
+    dir = tempDir('vad-serve-');
+  });
+  after(() => removeDir(dir));
+
+  test('the first start of an empty data folder prints an owner token once; it works; SIGTERM exits 0', async () => {
+    const first = await serve(dir);
+    let token: string | undefined;
+    try {
+      token = printedToken(first.stdout());
+      assert.ok(token, first.stdout());
+      assert.equal(first.stdout().split(token).length - 1, 1, 'printed exactly once');
+      const res = await fetch(`${first.baseUrl}/customer/limits/global`, { headers: { authorization: token } });
+      assert.equal(res.status, 404, 'an owner token: limits are reachable (none set yet)');
+      const created = await fetch(`${first.baseUrl}/sessions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ client_id: 'cli', zone: 'de-fra' }),
+      });
+      assert.equal(created.status, 201);
+      const session = (await created.json()) as { id: string; configuration: { port: number } };
+      assert.equal(session.configuration.port, Number(new URL(first.baseUrl).port), 'the link points at the real port');
+      // One readable line per request, with the id cut short.
+      await waitFor(() => /POST \/v2\/sessions 201/.test(first.stdout()), 3000, 'the request log line');
+      await fetch(`${first.baseUrl}/sessions/${session.id}/status`, { headers: { authorization: token } });
+      await waitFor(() => /GET \/v2\/sessions\/\S+\/status 200/.test(first.stdout()), 3000, 'the status log line');
+      assert.ok(!first.stdout().includes(session.id), 'a full session id is never logged');
+      assert.ok(!first.stdout().split(token).slice(1).join('').includes(token), 'the token is not logged');
+    } finally {
+      first.kill('SIGTERM');
+    }
+    const exit = await first.exited;
+    assert.deepEqual(exit, { code: 0, signal: null }, first.stderr());
+
+    const second = await serve(dir);
+    try {
+      assert.equal(printedToken(second.stdout()), undefined, 'no new token on the second start');
+      assert.ok(!second.stdout().includes('owner token'));
+      const res = await fetch(`${second.baseUrl}/sessions`, { headers: { authorization: `Bearer ${token}` } });
+      assert.equal(res.status, 200, 'the first token still works');
+      assert.equal(((await res.json()) as { sessions: unknown[] }).sessions.length, 1);
+    } finally {
+      second.kill('SIGINT');
+    }
+    assert.deepEqual(await second.exited, { code: 0, signal: null }, 'SIGINT exits 0 too');
+  });
+
+  test('SIGTERM closes open event streams and exits 0 promptly', async () => {
+    const d = tempDir('vad-term-');
+    const srv = await serve(d, ['--quiet']);
+    try {
+      const token = printedToken(srv.stdout())!;
+      const ctl = new AbortController();
+      const res = await fetch(`${srv.baseUrl}/sessions/events`, { headers: { authorization: token }, signal: ctl.signal });
+      assert.equal(res.status, 200);
+      const reader = res.body!.getReader();
+      await reader.read();
+      const started = Date.now();
+      srv.kill('SIGTERM');
+      const exit = await srv.exited;
+      assert.deepEqual(exit, { code: 0, signal: null });
+      assert.ok(Date.now() - started < 5000, 'no hang on open streams');
+      ctl.abort();
+    } finally {
+      srv.kill('SIGKILL');
+      removeDir(d);
+    }
+  });
+
+  test('bad options fail with a message', async () => {
+    const d = tempDir('vad-bad-');
+    try {
+      await assert.rejects(serve(d, ['--rate-limit', 'lots']), /exited early[\s\S]*rate-limit/);
+      await assert.rejects(serve(d, ['--link-network', 'udp']), /exited early[\s\S]*link-network/);
+    } finally {
+      removeDir(d);
+    }
+  });
+
+  test('--rate-limit is honoured', async () => {
+    const d = tempDir('vad-rl-');
+    const srv: ServeProcess = await serve(d, ['--quiet', '--rate-limit', '3/60']);
+    try {
+      const token = printedToken(srv.stdout())!;
+      const statuses: number[] = [];
+      let last: Response | undefined;
+      for (let i = 0; i < 4; i++) {
+        last = await fetch(`${srv.baseUrl}/zones`, { headers: { authorization: token } });
+        statuses.push(last.status);
+        await last.arrayBuffer();
+      }
+      assert.deepEqual(statuses, [200, 200, 200, 429]);
+      assert.equal(last!.headers.get('x-ratelimit-limit'), '3');
+      assert.ok(Number(last!.headers.get('retry-after')) >= 1);
+    } finally {
+      srv.kill('SIGTERM');
+      await srv.exited;
+      removeDir(d);
+    }
+  });
+});
+
+describe('vpn-access from the bundle (dist/server/cli.mjs, what the bin runs after npm run build)', () => {
+  let dir: string;
+  before(() => {
+    ensureServerBundle();
+    dir = tempDir('vad-bundle-');
+  });
+  after(() => removeDir(dir));
+
+  test('serve starts, answers the API and reads its files from the app root', async () => {
+    const srv = await serve(dir, [], 20_000, 'bundle');
+    try {
+      const token = printedToken(srv.stdout());
+      assert.ok(token, srv.stdout());
+      const doc = await fetch(`${srv.baseUrl}/openapi.json`);
+      assert.equal(doc.status, 200);
+      const api = (await doc.json()) as { openapi: string; paths: Record<string, unknown> };
+      assert.match(api.openapi, /^3\./);
+      assert.ok('/v2/sessions' in api.paths || '/sessions' in api.paths, Object.keys(api.paths).join(' '));
+      // The version comes from package.json, found relative to the source path, not dist/.
+      const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
+      const info = (await (await fetch(`${srv.baseUrl}/server-info`, { headers: { authorization: `Bearer ${token}` } })).json()) as { version: string };
+      assert.equal(info.version, pkg.version);
+      // The built-in zone catalogue (server/zones/default-zones.json) is inside the bundle.
+      const zones = await fetch(`${srv.baseUrl}/zones`, { headers: { authorization: `Bearer ${token}` } });
+      assert.equal(zones.status, 200);
+      assert.match(JSON.stringify(await zones.json()), /de-fra/);
+      const created = await fetch(`${srv.baseUrl}/sessions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ client_id: 'bundle', zone: 'de-fra' }),
+      });
+      assert.equal(created.status, 201);
+    } finally {
+      srv.kill('SIGTERM');
+    }
+    assert.deepEqual(await srv.exited, { code: 0, signal: null });
+  });
+
+  test('token commands run from the bundle too', () => {
+    const env: NodeJS.ProcessEnv = { ...process.env, VPN_ACCESS_LAUNCH: 'bundle' };
+    delete env.VPN_ACCESS_DATA_DIR;
+    const r = spawnSync(NODE, [BIN, 'token', 'create', '--customer', 'bundled', '--role', 'agent', '--data-dir', dir], { env, encoding: 'utf8', timeout: 20_000 });
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stdout, /^vad_[A-Za-z0-9_-]{20,}\n$/);
+    const list = spawnSync(NODE, [BIN, 'token', 'list', '--data-dir', dir], { env, encoding: 'utf8', timeout: 20_000 });
+    assert.equal(list.status, 0, list.stderr);
+    assert.match(list.stdout, /bundled/);
+  });
+});

@@ -1,0 +1,66 @@
+// The error record's pieces: every decided code with its status (contract/errors.ts), and
+// plugins/errors.ts turning validation and framework errors into it.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { ApiError, ERROR_STATUS } from '../../server/contract/errors.ts';
+import { describeValidation, toApiError } from '../../server/plugins/errors.ts';
+
+test('every decided error code exists with its status', () => {
+  const decided: Record<string, number> = {
+    invalid_request: 400, unauthorized: 401, forbidden: 403, not_found: 404, zone_not_found: 404, session_not_found: 404,
+    limits_not_found: 404, subscription_not_found: 404, session_not_reusable: 400, session_already_paused: 400, session_not_paused: 400, session_ended: 400,
+    zone_unavailable: 422, unsupported_connection_type: 422, method_not_allowed: 405, payload_too_large: 413,
+    unsupported_media_type: 415, rate_limited: 429, internal_error: 500, service_unavailable: 500,
+  };
+  assert.deepEqual({ ...ERROR_STATUS }, decided);
+  const e = new ApiError('zone_not_found', 'no', { zone: 'x' });
+  assert.equal(e.statusCode, 404);
+  assert.deepEqual(e.toBody(), { error: { code: 'zone_not_found', message: 'no', details: { zone: 'x' } } });
+  assert.deepEqual(new ApiError('forbidden', 'm').toBody().error.details, {});
+});
+
+test('describeValidation names unknown, missing and invalid fields', () => {
+  const e = describeValidation(
+    [
+      { instancePath: '', keyword: 'additionalProperties', params: { additionalProperty: 'colour' } },
+      { instancePath: '', keyword: 'required', params: { missingProperty: 'zone' } },
+      { instancePath: '/client_id', keyword: 'pattern', message: 'must match pattern' },
+      { instancePath: '/client_id', keyword: 'type', message: 'must be string' },
+      { instancePath: '/downloaded_bytes', keyword: 'anyOf', message: 'must match a schema in anyOf' },
+    ],
+    'body',
+  );
+  assert.equal(e.code, 'invalid_request');
+  assert.equal(e.statusCode, 400);
+  assert.deepEqual(e.details, {
+    location: 'body',
+    unknown_fields: ['colour'],
+    fields: [
+      { field: 'zone', problem: 'is required' },
+      { field: 'client_id', problem: 'must match pattern' },
+    ],
+  });
+  assert.match(e.message, /^Invalid request: unknown field: colour; zone is required; client_id must match pattern\.$/);
+  const q = describeValidation([{ instancePath: '/limit', keyword: 'maximum', message: 'must be <= 500' }], 'querystring');
+  assert.match(q.message, /^Invalid query parameter: limit must be <= 500\.$/);
+  const empty = describeValidation([{ instancePath: '', keyword: 'minProperties' }], 'body');
+  assert.deepEqual(empty.details.fields, [{ field: 'body', problem: 'must name at least one field' }]);
+});
+
+test('toApiError: framework errors map to their codes; anything else is internal_error without its message', () => {
+  const fe = (code: string, statusCode?: number) => Object.assign(new Error(`secret ${code} at /work/x.ts:1`), { code, statusCode });
+  assert.equal(toApiError(fe('FST_ERR_CTP_INVALID_MEDIA_TYPE', 415)).code, 'unsupported_media_type');
+  assert.equal(toApiError(fe('FST_ERR_CTP_BODY_TOO_LARGE', 413)).code, 'payload_too_large');
+  assert.equal(toApiError(fe('FST_ERR_CTP_INVALID_JSON_BODY', 400)).code, 'invalid_request');
+  assert.equal(toApiError(fe('FST_ERR_BAD_URL', 400)).code, 'invalid_request');
+  assert.equal(toApiError(fe('FST_ERR_MAX_PARAM_LENGTH', 414)).code, 'invalid_request');
+  assert.equal(toApiError(fe('SOMETHING', 413)).code, 'payload_too_large');
+  assert.equal(toApiError(new SyntaxError('x')).code, 'invalid_request');
+  const internal = toApiError(new Error('SQLITE_MISUSE: database is not open at /work/main/server/store/store.ts:12'));
+  assert.equal(internal.code, 'internal_error');
+  assert.equal(internal.statusCode, 500);
+  assert.ok(!internal.message.includes('SQLITE') && !internal.message.includes('/work'));
+  assert.deepEqual(internal.details, {});
+  const own = new ApiError('session_ended', 'ended');
+  assert.equal(toApiError(own), own);
+});

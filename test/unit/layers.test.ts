@@ -1,0 +1,161 @@
+// The layering of the code base, held by a test: every import statement of every source file
+// (type-only imports included: a cycle of types is still a cycle) must point into a layer the
+// importing layer may use. The rules are the architecture of README.md and server/README.md in
+// executable form; a new folder must be given a layer here before its files can import anything.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve, sep } from 'node:path';
+
+const ROOT = resolve(import.meta.dirname, '..', '..');
+
+interface Layer {
+  /** Path prefixes (from the repository root, with a trailing slash for folders) of the layer's files. */
+  files: string[];
+  /** Layers whose files this layer may import (its own files are always allowed). */
+  may: string[];
+  /** Packages this layer may import; `node:` built-ins are matched by the prefix `node:`. Undefined: any package. */
+  packages?: string[];
+}
+
+// Order matters: a file belongs to the first layer whose prefix matches it.
+const LAYERS: Record<string, Layer> = {
+  domain: { files: ['server/domain.ts'], may: [], packages: [] },
+  contract: { files: ['server/contract/'], may: ['domain'], packages: ['typebox'] },
+  util: { files: ['server/time.ts', 'server/log.ts'], may: ['domain'], packages: ['node:'] },
+  store: { files: ['server/store/'], may: ['domain', 'contract', 'util'], packages: ['node:', 'pg'] },
+  zones: { files: ['server/zones/'], may: ['domain', 'contract', 'util'], packages: ['node:'] },
+  // The data plane knows neither fastify nor the store nor electron: DataPlaneDeps is its seam.
+  dataplane: { files: ['server/dataplane/'], may: ['domain', 'contract', 'util'], packages: ['node:', 'ws'] },
+  events: { files: ['server/events/'], may: ['domain', 'contract', 'util', 'store'], packages: ['node:'] },
+  serve: { files: ['server/serve.ts'], may: ['server', 'domain', 'contract', 'util', 'store', 'zones', 'dataplane', 'events'] },
+  server: { files: ['server/'], may: ['domain', 'contract', 'util', 'store', 'zones', 'dataplane', 'events', 'serve'] },
+  // What main, preload and renderer share: neither Node nor Electron nor the UI libraries.
+  common: { files: ['common/'], may: ['contract'], packages: ['eventsource'] },
+  preload: { files: ['preload/'], may: ['common'], packages: ['electron'] },
+  renderer: {
+    files: ['renderer/'],
+    may: ['common', 'contract'],
+    packages: ['react', 'react-dom', 'react-dom/client', 'react/jsx-runtime', 'zustand', 'eventsource', 'qrcode', '@tanstack/react-virtual'],
+  },
+  // Main may start the embedded server (server/serve.ts) and nothing else of the server but its contract.
+  main: { files: ['main/'], may: ['common', 'contract', 'serve'] },
+};
+
+const SOURCE = /\.(ts|tsx|mts|cts)$/;
+
+function* sourceFiles(dir: string): Generator<string> {
+  for (const name of readdirSync(dir)) {
+    if (name === 'node_modules' || name === 'dist' || name.startsWith('.')) continue;
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) yield* sourceFiles(path);
+    else if (SOURCE.test(name) && !name.endsWith('.d.ts')) yield path;
+  }
+}
+
+/** Every module specifier a file imports or re-exports, static or dynamic, type-only included. */
+export function importsOf(text: string): string[] {
+  const code = text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/(^|[^:'"`\\])\/\/.*$/gm, '$1');
+  const found: string[] = [];
+  const patterns = [
+    /\b(?:import|export)\s+(?:type\s+)?(?:[\w*{}\s,$]+?\s+from\s+)?['"]([^'"]+)['"]/g,
+    /\bimport\s*\(\s*['"]([^'"]+)['"]\s*\)/g,
+    /\brequire\s*\(\s*['"]([^'"]+)['"]\s*\)/g,
+  ];
+  for (const re of patterns) for (const m of code.matchAll(re)) found.push(m[1]!);
+  return found;
+}
+
+function layerOf(file: string): string | undefined {
+  const rel = relative(ROOT, file).split(sep).join('/');
+  for (const [name, layer] of Object.entries(LAYERS)) if (layer.files.some((p) => (p.endsWith('/') ? rel.startsWith(p) : rel === p))) return name;
+  return undefined;
+}
+
+function packageAllowed(layer: Layer, spec: string): boolean {
+  if (!layer.packages) return true;
+  return layer.packages.some((p) => (p === 'node:' ? spec.startsWith('node:') : spec === p || spec.startsWith(p + '/')));
+}
+
+/** Only the desktop shell (main and preload) ever touches Electron: the server runs without it. */
+const ELECTRON_LAYERS = new Set(['main', 'preload']);
+
+/** Why the import `spec` in the file `file` (absolute) breaks the layering, or null when it is allowed. */
+export function breach(file: string, spec: string): string | null {
+  const from = layerOf(file);
+  if (!from) return 'belongs to no layer';
+  const layer = LAYERS[from]!;
+  if (!spec.startsWith('.')) {
+    if ((spec === 'electron' || spec.startsWith('electron/')) && !ELECTRON_LAYERS.has(from)) return `(${from}) imports Electron`;
+    return packageAllowed(layer, spec) ? null : `(${from}) imports the package '${spec}'`;
+  }
+  const target = resolve(dirname(file), spec);
+  const to = layerOf(target);
+  if (to === from || (to && layer.may.includes(to))) return null;
+  return `(${from}) imports ${relative(ROOT, target)} (${to ?? 'outside every layer'})`;
+}
+
+export function violations(): { problems: string[]; checked: number } {
+  const problems: string[] = [];
+  let checked = 0;
+  for (const top of ['server', 'common', 'main', 'preload', 'renderer']) {
+    for (const file of sourceFiles(join(ROOT, top))) {
+      checked++;
+      for (const spec of importsOf(readFileSync(file, 'utf8'))) {
+        const why = breach(file, spec);
+        if (why) problems.push(`${relative(ROOT, file)} ${why}`);
+      }
+    }
+  }
+  return { problems, checked };
+}
+
+test('every import stays inside the layers its layer may use', () => {
+  const { problems, checked } = violations();
+  assert.ok(checked > 100, `found the source files (${checked})`);
+  assert.deepEqual(problems, []);
+});
+
+test('the rules refuse the imports that would break the layering', () => {
+  const at = (rel: string) => join(ROOT, rel);
+  // Storage, the data plane and the domain never reach up.
+  assert.match(breach(at('server/store/store.ts'), '../dataplane/api.ts')!, /\(store\) imports server\/dataplane/);
+  assert.match(breach(at('server/domain.ts'), './time.ts')!, /\(domain\)/);
+  assert.match(breach(at('server/dataplane/relay.ts'), 'fastify')!, /package 'fastify'/);
+  assert.match(breach(at('server/dataplane/relay.ts'), '../store/store.ts')!, /\(dataplane\)/);
+  assert.match(breach(at('server/events/bus.ts'), '../dataplane/runtime.ts')!, /\(events\)/);
+  assert.match(breach(at('server/app.ts'), 'electron')!, /imports Electron/);
+  // The desktop app's three parts share only common/ (and the server's contract).
+  assert.match(breach(at('main/ipc.ts'), '../renderer/src/store/index.ts')!, /\(main\)/);
+  assert.match(breach(at('main/ipc.ts'), '../preload/index.ts')!, /\(main\)/);
+  assert.match(breach(at('main/ipc.ts'), '../server/store/store.ts')!, /\(main\)/);
+  assert.match(breach(at('renderer/src/App.tsx'), '../../main/ipc.ts')!, /\(renderer\)/);
+  assert.match(breach(at('renderer/src/App.tsx'), 'node:fs')!, /package 'node:fs'/);
+  assert.match(breach(at('preload/index.ts'), '../renderer/src/App.tsx')!, /\(preload\)/);
+  assert.match(breach(at('common/result.ts'), 'node:fs')!, /package 'node:fs'/);
+  assert.match(breach(at('common/result.ts'), 'react')!, /package 'react'/);
+  // And allow what the architecture allows.
+  assert.equal(breach(at('main/endpoint.ts'), '../server/serve.ts'), null);
+  assert.equal(breach(at('main/ipc.ts'), '../common/ipc-contract.ts'), null);
+  assert.equal(breach(at('renderer/src/App.tsx'), '../../server/contract/schemas.ts'), null);
+  assert.equal(breach(at('server/store/store.ts'), '../domain.ts'), null);
+  assert.equal(breach(at('server/routes/sessions.ts'), '../sessions.ts'), null);
+});
+
+test('the import scanner sees every form of import', () => {
+  const text = [
+    "import a from './a.ts';",
+    "import type { B } from '../b.ts';",
+    'import {',
+    '  c,',
+    '  type D,',
+    "} from './c.ts';",
+    "export { e } from './e.ts';",
+    "export * from './f.ts';",
+    "import './g.css';",
+    "const h = await import('./h.ts');",
+    "// import x from './not-me.ts';",
+    "/* import y from './nor-me.ts'; */",
+  ].join('\n');
+  assert.deepEqual(importsOf(text).sort(), ['../b.ts', './a.ts', './c.ts', './e.ts', './f.ts', './g.css', './h.ts'].sort());
+});

@@ -1,0 +1,22 @@
+// The line logger (log.ts), which never prints a whole id.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { createLogger } from '../../server/log.ts';
+
+test('createLogger: one readable line, levels, fields, and ids redacted', () => {
+  const lines: string[] = [];
+  const log = createLogger({ level: 'info', write: (l) => lines.push(l) });
+  const id = '3f1c2a9e-7b4d-4c1e-9a2f-0123456789ab';
+  log.debug('hidden');
+  log.info(`GET /v2/sessions/${id}/status 200`);
+  log.warn({ session: id, n: 3, text: 'two words' }, 'limit reached');
+  log.error({ err: new Error('boom') }, 'failed');
+  assert.equal(lines.length, 3, 'debug is below info');
+  assert.match(lines[0], /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z INFO  GET \/v2\/sessions\/3f1c2a9e…\/status 200$/);
+  assert.match(lines[1], /WARN  limit reached session=3f1c2a9e… n=3 text="two words"$/);
+  assert.match(lines[2], /ERROR failed err="boom"$/);
+  for (const l of lines) assert.ok(!l.includes(id) && !l.includes('\n'));
+  const silent: string[] = [];
+  createLogger({ level: 'silent', write: (l) => silent.push(l) }).error('x');
+  assert.deepEqual(silent, []);
+});
