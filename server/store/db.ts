@@ -1,5 +1,5 @@
 // Opens the SQLite database (node:sqlite, no native addon) and applies versioned migrations.
-import { DatabaseSync } from 'node:sqlite';
+import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -106,4 +106,17 @@ function migrate(db: DatabaseSync): void {
       throw err;
     }
   }
+}
+
+/** A statement cache: each SQL text is compiled once per database and reused on every call. */
+export function preparedStatements(db: DatabaseSync): (sql: string) => StatementSync {
+  const statements = new Map<string, StatementSync>();
+  return (sql) => {
+    let statement = statements.get(sql);
+    if (!statement) {
+      statement = db.prepare(sql);
+      statements.set(sql, statement);
+    }
+    return statement;
+  };
 }

@@ -5,6 +5,7 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { LimitScope, LimitValues, RuntimePatch, SessionRow, SessionStatus } from '../domain.ts';
 import type { EventType, LimitsRecord, SessionEvent } from '../contract/schemas.ts';
 import { isoNow } from '../time.ts';
+import { preparedStatements } from './db.ts';
 
 export type Role = 'owner' | 'agent';
 export interface TokenInfo {
@@ -47,22 +48,15 @@ const SESSION_COLUMNS =
 
 export class Store {
   readonly db: DatabaseSync;
-  private readonly stmts = new Map<string, StatementSync>();
+  private readonly q: (sql: string) => StatementSync;
   /** Bumped whenever this Store creates or revokes a token (caches of token look-ups watch it). */
   tokenGeneration = 0;
 
   constructor(db: DatabaseSync) {
     this.db = db;
+    this.q = preparedStatements(db);
   }
 
-  private q(sql: string): StatementSync {
-    let s = this.stmts.get(sql);
-    if (!s) {
-      s = this.db.prepare(sql);
-      this.stmts.set(sql, s);
-    }
-    return s;
-  }
 
   transaction<T>(fn: () => T): T {
     this.db.exec('BEGIN IMMEDIATE');
