@@ -2,8 +2,8 @@
 // transaction, committed before it returns, so an acknowledged write survives a crash.
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import type { LimitScope, LimitValues, RuntimePatch, SessionRow, SessionStatus } from '../domain.ts';
-import type { EventType, LimitsRecord, SessionEvent } from '../contract/schemas.ts';
+import type { EventInsert, LimitScope, LimitValues, RuntimePatch, SessionRow, SessionStatus } from '../domain.ts';
+import type { LimitsRecord, SessionEvent } from '../contract/schemas.ts';
 import { isoNow } from '../time.ts';
 import { preparedStatements } from './db.ts';
 
@@ -277,15 +277,7 @@ export class Store {
 
   // Events
 
-  insertEvent(e: {
-    customer_id: string;
-    session_id: string;
-    event_type: EventType;
-    created_at: string;
-    duration: number;
-    downloaded_bytes: number;
-    uploaded_bytes: number;
-  }): SessionEvent {
+  insertEvent(e: EventInsert): SessionEvent {
     const r = this.q(
       `INSERT INTO events (customer_id, session_id, event_type, created_at, duration, downloaded_bytes, uploaded_bytes)
        VALUES (?, ?, ?, ?, ?, ?, ?)`,

@@ -22,7 +22,7 @@
 // pause flag changed: its id), `vad_limits` (customer_id:scope), `vad_tokens`, `vad_nodes`.
 import { randomBytes, randomUUID } from 'node:crypto';
 import type pg from 'pg';
-import type { LimitScope, LimitValues, RuntimePatch, SessionRow } from '../../domain.ts';
+import type { EventInsert, LimitScope, LimitValues, RuntimePatch, SessionRow } from '../../domain.ts';
 import type { EventType, LimitsRecord, SessionEvent } from '../../contract/schemas.ts';
 import { isoNow } from '../../time.ts';
 import type { EventFilter, Role, SessionFilter, Store, TokenInfo } from '../store.ts';
@@ -44,15 +44,7 @@ const TOKEN_PREFIX = 'vad_';
 /** Node tokens look different from API tokens and live in another table: never interchangeable. */
 const NODE_TOKEN_PREFIX = 'vadn_';
 
-export interface EventInsert {
-  customer_id: string;
-  session_id: string;
-  event_type: EventType;
-  created_at: string;
-  duration: number;
-  downloaded_bytes: number;
-  uploaded_bytes: number;
-}
+export type { EventInsert } from '../../domain.ts';
 
 export interface NodeInfo {
   id: string;
