@@ -36,7 +36,14 @@ export function listAddresses(ifaces: Interfaces = networkInterfaces()): LanAddr
   return out;
 }
 
-/** The address to preselect: the first private IPv4, else the first IPv4, else the first address. */
+/** Bridges of containers and virtual machines: private addresses that no phone can reach. */
+const VIRTUAL = /^(docker|br-|veth|virbr|vmnet|vboxnet|lxc|lxd|cni|flannel|podman|vEthernet)/i;
+
+/**
+ * The address to preselect: the first private IPv4 of a real interface, else the first private
+ * IPv4, else the first IPv4, else the first address.
+ */
 export function pickLanAddress(list: readonly LanAddress[]): string | null {
-  return (list.find((a) => a.lan) ?? list.find((a) => a.family === 4) ?? list[0])?.address ?? null;
+  const pick = list.find((a) => a.lan && !VIRTUAL.test(a.interface)) ?? list.find((a) => a.lan) ?? list.find((a) => a.family === 4) ?? list[0];
+  return pick?.address ?? null;
 }
