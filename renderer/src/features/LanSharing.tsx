@@ -75,6 +75,7 @@ export function LanSharingCard() {
   const pending = useStore((s) => s.lanPending);
   const error = useStore((s) => s.lanError);
   const [address, setAddress] = useState('');
+  const [wanted, setWanted] = useState<boolean | null>(null);
   useEffect(() => {
     if (kind === 'electron') void loadLanSharing();
   }, [kind]);
@@ -90,15 +91,22 @@ export function LanSharingCard() {
     body = (
       <>
         <p className="help">Phones and other computers on your network connect to this computer. Links and subscriptions then carry the address chosen here.</p>
-        <label className="switch">
+        <label className="switch lan-switch">
           <input
             type="checkbox"
             role="switch"
-            checked={lan.enabled}
-            aria-checked={lan.enabled}
+            checked={wanted ?? lan.enabled}
+            aria-checked={wanted ?? lan.enabled}
             disabled={pending || (!lan.enabled && !address)}
-            onChange={(e) => void setLanSharing({ enabled: e.target.checked, address: address || undefined })}
+            onChange={async (e) => {
+              // The switch shows the asked-for state while the server restarts.
+              const enabled = e.target.checked;
+              setWanted(enabled);
+              await setLanSharing({ enabled, address: address || undefined });
+              setWanted(null);
+            }}
           />
+          <span className="switch-track" aria-hidden="true" />
           <span>Let other devices connect</span>
         </label>
         {lan.addresses.length === 0 ? (
