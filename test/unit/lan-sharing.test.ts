@@ -7,6 +7,7 @@ import { networkInterfaces } from 'node:os';
 import { isPrivateV4, listAddresses, pickLanAddress, type Interfaces } from '../../main/lan.ts';
 import { importLinks, profileName } from '../../renderer/src/lib/import-links.ts';
 import { OP_NAMES, registerIpc, type Handlers } from '../../main/ipc.ts';
+import { isImportLink } from '../../main/security.ts';
 
 const v4 = (address: string, internal = false) => ({ address, netmask: '255.255.255.0', family: 'IPv4' as const, mac: '00:00:00:00:00:00', internal, cidr: `${address}/24` });
 const v6 = (address: string, internal = false, scopeid = 0) => ({ address, netmask: 'ffff:ffff:ffff:ffff::', family: 'IPv6' as const, mac: '00:00:00:00:00:00', internal, cidr: `${address}/64`, scopeid });
@@ -65,6 +66,14 @@ test('importLinks: each app gets the format it reads, percent-encoded where the 
   // The embedded URL comes back whole from each scheme's parameter.
   assert.equal(new URL(links['sing-box']).searchParams.get('url'), `${url}?format=sing-box`);
   assert.equal(new URL(links.v2rayNG).searchParams.get('url'), url);
+});
+
+test('isImportLink: the four import schemes of the client view leave the window, nothing else does', () => {
+  const sub = { url: 'http://192.168.1.23:8787/sub/x', format_urls: { base64: 'a', xray: 'b', 'sing-box': 'http://192.168.1.23:8787/sub/x?format=sing-box', clash: 'http://h/sub/x?format=clash' } };
+  for (const l of importLinks(sub, 'n')) assert.equal(isImportLink(l.href), true, l.href);
+  for (const bad of ['https://example.com/', 'file:///etc/passwd', 'javascript:alert(1)', 'v2rayng://other', 'clash://install-config', 'sing-box://x', `hiddify://import/${'a'.repeat(5000)}`]) {
+    assert.equal(isImportLink(bad), false, bad.slice(0, 40));
+  }
 });
 
 test('IPC: the subscription and LAN operations check their arguments before any handler runs', async () => {
