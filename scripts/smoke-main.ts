@@ -95,6 +95,23 @@ try {
   assert.equal(refused.error.status, 403);
   const badArgs = await call('getLimits', 'everything');
   assert.equal(badArgs.error.status, 400);
+  // Subscriptions and LAN sharing through the bundled main: the URL comes back, no bind is tried
+  // (tests listen on loopback only), an address that is not this machine's is refused in words.
+  const sub = await call('putSubscription', 'smoke');
+  assert.equal(sub.ok, true, JSON.stringify(sub));
+  assert.match(sub.value.url, /^http:\/\/127\.0\.0\.1:\d+\/sub\//);
+  assert.equal((await call('getSubscription', 'smoke')).value.url, sub.value.url);
+  assert.equal((await call('getSubscription', 'bad id')).error.status, 400);
+  const lan = await call('lanSharing');
+  assert.equal(lan.ok, true);
+  assert.equal(lan.value.supported, true);
+  assert.equal(lan.value.enabled, false);
+  assert.ok(Array.isArray(lan.value.addresses));
+  const notOurs = await call('setLanSharing', { enabled: true, address: '192.0.2.77' });
+  assert.equal(notOurs.ok, false);
+  assert.match(notOurs.error.message, /not an address of this computer/);
+  assert.equal((await call('deleteSubscription', 'smoke')).ok, true);
+  assert.equal((await call('getSubscription', 'smoke')).error.code, 'subscription_not_found');
   await call('openStream', 's1', {});
   await new Promise((r) => setTimeout(r, 1200));
   assert.ok(sent.some(([ch, m]) => ch === 'app:stream' && (m as { state?: string }).state === 'open'), 'stream opened');
@@ -134,7 +151,7 @@ try {
   held.forEach((h) => h.destroy());
   sink.close();
   console.log('tray:', JSON.stringify(tooltip), '| tray menu:', trayMenu.map((i) => i.label ?? '—').join(' / '));
-  console.log('main-process smoke test passed: embedded server, token file 0600, IPC ops, sender check, argument check, event stream, tray menu with pause and resume');
+  console.log('main-process smoke test passed: embedded server, token file 0600, IPC ops (subscriptions and LAN sharing too), sender check, argument check, event stream, tray menu with pause and resume');
 } finally {
   electron.app.quit();
   for (let i = 0; i < 50 && !exited; i++) await new Promise((r) => setTimeout(r, 100));
