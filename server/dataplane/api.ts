@@ -37,7 +37,7 @@ export interface DataPlaneConfig {
   statsIntervalMs: number;
   heartbeatIntervalMs: number;
   /** 'allow-all' (default) or 'public-only' (refuses private, loopback and link-local destinations). */
-  egress: 'allow-all' | 'public-only';
+  egress: 'allow-all' | 'public-only' | 'lan';
   /** Extension (data plane): how long a VLESS header / proxy request head may take; default 5000. */
   headerTimeoutMs?: number;
   /** Extension (data plane): outbound connect timeout; default 10000. */

@@ -38,7 +38,7 @@ export function isNonPublicAddress(ip: string): boolean {
   return true; // not an address at all
 }
 
-export type EgressPolicy = 'allow-all' | 'public-only';
+export type EgressPolicy = 'allow-all' | 'public-only' | 'lan';
 
 export class EgressRefused extends Error {
   code = 'EGRESS_REFUSED';

@@ -28,7 +28,7 @@ export interface ServerOptions extends ServerTlsOptions {
   proxyPort?: number | null;
   statsIntervalMs?: number;
   heartbeatIntervalMs?: number;
-  egress?: 'allow-all' | 'public-only';
+  egress?: 'allow-all' | 'public-only' | 'lan';
   sse?: Partial<SseOptions>;
   /** Days events are kept (at least 7). */
   eventRetentionDays?: number;
