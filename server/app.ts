@@ -55,7 +55,8 @@ export interface ServerOptions {
   proxyPort?: number | null;
   statsIntervalMs?: number;
   heartbeatIntervalMs?: number;
-  egress?: 'allow-all' | 'public-only';
+  /** Egress policy of the data plane; default 'public-only' (see server/dataplane/egress.ts). */
+  egress?: 'public-only' | 'lan' | 'allow-all';
   sse?: Partial<SseOptions>;
   /** Days events are kept (at least 7). */
   eventRetentionDays?: number;
@@ -112,7 +113,7 @@ export async function buildServer(opts: ServerOptions): Promise<BuiltServer> {
     tls: opts.tls,
     statsIntervalMs: opts.statsIntervalMs ?? 5000,
     heartbeatIntervalMs: opts.heartbeatIntervalMs ?? 30_000,
-    egress: opts.egress ?? 'allow-all',
+    egress: opts.egress ?? 'public-only',
   };
   const factory = opts.dataPlane === undefined ? createDataPlane : opts.dataPlane;
   const dataPlane = factory

@@ -32,7 +32,8 @@ serve options (environment variable in brackets):
   --proxy-port PORT      HTTP proxy port, default 8788, "off" disables    [VPN_ACCESS_PROXY_PORT]
   --link-network ws|tcp  transport of the configurations handed out       [VPN_ACCESS_LINK_NETWORK]
   --tls-cert FILE --tls-key FILE   PEM certificate and key: TLS everywhere [VPN_ACCESS_TLS_CERT/_KEY]
-  --egress allow-all|public-only   refuse private and loopback targets    [VPN_ACCESS_EGRESS]
+  --egress public-only|lan|allow-all  destinations sessions may reach,   [VPN_ACCESS_EGRESS]
+                         default public-only (lan adds private ranges)
   --no-ui                do not serve the web UI at /
   --quiet                no request log
 `;
@@ -90,8 +91,8 @@ async function serve(argv: string[]): Promise<void> {
   const certFile = values['tls-cert'] ?? env.VPN_ACCESS_TLS_CERT;
   const keyFile = values['tls-key'] ?? env.VPN_ACCESS_TLS_KEY;
   if (Boolean(certFile) !== Boolean(keyFile)) fail('--tls-cert and --tls-key go together');
-  const egress = values.egress ?? env.VPN_ACCESS_EGRESS ?? 'allow-all';
-  if (egress !== 'allow-all' && egress !== 'public-only') fail('--egress takes allow-all or public-only');
+  const egress = values.egress ?? env.VPN_ACCESS_EGRESS ?? 'public-only';
+  if (egress !== 'public-only' && egress !== 'lan' && egress !== 'allow-all') fail('--egress takes public-only, lan or allow-all');
   const linkNetwork = values['link-network'] ?? env.VPN_ACCESS_LINK_NETWORK ?? 'ws';
   if (linkNetwork !== 'ws' && linkNetwork !== 'tcp') fail('--link-network takes ws or tcp');
   const rendererDir = join(ROOT, 'dist', 'renderer');
