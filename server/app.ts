@@ -24,6 +24,7 @@ import { metaRoutes } from './routes/meta.ts';
 import { sessionRoutes } from './routes/sessions.ts';
 import { zoneRoutes } from './routes/zones.ts';
 import { type Services, StreamRegistry } from './services.ts';
+import { takeDataDir } from './store/recovery.ts';
 import { SessionService } from './sessions.ts';
 import { openDatabase } from './store/db.ts';
 import { Store } from './store/store.ts';
@@ -90,6 +91,8 @@ export async function buildServer(opts: ServerOptions): Promise<BuiltServer> {
   const store = new Store(openDatabase(opts.dataDir));
   const zones = ZoneCatalogue.load(opts.zonesFile);
   const bus = new EventBus(store);
+  // The folder's lock (one server per folder) and the repair of what a crash left behind.
+  const releaseDataDir = takeDataDir(opts.dataDir, store, (e) => void bus.publish(e), log);
   const link: LinkSettings = {
     publicHost: opts.publicHost ?? '127.0.0.1',
     network: opts.linkNetwork ?? 'ws',
@@ -296,6 +299,7 @@ export async function buildServer(opts: ServerOptions): Promise<BuiltServer> {
     clearInterval(pruneTimer);
     if (dataPlane) await dataPlane.close();
     store.db.close();
+    releaseDataDir();
   });
 
   return { app, services };

@@ -115,6 +115,7 @@ async function serve(argv: string[]): Promise<void> {
     logRequests: !values.quiet,
     rendererDir: values['no-ui'] ? undefined : rendererDir,
   }).catch((err: NodeJS.ErrnoException) => {
+    if (err.code === 'EDATALOCKED') fail(err.message);
     if (err.code === 'EADDRINUSE') fail(`a port is already in use (${err.message}); choose another with --port, --vless-tcp-port or --proxy-port`);
     throw err;
   });
