@@ -137,7 +137,7 @@ export async function buildServer(opts: ServerOptions): Promise<BuiltServer> {
     dataPlane,
     log,
     settings,
-    streams: new StreamRegistry(),
+    streams: new StreamRegistry(store, settings.sse),
     tokens: { create: ({ customer, role }) => store.createToken(customer, role).token },
   };
 
