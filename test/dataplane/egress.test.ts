@@ -152,3 +152,17 @@ test('the default configuration refuses 127.0.0.1 over the proxy, VLESS TCP and 
     await h.close();
   }
 });
+
+test('the command line takes --egress public-only|lan|allow-all and refuses anything else', async () => {
+  const { serve } = await import('../helpers/cli.ts');
+  const { removeDir, tempDir } = await import('../helpers/server.ts');
+  const dir = tempDir('vad-egress-');
+  try {
+    await assert.rejects(serve(dir, ['--egress', 'everything']), /exited early[\s\S]*--egress takes public-only, lan or allow-all/);
+    const lan = await serve(dir, ['--quiet', '--egress', 'lan']);
+    lan.kill('SIGTERM');
+    assert.equal((await lan.exited).code, 0);
+  } finally {
+    removeDir(dir);
+  }
+});
