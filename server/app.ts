@@ -29,6 +29,7 @@ import { createServices, type Services } from './services.ts';
 import { createSubscriptions, subscriptionFeedRoutes, subscriptionRoutes } from './routes/subscriptions.ts';
 import { openTls, wireTls } from './tls/index.ts';
 import { silentLogger } from './log.ts';
+import { takeDataDir } from './store/recovery.ts';
 import { redactIds } from './time.ts';
 
 export type { ServerOptions } from './http/config.ts';
@@ -48,6 +49,9 @@ export async function buildServer(opts: ServerOptions): Promise<BuiltServer> {
   const services = createServices(opts, config, tls);
   const subscriptions = createSubscriptions(services, opts.dataDir);
   const { store, dataPlane, log } = services;
+  // The folder's lock (one server per folder) and the repair of what a crash left behind, before
+  // any connection can be accepted.
+  const releaseDataDir = takeDataDir(opts.dataDir, store, (e) => void services.bus.publish(e), log);
   const guard = new V2Guard();
 
   const app = Fastify({
@@ -105,6 +109,7 @@ export async function buildServer(opts: ServerOptions): Promise<BuiltServer> {
     stopRetention();
     if (dataPlane) await dataPlane.close();
     store.db.close();
+    releaseDataDir();
   });
 
   return { app, services };

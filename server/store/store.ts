@@ -128,6 +128,11 @@ export class Store {
     ).all() as unknown as TokenInfo[];
   }
 
+  /** True while the token with this id exists and is not revoked. */
+  isTokenActive(id: string): boolean {
+    return this.q('SELECT 1 AS ok FROM tokens WHERE id = ? AND revoked_at IS NULL').get(id) !== undefined;
+  }
+
   /** Revokes by token id, by the plain token, or by its printed prefix when that is unique. */
   revokeToken(ref: string): TokenInfo | undefined {
     const candidates = this.q(

@@ -21,7 +21,7 @@ interface Ev { id: number; session_id: string; event_type: string; duration: num
 before(async () => {
   requireV2ray();
   dir = mkdtempSync(join(tmpdir(), 'vad-dp-'));
-  srv = await startServer({ dataDir: dir, port: 0, statsIntervalMs: 300, heartbeatIntervalMs: 1000 });
+  srv = await startServer({ dataDir: dir, port: 0, statsIntervalMs: 300, heartbeatIntervalMs: 1000, egress: 'allow-all' });
   token = srv.ownerToken!;
   files = await startFileServer({ big: 4 * MB, small: 20_000 });
 });
