@@ -25,6 +25,8 @@ export interface EndpointsOptions {
   onChange(fresh: boolean): void;
   /** This machine's addresses (tests pass their own). Default: os.networkInterfaces(). */
   addresses?: () => LanAddress[];
+  /** Tests that relay to their own loopback targets widen the egress policy ('allow-all'); the app never sets it. */
+  egress?: 'allow-all';
 }
 
 /** Where the embedded server listens, what links say, and its egress policy. */
@@ -46,8 +48,8 @@ export function embeddedBind(lan: Settings['lanSharing']): EmbeddedBind {
  * (a free one if that is taken), the raw TCP inbound and the proxy on free ports, all on
  * `bind.host`.
  */
-export async function startEmbeddedServer(dataDir: string, port: number, bind: EmbeddedBind): Promise<RunningServer> {
-  const opts = { dataDir, host: bind.host, publicHost: bind.publicHost, egress: bind.egress, firstCustomer: 'local' };
+export async function startEmbeddedServer(dataDir: string, port: number, bind: EmbeddedBind, egress?: 'allow-all'): Promise<RunningServer> {
+  const opts = { dataDir, host: bind.host, publicHost: bind.publicHost, egress: egress ?? bind.egress, firstCustomer: 'local' };
   try {
     return await startServer({ ...opts, port });
   } catch (e) {
@@ -122,12 +124,12 @@ export class Endpoints {
       const s = settings.get();
       let server: RunningServer;
       try {
-        server = await startEmbeddedServer(this.serverDir, s.embeddedPort ?? 0, embeddedBind(s.lanSharing));
+        server = await startEmbeddedServer(this.serverDir, s.embeddedPort ?? 0, embeddedBind(s.lanSharing), this.#opts.egress);
       } catch (e) {
         if (!s.lanSharing?.enabled) throw e;
         // The chosen address is gone (another network, a cable out): back to loopback, sharing off.
         settings.update({ lanSharing: { ...s.lanSharing, enabled: false } });
-        server = await startEmbeddedServer(this.serverDir, s.embeddedPort ?? 0, LOOPBACK_BIND);
+        server = await startEmbeddedServer(this.serverDir, s.embeddedPort ?? 0, LOOPBACK_BIND, this.#opts.egress);
       }
       this.#server = server;
       // Keep the port: configuration links handed out earlier carry it.

@@ -109,3 +109,11 @@ test('IPC: the subscription and LAN operations check their arguments before any 
   }
   assert.deepEqual(calls.filter((c) => c.startsWith('setLanSharing')).length, 3);
 });
+
+test('the embedded server binds loopback with the default egress, or the shared address with the lan policy', async () => {
+  const { embeddedBind, LOOPBACK_BIND } = await import('../../main/endpoint.ts');
+  assert.deepEqual(embeddedBind(undefined), LOOPBACK_BIND);
+  assert.equal(LOOPBACK_BIND.egress, undefined, 'loopback: the server default (public-only)');
+  assert.deepEqual(embeddedBind({ enabled: false, address: '192.168.1.20' }), LOOPBACK_BIND);
+  assert.deepEqual(embeddedBind({ enabled: true, address: '192.168.1.20' }), { host: '192.168.1.20', publicHost: '192.168.1.20', egress: 'lan' });
+});
