@@ -10,6 +10,11 @@ export interface SubscriptionEntry {
   name: string;
   configuration: Configuration;
   link: string;
+  /**
+   * The server's certificate (PEM) when the configuration pins a self-signed one (`pcs`):
+   * sing-box trusts such a server only by its PEM, not by the certificate's SHA-256.
+   */
+  certificatePem?: string;
 }
 
 export interface RenderedSubscription {
@@ -129,9 +134,9 @@ function singBoxOutbound(e: SubscriptionEntry): Record<string, unknown> {
     const alpn = alpnList(t.alpn);
     if (alpn?.length) tls.alpn = alpn;
     if (t.fp) tls.utls = { enabled: true, fingerprint: t.fp };
-    // sing-box pins by PEM (`certificate`) or by public-key hash, not by the certificate
-    // SHA-256 of `pcs`: trusting a self-signed server needs its PEM here, which a
-    // configuration does not carry yet.
+    // sing-box pins by PEM (`certificate`, a line array) or by public-key hash, not by the
+    // certificate SHA-256 of `pcs`: a self-signed server is trusted through its PEM.
+    if (t.pcs && e.certificatePem) tls.certificate = e.certificatePem.trim().split(/\r?\n/);
     out.tls = tls;
   }
   if (c.network === 'ws') out.transport = { type: 'ws', path: c.path ?? '/' };

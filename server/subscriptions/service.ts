@@ -84,7 +84,8 @@ export class SubscriptionService {
       const s = this.ctx.sessions.view(stored);
       if (s.status === 'ended' || s.paused) continue;
       const name = `${s.zone} ${s.id.slice(0, 8)}`;
-      out.push({ name, configuration: s.configuration, link: buildLink(s.configuration, name) });
+      const pinned = 'pcs' in s.configuration && s.configuration.pcs ? this.ctx.tls.current?.cert : undefined;
+      out.push({ name, configuration: s.configuration, link: buildLink(s.configuration, name), ...(pinned ? { certificatePem: pinned } : {}) });
     }
     return out;
   }

@@ -143,6 +143,18 @@ describe('the feed', () => {
     assert.match(url, /^https:\/\/vpn\.example\.com:8443\/sub\/[A-Za-z0-9_-]{43}$/);
   });
 
+  test('a self-signed server (TLS auto on a public name): links pin it with pcs, sing-box gets its PEM', async () => {
+    const tls = s.services.tls;
+    assert.equal(tls.certificate?.selfSigned, true);
+    const res = await feed(s, `${url}?format=sing-box`);
+    assert.equal(res.statusCode, 200);
+    const vless = (JSON.parse(res.body) as { outbounds: { type: string; tls?: { certificate?: string[] } }[] }).outbounds.filter((o) => o.type === 'vless');
+    assert.ok(vless.length > 0);
+    for (const o of vless) assert.equal(o.tls?.certificate?.join('\n'), tls.current!.cert.trim());
+    const links = Buffer.from((await feed(s, url)).body, 'base64').toString('utf8').split('\n');
+    for (const l of links) assert.equal(new URL(l).searchParams.get('pcs'), tls.certificate!.fingerprint);
+  });
+
   test('base64 (the default): the links of the usable sessions only (not ended, not paused, not another client\'s)', async () => {
     const res = await feed(s, url);
     assert.equal(res.statusCode, 200);

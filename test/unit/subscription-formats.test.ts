@@ -178,9 +178,12 @@ test('TLS fields of a configuration reach every format, with pinning and never a
     assert.deepEqual(p.alpn, ['h2', 'http/1.1']);
     assert.equal(p['skip-cert-verify'], undefined);
   }
-  const s = singBoxConfig(es) as { outbounds: Record<string, any>[] };
+  // sing-box trusts a self-signed server by its PEM (a line array), which the feed passes along.
+  const pem = '-----BEGIN CERTIFICATE-----\nMIIBtest\nAAAA\n-----END CERTIFICATE-----\n';
+  const s = singBoxConfig(es.map((e) => ({ ...e, certificatePem: pem }))) as { outbounds: Record<string, any>[] };
   for (const o of s.outbounds.filter((o) => o.type === 'vless')) {
     assertSubset(Object.keys(o.tls), SB_TLS, 'sing-box tls');
+    assert.deepEqual(o.tls.certificate, ['-----BEGIN CERTIFICATE-----', 'MIIBtest', 'AAAA', '-----END CERTIFICATE-----']);
     assert.equal(o.tls.enabled, true);
     assert.equal(o.tls.server_name, 'vpn.example.com');
     assert.deepEqual(o.tls.alpn, ['h2', 'http/1.1']);
