@@ -11,6 +11,7 @@ import type { ConnectionInfo, ConnectionSettings, LanAddress, LanSharing, LanSha
 import { fail, type Result } from '../common/result.ts';
 import { startServer, type RunningServer } from '../server/serve.ts';
 import type { Endpoint } from './api-client.ts';
+import { trustEmbeddedServer } from './embedded-trust.ts';
 import { listAddresses, pickLanAddress } from './lan.ts';
 import type { Settings, SettingsFile } from './settings.ts';
 import type { TokenStore } from './token-store.ts';
@@ -132,6 +133,7 @@ export class Endpoints {
         server = await startEmbeddedServer(this.serverDir, s.embeddedPort ?? 0, LOOPBACK_BIND, this.#opts.egress);
       }
       this.#server = server;
+      trustEmbeddedServer(server);
       // Keep the port: configuration links handed out earlier carry it.
       if (settings.get().embeddedPort !== server.apiPort) settings.update({ embeddedPort: server.apiPort });
       if (server.ownerToken) tokens.write('embedded', server.ownerToken);
