@@ -1,6 +1,8 @@
 // The web UI: the built renderer served at `/` with a strict content security policy, and
-// the single-page fallback (a GET for a path with no file extension answers index.html).
-// Without a built renderer, every path outside /v2 answers the not_found error record.
+// the single-page fallback: a GET for a path with no file extension, from a client that
+// accepts HTML, answers index.html. API-looking paths never get the page: `/v<n>/...` (an
+// old or future API version, or /v2 itself) and requests that do not accept HTML (API clients,
+// curl) answer the not_found error record, as does every path without a built renderer.
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
@@ -10,6 +12,20 @@ import { sendError } from '../plugins/errors.ts';
 
 const CONTENT_SECURITY_POLICY =
   "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'";
+
+/** `/v1`, `/v2/...`, `/V3?x`: any API version's path, which the page must never answer. */
+const API_PATH = /^\/v\d+(?:[/?#]|$)/i;
+
+/** True when the Accept header names text/html (or application/xhtml+xml) with a q above 0. */
+export function acceptsHtml(accept: string | undefined): boolean {
+  if (!accept) return false;
+  return accept.split(',').some((part) => {
+    const [type, ...params] = part.trim().toLowerCase().split(';');
+    if (type.trim() !== 'text/html' && type.trim() !== 'application/xhtml+xml') return false;
+    const q = params.map((p) => p.trim()).find((p) => p.startsWith('q='));
+    return q === undefined || Number(q.slice(2)) > 0;
+  });
+}
 
 export async function registerWebUi(app: FastifyInstance, rendererDir: string | undefined): Promise<void> {
   if (!rendererDir || !existsSync(join(rendererDir, 'index.html'))) {
@@ -25,7 +41,7 @@ export async function registerWebUi(app: FastifyInstance, rendererDir: string | 
     });
     await web.register(fastifyStatic, { root: rendererDir, prefix: '/', wildcard: false, index: ['index.html'] });
     web.setNotFoundHandler(async (request, reply) => {
-      if (request.method === 'GET' && !request.url.startsWith('/v2') && !/\.[a-z0-9]+(\?|$)/i.test(request.url)) {
+      if (request.method === 'GET' && !API_PATH.test(request.url) && !/\.[a-z0-9]+(\?|$)/i.test(request.url) && acceptsHtml(request.headers.accept)) {
         return reply.sendFile('index.html');
       }
       return sendError(request, reply, new ApiError('not_found', 'Not found.', {}));
