@@ -6,7 +6,6 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import fastifyStatic from '@fastify/static';
 import { ApiError } from '../contract/errors.ts';
 import { sendError } from '../plugins/errors.ts';
 
@@ -32,6 +31,9 @@ export async function registerWebUi(app: FastifyInstance, rendererDir: string | 
     app.setNotFoundHandler(async (request, reply) => sendError(request, reply, new ApiError('not_found', 'Not found.', {})));
     return;
   }
+  // Imported only when there is a UI to serve: `--no-ui` and the desktop app's embedded server
+  // (which pass no renderer folder) never load it and the send/mime/glob code it pulls in.
+  const { default: fastifyStatic } = await import('@fastify/static');
   await app.register(async (web) => {
     web.addHook('onSend', async (_req, reply, payload) => {
       reply.header('content-security-policy', CONTENT_SECURITY_POLICY);
