@@ -176,7 +176,7 @@ async function serve(argv: string[]): Promise<void> {
   if (!values['no-ui'] && existsSync(join(rendererDir, 'index.html'))) {
     log.info(`web UI: ${server.origin}/`);
     // The token is printed once, above; the UI asks for it (or takes it from `/#token=...`).
-    if (server.ownerToken) log.info(`sign in to the web UI with the owner token above (or open ${server.origin}/#token=<token>)`);
+    if (server.ownerToken) log.info(`sign in to the web UI with the owner token above (or open ${server.origin}/#token= followed by it)`);
   }
   if (host !== '127.0.0.1' && host !== '::1' && host !== 'localhost') log.warn(`bound to ${host}: reachable from other machines`);
   // certbot and acme.sh deploy hooks send SIGHUP: re-read the certificate files now.
