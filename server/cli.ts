@@ -46,6 +46,8 @@ serve options (environment variable in brackets):
   --acme-directory-ca FILE  CA of a private ACME server's own HTTPS      [VPN_ACCESS_ACME_DIRECTORY_CA]
   --acme-http-port PORT  port of the http-01 challenge listener, default 80  [VPN_ACCESS_ACME_HTTP_PORT]
   --egress allow-all|public-only   refuse private and loopback targets    [VPN_ACCESS_EGRESS]
+  --http-timeouts H/R/K/I  seconds a client may take over its headers, its whole request, an
+                         idle keep-alive, and with no byte either way; default 10/30/65/120  [VPN_ACCESS_HTTP_TIMEOUTS]
   --no-ui                do not serve the web UI at /
   --quiet                no request log
 `;
@@ -73,6 +75,16 @@ function parseRate(value: string): { max: number; windowMs: number } {
   return { max: Number(m[1]), windowMs: Number(m[2]) * 1000 };
 }
 
+function parseHttpTimeouts(value: string): { headersMs: number; requestMs: number; keepAliveMs: number; idleMs: number } {
+  const parts = value.split('/').map(Number);
+  if (parts.length !== 4 || parts.some((n) => !Number.isInteger(n) || n < 1)) {
+    fail(`--http-timeouts takes HEADERS/REQUEST/KEEPALIVE/IDLE in whole seconds, such as 10/30/65/120, not "${value}"`);
+  }
+  const [headers, request, keepAlive, idle] = parts;
+  if (headers > request) fail(`--http-timeouts: the headers timeout (${headers} s) cannot exceed the request timeout (${request} s)`);
+  return { headersMs: headers * 1000, requestMs: request * 1000, keepAliveMs: keepAlive * 1000, idleMs: idle * 1000 };
+}
+
 async function serve(argv: string[]): Promise<void> {
   const { values } = parseArgs({
     args: argv,
@@ -96,6 +108,7 @@ async function serve(argv: string[]): Promise<void> {
       'acme-http-port': { type: 'string' },
       'tls-key': { type: 'string' },
       egress: { type: 'string' },
+      'http-timeouts': { type: 'string' },
       'no-ui': { type: 'boolean' },
       quiet: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
@@ -138,6 +151,7 @@ async function serve(argv: string[]): Promise<void> {
   const rendererDir = join(ROOT, 'dist', 'renderer');
   const log = createLogger();
   const rateText = values['rate-limit'] ?? env.VPN_ACCESS_RATE_LIMIT;
+  const timeoutsText = values['http-timeouts'] ?? env.VPN_ACCESS_HTTP_TIMEOUTS;
 
   const { startServer } = await import('./serve.ts');
   const server = await startServer({
@@ -146,6 +160,7 @@ async function serve(argv: string[]): Promise<void> {
     dataDir,
     zonesFile: values.zones ?? env.VPN_ACCESS_ZONES,
     rateLimit: rateText ? parseRate(rateText) : undefined,
+    httpTimeouts: timeoutsText ? parseHttpTimeouts(timeoutsText) : undefined,
     publicHost: values['public-host'] ?? env.VPN_ACCESS_PUBLIC_HOST ?? acmeDomain ?? (host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host),
     vlessTcpPort: port(values['vless-tcp-port'] ?? env.VPN_ACCESS_VLESS_TCP_PORT, 8789, '--vless-tcp-port'),
     proxyPort: port(values['proxy-port'] ?? env.VPN_ACCESS_PROXY_PORT, 8788, '--proxy-port'),
