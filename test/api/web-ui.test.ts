@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { WEB_CSP } from '../../server/http/web-ui.ts';
 import { assertError, makeServer, removeDir, tempDir, type TestServer } from '../helpers/server.ts';
 
 const BROWSER_ACCEPT = 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8';
@@ -53,4 +54,23 @@ describe('the single-page fallback', () => {
     assert.equal(asset.statusCode, 200);
     assertError(await s.app.inject({ url: '/assets/missing.js', headers: { accept: BROWSER_ACCEPT } }), 404, 'not_found');
   });
+});
+
+test("web mode serves index.html with connect-src 'self' in the header and the meta", async () => {
+  const rendererDir = tempDir('vad-renderer-');
+  const electronMeta = "default-src 'self'; connect-src 'none'";
+  writeFileSync(join(rendererDir, 'index.html'), `<!doctype html><head><meta http-equiv="Content-Security-Policy" content="${electronMeta}" /></head><title>app</title>`);
+  const s = await makeServer({ rendererDir });
+  try {
+    for (const url of ['/', '/index.html', '/sessions/abc']) {
+      const res = await s.app.inject({ url, headers: { accept: BROWSER_ACCEPT } });
+      assert.equal(res.statusCode, 200, url);
+      assert.equal(res.headers['content-security-policy'], WEB_CSP, url);
+      assert.ok(res.body.includes(`content="${WEB_CSP}"`), res.body);
+      assert.ok(!res.body.includes("connect-src 'none'"), url);
+    }
+  } finally {
+    await s.close();
+    removeDir(rendererDir);
+  }
 });
