@@ -58,8 +58,10 @@ export interface ConnectionInfo {
 export interface ConnectionSettings {
   mode: 'embedded' | 'remote';
   remoteBaseUrl?: string;
-  /** Only sent when changed; main keeps it encrypted. */
+  /** Only sent when changed; main keeps it encrypted. Required again when remoteBaseUrl changes. */
   remoteToken?: string;
+  /** The user confirmed sending the token over plain http to a machine other than this one. */
+  allowPlainHttp?: boolean;
 }
 
 /** Events a first connection of the event stream replays (the newest ones); later ones resume by id. */

@@ -3,6 +3,7 @@
 // and VPN_ACCESS_REMOTE_TOKEN for tests and support staff). It tells its owner when the
 // endpoint changes, and whether it is another server (`fresh`: event ids and sessions of the
 // old one mean nothing there).
+import { isIP } from 'node:net';
 import { join } from 'node:path';
 import type { ConnectionInfo, ConnectionSettings } from '../common/api-types.ts';
 import { fail, type Result } from '../common/result.ts';
@@ -24,6 +25,38 @@ export interface EndpointsOptions {
 /** The remote endpoint the environment names, if both variables are set. */
 export function endpointFromEnv(env: NodeJS.ProcessEnv): Endpoint | null {
   return env.VPN_ACCESS_REMOTE_URL && env.VPN_ACCESS_REMOTE_TOKEN ? { baseUrl: env.VPN_ACCESS_REMOTE_URL.replace(/\/$/, ''), token: env.VPN_ACCESS_REMOTE_TOKEN } : null;
+}
+
+/** This computer: `localhost` (and `*.localhost`), 127.0.0.0/8, ::1 (also IPv4-mapped). */
+export function isLoopbackHost(hostname: string): boolean {
+  const h = hostname.replace(/^\[|\]$/g, '').toLowerCase().replace(/\.$/, '');
+  if (h === 'localhost' || h.endsWith('.localhost')) return true;
+  if (isIP(h) === 4) return h.startsWith('127.');
+  if (isIP(h) === 6) return h === '::1' || /^::ffff:127\./.test(h) || /^::ffff:7f[0-9a-f]{2}:/.test(h);
+  return false;
+}
+
+/**
+ * Checks a remote base URL the renderer sent: http(s), no credentials in it, and plain http only
+ * to this computer unless the user confirmed it. Returns the normalized URL or the refusal.
+ */
+export function checkRemoteUrl(raw: string | undefined, allowPlainHttp: boolean): { url: string } | { refusal: string } {
+  let u: URL;
+  try {
+    u = new URL(raw ?? '');
+  } catch {
+    return { refusal: 'Enter an http(s) base URL.' };
+  }
+  if (u.protocol !== 'https:' && u.protocol !== 'http:') return { refusal: 'Enter an http(s) base URL.' };
+  if (u.username || u.password) return { refusal: 'The base URL must not contain a user name or password: enter the API token in its own field.' };
+  if (u.protocol === 'http:' && !isLoopbackHost(u.hostname) && !allowPlainHttp) {
+    return {
+      refusal: `Plain http to ${u.hostname} would send the API token unencrypted over the network. Use https (the server turns TLS on with --tls on), ` +
+        'or confirm plain http explicitly on a network you trust.',
+    };
+  }
+  u.hash = '';
+  return { url: u.href.replace(/\/$/, '') };
 }
 
 export class Endpoints {
@@ -58,9 +91,15 @@ export class Endpoints {
   async save(c: ConnectionSettings): Promise<Result<ConnectionInfo>> {
     const { settings, tokens } = this.#opts;
     if (c.mode === 'remote') {
-      if (!c.remoteBaseUrl || !/^https?:\/\//.test(c.remoteBaseUrl)) return fail(400, 'invalid_request', 'Enter an http(s) base URL.');
+      if (c.remoteToken !== undefined && (typeof c.remoteToken !== 'string' || c.remoteToken.length > 4096)) return fail(400, 'invalid_request', 'The API token must be text.');
+      const checked = checkRemoteUrl(c.remoteBaseUrl, c.allowPlainHttp === true);
+      if ('refusal' in checked) return fail(400, 'invalid_request', checked.refusal);
+      // The stored token belongs to the URL it was entered for: never send it to another one.
+      if (!c.remoteToken && checked.url !== settings.get().remoteBaseUrl) {
+        return fail(400, 'invalid_request', 'Enter the API token for this server: the stored token is only ever sent to the server it was entered for.');
+      }
       if (c.remoteToken) tokens.write('remote', c.remoteToken);
-      settings.update({ mode: 'remote', remoteBaseUrl: c.remoteBaseUrl.replace(/\/$/, '') });
+      settings.update({ mode: 'remote', remoteBaseUrl: checked.url });
     } else settings.update({ mode: 'embedded' });
     await this.select();
     return { ok: true, value: this.info() };

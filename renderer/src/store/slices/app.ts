@@ -36,7 +36,8 @@ export interface AppSlice {
   submitToken(token: string): Promise<void>;
   forgetToken(): void;
   loadServerInfo(): Promise<void>;
-  saveConnection(settings: ConnectionSettings): Promise<boolean>;
+  /** Null when saved; else why not (also shown as a toast). */
+  saveConnection(settings: ConnectionSettings): Promise<string | null>;
   setStreamState(state: StreamState, error?: ApiErrorInfo): void;
 }
 
@@ -115,10 +116,11 @@ export const createAppSlice: SliceCreator<AppSlice> = (set, get) => {
         set({ connection });
         get().toast('Connection settings saved.');
         await get().startApp();
-        return true;
+        return null;
       } catch (e) {
-        get().toast(toApiError(e).message, 'error');
-        return false;
+        const message = toApiError(e).message;
+        get().toast(message, 'error');
+        return message;
       }
     },
     setStreamState(state, error) {
