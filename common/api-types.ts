@@ -53,6 +53,8 @@ export interface ConnectionInfo {
   dataDir?: string;
   /** Electron: how the token is kept ("safeStorage" or "file (0600)"). */
   tokenStorage?: string;
+  /** Electron: the stored token could not be read (what happened and what to do); hasToken is false. */
+  tokenProblem?: string;
 }
 
 export interface ConnectionSettings {

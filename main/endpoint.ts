@@ -10,7 +10,7 @@ import { fail, type Result } from '../common/result.ts';
 import { startServer, type RunningServer } from '../server/serve.ts';
 import type { Endpoint } from './api-client.ts';
 import type { SettingsFile } from './settings.ts';
-import type { TokenStore } from './token-store.ts';
+import { TokenUnreadable, type TokenStore } from './token-store.ts';
 
 export interface EndpointsOptions {
   userData: string;
@@ -63,6 +63,8 @@ export class Endpoints {
   #opts: EndpointsOptions;
   #server: RunningServer | null = null;
   #current: Endpoint | null = null;
+  /** Why the stored token could not be used (shown on the window's token screen), or null. */
+  #problem: string | null = null;
   readonly serverDir: string;
 
   constructor(opts: EndpointsOptions) {
@@ -79,11 +81,23 @@ export class Endpoints {
     const { settings, tokens, override } = this.#opts;
     const before = this.#current?.baseUrl;
     const s = settings.get();
-    if (override) this.#current = override;
-    else if (s.mode === 'remote' && s.remoteBaseUrl) {
-      const token = tokens.read('remote');
-      this.#current = token ? { baseUrl: s.remoteBaseUrl, token } : null;
-    } else this.#current = await this.#startEmbedded();
+    this.#problem = null;
+    try {
+      if (override) this.#current = override;
+      else if (s.mode === 'remote' && s.remoteBaseUrl) {
+        const token = tokens.read('remote');
+        this.#current = token ? { baseUrl: s.remoteBaseUrl, token } : null;
+      } else this.#current = await this.#startEmbedded();
+    } catch (e) {
+      if (!(e instanceof TokenUnreadable)) throw e;
+      // Never a new token or a plain-text copy behind the user's back: say what happened.
+      this.#current = null;
+      this.#problem = s.mode === 'remote'
+        ? `${e.message} Enter the server's API token again below to store it anew, or unlock the system keychain and restart the app.`
+        : `${e.message} Unlock the system keychain (log in to the desktop session; on Linux GNOME Keyring or KWallet) and restart the app. ` +
+          `To start over instead, delete ${e.file} and restart: a new owner token is then created (the old one stays valid until revoked with "vpn-access token revoke").`;
+      console.error(this.#problem);
+    }
     this.#opts.onChange(this.#current?.baseUrl !== before);
   }
 
@@ -115,6 +129,7 @@ export class Endpoints {
       hasToken: !!this.#current?.token,
       dataDir: mode === 'embedded' ? this.serverDir : undefined,
       tokenStorage: this.#opts.tokens.describe(),
+      ...(this.#problem ? { tokenProblem: this.#problem } : {}),
     };
   }
 

@@ -61,6 +61,19 @@ function ConnectionSettingsGate() {
 
 function ElectronTokenGate() {
   const err = useStore((s) => s.phaseError);
+  const problem = useStore((s) => s.connection?.tokenProblem);
+  // The stored token exists but cannot be read (keychain locked or reset): main kept the file
+  // and made no new token; say so, and what to do.
+  if (problem)
+    return (
+      <main className="center">
+        <div className="card gate">
+          <h1>The API token could not be read</h1>
+          <p role="alert">{problem}</p>
+          <EndpointForm />
+        </div>
+      </main>
+    );
   return (
     <main className="center">
       <div className="card gate">

@@ -31,7 +31,7 @@ type TestFixtures = {
    */
   openApp: (opts: { backend: Backend; token?: string }) => Promise<AppPage>;
   /** A desktop app of its own on its embedded server (no remote env); desktop project only. */
-  openEmbeddedDesktop: (opts?: { userData?: string; encryptionAvailable?: boolean }) => Promise<DesktopApp>;
+  openEmbeddedDesktop: (opts?: { userData?: string; encryptionAvailable?: boolean; storageBackend?: string; keychainLost?: boolean }) => Promise<DesktopApp>;
 };
 
 export const test = base.extend<TestFixtures, WorkerFixtures>({

@@ -26,6 +26,8 @@ export interface LaunchOptions {
   /** Aim at a remote server through main's env variables; absent: the embedded server. */
   remote?: { baseUrl: string; token: string };
   encryptionAvailable?: boolean;
+  storageBackend?: string;
+  keychainLost?: boolean;
 }
 
 // The bundle does `require('electron')`: this process answers with the current stand-in.
@@ -157,6 +159,8 @@ export async function launchDesktop(opts: LaunchOptions): Promise<DesktopApp> {
     browser: opts.browser,
     argv: ['electron', MAIN_BUNDLE, `--user-data-dir=${userData}`],
     encryptionAvailable: opts.encryptionAvailable,
+    storageBackend: opts.storageBackend,
+    keychainLost: opts.keychainLost,
     onExit: (code) => exit(code),
   });
   const req = Module.createRequire(import.meta.url);
