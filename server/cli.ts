@@ -1,7 +1,7 @@
 // The `vpn-access` command line: `serve` runs the service headless; `token` issues,
 // lists and revokes API tokens in a data folder.
 import { existsSync, readFileSync } from 'node:fs';
-import { homedir } from 'node:os';
+import { homedir, networkInterfaces } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -10,7 +10,8 @@ import { type Role, Store } from './store/store.ts';
 import { createLogger } from './log.ts';
 // serve.ts (and through it fastify and the data plane) is imported only by `serve`, below:
 // `token` commands and `help` then start without loading them.
-import { parseTlsMode } from './tls/mode.ts';
+import { decideTls, parseTlsMode } from './tls/mode.ts';
+import { choosePublicHost, clearTextReach, isWildcardHost } from './public-host.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const env = process.env;
@@ -24,12 +25,13 @@ Usage:
   vpn-access token revoke TOKEN_ID|TOKEN_PREFIX|TOKEN [--data-dir DIR]
 
 serve options (environment variable in brackets):
-  --host HOST            bind address, default 127.0.0.1 (loopback)      [VPN_ACCESS_HOST]
+  --host HOST            bind address, default 127.0.0.1 (loopback); 0.0.0.0 or :: bind every
+                         interface (links then name the first non-internal address)  [VPN_ACCESS_HOST]
   --port PORT            API port (also VLESS over ws), default 8787      [VPN_ACCESS_PORT]
   --data-dir DIR         data folder, default ~/.local/share/vpn-access   [VPN_ACCESS_DATA_DIR]
   --zones FILE           zone catalogue JSON, default the built-in one    [VPN_ACCESS_ZONES]
   --rate-limit N/S       requests per token per window, default 600/60    [VPN_ACCESS_RATE_LIMIT]
-  --public-host HOST     host written into session configurations         [VPN_ACCESS_PUBLIC_HOST]
+  --public-host HOST     host written into session configurations, default the bind host  [VPN_ACCESS_PUBLIC_HOST]
   --vless-tcp-port PORT  raw TCP VLESS port, default 8789, "off" disables  [VPN_ACCESS_VLESS_TCP_PORT]
   --proxy-port PORT      HTTP proxy port, default 8788, "off" disables    [VPN_ACCESS_PROXY_PORT]
   --link-network ws|tcp  transport of the configurations handed out       [VPN_ACCESS_LINK_NETWORK]
@@ -150,6 +152,21 @@ async function serve(argv: string[]): Promise<void> {
   if (linkNetwork !== 'ws' && linkNetwork !== 'tcp') fail('--link-network takes ws or tcp');
   const rendererDir = join(ROOT, 'dist', 'renderer');
   const log = createLogger();
+  // What links name: given, the ACME domain, the bind host, or for a wildcard bind the first
+  // address other machines can use (0.0.0.0 in a link means nothing to a client).
+  const interfaces = networkInterfaces();
+  const givenPublicHost = values['public-host'] ?? env.VPN_ACCESS_PUBLIC_HOST ?? acmeDomain;
+  const publicHost = givenPublicHost ?? choosePublicHost(host, interfaces) ??
+    fail(`--host ${host}: no network interface has an address other machines can use (only loopback or link-local); name the host clients should connect to with --public-host`);
+  if (!givenPublicHost && isWildcardHost(host)) log.info(`public host: ${publicHost} (the first non-internal interface address; --public-host changes it)`);
+  // Clear text (TLS off, by --tls off or by auto for a local public host) never beyond the local network.
+  const tlsDecision = decideTls(tlsMode, publicHost, Boolean(certFile || acme));
+  const reach = tlsDecision.enabled ? null : clearTextReach(host, publicHost, interfaces);
+  if (reach === 'internet') {
+    fail(`refusing to serve without TLS beyond the local network (--host ${host}, public host ${publicHost}): API tokens, session ids ` +
+      '(the VLESS credentials) and traffic would cross the internet in clear text. Use --tls on (or auto with a public --public-host), ' +
+      'or bind a local address; behind a proxy that terminates TLS, bind to 127.0.0.1 and let the proxy connect there.');
+  }
   const rateText = values['rate-limit'] ?? env.VPN_ACCESS_RATE_LIMIT;
   const timeoutsText = values['http-timeouts'] ?? env.VPN_ACCESS_HTTP_TIMEOUTS;
 
@@ -161,7 +178,7 @@ async function serve(argv: string[]): Promise<void> {
     zonesFile: values.zones ?? env.VPN_ACCESS_ZONES,
     rateLimit: rateText ? parseRate(rateText) : undefined,
     httpTimeouts: timeoutsText ? parseHttpTimeouts(timeoutsText) : undefined,
-    publicHost: values['public-host'] ?? env.VPN_ACCESS_PUBLIC_HOST ?? acmeDomain ?? (host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host),
+    publicHost,
     vlessTcpPort: port(values['vless-tcp-port'] ?? env.VPN_ACCESS_VLESS_TCP_PORT, 8789, '--vless-tcp-port'),
     proxyPort: port(values['proxy-port'] ?? env.VPN_ACCESS_PROXY_PORT, 8788, '--proxy-port'),
     linkNetwork,
@@ -193,7 +210,9 @@ async function serve(argv: string[]): Promise<void> {
     // The token is printed once, above; the UI asks for it (or takes it from `/#token=...`).
     if (server.ownerToken) log.info(`sign in to the web UI with the owner token above (or open ${server.origin}/#token= followed by it)`);
   }
-  if (host !== '127.0.0.1' && host !== '::1' && host !== 'localhost') log.warn(`bound to ${host}: reachable from other machines`);
+  if (reach === 'local') {
+    log.warn(`WARNING: no TLS and bound to ${host}: API tokens, session ids (the VLESS credentials) and traffic cross the local network in clear text; --tls on encrypts them`);
+  } else if (host !== '127.0.0.1' && host !== '::1' && host !== 'localhost') log.warn(`bound to ${host}: reachable from other machines`);
   // certbot and acme.sh deploy hooks send SIGHUP: re-read the certificate files now.
   process.on('SIGHUP', () => void server.services.tls.reload());
 
