@@ -152,6 +152,7 @@ export function SettingsScreen() {
             <Field label="API base URL" value={conn?.baseUrl ?? '—'} mono />
             {conn?.dataDir ? <Field label="Data folder" value={conn.dataDir} mono /> : null}
             {conn?.tokenStorage ? <Field label="Token storage" value={conn.tokenStorage} /> : null}
+            {info?.token ? <Field label="Signed in as" value={`${info.token.customer} (${info.token.role})`} /> : null}
           </dl>
           {kind === 'electron' ? <EndpointForm /> : null}
           {kind === 'web' ? (

@@ -30,6 +30,7 @@ export const {
   forgetToken,
   loadServerInfo,
   saveConnection,
+  resolveLinkToken,
   setStreamState,
   loadZones,
   loadSessions,
