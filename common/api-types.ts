@@ -54,13 +54,17 @@ export interface ConnectionInfo {
   dataDir?: string;
   /** Electron: how the token is kept ("safeStorage" or "file (0600)"). */
   tokenStorage?: string;
+  /** Electron: the stored token could not be read (what happened and what to do); hasToken is false. */
+  tokenProblem?: string;
 }
 
 export interface ConnectionSettings {
   mode: 'embedded' | 'remote';
   remoteBaseUrl?: string;
-  /** Only sent when changed; main keeps it encrypted. */
+  /** Only sent when changed; main keeps it encrypted. Required again when remoteBaseUrl changes. */
   remoteToken?: string;
+  /** The user confirmed sending the token over plain http to a machine other than this one. */
+  allowPlainHttp?: boolean;
 }
 
 /** Events a first connection of the event stream replays (the newest ones); later ones resume by id. */

@@ -6,6 +6,7 @@
 // to one of this machine's addresses (data plane and API; the API still wants its token),
 // with that address in links and subscriptions and the `lan` egress policy; turning it off
 // restarts it on loopback. The old server is closed before the new one listens.
+import { isIP } from 'node:net';
 import { join } from 'node:path';
 import type { ConnectionInfo, ConnectionSettings, LanAddress, LanSharing, LanSharingRequest } from '../common/api-types.ts';
 import { fail, type Result } from '../common/result.ts';
@@ -14,7 +15,7 @@ import type { Endpoint } from './api-client.ts';
 import { trustEmbeddedServer } from './embedded-trust.ts';
 import { listAddresses, pickLanAddress } from './lan.ts';
 import type { Settings, SettingsFile } from './settings.ts';
-import type { TokenStore } from './token-store.ts';
+import { TokenUnreadable, type TokenStore } from './token-store.ts';
 
 export interface EndpointsOptions {
   userData: string;
@@ -64,12 +65,46 @@ export function endpointFromEnv(env: NodeJS.ProcessEnv): Endpoint | null {
   return env.VPN_ACCESS_REMOTE_URL && env.VPN_ACCESS_REMOTE_TOKEN ? { baseUrl: env.VPN_ACCESS_REMOTE_URL.replace(/\/$/, ''), token: env.VPN_ACCESS_REMOTE_TOKEN } : null;
 }
 
+/** This computer: `localhost` (and `*.localhost`), 127.0.0.0/8, ::1 (also IPv4-mapped). */
+export function isLoopbackHost(hostname: string): boolean {
+  const h = hostname.replace(/^\[|\]$/g, '').toLowerCase().replace(/\.$/, '');
+  if (h === 'localhost' || h.endsWith('.localhost')) return true;
+  if (isIP(h) === 4) return h.startsWith('127.');
+  if (isIP(h) === 6) return h === '::1' || /^::ffff:127\./.test(h) || /^::ffff:7f[0-9a-f]{2}:/.test(h);
+  return false;
+}
+
+/**
+ * Checks a remote base URL the renderer sent: http(s), no credentials in it, and plain http only
+ * to this computer unless the user confirmed it. Returns the normalized URL or the refusal.
+ */
+export function checkRemoteUrl(raw: string | undefined, allowPlainHttp: boolean): { url: string } | { refusal: string } {
+  let u: URL;
+  try {
+    u = new URL(raw ?? '');
+  } catch {
+    return { refusal: 'Enter an http(s) base URL.' };
+  }
+  if (u.protocol !== 'https:' && u.protocol !== 'http:') return { refusal: 'Enter an http(s) base URL.' };
+  if (u.username || u.password) return { refusal: 'The base URL must not contain a user name or password: enter the API token in its own field.' };
+  if (u.protocol === 'http:' && !isLoopbackHost(u.hostname) && !allowPlainHttp) {
+    return {
+      refusal: `Plain http to ${u.hostname} would send the API token unencrypted over the network. Use https (the server turns TLS on with --tls on), ` +
+        'or confirm plain http explicitly on a network you trust.',
+    };
+  }
+  u.hash = '';
+  return { url: u.href.replace(/\/$/, '') };
+}
+
 export class Endpoints {
   #opts: EndpointsOptions;
   #server: RunningServer | null = null;
   #current: Endpoint | null = null;
   /** Restarts run one after another. */
   #queue: Promise<unknown> = Promise.resolve();
+  /** Why the stored token could not be used (shown on the window's token screen), or null. */
+  #problem: string | null = null;
   readonly serverDir: string;
 
   constructor(opts: EndpointsOptions) {
@@ -86,11 +121,23 @@ export class Endpoints {
     const { settings, tokens, override } = this.#opts;
     const before = this.#current?.baseUrl;
     const s = settings.get();
-    if (override) this.#current = override;
-    else if (s.mode === 'remote' && s.remoteBaseUrl) {
-      const token = tokens.read('remote');
-      this.#current = token ? { baseUrl: s.remoteBaseUrl, token } : null;
-    } else this.#current = await this.#startEmbedded();
+    this.#problem = null;
+    try {
+      if (override) this.#current = override;
+      else if (s.mode === 'remote' && s.remoteBaseUrl) {
+        const token = tokens.read('remote');
+        this.#current = token ? { baseUrl: s.remoteBaseUrl, token } : null;
+      } else this.#current = await this.#startEmbedded();
+    } catch (e) {
+      if (!(e instanceof TokenUnreadable)) throw e;
+      // Never a new token or a plain-text copy behind the user's back: say what happened.
+      this.#current = null;
+      this.#problem = s.mode === 'remote'
+        ? `${e.message} Enter the server's API token again below to store it anew, or unlock the system keychain and restart the app.`
+        : `${e.message} Unlock the system keychain (log in to the desktop session; on Linux GNOME Keyring or KWallet) and restart the app. ` +
+          `To start over instead, delete ${e.file} and restart: a new owner token is then created (the old one stays valid until revoked with "vpn-access token revoke").`;
+      console.error(this.#problem);
+    }
     this.#opts.onChange(!sameServer && this.#current?.baseUrl !== before);
   }
 
@@ -98,9 +145,15 @@ export class Endpoints {
   async save(c: ConnectionSettings): Promise<Result<ConnectionInfo>> {
     const { settings, tokens } = this.#opts;
     if (c.mode === 'remote') {
-      if (!c.remoteBaseUrl || !/^https?:\/\//.test(c.remoteBaseUrl)) return fail(400, 'invalid_request', 'Enter an http(s) base URL.');
+      if (c.remoteToken !== undefined && (typeof c.remoteToken !== 'string' || c.remoteToken.length > 4096)) return fail(400, 'invalid_request', 'The API token must be text.');
+      const checked = checkRemoteUrl(c.remoteBaseUrl, c.allowPlainHttp === true);
+      if ('refusal' in checked) return fail(400, 'invalid_request', checked.refusal);
+      // The stored token belongs to the URL it was entered for: never send it to another one.
+      if (!c.remoteToken && checked.url !== settings.get().remoteBaseUrl) {
+        return fail(400, 'invalid_request', 'Enter the API token for this server: the stored token is only ever sent to the server it was entered for.');
+      }
       if (c.remoteToken) tokens.write('remote', c.remoteToken);
-      settings.update({ mode: 'remote', remoteBaseUrl: c.remoteBaseUrl.replace(/\/$/, '') });
+      settings.update({ mode: 'remote', remoteBaseUrl: checked.url });
     } else settings.update({ mode: 'embedded' });
     await this.select();
     return { ok: true, value: this.info() };
@@ -116,6 +169,7 @@ export class Endpoints {
       hasToken: !!this.#current?.token,
       dataDir: mode === 'embedded' ? this.serverDir : undefined,
       tokenStorage: this.#opts.tokens.describe(),
+      ...(this.#problem ? { tokenProblem: this.#problem } : {}),
     };
   }
 

@@ -71,7 +71,7 @@ async function start(): Promise<void> {
 
   disposables.add(registerIpc(ipcMain, createHandlers({ api, endpoints, streams, clipboard }), (frame) => isTrustedFrame(frame, RENDERER_INDEX)));
 
-  hardenSession(electronSession.defaultSession);
+  hardenSession(electronSession.defaultSession, join(ROOT, 'dist', 'renderer'));
   app.on('web-contents-created', (_e, contents: WebContents) => hardenContents(contents, RENDERER_INDEX, (url) => void shell.openExternal(url)));
   appWindow = new AppWindow({ preload: PRELOAD, rendererIndex: RENDERER_INDEX, onPageGone: () => streams.closeAll() });
 

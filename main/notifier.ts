@@ -4,6 +4,7 @@
 import { Notification } from 'electron';
 import { EventSource } from 'eventsource';
 import type { SessionEvent } from '../common/api-types.ts';
+import { Coalescer } from '../common/coalescer.ts';
 import { EventStream } from '../common/event-stream.ts';
 import type { Result } from '../common/result.ts';
 import type { ApiClient, Endpoint } from './api-client.ts';
@@ -19,10 +20,20 @@ export interface NotifierOptions {
 /** Events older than this are replayed history: they neither move the tray nor notify. */
 const RECENT_MS = 30_000;
 
+/**
+ * The tray's session look-ups: each session at most every 2 s, all together at most 2 a second.
+ * Main shares the token's rate limit with the window (which has the same budget, see the
+ * renderer's events slice): under connection churn both stay well under 600 per 60 s.
+ */
+const LOOKUPS = { perIdMs: 2000, perSecond: 2 };
+
 export class Notifier {
   readonly live = new LiveState();
   #opts: NotifierOptions;
   #stream: EventStream;
+  readonly #lookups = new Coalescer((id) => this.#lookUp(id), LOOKUPS);
+  /** Sessions whose end awaits their look-up (to tell ended, capped or disconnected apart). */
+  readonly #ended = new Set<string>();
 
   constructor(opts: NotifierOptions) {
     this.#opts = opts;
@@ -56,19 +67,27 @@ export class Notifier {
     // The stream first replays stored history; only recent events move the tray or raise
     // notifications — the active-session listing is the truth at start.
     if (Date.now() - Date.parse(e.created_at) > RECENT_MS) return;
-    const { api } = this.#opts;
-    let s = this.live.apply(e);
+    const s = this.live.apply(e);
     if (!s || e.event_type === 'session_start' || e.event_type === 'session_end') {
-      const r = await api.getSession(e.session_id);
-      if (r.ok) s = this.live.put(r.value);
+      if (e.event_type === 'session_end') this.#ended.add(e.session_id);
+      this.#lookups.request(e.session_id); // coalesced: one look-up for a burst of events
     }
-    if (e.event_type === 'session_end' && s) {
+    this.#render();
+  }
+
+  /** The session's state from the server; after an end, the notification it calls for. */
+  async #lookUp(id: string): Promise<void> {
+    const { api } = this.#opts;
+    const r = await api.getSession(id);
+    const s = r.ok ? this.live.put(r.value) : this.live.sessions.get(id);
+    if (this.#ended.delete(id) && s) {
       if (s.status === 'ended') {
         const limits = await api.getLimits('session');
         const cap = limits.ok ? limits.value : null;
         const hit = cap && ((cap.downloaded_bytes !== undefined && s.downloaded >= cap.downloaded_bytes) || (cap.uploaded_bytes !== undefined && s.uploaded >= cap.uploaded_bytes));
         notify(hit ? 'Session reached its limit' : 'Session ended', `${s.client_id} in ${s.zone}${hit ? ': its byte limit is used up' : ''}.`);
-      } else if (!s.paused) {
+      } else if (s.status !== 'active' && !s.paused) {
+        // (Connected again by the time of the look-up: nothing to say.)
         notify('Session disconnected', `${s.client_id} in ${s.zone} has no open connection now.`);
       }
     }
@@ -80,6 +99,7 @@ export class Notifier {
   }
 
   dispose(): void {
+    this.#lookups.close();
     this.#stream.close();
   }
 }

@@ -2,8 +2,15 @@
 // isolation and sandbox on every window, no navigation, no new windows, no webviews,
 // no permissions, a CSP on every response, and a trusted-sender check for IPC.
 import type { BrowserWindowConstructorOptions, Session, WebContents, WebFrameMain } from 'electron';
-import { pathToFileURL } from 'node:url';
+import { isAbsolute, relative, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
+// The window's policy, sent as a header on every response and written as the <meta> of
+// renderer/index.html (Electron may not deliver headers for file:// pages: the meta is what
+// surely applies). `connect-src 'none'`: the renderer makes no requests of its own, the main
+// process makes every API call. Web mode serves the same index.html with `connect-src 'self'`
+// instead (server/http/web-ui.ts): there the page calls the API itself. main/README.md quotes
+// this value; test/unit/csp.test.ts holds the three in agreement.
 export const CSP =
   "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; connect-src 'none'; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
@@ -41,17 +48,32 @@ export function isTrustedFrame(frame: WebFrameMain | null, rendererIndex: string
   }
 }
 
-export function hardenSession(ses: Session): void {
+/**
+ * True for a URL the window may load: a file inside the renderer's folder (dist/renderer, not
+ * any other file on the disk), data: and blob: (images the page makes), devtools:.
+ */
+export function allowedRequest(url: string, rendererDir: string): boolean {
+  if (url.startsWith('devtools://') || url.startsWith('data:') || url.startsWith('blob:')) return true;
+  if (!url.startsWith('file:')) return false;
+  let path: string;
+  try {
+    path = fileURLToPath(url); // refuses encoded slashes; resolves `..` segments
+  } catch {
+    return false;
+  }
+  const rel = relative(resolve(rendererDir), resolve(path));
+  return rel !== '' && !rel.startsWith('..') && !isAbsolute(rel);
+}
+
+export function hardenSession(ses: Session, rendererDir: string): void {
   ses.setPermissionRequestHandler((_wc, permission, cb) => cb(permission === 'clipboard-sanitized-write'));
   ses.setPermissionCheckHandler((_wc, permission) => permission === 'clipboard-sanitized-write');
   ses.webRequest.onHeadersReceived((details, cb) => {
     cb({ responseHeaders: { ...details.responseHeaders, 'Content-Security-Policy': [CSP] } });
   });
-  // No remote content: the window only ever loads the app's own files.
-  ses.webRequest.onBeforeRequest((details, cb) => {
-    const ok = details.url.startsWith('file://') || details.url.startsWith('devtools://') || details.url.startsWith('data:') || details.url.startsWith('blob:');
-    cb({ cancel: !ok });
-  });
+  // No remote content, and no file outside the renderer's folder: the window only ever loads
+  // the app's own files.
+  ses.webRequest.onBeforeRequest((details, cb) => cb({ cancel: !allowedRequest(details.url, rendererDir) }));
 }
 
 /**

@@ -53,6 +53,9 @@ export async function buildServer(opts: ServerOptions): Promise<BuiltServer> {
   // any connection can be accepted.
   const releaseDataDir = takeDataDir(opts.dataDir, store, (e) => void services.bus.publish(e), log);
   const guard = new V2Guard();
+  const timeouts = config.httpTimeouts;
+  // Node's own deadlines (http.createServer / https.createServer options): see HttpTimeouts.
+  const serverTimeouts = { headersTimeout: timeouts.headersMs, requestTimeout: timeouts.requestMs, connectionsCheckingInterval: timeouts.checkIntervalMs };
 
   const app = Fastify({
     logger: false,
@@ -64,7 +67,11 @@ export async function buildServer(opts: ServerOptions): Promise<BuiltServer> {
     // Malformed percent-encoding and over-long path parameters fail in the router, before any
     // hook: answer them with the error record too, not fastify's own body.
     frameworkErrors: (err, request, reply) => void guard.frameworkError(err, request, reply),
-    ...(tls.current ? { https: { cert: tls.current.cert, key: tls.current.key } } : {}),
+    // Slow and idle clients (http/config.ts HttpTimeouts); event streams and ws upgrades are not cut.
+    requestTimeout: timeouts.requestMs,
+    keepAliveTimeout: timeouts.keepAliveMs,
+    connectionTimeout: timeouts.idleMs,
+    ...(tls.current ? { https: { cert: tls.current.cert, key: tls.current.key, ...serverTimeouts } } : { http: serverTimeouts }),
   }) as unknown as FastifyInstance;
   installBodyParsing(app);
   installErrorHandling(app, log);

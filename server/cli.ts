@@ -1,7 +1,7 @@
 // The `vpn-access` command line: `serve` runs the service headless; `token` issues,
 // lists and revokes API tokens in a data folder.
 import { existsSync, readFileSync } from 'node:fs';
-import { homedir } from 'node:os';
+import { homedir, networkInterfaces } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -10,7 +10,8 @@ import { type Role, Store } from './store/store.ts';
 import { createLogger } from './log.ts';
 // serve.ts (and through it fastify and the data plane) is imported only by `serve`, below:
 // `token` commands and `help` then start without loading them.
-import { parseTlsMode } from './tls/mode.ts';
+import { decideTls, parseTlsMode } from './tls/mode.ts';
+import { choosePublicHost, clearTextReach, isWildcardHost } from './public-host.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const env = process.env;
@@ -24,12 +25,13 @@ Usage:
   vpn-access token revoke TOKEN_ID|TOKEN_PREFIX|TOKEN [--data-dir DIR]
 
 serve options (environment variable in brackets):
-  --host HOST            bind address, default 127.0.0.1 (loopback)      [VPN_ACCESS_HOST]
+  --host HOST            bind address, default 127.0.0.1 (loopback); 0.0.0.0 or :: bind every
+                         interface (links then name the first non-internal address)  [VPN_ACCESS_HOST]
   --port PORT            API port (also VLESS over ws), default 8787      [VPN_ACCESS_PORT]
   --data-dir DIR         data folder, default ~/.local/share/vpn-access   [VPN_ACCESS_DATA_DIR]
   --zones FILE           zone catalogue JSON, default the built-in one    [VPN_ACCESS_ZONES]
   --rate-limit N/S       requests per token per window, default 600/60    [VPN_ACCESS_RATE_LIMIT]
-  --public-host HOST     host written into session configurations         [VPN_ACCESS_PUBLIC_HOST]
+  --public-host HOST     host written into session configurations, default the bind host  [VPN_ACCESS_PUBLIC_HOST]
   --vless-tcp-port PORT  raw TCP VLESS port, default 8789, "off" disables  [VPN_ACCESS_VLESS_TCP_PORT]
   --proxy-port PORT      HTTP proxy port, default 8788, "off" disables    [VPN_ACCESS_PROXY_PORT]
   --link-network ws|tcp  transport of the configurations handed out       [VPN_ACCESS_LINK_NETWORK]
@@ -47,6 +49,8 @@ serve options (environment variable in brackets):
   --acme-http-port PORT  port of the http-01 challenge listener, default 80  [VPN_ACCESS_ACME_HTTP_PORT]
   --egress public-only|lan|allow-all  destinations sessions may reach,   [VPN_ACCESS_EGRESS]
                          default public-only (lan adds private ranges)
+  --http-timeouts H/R/K/I  seconds a client may take over its headers, its whole request, an
+                         idle keep-alive, and with no byte either way; default 10/30/65/120  [VPN_ACCESS_HTTP_TIMEOUTS]
   --no-ui                do not serve the web UI at /
   --quiet                no request log
 `;
@@ -74,6 +78,16 @@ function parseRate(value: string): { max: number; windowMs: number } {
   return { max: Number(m[1]), windowMs: Number(m[2]) * 1000 };
 }
 
+function parseHttpTimeouts(value: string): { headersMs: number; requestMs: number; keepAliveMs: number; idleMs: number } {
+  const parts = value.split('/').map(Number);
+  if (parts.length !== 4 || parts.some((n) => !Number.isInteger(n) || n < 1)) {
+    fail(`--http-timeouts takes HEADERS/REQUEST/KEEPALIVE/IDLE in whole seconds, such as 10/30/65/120, not "${value}"`);
+  }
+  const [headers, request, keepAlive, idle] = parts;
+  if (headers > request) fail(`--http-timeouts: the headers timeout (${headers} s) cannot exceed the request timeout (${request} s)`);
+  return { headersMs: headers * 1000, requestMs: request * 1000, keepAliveMs: keepAlive * 1000, idleMs: idle * 1000 };
+}
+
 async function serve(argv: string[]): Promise<void> {
   const { values } = parseArgs({
     args: argv,
@@ -97,6 +111,7 @@ async function serve(argv: string[]): Promise<void> {
       'acme-http-port': { type: 'string' },
       'tls-key': { type: 'string' },
       egress: { type: 'string' },
+      'http-timeouts': { type: 'string' },
       'no-ui': { type: 'boolean' },
       quiet: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
@@ -138,7 +153,23 @@ async function serve(argv: string[]): Promise<void> {
   if (linkNetwork !== 'ws' && linkNetwork !== 'tcp') fail('--link-network takes ws or tcp');
   const rendererDir = join(ROOT, 'dist', 'renderer');
   const log = createLogger();
+  // What links name: given, the ACME domain, the bind host, or for a wildcard bind the first
+  // address other machines can use (0.0.0.0 in a link means nothing to a client).
+  const interfaces = networkInterfaces();
+  const givenPublicHost = values['public-host'] ?? env.VPN_ACCESS_PUBLIC_HOST ?? acmeDomain;
+  const publicHost = givenPublicHost ?? choosePublicHost(host, interfaces) ??
+    fail(`--host ${host}: no network interface has an address other machines can use (only loopback or link-local); name the host clients should connect to with --public-host`);
+  if (!givenPublicHost && isWildcardHost(host)) log.info(`public host: ${publicHost} (the first non-internal interface address; --public-host changes it)`);
+  // Clear text (TLS off, by --tls off or by auto for a local public host) never beyond the local network.
+  const tlsDecision = decideTls(tlsMode, publicHost, Boolean(certFile || acme));
+  const reach = tlsDecision.enabled ? null : clearTextReach(host, publicHost, interfaces);
+  if (reach === 'internet') {
+    fail(`refusing to serve without TLS beyond the local network (--host ${host}, public host ${publicHost}): API tokens, session ids ` +
+      '(the VLESS credentials) and traffic would cross the internet in clear text. Use --tls on (or auto with a public --public-host), ' +
+      'or bind a local address; behind a proxy that terminates TLS, bind to 127.0.0.1 and let the proxy connect there.');
+  }
   const rateText = values['rate-limit'] ?? env.VPN_ACCESS_RATE_LIMIT;
+  const timeoutsText = values['http-timeouts'] ?? env.VPN_ACCESS_HTTP_TIMEOUTS;
 
   const { startServer } = await import('./serve.ts');
   const server = await startServer({
@@ -147,7 +178,8 @@ async function serve(argv: string[]): Promise<void> {
     dataDir,
     zonesFile: values.zones ?? env.VPN_ACCESS_ZONES,
     rateLimit: rateText ? parseRate(rateText) : undefined,
-    publicHost: values['public-host'] ?? env.VPN_ACCESS_PUBLIC_HOST ?? acmeDomain ?? (host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host),
+    httpTimeouts: timeoutsText ? parseHttpTimeouts(timeoutsText) : undefined,
+    publicHost,
     vlessTcpPort: port(values['vless-tcp-port'] ?? env.VPN_ACCESS_VLESS_TCP_PORT, 8789, '--vless-tcp-port'),
     proxyPort: port(values['proxy-port'] ?? env.VPN_ACCESS_PROXY_PORT, 8788, '--proxy-port'),
     linkNetwork,
@@ -178,9 +210,11 @@ async function serve(argv: string[]): Promise<void> {
   if (!values['no-ui'] && existsSync(join(rendererDir, 'index.html'))) {
     log.info(`web UI: ${server.origin}/`);
     // The token is printed once, above; the UI asks for it (or takes it from `/#token=...`).
-    if (server.ownerToken) log.info(`sign in to the web UI with the owner token above (or open ${server.origin}/#token=<token>)`);
+    if (server.ownerToken) log.info(`sign in to the web UI with the owner token above (or open ${server.origin}/#token= followed by it)`);
   }
-  if (host !== '127.0.0.1' && host !== '::1' && host !== 'localhost') log.warn(`bound to ${host}: reachable from other machines`);
+  if (reach === 'local') {
+    log.warn(`WARNING: no TLS and bound to ${host}: API tokens, session ids (the VLESS credentials) and traffic cross the local network in clear text; --tls on encrypts them`);
+  } else if (host !== '127.0.0.1' && host !== '::1' && host !== 'localhost') log.warn(`bound to ${host}: reachable from other machines`);
   // certbot and acme.sh deploy hooks send SIGHUP: re-read the certificate files now.
   process.on('SIGHUP', () => void server.services.tls.reload());
 

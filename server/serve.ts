@@ -2,6 +2,7 @@
 // port, the raw-TCP VLESS inbound and the HTTP proxy on their own. Used by the CLI and the desktop app.
 import type { AddressInfo } from 'node:net';
 import { buildServer, type BuiltServer, type ServerOptions } from './app.ts';
+import { isWildcardHost } from './public-host.ts';
 
 export interface StartOptions extends ServerOptions {
   /** API port; 0 picks a free one. Default 8787. */
@@ -36,7 +37,9 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     const ports = services.dataPlane ? await services.dataPlane.start() : { vlessTcpPort: null, proxyPort: null };
     services.settings.link.tcpPort = ports.vlessTcpPort;
     services.settings.proxyPort = ports.proxyPort;
-    const shownHost = host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host;
+    // A wildcard bind is reached at the public host (server/public-host.ts), else at loopback.
+    const reachedAt = isWildcardHost(host) ? opts.publicHost ?? '127.0.0.1' : host;
+    const shownHost = reachedAt.includes(':') ? `[${reachedAt}]` : reachedAt;
     const origin = `${services.tls.enabled ? 'https' : 'http'}://${shownHost}:${apiPort}`;
     let closing: Promise<void> | undefined;
     return {

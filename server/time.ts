@@ -8,12 +8,30 @@ export function shortId(id: string): string {
   return id.length > 8 ? `${id.slice(0, 8)}…` : id;
 }
 
+/** Names of query (or fragment) parameters whose value is a credential: token, access_token, api_key, auth, password, sig... */
+const SECRET_PARAM = /token|auth|key|secret|pass(word)?|sig(nature)?|credential/i;
+
+function decodeName(name: string): string {
+  try {
+    return decodeURIComponent(name);
+  } catch {
+    return name;
+  }
+}
+
 /**
  * Replaces every UUID in a URL or text with its first 8 characters, and the whole secret of a
- * subscription URL (`/sub/<secret>`) with `…` (a part of it would narrow a guess).
+ * subscription URL (`/sub/<secret>`) with `…` (a part of it would narrow a guess). Credentials go
+ * entirely: the value of a token-like query or fragment parameter (`?token=`, `&access_token=`,
+ * `#token=`, `api_key`, `auth`, ...; names compared after percent-decoding), a `Bearer` or
+ * `Basic` credential, and an API token (`vad_...`) anywhere keeps only its stored prefix.
  */
 export function redactIds(text: string): string {
   return text
     .replace(/([0-9a-f]{8})-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi, '$1…')
-    .replace(/\/sub\/[^/?#\s"']+/g, '/sub/…');
+    .replace(/\/sub\/[^/?#\s"']+/g, '/sub/…')
+    .replace(/([?&;#])([^=&;#\s"']+)=([^&;#\s"']*)/g, (whole, sep: string, name: string) =>
+      SECRET_PARAM.test(decodeName(name)) ? `${sep}${name}=…` : whole)
+    .replace(/\b(Bearer|Basic)\s+[^\s"',;]+/gi, '$1 …')
+    .replace(/\b(vad_[A-Za-z0-9_-]{6})[A-Za-z0-9_-]+/g, '$1…');
 }

@@ -4,7 +4,7 @@ import { useEffect, useRef, useState, type FormEvent } from 'react';
 import { humanError } from './lib/errors.ts';
 import { formatSpeed } from './lib/format.ts';
 import { routeHref, type Route } from './store/routing.ts';
-import { dismissToast, startApp, submitToken, useStore } from './store/index.ts';
+import { dismissToast, resolveLinkToken, startApp, submitToken, useStore } from './store/index.ts';
 import { selectPhase, selectRoute, selectToasts, useTotals } from './store/selectors.ts';
 import { ErrorBanner, Spinner } from './components/ui.tsx';
 import { SessionsScreen } from './features/SessionsScreen.tsx';
@@ -64,6 +64,19 @@ function ConnectionSettingsGate() {
 
 function ElectronTokenGate() {
   const err = useStore((s) => s.phaseError);
+  const problem = useStore((s) => s.connection?.tokenProblem);
+  // The stored token exists but cannot be read (keychain locked or reset): main kept the file
+  // and made no new token; say so, and what to do.
+  if (problem)
+    return (
+      <main className="center">
+        <div className="card gate">
+          <h1>The API token could not be read</h1>
+          <p role="alert">{problem}</p>
+          <EndpointForm />
+        </div>
+      </main>
+    );
   return (
     <main className="center">
       <div className="card gate">
@@ -137,9 +150,60 @@ function Unreachable() {
   );
 }
 
+/** "customer (role)" of the token in use, from server-info, or null before it answers. */
+export function useSignedInAs(): string | null {
+  const token = useStore((s) => s.serverInfo?.token);
+  return token ? `${token.customer} (${token.role})` : null;
+}
+
+/**
+ * Web mode: a `#token=` link carries a token other than the stored one. Nothing is replaced
+ * until the user chooses, seeing whom each token signs in as.
+ */
+function LinkTokenDialog() {
+  const next = useStore((s) => s.linkToken);
+  const current = useSignedInAs();
+  const keepRef = useRef<HTMLButtonElement>(null);
+  useEffect(() => {
+    if (next) keepRef.current?.focus();
+  }, [next]);
+  if (!next) return null;
+  return (
+    <div className="modal-backdrop" style={{ position: 'fixed', inset: 0, background: 'rgba(0,0,0,0.45)', display: 'grid', placeItems: 'center', zIndex: 100 }}>
+      <div
+        className="card gate"
+        role="dialog"
+        aria-modal="true"
+        aria-labelledby="link-token-title"
+        onKeyDown={(e) => {
+          if (e.key === 'Escape') void resolveLinkToken(false);
+        }}
+      >
+        <h2 id="link-token-title">Replace the stored API token?</h2>
+        <p>
+          The link you opened carries an API token for <strong>{`${next.customer} (${next.role})`}</strong>.
+        </p>
+        <p>
+          This browser is signed in as <strong>{current ?? 'another token'}</strong>. Use the new token only if you expected to work for that
+          customer: a link from someone else can sign you in to their account.
+        </p>
+        <div className="actions">
+          <button type="button" className="btn btn-primary" ref={keepRef} onClick={() => void resolveLinkToken(false)}>
+            Keep the current token
+          </button>
+          <button type="button" className="btn" onClick={() => void resolveLinkToken(true)}>
+            Use the new token
+          </button>
+        </div>
+      </div>
+    </div>
+  );
+}
+
 function Header() {
   const t = useTotals();
   const stream = useStore((s) => s.streamState);
+  const who = useSignedInAs();
   return (
     <header className="topbar">
       <span className="brand">
@@ -147,6 +211,11 @@ function Header() {
         VPN Access Desk
       </span>
       <span className="grow" />
+      {who ? (
+        <span className="stat" title="The API token in use signs in as this customer (role)">
+          {who}
+        </span>
+      ) : null}
       <span className="stat" aria-label="Active sessions">
         {t.active} active
       </span>
@@ -189,14 +258,24 @@ export function App() {
     }
   }, [route.name, route.name === 'session' || route.name === 'client' ? route.id : '']);
 
-  if (phase === 'starting')
-    return (
+  // The link-token question stands over whatever phase the app is in.
+  const gate =
+    phase === 'starting' ? (
       <main className="center">
         <Spinner label="Connecting to the server…" />
       </main>
+    ) : phase === 'need-token' ? (
+      getPlatform().kind === 'electron' ? <ElectronTokenGate /> : <TokenPrompt />
+    ) : phase === 'unreachable' ? (
+      <Unreachable />
+    ) : null;
+  if (gate)
+    return (
+      <>
+        {gate}
+        <LinkTokenDialog />
+      </>
     );
-  if (phase === 'need-token') return getPlatform().kind === 'electron' ? <ElectronTokenGate /> : <TokenPrompt />;
-  if (phase === 'unreachable') return <Unreachable />;
   return (
     <div className="shell">
       <a className="skip" href="#content">
@@ -218,6 +297,7 @@ export function App() {
         <Screen route={route} />
       </main>
       <Toasts />
+      <LinkTokenDialog />
     </div>
   );
 }

@@ -221,6 +221,13 @@ export const ServerInfo = Type.Object(
       },
       { ...ext, description: 'Which TLS mode is in force, why, and the certificate served.' },
     ),
+    token: Type.Object(
+      {
+        customer: Type.String({ description: 'The name of the customer the calling token belongs to.' }),
+        role: Type.Union([Type.Literal('owner'), Type.Literal('agent')]),
+      },
+      { ...ext, description: 'Whom the calling token signs in as (never the token itself).' },
+    ),
   },
   ext,
 );

@@ -36,11 +36,35 @@ export interface ServerOptions extends ServerTlsOptions {
   logger?: Logger;
   /** One readable log line per request. */
   logRequests?: boolean;
+  /** How long a client may take over its headers, its whole request, and between requests. */
+  httpTimeouts?: Partial<HttpTimeouts>;
   /** Folder of the built renderer, served at `/`. */
   rendererDir?: string;
   /** Replaces the data plane (tests of the control plane alone pass `null`). */
   dataPlane?: ((deps: DataPlaneDeps) => DataPlane) | null;
 }
+
+/**
+ * Timeouts of the API port against slow or idle clients (a slow-loris holds a connection by
+ * sending a byte now and then). Node checks the headers and request deadlines every
+ * `checkIntervalMs`, so a client is cut at most that much after its deadline. None applies to
+ * a response being written (an event stream lasts as long as it likes; its keep-alive comments
+ * keep the socket from being idle) nor to an upgraded socket (ws turns the socket timeout off).
+ */
+export interface HttpTimeouts {
+  /** From the connection (or the previous request) to the end of the request headers. */
+  headersMs: number;
+  /** From the connection (or the previous request) to the end of the whole request, body included. */
+  requestMs: number;
+  /** An idle keep-alive connection between two requests. */
+  keepAliveMs: number;
+  /** A connection with no byte in either direction (a reader that stopped reading), at any time. */
+  idleMs: number;
+  /** How often Node checks the headers and request deadlines. */
+  checkIntervalMs: number;
+}
+
+export const DEFAULT_HTTP_TIMEOUTS: HttpTimeouts = { headersMs: 10_000, requestMs: 30_000, keepAliveMs: 65_000, idleMs: 120_000, checkIntervalMs: 5000 };
 
 /** The service settings the routes read (services.settings). */
 export interface Settings {
@@ -61,6 +85,7 @@ export interface ResolvedConfig {
   rateLimit: { max: number; windowMs: number };
   /** How long events are kept, in ms. */
   eventRetentionMs: number;
+  httpTimeouts: HttpTimeouts;
 }
 
 /** `version` is the app's own (package.json), read by app.ts; `tls` is the opened certificate (server/tls). */
@@ -95,5 +120,16 @@ export function resolveConfig(opts: ServerOptions, version: string, tls: TlsCert
     },
     rateLimit: opts.rateLimit ?? { max: 600, windowMs: 60_000 },
     eventRetentionMs: Math.max(7, opts.eventRetentionDays ?? 14) * 86_400_000,
+    httpTimeouts: resolveHttpTimeouts(opts.httpTimeouts),
   };
+}
+
+function resolveHttpTimeouts(given: Partial<HttpTimeouts> | undefined): HttpTimeouts {
+  const t = { ...DEFAULT_HTTP_TIMEOUTS, ...given };
+  for (const [name, ms] of Object.entries(t)) {
+    if (!Number.isInteger(ms) || ms < 1) throw new Error(`httpTimeouts.${name} must be a whole number of milliseconds above 0, not ${ms}`);
+  }
+  // Node refuses a headers deadline beyond the request deadline.
+  if (t.headersMs > t.requestMs) throw new Error(`httpTimeouts.headersMs (${t.headersMs}) cannot exceed requestMs (${t.requestMs})`);
+  return t;
 }

@@ -52,9 +52,16 @@ export class V2Guard {
           hook: 'onRequest',
           // Counted per token; requests without a valid token (none, malformed, unknown, revoked)
           // are counted per address, so made-up tokens cannot each get a fresh allowance.
+          // A store failure here (the database gone) still counts the request, per address; the
+          // auth hook then meets the same failure and answers 500 (logged), with the limit headers.
           keyGenerator: (req: FastifyRequest) => {
             const token = extractToken(req.headers.authorization);
-            const info = token ? tokens.find(token) : undefined;
+            let info: ReturnType<TokenCache['find']>;
+            try {
+              info = token ? tokens.find(token) : undefined;
+            } catch {
+              info = undefined;
+            }
             return info ? `t:${info.id}` : `ip:${req.ip}`;
           },
           errorResponseBuilder: (_req, ctx) =>

@@ -6,6 +6,8 @@ import type { Role, Store, TokenInfo } from '../store/store.ts';
 
 export interface AuthContext {
   customerId: string;
+  /** The customer's name, as `token create --customer` gave it (server-info shows it). */
+  customerName: string;
   role: Role;
   tokenId: string;
 }
@@ -88,7 +90,7 @@ export function authenticate(tokens: TokenCache) {
     }
     const info = tokens.find(token);
     if (!info) throw new ApiError('unauthorized', 'The API token is not valid.');
-    request.auth = { customerId: info.customer_id, role: info.role, tokenId: info.id };
+    request.auth = { customerId: info.customer_id, customerName: info.customer_name, role: info.role, tokenId: info.id };
     if (request.routeOptions.config?.ownerOnly && info.role !== 'owner') {
       throw new ApiError('forbidden', 'This token may not manage limits; an owner token is required.', { role: info.role });
     }

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { ServerInfo } from '../contract/schemas.ts';
+import { callerOf } from '../plugins/auth.ts';
 import type { Services } from '../services.ts';
 import { bearer, responses } from './common.ts';
 
@@ -18,7 +19,7 @@ export async function metaRoutes(app: FastifyInstance, ctx: Services): Promise<v
       response: responses({ 200: ServerInfo }, 401, 429, 500),
       'x-extension': true,
     } as object,
-    handler: async () => ({
+    handler: async (request) => ({
       version: ctx.settings.version,
       api_port: ctx.settings.link.wsPort,
       public_host: ctx.settings.link.publicHost,
@@ -27,6 +28,7 @@ export async function metaRoutes(app: FastifyInstance, ctx: Services): Promise<v
       proxy_port: ctx.settings.proxyPort,
       tls: ctx.settings.link.tls,
       tls_status: ctx.settings.tls,
+      token: { customer: callerOf(request).customerName, role: callerOf(request).role },
     }),
   });
 }

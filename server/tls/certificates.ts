@@ -6,7 +6,9 @@ import { X509Certificate, createPrivateKey } from 'node:crypto';
 import { readFileSync, unwatchFile, watchFile } from 'node:fs';
 import type { Server as TlsServer } from 'node:tls';
 import type { Logger } from '../domain.ts';
-import { AcmeIssuer, renewalDue, type AcmeOptions } from './acme.ts';
+// acme.ts (and acme-client, axios and their dependencies with it) is imported only when ACME is
+// configured (openAcme): every other start would pay for loading them.
+import type { AcmeIssuer, AcmeOptions } from './acme.ts';
 import { decideTls, type TlsMode } from './mode.ts';
 import { certificateCovers, loadOrCreateSelfSigned, type PemPair } from './self-signed.ts';
 
@@ -81,6 +83,7 @@ export class TlsCertificates {
   private reloading: Promise<boolean> | undefined;
   private readonly opts: TlsOptions;
   private acme: AcmeIssuer | undefined;
+  private renewalDue: ((certPem: string) => boolean) | undefined;
   private renewTimer: NodeJS.Timeout | undefined;
 
   private constructor(opts: TlsOptions, mode: TlsMode, decision: { enabled: boolean; reason: string }) {
@@ -108,6 +111,8 @@ export class TlsCertificates {
 
   private async openAcme(acmeOpts: AcmeOptions): Promise<void> {
     const log = this.opts.log;
+    const { AcmeIssuer, renewalDue } = await import('./acme.ts');
+    this.renewalDue = (pem) => renewalDue(pem);
     const issuer = (this.acme = new AcmeIssuer(this.opts.dataDir, acmeOpts, log));
     const stored = issuer.stored();
     if (stored && !renewalDue(stored.cert)) return this.use(stored, 'acme');
@@ -133,7 +138,7 @@ export class TlsCertificates {
   async renewAcme(force = false): Promise<boolean> {
     const issuer = this.acme;
     if (!issuer || !this.pair) return false;
-    if (!force && this.status.source === 'acme' && !renewalDue(this.pair.cert)) return false;
+    if (!force && this.status.source === 'acme' && !this.renewalDue?.(this.pair.cert)) return false;
     try {
       this.use(await issuer.issue(), 'acme');
       this.status.reason = decideTls(this.status.mode, this.opts.publicHost, true).reason;

@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { startServer, type RunningServer } from '../../server/serve.ts';
+import { createLogger } from '../../server/log.ts';
 
 export const ROOT = resolve(import.meta.dirname, '..', '..');
 export const RENDERER_DIR = join(ROOT, 'dist', 'renderer');
@@ -20,7 +21,9 @@ export interface Backend {
   stop(): Promise<void>;
 }
 
-export async function startBackend(opts: { rateLimit?: { max: number; windowMs: number } } = {}): Promise<Backend> {
+export async function startBackend(
+  opts: { rateLimit?: { max: number; windowMs: number }; egress?: 'allow-all' | 'public-only'; onRequestLog?: (line: string) => void } = {},
+): Promise<Backend> {
   if (!existsSync(join(RENDERER_DIR, 'index.html'))) throw new Error('dist/renderer is missing: run `npm run build` first');
   const dataDir = mkdtempSync(join(tmpdir(), 'vad-e2e-'));
   const server = await startServer({
@@ -34,7 +37,9 @@ export async function startBackend(opts: { rateLimit?: { max: number; windowMs: 
     statsIntervalMs: 1000,
     heartbeatIntervalMs: 5000,
     // The tests relay to loopback targets: an explicit opt-in (the default refuses loopback).
-    egress: 'allow-all',
+    egress: opts.egress ?? 'allow-all',
+    // One line per request (method, redacted path, status), for specs that count answers.
+    ...(opts.onRequestLog ? { logRequests: true, logger: createLogger({ level: 'info', write: opts.onRequestLog }) } : {}),
   });
   const token = server.ownerToken;
   if (!token) throw new Error('a fresh data folder must yield an owner token');

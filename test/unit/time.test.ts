@@ -38,3 +38,19 @@ test('property: no UUID survives redactIds', () => {
     { numRuns: 200 },
   );
 });
+
+test('redactIds removes the value of every token-like query parameter, bearer credential and API token', () => {
+  const t = 'vad_Zm9vYmFyYmF6cXV4cXV1eGNvcmdlZ3JhdWx0Z2FycGx5';
+  assert.equal(redactIds(`/?token=${t}`), '/?token=…');
+  assert.equal(redactIds(`/v2/zones?access_token=${t}&limit=5`), '/v2/zones?access_token=…&limit=5');
+  assert.equal(redactIds(`/v2/events?client_id=a&TOKEN=${t}#x`), '/v2/events?client_id=a&TOKEN=…#x');
+  assert.equal(redactIds('/x?api_key=abc&apikey=def&auth=ghi&password=jkl&sig=mno&id_token=pqr&refresh_token=stu'), '/x?api_key=…&apikey=…&auth=…&password=…&sig=…&id_token=…&refresh_token=…');
+  // A percent-encoded name is still a token's name.
+  assert.equal(redactIds('/?%74oken=secret1'), '/?%74oken=…');
+  assert.equal(redactIds(`/#token=${encodeURIComponent(t)}`), '/#token=…');
+  assert.equal(redactIds(`Authorization: Bearer ${t}`), 'Authorization: Bearer …');
+  // A token anywhere else keeps only its stored prefix (vad_ and 6 characters).
+  assert.equal(redactIds(`revoked ${t} today`), 'revoked vad_Zm9vYm… today');
+  // Other parameters are untouched.
+  assert.equal(redactIds('/v2/sessions?client_id=erin&status=active'), '/v2/sessions?client_id=erin&status=active');
+});

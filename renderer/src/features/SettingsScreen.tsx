@@ -71,11 +71,23 @@ function OpenApiViewer() {
   );
 }
 
+/** An http URL to a machine other than this one: the token would cross the network unencrypted. */
+function plainHttpBeyondLoopback(url: string): boolean {
+  try {
+    const u = new URL(url);
+    const h = u.hostname.replace(/^\[|\]$/g, '').toLowerCase();
+    return u.protocol === 'http:' && !(h === 'localhost' || h.endsWith('.localhost') || h.startsWith('127.') || h === '::1');
+  } catch {
+    return false;
+  }
+}
+
 export function EndpointForm() {
   const conn = useStore((s) => s.connection);
   const [mode, setMode] = useState<'embedded' | 'remote'>(conn?.mode === 'remote' ? 'remote' : 'embedded');
   const [url, setUrl] = useState(conn?.mode === 'remote' ? conn.baseUrl : '');
   const [token, setToken] = useState('');
+  const [plainHttp, setPlainHttp] = useState(false);
   const [err, setErr] = useState('');
   const [busy, setBusy] = useState(false);
   const submit = async (e: FormEvent) => {
@@ -93,7 +105,9 @@ export function EndpointForm() {
     }
     setBusy(true);
     try {
-      await saveConnection({ mode, remoteBaseUrl: mode === 'remote' ? url : undefined, remoteToken: token || undefined });
+      const refused = await saveConnection({ mode, remoteBaseUrl: mode === 'remote' ? url : undefined, remoteToken: token || undefined, allowPlainHttp: plainHttp || undefined });
+      // Main's refusal (a changed URL without its token, plain http not confirmed) stays on the form.
+      if (refused) setErr(refused);
     } finally {
       setBusy(false);
     }
@@ -119,8 +133,20 @@ export function EndpointForm() {
           </FormRow>
           <FormRow label="API token" htmlFor="remote-token">
             <input id="remote-token" type="password" value={token} onChange={(e) => setToken(e.target.value)} placeholder={conn?.hasToken ? 'Unchanged' : 'Token from your operator'} autoComplete="off" />
-            <p className="help">Kept encrypted by the desktop app; this window never reads it back.</p>
+            <p className="help">Kept encrypted by the desktop app; this window never reads it back. A changed base URL needs its token again.</p>
           </FormRow>
+          {plainHttpBeyondLoopback(url) ? (
+            <div className="error-banner" role="note" style={{ flexDirection: 'column', alignItems: 'flex-start' }}>
+              <p>
+                <strong>Plain http:</strong> the API token and every answer are sent unencrypted to this server, readable by anyone on the
+                network between. Use https unless this is a network you trust.
+              </p>
+              <label className="checkbox">
+                <input type="checkbox" checked={plainHttp} onChange={(e) => setPlainHttp(e.target.checked)} />
+                Use plain http anyway (token sent unencrypted)
+              </label>
+            </div>
+          ) : null}
         </>
       ) : null}
       {err ? (
@@ -152,6 +178,7 @@ export function SettingsScreen() {
             <Field label="API base URL" value={conn?.baseUrl ?? '—'} mono />
             {conn?.dataDir ? <Field label="Data folder" value={conn.dataDir} mono /> : null}
             {conn?.tokenStorage ? <Field label="Token storage" value={conn.tokenStorage} /> : null}
+            {info?.token ? <Field label="Signed in as" value={`${info.token.customer} (${info.token.role})`} /> : null}
           </dl>
           {kind === 'electron' ? <EndpointForm /> : null}
           {kind === 'web' ? (

@@ -25,6 +25,14 @@ export interface Platform {
   onNavigate(listener: (route: string) => void): () => void;
   /** Web mode only: set or forget the API token kept in this browser. */
   setToken?(token: string | null): void;
+  /**
+   * Web mode only: a token from a `#token=` link that differs from the stored one is held, not
+   * used, until the user decides. Resolves with whom it signs in as (server-info), null when no
+   * link token waits, or throws when the server refuses it (then it is dropped).
+   */
+  linkToken?(): Promise<{ customer: string; role: string } | null>;
+  /** Web mode only: use the held link token (replacing the stored one) or drop it. */
+  resolveLinkToken?(use: boolean): void;
 }
 
 export class ApiError extends Error implements ApiErrorInfo {

@@ -14,9 +14,14 @@ export const TOKEN_KEY = 'vpn-access.token';
 export const WEB_LAN_REASON = 'This page talks to a server that was started from the command line; that server decides which address it listens on.';
 export const BASE_KEY = 'vpn-access.baseUrl';
 
+/** A link's token that differs from the stored one: held until the user decides (linkToken). */
+let heldLinkToken: string | null = null;
+
 /**
  * A token handed over in the address (`/#token=...` or `?token=...`, e.g. a link printed by
- * the server for support staff) is kept like a typed one and removed from the address bar.
+ * the server for support staff) is removed from the address bar. It is kept like a typed one
+ * only when no token is stored yet; a different stored token is never replaced silently (a
+ * crafted link could sign support staff into another customer): it is held, and the app asks.
  */
 function takeTokenFromAddress(): void {
   try {
@@ -25,7 +30,9 @@ function takeTokenFromAddress(): void {
     const fromQuery = url.searchParams.get('token');
     const token = fromHash ? decodeURIComponent(fromHash) : fromQuery;
     if (!token) return;
-    localStorage.setItem(TOKEN_KEY, token);
+    const stored = localStorage.getItem(TOKEN_KEY);
+    if (!stored) localStorage.setItem(TOKEN_KEY, token);
+    else if (stored !== token) heldLinkToken = token;
     url.searchParams.delete('token');
     if (fromHash) url.hash = '';
     history.replaceState(null, '', url.pathname + url.search + url.hash);
@@ -66,6 +73,10 @@ async function errorFrom(res: Response): Promise<ApiError> {
 export function createWebPlatform(): Platform {
   const baseUrl = defaultBaseUrl();
   let token = readToken();
+  // A `#token=` link followed inside the running page: load again, so it is held and asked about.
+  window.addEventListener('hashchange', () => {
+    if (/^#token=/.test(location.hash)) location.reload();
+  });
 
   async function call<T>(method: string, path: string, body?: unknown): Promise<T> {
     if (!token) throw new ApiError({ status: 401, code: 'unauthorized', message: 'No API token has been entered yet.', details: {} });
@@ -130,6 +141,22 @@ export function createWebPlatform(): Platform {
     ops,
     subscribe,
     onNavigate: () => () => {},
+    async linkToken() {
+      const held = heldLinkToken;
+      if (!held) return null;
+      const res = await fetch(baseUrl + '/server-info', { headers: { Authorization: `Bearer ${held}` }, signal: AbortSignal.timeout(15_000) }).catch(() => null);
+      if (!res?.ok) {
+        heldLinkToken = null;
+        throw res ? await errorFrom(res) : new ApiError({ status: 0, code: 'network_error', message: `The server at ${baseUrl} could not be reached.`, details: {} });
+      }
+      const info = (await res.json()) as { token?: { customer: string; role: string } };
+      return info.token ?? { customer: 'unknown customer', role: 'unknown role' };
+    },
+    resolveLinkToken(use) {
+      const held = heldLinkToken;
+      heldLinkToken = null;
+      if (use && held) this.setToken!(held);
+    },
     setToken(next) {
       token = next;
       try {

@@ -32,6 +32,7 @@ export const {
   forgetToken,
   loadServerInfo,
   saveConnection,
+  resolveLinkToken,
   setStreamState,
   loadZones,
   loadSessions,

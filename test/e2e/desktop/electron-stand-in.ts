@@ -21,6 +21,10 @@ export interface StandInOptions {
   argv?: string[];
   /** Whether safeStorage reports a system keychain (AES-GCM with a key held by the stand-in). */
   encryptionAvailable?: boolean;
+  /** What safeStorage.getSelectedStorageBackend() answers (Linux): default `gnome_libsecret`. */
+  storageBackend?: string;
+  /** The keychain was reset (or is another one): what an earlier launch stored cannot be decrypted. */
+  keychainLost?: boolean;
   /** Called by app.exit. */
   onExit(code: number): void;
 }
@@ -318,6 +322,8 @@ function toMenuItems(template: Array<Record<string, unknown>>): MenuItemRecord[]
   }));
 }
 
+const KEYCHAINS = new Map<string, Buffer>();
+
 /** Builds the fake module and its state. */
 export function createElectron(opts: StandInOptions): { electron: Record<string, unknown>; state: StandInState } {
   const state = new StandInState();
@@ -326,8 +332,11 @@ export function createElectron(opts: StandInOptions): { electron: Record<string,
   const ready = new Promise<void>((r) => (readyResolve = r));
   let isReady = false;
   let quitting = false;
-  // safeStorage: the "keychain" is a key this stand-in holds; the file on disk is ciphertext.
-  const key = randomBytes(32);
+  // safeStorage: the "keychain" is a key this stand-in holds, one per user-data folder, kept
+  // across launches in this process as an OS keychain keeps it across restarts; the file on
+  // disk is ciphertext. `keychainLost` replaces it, so earlier ciphertext no longer decrypts.
+  if (opts.keychainLost || !KEYCHAINS.has(opts.userData)) KEYCHAINS.set(opts.userData, randomBytes(32));
+  const key = KEYCHAINS.get(opts.userData)!;
 
   const appApi = Object.assign(app, {
     name: 'VPN Access Desk',
@@ -410,6 +419,7 @@ export function createElectron(opts: StandInOptions): { electron: Record<string,
     ),
     safeStorage: {
       isEncryptionAvailable: () => opts.encryptionAvailable ?? true,
+      getSelectedStorageBackend: () => opts.storageBackend ?? 'gnome_libsecret',
       encryptString(plain: string): Buffer {
         const iv = randomBytes(12);
         const c = createCipheriv('aes-256-gcm', key, iv);

@@ -32,6 +32,8 @@ export interface LaunchOptions {
    * is reached without traffic ever leaving loopback.
    */
   interfaces?: ReturnType<typeof os.networkInterfaces>;
+  storageBackend?: string;
+  keychainLost?: boolean;
 }
 
 // The bundle does `require('electron')`: this process answers with the current stand-in.
@@ -167,6 +169,8 @@ export async function launchDesktop(opts: LaunchOptions): Promise<DesktopApp> {
     browser: opts.browser,
     argv: ['electron', MAIN_BUNDLE, `--user-data-dir=${userData}`],
     encryptionAvailable: opts.encryptionAvailable,
+    storageBackend: opts.storageBackend,
+    keychainLost: opts.keychainLost,
     onExit: (code) => exit(code),
   });
   const req = Module.createRequire(import.meta.url);

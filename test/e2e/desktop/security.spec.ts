@@ -74,6 +74,12 @@ test('the window cannot navigate away, reach the network or open windows', async
   const decide = (url: string) => new Promise<boolean | undefined>((r) => d.state.beforeRequest!({ url }, (x) => r(x.cancel)));
   expect(await decide(backend.baseUrl + '/zones')).toBe(true);
   expect(await decide(own)).toBe(false);
+  // Files: the renderer's own folder only, not the rest of the disk (main's bundle, /etc/passwd).
+  expect(await decide(new URL('assets/x.js', own).href)).toBe(false);
+  expect(await decide(new URL('../main/index.cjs', own).href)).toBe(true);
+  expect(await decide('file:///etc/passwd')).toBe(true);
+  const readPasswd = await page.evaluate(() => fetch('file:///etc/passwd').then(() => 'read', (e: Error) => `failed: ${e.message}`));
+  expect(readPasswd).toMatch(/^failed/);
   // A new window: main's window-open handler denies it.
   const denied = d.state.deniedWindows.length;
   await page.evaluate(() => void window.open('about:blank', '_blank'));

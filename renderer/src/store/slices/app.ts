@@ -17,6 +17,8 @@ export interface AppSlice {
   phaseError: ApiErrorInfo | null;
   connection: ConnectionInfo | null;
   serverInfo: ServerInfo | null;
+  /** Web mode: a `#token=` link's token waiting for the user's answer, and whom it signs in as. */
+  linkToken: { customer: string; role: string } | null;
   streamState: StreamState;
   streamError: ApiErrorInfo | null;
   route: Route;
@@ -36,7 +38,10 @@ export interface AppSlice {
   submitToken(token: string): Promise<void>;
   forgetToken(): void;
   loadServerInfo(): Promise<void>;
-  saveConnection(settings: ConnectionSettings): Promise<boolean>;
+  /** Null when saved; else why not (also shown as a toast). */
+  saveConnection(settings: ConnectionSettings): Promise<string | null>;
+  /** Use (true) or drop the token of a `#token=` link. */
+  resolveLinkToken(use: boolean): Promise<void>;
   setStreamState(state: StreamState, error?: ApiErrorInfo): void;
 }
 
@@ -47,6 +52,7 @@ export const createAppSlice: SliceCreator<AppSlice> = (set, get) => {
     phaseError: null,
     connection: null,
     serverInfo: null,
+    linkToken: null,
     streamState: 'connecting',
     streamError: null,
     route: { name: 'sessions' },
@@ -70,6 +76,14 @@ export const createAppSlice: SliceCreator<AppSlice> = (set, get) => {
       return err;
     },
     async startApp(opts = {}) {
+      // A link's token that differs from the stored one: ask (LinkTokenDialog), never replace silently.
+      const platform = getPlatform();
+      if (platform.linkToken && !get().linkToken) {
+        platform.linkToken().then(
+          (who) => who && set({ linkToken: who }),
+          () => get().toast('The token in the link was not accepted by the server; the stored token is kept.', 'error'),
+        );
+      }
       if (!opts.retry || get().phase !== 'unreachable') set({ phase: 'starting', phaseError: null });
       const phase = get().phase;
       try {
@@ -115,11 +129,20 @@ export const createAppSlice: SliceCreator<AppSlice> = (set, get) => {
         set({ connection });
         get().toast('Connection settings saved.');
         await get().startApp();
-        return true;
+        return null;
       } catch (e) {
-        get().toast(toApiError(e).message, 'error');
-        return false;
+        const message = toApiError(e).message;
+        get().toast(message, 'error');
+        return message;
       }
+    },
+    async resolveLinkToken(use) {
+      getPlatform().resolveLinkToken?.(use);
+      set({ linkToken: null });
+      if (!use) return;
+      // Another customer's token: nothing of the old one's view stays.
+      set({ sessions: {}, sessionOrder: [], speedHistory: {}, events: [], lastEventId: undefined, serverInfo: null });
+      await get().startApp();
     },
     setStreamState(state, error) {
       set({ streamState: state, streamError: error ?? (state === 'open' ? null : get().streamError) });

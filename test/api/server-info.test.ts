@@ -1,0 +1,27 @@
+// GET /v2/server-info names the calling token's customer and role (extension `token`), so a UI
+// can say whom it is signed in as, and ask before a link's token replaces the stored one.
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { auth, json, makeServer, type TestServer } from '../helpers/server.ts';
+
+let s: TestServer;
+before(async () => {
+  s = await makeServer();
+});
+after(async () => s.close());
+
+test('server-info names the token\'s customer and role', async () => {
+  for (const [token, customer, role] of [[s.owner, 'acme', 'owner'], [s.agent, 'acme', 'agent'], [s.other, 'globex', 'owner']] as const) {
+    const res = await s.app.inject({ url: '/v2/server-info', headers: auth(token) });
+    assert.equal(res.statusCode, 200, res.body);
+    assert.deepEqual(json(res).token, { customer, role });
+    assert.ok(!res.body.includes(token), 'never the token itself');
+  }
+});
+
+test('the OpenAPI document describes it', async () => {
+  const doc = json(await s.app.inject({ url: '/v2/openapi.json' }));
+  const schema = doc.paths['/v2/server-info'].get.responses['200'].content['application/json'].schema;
+  const props = schema.properties ?? doc.components?.schemas?.[schema.$ref?.split('/').pop()]?.properties;
+  assert.ok(props.token, JSON.stringify(schema).slice(0, 300));
+});
