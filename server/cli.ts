@@ -198,6 +198,24 @@ async function serve(argv: string[]): Promise<void> {
     throw err;
   });
 
+  // Signals are handled before anything is printed: whoever waits for the 'listening' line may
+  // stop the server the moment it reads it, and must get a clean shutdown.
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info(`${signal}: shutting down`);
+    server.close().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        log.error({ err: String(err) }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
+
   if (server.ownerToken) {
     process.stdout.write(
       `\nNew data folder: created customer "default" and its owner token (shown only this once, keep it secret):\n\n  ${server.ownerToken}\n\n`,
@@ -218,21 +236,6 @@ async function serve(argv: string[]): Promise<void> {
   // certbot and acme.sh deploy hooks send SIGHUP: re-read the certificate files now.
   process.on('SIGHUP', () => void server.services.tls.reload());
 
-  let stopping = false;
-  const stop = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    log.info(`${signal}: shutting down`);
-    server.close().then(
-      () => process.exit(0),
-      (err: unknown) => {
-        log.error({ err: String(err) }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
-  };
-  process.on('SIGINT', () => stop('SIGINT'));
-  process.on('SIGTERM', () => stop('SIGTERM'));
 }
 
 function token(argv: string[]): void {
