@@ -26,10 +26,11 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
   const built = await buildServer({ ...opts, host });
   const { app, services } = built;
   let ownerToken: string | undefined;
-  if (services.store.countCustomers() === 0) {
-    ownerToken = services.tokens.create({ customer: opts.firstCustomer ?? 'default', role: 'owner' });
-  }
   try {
+    // Several instances on one database may start at once: at most a few of them see it empty.
+    if ((await services.data.countCustomers()) === 0) {
+      ownerToken = (await services.data.createToken(opts.firstCustomer ?? 'default', 'owner')).token;
+    }
     await app.listen({ host, port: opts.port ?? 8787 });
     const apiPort = (app.server.address() as AddressInfo).port;
     services.settings.link.wsPort = opts.publicPort ?? apiPort;

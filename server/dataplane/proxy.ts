@@ -110,7 +110,7 @@ export function serveProxy(ctx: ProxyContext, client: ClientSide): Connection {
 
 const AUTH_HEADER = 'Proxy-Authenticate: Basic realm="vpn-access"';
 
-function handle(ctx: ProxyContext, conn: Connection, head: Head, rest: Buffer): void {
+function handle(ctx: ProxyContext, conn: Connection, head: Head, rest: Buffer, prepared = false): void {
   // 1. credentials
   const auth = header(head, 'proxy-authorization');
   const m = auth ? /^basic\s+([A-Za-z0-9+/=]+)$/i.exec(auth) : null;
@@ -120,6 +120,11 @@ function handle(ctx: ProxyContext, conn: Connection, head: Head, rest: Buffer): 
   const pass = colon >= 0 ? decoded.slice(colon + 1) : '';
   const parsed = parseProxyUser(user);
   const sessionId = parsed?.user.toLowerCase() ?? '';
+  // A store fed from a remote database loads the session first; SQLite answers at once.
+  if (!prepared && UUID_RE.test(sessionId)) {
+    const loading = ctx.prepare?.(sessionId);
+    if (loading) return void loading.then(() => !conn.closed && handle(ctx, conn, head, rest, true));
+  }
   if (!parsed || !UUID_RE.test(sessionId) || pass.toLowerCase() !== sessionId || !ctx.sessionExists(sessionId)) {
     ctx.log.info({ session: sessionId.slice(0, 8) || undefined }, 'proxy credentials refused');
     return respond(conn, errorResponse(407, 'proxy_auth_required',

@@ -1,9 +1,22 @@
-// The Server-Sent Events writer: replay from SQLite after Last-Event-ID, then live events,
+// The Server-Sent Events writer: replay from the event log after Last-Event-ID, then live events,
 // with no gap and no duplicate; keep-alive comments; a bound on what a slow consumer buffers.
 import type { ServerResponse } from 'node:http';
 import type { SessionEvent } from '../contract/schemas.ts';
-import type { EventFilter, Store } from '../store/store.ts';
-import type { EventBus } from './bus.ts';
+import type { EventFilter } from '../store/store.ts';
+import type { Subscriber } from './bus.ts';
+
+/**
+ * Where a stream reads events: the stored log and the live subscription. The SQLite bus
+ * (`fromLog` false) hands live events straight from publish(), so the stream replays from the
+ * log itself and switches to live in one synchronous step. The PostgreSQL feed (`fromLog`
+ * true, server/events/pg-feed.ts) feeds each subscriber from the log after `afterId`, in id
+ * order, whoever wrote the events: the stream then just subscribes where its first batch ended.
+ */
+export interface EventLogSource {
+  eventsAfter(customerId: string, afterId: number, filter: EventFilter, limit: number): SessionEvent[] | Promise<SessionEvent[]>;
+  subscribe(sub: Subscriber & { afterId: number }): () => void;
+  readonly fromLog: boolean;
+}
 
 export interface SseOptions {
   retryMs: number;
@@ -29,8 +42,7 @@ export function openEventStream(
   res: ServerResponse,
   headers: Record<string, string | number | string[] | undefined>,
   deps: {
-    store: Store;
-    bus: EventBus;
+    source: EventLogSource;
     customerId: string;
     filter: EventFilter;
     lastEventId: number;
@@ -39,7 +51,7 @@ export function openEventStream(
     firstBatch?: SessionEvent[];
   },
 ): StreamHandle {
-  const { store, bus, customerId, filter, options } = deps;
+  const { source, customerId, filter, options } = deps;
   let lastSent = deps.lastEventId;
   let replaying = true;
   let closed = false;
@@ -67,13 +79,16 @@ export function openEventStream(
 
   // While replaying, live events are not kept: they are stored before they are published, so
   // the replay queries read them from SQLite (no unbounded in-memory queue).
-  const unsubscribe = bus.subscribe({
-    customerId,
-    filter,
-    deliver: (e) => {
-      if (!replaying) send(e);
-    },
-  });
+  let unsubscribe = source.fromLog
+    ? () => {}
+    : source.subscribe({
+        customerId,
+        filter,
+        afterId: lastSent,
+        deliver: (e) => {
+          if (!replaying) send(e);
+        },
+      });
   const keepAlive = setInterval(() => write(': keep-alive\n\n'), options.keepAliveMs);
   keepAlive.unref();
 
@@ -109,7 +124,8 @@ export function openEventStream(
     let first = deps.firstBatch;
     for (;;) {
       if (closed) return;
-      const batch = first ?? store.eventsAfter(customerId, lastSent, filter, options.replayBatch);
+      const read = first ?? source.eventsAfter(customerId, lastSent, filter, options.replayBatch);
+      const batch = Array.isArray(read) ? read : await read;
       first = undefined;
       let waited = false;
       for (const e of batch) {
@@ -121,8 +137,11 @@ export function openEventStream(
         }
       }
       if (batch.length < options.replayBatch && !waited) break;
+      // The feed replays on its own: after the first batch, it takes over from lastSent.
+      if (source.fromLog) break;
     }
     replaying = false;
+    if (source.fromLog && !closed) unsubscribe = source.subscribe({ customerId, filter, afterId: lastSent, deliver: (e) => send(e) });
   })().catch(() => close());
 
   return { close };
