@@ -27,9 +27,11 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
   const { app, services } = built;
   let ownerToken: string | undefined;
   try {
-    // Several instances on one database may start at once: at most a few of them see it empty.
+    // Several instances on one database may start at once and all see it empty: only the one
+    // whose insert created the first customer (ensureCustomer is race-free) makes its token.
     if ((await services.data.countCustomers()) === 0) {
-      ownerToken = (await services.data.createToken(opts.firstCustomer ?? 'default', 'owner')).token;
+      const first = opts.firstCustomer ?? 'default';
+      if ((await services.data.ensureCustomer(first)).created) ownerToken = (await services.data.createToken(first, 'owner')).token;
     }
     await app.listen({ host, port: opts.port ?? 8787 });
     const apiPort = (app.server.address() as AddressInfo).port;

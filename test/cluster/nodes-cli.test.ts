@@ -9,7 +9,7 @@ import { after, before, test } from 'node:test';
 import { PgStore } from '../../server/store/pg/store.ts';
 import { Store } from '../../server/store/store.ts';
 import { openDatabase } from '../../server/store/db.ts';
-import { serve, type ServeProcess } from '../helpers/cli.ts';
+import { printedToken, serve, type ServeProcess } from '../helpers/cli.ts';
 import { startPostgres, type PgServer } from '../helpers/postgres.ts';
 import { CLI, NODE, ROOT, removeDir, tempDir, waitFor } from '../helpers/server.ts';
 
@@ -62,6 +62,8 @@ async function api(srv: ServeProcess, method: string, path: string, body?: unkno
 }
 
 test('two serve processes on one database: a session made on A is read on B; token create and revoke from the command line', async () => {
+  // Both started at once on the empty database: exactly one made (and printed) the first owner token.
+  assert.equal([a, b].filter((p) => printedToken(p.stdout()) !== undefined).length, 1);
   const created = await api(a, 'POST', '/sessions', { client_id: 'cli-1', zone: 'de-fra' });
   assert.equal(created.status, 201);
   const onB = await api(b, 'GET', `/sessions/${created.json.id}/status`);
