@@ -163,3 +163,33 @@ test('pause on B cuts a real transfer carried by A within 1 s; the moved bytes r
   const row = await b.services.data.getSession(id);
   assert.ok(row!.downloaded_bytes >= 20_000);
 });
+
+test('one session carried by A and B at once: each adds its bytes, none overwrites; a limit set on B cuts A at once', async () => {
+  const beta = (await a.services.data.createToken('beta', 'owner')).token;
+  const created = await api(a, 'POST', '/sessions', { client_id: 'c-both', zone: 'de-fra', reusable: true }, beta);
+  assert.equal(created.status, 201);
+  const id = created.json.id as string;
+  const conf = created.json.configuration as VlessConfiguration;
+  const [va, vb] = await Promise.all([startV2rayClient({ ...conf, port: a.apiPort }), startV2rayClient({ ...conf, port: b.apiPort })]);
+  try {
+    const [ra, rb] = await Promise.all([curlSocks(va.socksPort, files.url('/file/big')), curlSocks(vb.socksPort, files.url('/file/big'))]);
+    assert.equal(ra.code, 0, ra.stderr);
+    assert.equal(rb.code, 0, rb.stderr);
+    // Both data planes carried the session at the same time; the database holds the sum.
+    await waitFor(async () => (await b.services.data.getSession(id))!.downloaded_bytes >= 8 * MB, 5000, 'both transfers counted');
+    const sum = (await a.services.data.sumCounters((await a.services.data.findToken(beta))!.customer_id)).downloaded_bytes;
+    assert.ok(sum >= 8 * MB && sum < 8 * MB + 200_000, `customer total ${sum}`);
+
+    const slow = curlSocks(va.socksPort, files.url('/slow/big?rate=400000'));
+    await waitFor(() => a.services.dataPlane!.live(id)?.open_connections === 1, 5000, 'the transfer runs on A');
+    const t0 = performance.now();
+    // A session byte cap below what the session has moved, set on B: A hears it (vad_limits) and cuts.
+    assert.equal((await api(b, 'PATCH', '/customer/limits/session', { downloaded_bytes: 1_000_000 }, beta)).status, 200);
+    const cut = await slow;
+    const elapsed = performance.now() - t0;
+    assert.notEqual(cut.code, 0, 'the transfer was cut');
+    assert.ok(elapsed < 1500, `cut after ${elapsed.toFixed(0)} ms`);
+  } finally {
+    await Promise.all([va.close(), vb.close()]);
+  }
+});
