@@ -16,6 +16,7 @@ export type {
   Configuration,
   LimitScope,
 } from '../server/contract/schemas.ts';
+export type { Subscription, SubscriptionFormat } from '../server/contract/subscriptions.ts';
 
 import type { ClientLimits, ClientLimitsUpdate, SessionStatusValue, EventType } from '../server/contract/schemas.ts';
 
@@ -64,3 +65,34 @@ export interface ConnectionSettings {
 
 /** Events a first connection of the event stream replays (the newest ones); later ones resume by id. */
 export const HISTORY_TAIL = 200;
+
+/** One address of this machine's network interfaces (desktop: "Let other devices connect"). */
+export interface LanAddress {
+  address: string;
+  family: 4 | 6;
+  /** The interface's name (eth0, en0, Wi-Fi...). */
+  interface: string;
+  /** A private IPv4 address (RFC 1918): what phones on the same network reach. */
+  lan: boolean;
+}
+
+/** Whether the embedded server lets other devices connect, and on which address. */
+export interface LanSharing {
+  /** False in web mode and when the app uses a remote server. */
+  supported: boolean;
+  /** Why it is not supported, in words (when `supported` is false). */
+  reason?: string;
+  enabled: boolean;
+  /** The address the data plane and the API are bound to while enabled. */
+  address: string | null;
+  /** Non-internal addresses of this machine, in interface order. */
+  addresses: LanAddress[];
+  /** The address preselected when nothing was chosen yet (the first private IPv4). */
+  suggested: string | null;
+}
+
+export interface LanSharingRequest {
+  enabled: boolean;
+  /** Required when enabling: one of `LanSharing.addresses`. */
+  address?: string;
+}

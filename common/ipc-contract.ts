@@ -7,6 +7,8 @@ import type {
   ConnectionInfo,
   ConnectionSettings,
   EventFilter,
+  LanSharing,
+  LanSharingRequest,
   LimitScope,
   LimitsRecord,
   LimitsUpdate,
@@ -19,6 +21,7 @@ import type {
   SessionListQuery,
   SessionStatusResponse,
   StreamState,
+  Subscription,
   ZoneList,
 } from './api-types.ts';
 import type { Result } from './result.ts';
@@ -41,6 +44,16 @@ export interface AppOps {
   getLimits(scope: LimitScope): Promise<Result<LimitsRecord>>;
   updateLimits(scope: LimitScope, body: LimitsUpdate): Promise<Result<LimitsRecord>>;
   deleteLimits(scope: LimitScope): Promise<Result<true>>;
+  /** The client's subscription (404 subscription_not_found while it is off). */
+  getSubscription(clientId: string): Promise<Result<Subscription>>;
+  /** Turns the client's subscription on, or rotates its URL when it is on (the old URL stops working). */
+  putSubscription(clientId: string): Promise<Result<Subscription>>;
+  /** Turns the client's subscription off: its URL stops working. */
+  deleteSubscription(clientId: string): Promise<Result<true>>;
+  /** Desktop: "Let other devices connect", its state and this machine's addresses. */
+  lanSharing(): Promise<Result<LanSharing>>;
+  /** Desktop: turns sharing on (on an address) or off; main restarts the embedded server. */
+  setLanSharing(request: LanSharingRequest): Promise<Result<LanSharing>>;
   /** Starts an event subscription in main; events arrive through `onStreamMessage`. */
   openStream(streamId: string, filter: EventFilter): Promise<Result<true>>;
   closeStream(streamId: string): Promise<Result<true>>;

@@ -14,6 +14,7 @@ import type {
   SessionList,
   SessionListQuery,
   SessionStatusResponse,
+  Subscription,
   ZoneList,
 } from '../common/api-types.ts';
 import { fail, type Result } from '../common/result.ts';
@@ -70,6 +71,9 @@ export class ApiClient {
   getLimits = (s: LimitScope) => this.request<LimitsRecord>('GET', `/customer/limits/${s}`);
   updateLimits = (s: LimitScope, b: LimitsUpdate) => this.request<LimitsRecord>('PATCH', `/customer/limits/${s}`, b);
   deleteLimits = (s: LimitScope) => this.request<true>('DELETE', `/customer/limits/${s}`);
+  getSubscription = (c: string) => this.request<Subscription>('GET', `/subscriptions/${encodeURIComponent(c)}`);
+  putSubscription = (c: string) => this.request<Subscription>('PUT', `/subscriptions/${encodeURIComponent(c)}`);
+  deleteSubscription = (c: string) => this.request<true>('DELETE', `/subscriptions/${encodeURIComponent(c)}`);
 }
 
 /** Query strings as the API reads them (shared with the renderer). */

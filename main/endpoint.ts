@@ -2,13 +2,17 @@
 // kept in the TokenStore) or a remote one (from the settings, or from VPN_ACCESS_REMOTE_URL
 // and VPN_ACCESS_REMOTE_TOKEN for tests and support staff). It tells its owner when the
 // endpoint changes, and whether it is another server (`fresh`: event ids and sessions of the
-// old one mean nothing there).
+// old one mean nothing there). "Let other devices connect" restarts the embedded server bound
+// to one of this machine's addresses (data plane and API; the API still wants its token),
+// with that address in links and subscriptions and the `lan` egress policy; turning it off
+// restarts it on loopback. The old server is closed before the new one listens.
 import { join } from 'node:path';
-import type { ConnectionInfo, ConnectionSettings } from '../common/api-types.ts';
+import type { ConnectionInfo, ConnectionSettings, LanAddress, LanSharing, LanSharingRequest } from '../common/api-types.ts';
 import { fail, type Result } from '../common/result.ts';
 import { startServer, type RunningServer } from '../server/serve.ts';
 import type { Endpoint } from './api-client.ts';
-import type { SettingsFile } from './settings.ts';
+import { listAddresses, pickLanAddress } from './lan.ts';
+import type { Settings, SettingsFile } from './settings.ts';
 import type { TokenStore } from './token-store.ts';
 
 export interface EndpointsOptions {
@@ -19,6 +23,39 @@ export interface EndpointsOptions {
   override: Endpoint | null;
   /** Called after every selection; `fresh` when the base URL changed. */
   onChange(fresh: boolean): void;
+  /** This machine's addresses (tests pass their own). Default: os.networkInterfaces(). */
+  addresses?: () => LanAddress[];
+  /** Tests that relay to their own loopback targets widen the egress policy ('allow-all'); the app never sets it. */
+  egress?: 'allow-all';
+}
+
+/** Where the embedded server listens, what links say, and its egress policy. */
+export interface EmbeddedBind {
+  host: string;
+  publicHost: string;
+  egress?: 'lan';
+}
+
+export const LOOPBACK_BIND: EmbeddedBind = { host: '127.0.0.1', publicHost: '127.0.0.1' };
+
+/** The bind the saved settings ask for: the chosen address while sharing is on, else loopback. */
+export function embeddedBind(lan: Settings['lanSharing']): EmbeddedBind {
+  return lan?.enabled && lan.address ? { host: lan.address, publicHost: lan.address, egress: 'lan' } : LOOPBACK_BIND;
+}
+
+/**
+ * Starts the embedded server (the path the desktop app uses): API and VLESS over ws on `port`
+ * (a free one if that is taken), the raw TCP inbound and the proxy on free ports, all on
+ * `bind.host`.
+ */
+export async function startEmbeddedServer(dataDir: string, port: number, bind: EmbeddedBind, egress?: 'allow-all'): Promise<RunningServer> {
+  const opts = { dataDir, host: bind.host, publicHost: bind.publicHost, egress: egress ?? bind.egress, firstCustomer: 'local' };
+  try {
+    return await startServer({ ...opts, port });
+  } catch (e) {
+    if ((e as { code?: string }).code !== 'EADDRINUSE' || port === 0) throw e;
+    return startServer({ ...opts, port: 0 });
+  }
 }
 
 /** The remote endpoint the environment names, if both variables are set. */
@@ -30,6 +67,8 @@ export class Endpoints {
   #opts: EndpointsOptions;
   #server: RunningServer | null = null;
   #current: Endpoint | null = null;
+  /** Restarts run one after another. */
+  #queue: Promise<unknown> = Promise.resolve();
   readonly serverDir: string;
 
   constructor(opts: EndpointsOptions) {
@@ -42,7 +81,7 @@ export class Endpoints {
   }
 
   /** Picks the endpoint the settings (or the environment) ask for, starting the embedded server if needed. */
-  async select(): Promise<void> {
+  async select(sameServer = false): Promise<void> {
     const { settings, tokens, override } = this.#opts;
     const before = this.#current?.baseUrl;
     const s = settings.get();
@@ -51,7 +90,7 @@ export class Endpoints {
       const token = tokens.read('remote');
       this.#current = token ? { baseUrl: s.remoteBaseUrl, token } : null;
     } else this.#current = await this.#startEmbedded();
-    this.#opts.onChange(this.#current?.baseUrl !== before);
+    this.#opts.onChange(!sameServer && this.#current?.baseUrl !== before);
   }
 
   /** Stores new connection settings (the remote token encrypted) and selects again. */
@@ -82,13 +121,15 @@ export class Endpoints {
   async #startEmbedded(): Promise<Endpoint> {
     const { settings, tokens } = this.#opts;
     if (!this.#server) {
-      const opts = { dataDir: this.serverDir, host: '127.0.0.1', firstCustomer: 'local' };
+      const s = settings.get();
       let server: RunningServer;
       try {
-        server = await startServer({ ...opts, port: settings.get().embeddedPort ?? 0 });
+        server = await startEmbeddedServer(this.serverDir, s.embeddedPort ?? 0, embeddedBind(s.lanSharing), this.#opts.egress);
       } catch (e) {
-        if ((e as { code?: string }).code !== 'EADDRINUSE') throw e;
-        server = await startServer({ ...opts, port: 0 });
+        if (!s.lanSharing?.enabled) throw e;
+        // The chosen address is gone (another network, a cable out): back to loopback, sharing off.
+        settings.update({ lanSharing: { ...s.lanSharing, enabled: false } });
+        server = await startEmbeddedServer(this.serverDir, s.embeddedPort ?? 0, LOOPBACK_BIND, this.#opts.egress);
       }
       this.#server = server;
       // Keep the port: configuration links handed out earlier carry it.
@@ -97,6 +138,67 @@ export class Endpoints {
       else if (!tokens.read('embedded')) tokens.write('embedded', server.services.tokens.create({ customer: 'local', role: 'owner' }));
     }
     return { baseUrl: this.#server.baseUrl, token: tokens.read('embedded') ?? '' };
+  }
+
+  /** The running embedded server, if any (tests read its ports). */
+  get server(): RunningServer | null {
+    return this.#server;
+  }
+
+  #addresses(): LanAddress[] {
+    return (this.#opts.addresses ?? listAddresses)();
+  }
+
+  /** What Settings shows about "Let other devices connect". */
+  lanSharing(): LanSharing {
+    const s = this.#opts.settings.get();
+    const addresses = this.#addresses();
+    const supported = !this.#opts.override && s.mode !== 'remote';
+    return {
+      supported,
+      reason: supported ? undefined : 'The app uses a remote server: other devices connect to that server, not to this computer.',
+      enabled: supported && !!s.lanSharing?.enabled,
+      address: s.lanSharing?.address ?? null,
+      addresses,
+      suggested: pickLanAddress(addresses),
+    };
+  }
+
+  /** Turns sharing on (on `address`) or off, and restarts the embedded server to match. */
+  setLanSharing(req: LanSharingRequest): Promise<Result<LanSharing>> {
+    const run = this.#queue.then(() => this.#setLanSharing(req));
+    this.#queue = run.catch(() => {});
+    return run;
+  }
+
+  async #setLanSharing(req: LanSharingRequest): Promise<Result<LanSharing>> {
+    const { settings, override } = this.#opts;
+    if (override || settings.get().mode === 'remote') return fail(409, 'not_supported', 'Other devices can only connect to the embedded server; the app uses a remote one.');
+    const before = settings.get().lanSharing;
+    if (req.enabled) {
+      const address = req.address ?? before?.address ?? pickLanAddress(this.#addresses());
+      if (!address) return fail(400, 'invalid_request', 'This computer has no network address other devices could reach.');
+      if (!this.#addresses().some((a) => a.address === address)) {
+        return fail(400, 'invalid_request', `${address} is not an address of this computer's network interfaces.`, { address });
+      }
+      settings.update({ lanSharing: { enabled: true, address } });
+    } else if (before) settings.update({ lanSharing: { ...before, enabled: false } });
+    try {
+      await this.restartEmbedded();
+    } catch (e) {
+      settings.update({ lanSharing: before ? { ...before, enabled: false } : undefined });
+      await this.restartEmbedded();
+      return fail(500, 'internal_error', `The server could not listen on ${req.address ?? 'that address'}: ${e instanceof Error ? e.message : String(e)}`);
+    }
+    return { ok: true, value: this.lanSharing() };
+  }
+
+  /** Closes the embedded server (its listeners and streams) and starts it again from the settings. */
+  async restartEmbedded(): Promise<void> {
+    const old = this.#server;
+    this.#server = null;
+    await old?.close().catch(() => {});
+    await this.select(true);
   }
 
   /** Stops the embedded server, if it was started. */

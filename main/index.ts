@@ -4,7 +4,7 @@
 // router and its handlers (ipc.ts, ipc-handlers.ts), the renderer's event streams
 // (renderer-streams.ts), the window (window.ts), the tray (tray.ts) and the Notifier that
 // watches the event stream for the tray and notifications (notifier.ts).
-import { app, clipboard, dialog, ipcMain, Menu, nativeImage, safeStorage, session as electronSession, Tray, type WebContents } from 'electron';
+import { app, clipboard, dialog, ipcMain, Menu, nativeImage, safeStorage, session as electronSession, shell, Tray, type WebContents } from 'electron';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { ApiClient } from './api-client.ts';
@@ -72,7 +72,7 @@ async function start(): Promise<void> {
   disposables.add(registerIpc(ipcMain, createHandlers({ api, endpoints, streams, clipboard }), (frame) => isTrustedFrame(frame, RENDERER_INDEX)));
 
   hardenSession(electronSession.defaultSession);
-  app.on('web-contents-created', (_e, contents: WebContents) => hardenContents(contents, RENDERER_INDEX));
+  app.on('web-contents-created', (_e, contents: WebContents) => hardenContents(contents, RENDERER_INDEX, (url) => void shell.openExternal(url)));
   appWindow = new AppWindow({ preload: PRELOAD, rendererIndex: RENDERER_INDEX, onPageGone: () => streams.closeAll() });
 
   const icon = (name: string) => nativeImage.createFromPath(join(ICONS, name));

@@ -1,5 +1,5 @@
 // What each IPC operation does: most pass straight to the API client (the Result crosses IPC
-// unchanged); the connection ones go to Endpoints, the stream ones to RendererStreams, and
+// unchanged); the connection and LAN-sharing ones go to Endpoints, the stream ones to RendererStreams, and
 // "Copy API token" writes the clipboard here, so the token never reaches the renderer.
 import type { ApiClient } from './api-client.ts';
 import type { Endpoints } from './endpoint.ts';
@@ -36,6 +36,11 @@ export function createHandlers({ api, endpoints, streams, clipboard }: HandlerDe
     getLimits: (s) => api.getLimits(s),
     updateLimits: (s, b) => api.updateLimits(s, b),
     deleteLimits: (s) => api.deleteLimits(s),
+    getSubscription: (c) => api.getSubscription(c),
+    putSubscription: (c) => api.putSubscription(c),
+    deleteSubscription: (c) => api.deleteSubscription(c),
+    lanSharing: async () => ({ ok: true, value: endpoints.lanSharing() }),
+    setLanSharing: (r) => endpoints.setLanSharing({ enabled: r.enabled, address: r.address }),
     openStream: async (streamId, filter) => streams.open(streamId, filter),
     closeStream: async (streamId) => {
       streams.close(streamId);

@@ -23,6 +23,11 @@ export const OP_NAMES = [
   'getLimits',
   'updateLimits',
   'deleteLimits',
+  'getSubscription',
+  'putSubscription',
+  'deleteSubscription',
+  'lanSharing',
+  'setLanSharing',
   'openStream',
   'closeStream',
 ] as const satisfies readonly AppOpName[];
@@ -59,6 +64,14 @@ export function registerIpc(ipc: IpcMainLike, handlers: Handlers, isTrusted: (fr
 const isStr = (v: unknown, max = 512): v is string => typeof v === 'string' && v.length > 0 && v.length <= max;
 const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const isScope = (v: unknown) => v === 'global' || v === 'client' || v === 'session';
+/** A client id as the API's pattern has it (1 to 128 of A-Z a-z 0-9 . _ : @ -). */
+const isClientId = (v: unknown) => typeof v === 'string' && /^[A-Za-z0-9._:@-]{1,128}$/.test(v);
+/** { enabled: boolean, address?: an IP address literal } and nothing else. */
+const isLanRequest = (v: unknown) =>
+  isObj(v) &&
+  typeof v.enabled === 'boolean' &&
+  Object.keys(v).every((k) => k === 'enabled' || k === 'address') &&
+  (v.address === undefined || (isStr(v.address, 64) && /^[0-9A-Fa-f.:]+$/.test(v.address)));
 
 /** Cheap shape checks: the renderer is not trusted to send what the types promise. */
 function validArgs(name: AppOpName, a: unknown[]): boolean {
@@ -76,6 +89,12 @@ function validArgs(name: AppOpName, a: unknown[]): boolean {
     case 'getLimits':
     case 'deleteLimits':
       return a.length === 1 && isScope(a[0]);
+    case 'getSubscription':
+    case 'putSubscription':
+    case 'deleteSubscription':
+      return a.length === 1 && isClientId(a[0]);
+    case 'setLanSharing':
+      return a.length === 1 && isLanRequest(a[0]);
     case 'updateLimits':
       return a.length === 2 && isScope(a[0]) && isObj(a[1]);
     case 'openStream':

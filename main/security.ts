@@ -54,10 +54,21 @@ export function hardenSession(ses: Session): void {
   });
 }
 
-export function hardenContents(contents: WebContents, rendererIndex: string): void {
+/**
+ * The subscription import links of the client view (v2rayNG, Hiddify, sing-box, Clash Meta):
+ * the only navigation the window may hand to the system, which opens the app that registered
+ * the scheme. Nothing else leaves the window.
+ */
+export function isImportLink(url: string): boolean {
+  return /^(v2rayng:\/\/install-config\?|hiddify:\/\/import\/|sing-box:\/\/import-remote-profile\?|clash:\/\/install-config\?)/.test(url) && url.length <= 4096;
+}
+
+export function hardenContents(contents: WebContents, rendererIndex: string, openExternal?: (url: string) => void): void {
   const own = appUrl(rendererIndex);
   contents.on('will-navigate', (e, url) => {
-    if (url.split('#')[0] !== own) e.preventDefault();
+    if (url.split('#')[0] === own) return;
+    e.preventDefault();
+    if (openExternal && isImportLink(url)) openExternal(url);
   });
   contents.on('will-redirect', (e) => e.preventDefault());
   contents.on('will-attach-webview', (e) => e.preventDefault());

@@ -1,5 +1,6 @@
-// Persisted settings (userData/settings.json): the endpoint mode, the remote base URL and
-// the embedded server's port. Tokens are not here: see token-store.ts.
+// Persisted settings (userData/settings.json): the endpoint mode, the remote base URL, the
+// embedded server's port and whether it lets other devices connect (and on which address).
+// Tokens are not here: see token-store.ts.
 import { readFileSync, writeFileSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -7,6 +8,8 @@ export interface Settings {
   mode: 'embedded' | 'remote';
   remoteBaseUrl?: string;
   embeddedPort?: number;
+  /** "Let other devices connect": the embedded server listens on `address` instead of loopback. */
+  lanSharing?: { enabled: boolean; address: string };
 }
 
 export class SettingsFile {
@@ -21,6 +24,8 @@ export class SettingsFile {
       if (v.mode === 'remote' || v.mode === 'embedded') this.#value.mode = v.mode;
       if (typeof v.remoteBaseUrl === 'string') this.#value.remoteBaseUrl = v.remoteBaseUrl;
       if (typeof v.embeddedPort === 'number') this.#value.embeddedPort = v.embeddedPort;
+      const lan = v.lanSharing;
+      if (lan && typeof lan.enabled === 'boolean' && typeof lan.address === 'string') this.#value.lanSharing = { enabled: lan.enabled, address: lan.address };
     } catch {
       /* first start, or unreadable: defaults */
     }

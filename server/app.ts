@@ -29,6 +29,7 @@ import { createServices, type Services } from './services.ts';
 import { createSubscriptions, subscriptionFeedRoutes, subscriptionRoutes } from './routes/subscriptions.ts';
 import { openTls, wireTls } from './tls/index.ts';
 import { silentLogger } from './log.ts';
+import { takeDataDir } from './store/recovery.ts';
 import { redactIds } from './time.ts';
 
 export type { ServerOptions } from './http/config.ts';
@@ -49,6 +50,11 @@ export async function buildServer(opts: ServerOptions): Promise<BuiltServer> {
   // Subscriptions keep their rows in SQLite: not offered on the PostgreSQL control plane yet.
   const subscriptions = services.database === 'sqlite' ? createSubscriptions(services, opts.dataDir) : null;
   const { dataPlane, log } = services;
+  // The folder's lock (one server per folder) and the repair of what a crash left behind, before
+  // any connection can be accepted. SQLite only: on PostgreSQL other instances share the
+  // database, and one starting must not close the sessions they carry.
+  const releaseDataDir =
+    services.database === 'sqlite' ? takeDataDir(opts.dataDir, services.store, (e) => void services.bus.publish(e), log) : () => {};
   const guard = new V2Guard();
 
   const app = Fastify({
@@ -105,6 +111,7 @@ export async function buildServer(opts: ServerOptions): Promise<BuiltServer> {
   app.addHook('onClose', async () => {
     stopRetention();
     await services.close();
+    releaseDataDir();
   });
 
   return { app, services };

@@ -55,7 +55,8 @@ serve options (environment variable in brackets):
   --acme-directory URL   ACME directory, default Let's Encrypt          [VPN_ACCESS_ACME_DIRECTORY]
   --acme-directory-ca FILE  CA of a private ACME server's own HTTPS      [VPN_ACCESS_ACME_DIRECTORY_CA]
   --acme-http-port PORT  port of the http-01 challenge listener, default 80  [VPN_ACCESS_ACME_HTTP_PORT]
-  --egress allow-all|public-only   refuse private and loopback targets    [VPN_ACCESS_EGRESS]
+  --egress public-only|lan|allow-all  destinations sessions may reach,   [VPN_ACCESS_EGRESS]
+                         default public-only (lan adds private ranges)
   --no-ui                do not serve the web UI at /
   --quiet                no request log
 `;
@@ -143,8 +144,8 @@ async function serve(argv: string[]): Promise<void> {
         httpPort: port(values['acme-http-port'] ?? env.VPN_ACCESS_ACME_HTTP_PORT, 80, '--acme-http-port') ?? 80,
       }
     : undefined;
-  const egress = values.egress ?? env.VPN_ACCESS_EGRESS ?? 'allow-all';
-  if (egress !== 'allow-all' && egress !== 'public-only') fail('--egress takes allow-all or public-only');
+  const egress = values.egress ?? env.VPN_ACCESS_EGRESS ?? 'public-only';
+  if (egress !== 'public-only' && egress !== 'lan' && egress !== 'allow-all') fail('--egress takes public-only, lan or allow-all');
   const linkNetwork = values['link-network'] ?? env.VPN_ACCESS_LINK_NETWORK ?? 'ws';
   if (linkNetwork !== 'ws' && linkNetwork !== 'tcp') fail('--link-network takes ws or tcp');
   const rendererDir = join(ROOT, 'dist', 'renderer');
@@ -173,6 +174,7 @@ async function serve(argv: string[]): Promise<void> {
     logRequests: !values.quiet,
     rendererDir: values['no-ui'] ? undefined : rendererDir,
   }).catch((err: NodeJS.ErrnoException) => {
+    if (err.code === 'EDATALOCKED') fail(err.message);
     if (err.code === 'EADDRINUSE') fail(`a port is already in use (${err.message}); choose another with --port, --vless-tcp-port or --proxy-port`);
     throw err;
   });

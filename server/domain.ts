@@ -63,3 +63,27 @@ export interface EventInput {
   uploaded_bytes: number;
   downloaded_bytes: number;
 }
+
+/** A session event as both stores insert it: the event with its time, before it has an id. */
+export interface EventInsert {
+  customer_id: string;
+  session_id: string;
+  event_type: EventType;
+  created_at: string;
+  duration: number;
+  downloaded_bytes: number;
+  uploaded_bytes: number;
+}
+
+/** The row to insert for an event that happens at `createdAt`. */
+export function eventInsert(input: EventInput, createdAt: string): EventInsert {
+  return {
+    customer_id: input.customerId,
+    session_id: input.sessionId,
+    event_type: input.type,
+    created_at: createdAt,
+    duration: input.duration,
+    uploaded_bytes: input.uploaded_bytes,
+    downloaded_bytes: input.downloaded_bytes,
+  };
+}

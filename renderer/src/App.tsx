@@ -10,6 +10,7 @@ import { ErrorBanner, Spinner } from './components/ui.tsx';
 import { SessionsScreen } from './features/SessionsScreen.tsx';
 import { NewSessionScreen } from './features/NewSession.tsx';
 import { SessionDetail } from './features/SessionDetail.tsx';
+import { ClientScreen } from './features/ClientScreen.tsx';
 import { LimitsScreen } from './features/LimitsScreen.tsx';
 import { EventsScreen } from './features/EventsScreen.tsx';
 import { ProxyScreen } from './features/ProxyScreen.tsx';
@@ -17,7 +18,7 @@ import { EndpointForm, SettingsScreen } from './features/SettingsScreen.tsx';
 import { getPlatform } from './platform/index.ts';
 
 const NAV: Array<{ label: string; route: Route; match: Route['name'][] }> = [
-  { label: 'Sessions', route: { name: 'sessions' }, match: ['sessions', 'session'] },
+  { label: 'Sessions', route: { name: 'sessions' }, match: ['sessions', 'session', 'client'] },
   { label: 'New session', route: { name: 'new' }, match: ['new'] },
   { label: 'Limits', route: { name: 'limits', scope: 'global' }, match: ['limits'] },
   { label: 'Events', route: { name: 'events' }, match: ['events'] },
@@ -33,6 +34,8 @@ function Screen({ route }: { route: Route }) {
       return <NewSessionScreen />;
     case 'session':
       return <SessionDetail id={route.id} />;
+    case 'client':
+      return <ClientScreen id={route.id} />;
     case 'limits':
       return <LimitsScreen scope={route.scope} />;
     case 'events':
@@ -184,7 +187,7 @@ export function App() {
       h.tabIndex = -1;
       h.focus({ preventScroll: true });
     }
-  }, [route.name]);
+  }, [route.name, route.name === 'session' || route.name === 'client' ? route.id : '']);
 
   if (phase === 'starting')
     return (

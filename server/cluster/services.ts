@@ -87,7 +87,9 @@ export async function createClusterServices(opts: ServerOptions, config: Resolve
     tls,
     log,
     settings: config.settings,
-    streams: new StreamRegistry(),
+    // Caps per token and customer hold per instance; closing the streams of a revoked token is
+    // done by the SQLite registry's data_version watch, not yet on PostgreSQL.
+    streams: new StreamRegistry(undefined, config.settings.sse),
     tokens: { create: () => sqliteOnly('tokens.create') },
     close: () =>
       (closing ??= (async () => {

@@ -38,3 +38,24 @@ export class ApiError extends Error {
     return { error: { code: this.code, message: this.message, details: this.details } };
   }
 }
+
+/**
+ * Codes the HTTP proxy answers with (in the same `{"error":{...}}` record, with `Connection:
+ * close`). Kept apart from ERROR_STATUS, the API's decided set, because no API route answers them.
+ */
+export const PROXY_ERROR_STATUS = {
+  invalid_request: 400,
+  proxy_auth_required: 407,
+  location_unavailable: 412,
+  session_refused: 403,
+  destination_forbidden: 403,
+  request_header_too_large: 431,
+  bad_gateway: 502,
+} as const;
+
+export type ProxyErrorCode = keyof typeof PROXY_ERROR_STATUS;
+
+/** The error record of a proxy answer. */
+export function proxyErrorBody(code: ProxyErrorCode, message: string): { error: { code: ProxyErrorCode; message: string; details: Record<string, never> } } {
+  return { error: { code, message, details: {} } };
+}

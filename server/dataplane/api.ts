@@ -42,8 +42,11 @@ export interface DataPlaneConfig {
   tls?: { cert: string; key: string };
   statsIntervalMs: number;
   heartbeatIntervalMs: number;
-  /** 'allow-all' (default) or 'public-only' (refuses private, loopback and link-local destinations). */
-  egress: 'allow-all' | 'public-only';
+  /**
+   * 'public-only' (the default: refuses loopback, link-local, private and other non-global
+   * destinations), 'lan' (also private ranges, never loopback or link-local) or 'allow-all'.
+   */
+  egress?: 'public-only' | 'lan' | 'allow-all';
   /** Extension (data plane): how long a VLESS header / proxy request head may take; default 5000. */
   headerTimeoutMs?: number;
   /** Extension (data plane): outbound connect timeout; default 10000. */

@@ -17,6 +17,9 @@ export type CloseReason =
   | 'refused'
   | 'dial_failed'
   | 'responded'
+  // the proxy: a request body or an answer whose framing cannot be trusted
+  | 'bad_body'
+  | 'bad_answer'
   // the runtime cut it: a byte cap, a pause, the data plane closing
   | CapReason
   | 'paused'

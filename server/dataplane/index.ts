@@ -11,6 +11,7 @@ import { Runtime } from './runtime.ts';
 import { socketSide, wsSide } from './sides.ts';
 import { serveVless } from './vless.ts';
 import { serveProxy, type ProxyContext } from './proxy.ts';
+import { DEFAULT_EGRESS } from './egress.ts';
 import type { Connection } from './relay.ts';
 
 export type { DataPlane, DataPlaneDeps, DataPlaneConfig } from './api.ts';
@@ -34,7 +35,7 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
   const ctx: ProxyContext = {
     runtime,
     log: deps.log,
-    egress: cfg.egress ?? 'allow-all',
+    egress: cfg.egress ?? DEFAULT_EGRESS,
     headerTimeoutMs: cfg.headerTimeoutMs ?? DEFAULT_HEADER_TIMEOUT_MS,
     connectTimeoutMs: cfg.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
     track: (c) => open.add(c),

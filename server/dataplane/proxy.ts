@@ -6,28 +6,46 @@
 // The traffic is counted, limited and reported on that session exactly like VLESS traffic
 // (same runtime admit/lease/flow code). A country or city that is not in the zone catalogue
 // answers 412; a missing, malformed or unknown credential answers 407.
+//
+// One request per client connection. A plain-http request is parsed, authenticated, rewritten
+// (origin-form target, Host from the URI, hop-by-hop headers and Proxy-Authorization removed,
+// `Connection: close`) and relayed with its body, framed by Content-Length or chunked encoding;
+// the answer's head is rewritten the same way and announces `Connection: close` to the client,
+// so a client opens a new connection (authenticated again, to its own destination) for its next
+// request. Bytes a client sends after its first request (a pipelined second request) are
+// dropped, never forwarded: no destination ever sees another destination's request or the
+// session credential. (Keep-alive per destination was the alternative; it needs response
+// framing for every status and method, and buys little for a metered proxy.) A CONNECT tunnel
+// relays raw bytes both ways after its one authenticated head.
 import { parseProxyUser, cityToken } from '../contract/proxy-string.ts';
+import { PROXY_ERROR_STATUS, proxyErrorBody, type ProxyErrorCode } from '../contract/errors.ts';
 import { Connection } from './relay.ts';
-import type { ClientSide } from './sides.ts';
+import type { ClientSide, ClientHandlers } from './sides.ts';
 import type { InboundContext } from './vless.ts';
 import type { ZoneInfo } from '../domain.ts';
-import { dialTcp } from './outbound.ts';
+import { dialTcp, type OnData } from './outbound.ts';
 import { EgressRefused } from './egress.ts';
 
 const MAX_HEAD = 16 * 1024;
+const MAX_RESPONSE_HEAD = 64 * 1024;
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const REASONS: Record<number, string> = {
   400: 'Bad Request', 403: 'Forbidden', 407: 'Proxy Authentication Required', 412: 'Precondition Failed',
   431: 'Request Header Fields Too Large', 502: 'Bad Gateway', 504: 'Gateway Timeout',
 };
+/** Hop-by-hop headers (RFC 9110 7.6.1 and the proxy ones): never forwarded, either way. */
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authorization', 'proxy-authenticate', 'te', 'upgrade']);
+/** Framing headers stay whatever a Connection header lists (the body is relayed as framed). */
+const FRAMING = new Set(['content-length', 'transfer-encoding', 'host']);
 
 export interface ProxyContext extends InboundContext {
   zones(): ZoneInfo[];
   sessionExists(id: string): boolean;
 }
 
-function errorResponse(status: number, code: string, message: string, extraHeaders: string[] = []): Buffer {
-  const body = JSON.stringify({ error: { code, message, details: {} } });
+function errorResponse(code: ProxyErrorCode, message: string, extraHeaders: string[] = []): Buffer {
+  const status = PROXY_ERROR_STATUS[code];
+  const body = JSON.stringify(proxyErrorBody(code, message));
   return Buffer.from(
     [
       `HTTP/1.1 ${status} ${REASONS[status] ?? 'Error'}`,
@@ -56,26 +74,198 @@ interface Head {
   headers: [string, string][];
 }
 
+/** A header block's lines after the first; undefined when one is malformed (no obs-fold, no bare CR/LF/NUL). */
+function parseHeaders(lines: string[]): [string, string][] | undefined {
+  const headers: [string, string][] = [];
+  for (const line of lines) {
+    if (line === '') continue;
+    const i = line.indexOf(':');
+    if (i <= 0 || !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(line.slice(0, i)) || /[\r\n\0]/.test(line)) return undefined;
+    headers.push([line.slice(0, i), line.slice(i + 1).trim()]);
+  }
+  return headers;
+}
+
 function parseHead(text: string): Head | undefined {
   const lines = text.split('\r\n');
   const m = /^([A-Z]{1,16}) (\S{1,8192}) (HTTP\/1\.[01])$/.exec(lines[0] ?? '');
   if (!m) return undefined;
-  const headers: [string, string][] = [];
-  for (const line of lines.slice(1)) {
-    if (line === '') continue;
-    const i = line.indexOf(':');
-    if (i <= 0 || !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(line.slice(0, i))) return undefined;
-    headers.push([line.slice(0, i), line.slice(i + 1).trim()]);
-  }
-  return { method: m[1], target: m[2], version: m[3], headers };
+  const headers = parseHeaders(lines.slice(1));
+  return headers && { method: m[1], target: m[2], version: m[3], headers };
 }
 
-function header(h: Head, name: string): string | undefined {
+function header(h: { headers: [string, string][] }, name: string): string | undefined {
   const n = name.toLowerCase();
   return h.headers.find(([k]) => k.toLowerCase() === n)?.[1];
 }
 
-/** Checks the geo suffix against the zone catalogue; returns an error message or undefined. */
+/** The headers to forward: hop-by-hop ones, and those a Connection header names, removed. */
+function endToEnd(headers: [string, string][]): [string, string][] {
+  const named = new Set<string>();
+  for (const [k, v] of headers) {
+    if (k.toLowerCase() !== 'connection') continue;
+    for (const t of v.split(',')) if (t.trim()) named.add(t.trim().toLowerCase());
+  }
+  for (const f of FRAMING) named.delete(f);
+  return headers.filter(([k]) => !HOP_BY_HOP.has(k.toLowerCase()) && !named.has(k.toLowerCase()));
+}
+
+/**
+ * Where a request body ends: `take(b)` answers how many leading bytes of `b` still belong to
+ * the body (so the rest is not forwarded); `done` once the body is complete; `error` when the
+ * chunked framing is malformed.
+ */
+class BodyEnd {
+  done = false;
+  error = false;
+  private remaining: number;
+  private state: 'size' | 'data' | 'data_crlf' | 'trailer' = 'size';
+  private line = '';
+  private readonly chunked: boolean;
+  constructor(chunked: boolean, length: number) {
+    this.chunked = chunked;
+    this.remaining = chunked ? 0 : length;
+    if (!chunked && length === 0) this.done = true;
+  }
+
+  take(b: Buffer): number {
+    if (this.done || this.error) return 0;
+    if (!this.chunked) {
+      const n = Math.min(b.length, this.remaining);
+      this.remaining -= n;
+      if (this.remaining === 0) this.done = true;
+      return n;
+    }
+    let i = 0;
+    while (i < b.length && !this.done && !this.error) {
+      if (this.state === 'data') {
+        const n = Math.min(b.length - i, this.remaining);
+        i += n;
+        this.remaining -= n;
+        if (this.remaining === 0) {
+          this.state = 'data_crlf';
+          this.line = '';
+        }
+        continue;
+      }
+      const c = b[i++];
+      if (c !== 0x0a) {
+        this.line += String.fromCharCode(c);
+        if (this.line.length > 4096) this.error = true;
+        continue;
+      }
+      if (!this.line.endsWith('\r')) { this.error = true; break; }
+      const line = this.line.slice(0, -1);
+      this.line = '';
+      if (this.state === 'data_crlf') {
+        if (line !== '') this.error = true;
+        this.state = 'size';
+      } else if (this.state === 'size') {
+        const m = /^([0-9a-fA-F]{1,8})(?:[ \t]*;.*)?$/.exec(line);
+        if (!m) { this.error = true; break; }
+        this.remaining = parseInt(m[1], 16);
+        this.state = this.remaining === 0 ? 'trailer' : 'data';
+      } else if (line === '') {
+        this.done = true;
+      }
+    }
+    return i;
+  }
+}
+
+/** The body framing of a request, or an error message (ambiguous framing is refused: no smuggling). */
+function bodyOf(head: Head): BodyEnd | string {
+  const te = head.headers.filter(([k]) => k.toLowerCase() === 'transfer-encoding').map(([, v]) => v).join(',');
+  const cls = head.headers.filter(([k]) => k.toLowerCase() === 'content-length').map(([, v]) => v);
+  if (te) {
+    if (cls.length > 0) return 'both Transfer-Encoding and Content-Length';
+    const codings = te.split(',').map((t) => t.trim().toLowerCase()).filter(Boolean);
+    if (codings.at(-1) !== 'chunked' || codings.filter((c) => c === 'chunked').length !== 1) return 'Transfer-Encoding must end with chunked';
+    return new BodyEnd(true, 0);
+  }
+  if (cls.length > 0) {
+    const values = new Set(cls.flatMap((v) => v.split(',').map((x) => x.trim())));
+    const [v] = values;
+    if (values.size !== 1 || !/^[0-9]{1,15}$/.test(v)) return 'invalid Content-Length';
+    return new BodyEnd(false, Number(v));
+  }
+  return new BodyEnd(false, 0);
+}
+
+/**
+ * Rewrites the head of a destination's answer (and passes interim 1xx heads through): the
+ * hop-by-hop headers go, `Connection: close` is announced. A head that already is exactly that
+ * is passed on byte for byte. Bytes after the final head pass through untouched.
+ */
+function answerRewriter(push: OnData, fail: () => void): OnData {
+  let head: Buffer | undefined = Buffer.alloc(0);
+  return (b, release) => {
+    if (!head) return push(b, release);
+    head = Buffer.concat([head, b]);
+    release(); // copied
+    const out: Buffer[] = [];
+    for (;;) {
+      const end: number = head.indexOf('\r\n\r\n');
+      if (end < 0) {
+        if (head.length > MAX_RESPONSE_HEAD) fail();
+        break;
+      }
+      const text = head.subarray(0, end).toString('latin1');
+      const lines = text.split('\r\n');
+      const status = /^HTTP\/1\.[01] (\d{3})(?: |$)/.exec(lines[0]);
+      const headers = parseHeaders(lines.slice(1));
+      if (!status || !headers) {
+        fail();
+        return;
+      }
+      const rest: Buffer = head.subarray(end + 4);
+      const code = Number(status[1]);
+      if (code >= 100 && code < 200 && code !== 101) {
+        out.push(head.subarray(0, end + 4));
+        head = rest;
+        continue;
+      }
+      const hop = headers.filter(([k]) => HOP_BY_HOP.has(k.toLowerCase()));
+      const clean = hop.length === 1 && hop[0][0].toLowerCase() === 'connection' && hop[0][1].toLowerCase() === 'close';
+      if (clean) out.push(head.subarray(0, end + 4));
+      else {
+        const kept = endToEnd(headers).map(([k, v]) => `${k}: ${v}`);
+        out.push(Buffer.from([lines[0], ...kept, 'Connection: close', '', ''].join('\r\n'), 'latin1'));
+      }
+      if (rest.length) out.push(rest);
+      head = undefined;
+      break;
+    }
+    if (out.length) push(Buffer.concat(out), () => {});
+  };
+}
+
+/**
+ * The client side as the relay sees it: once the request is known, only its body's bytes are
+ * passed on (`gate`); later bytes are dropped.
+ */
+function gatedSide(inner: ClientSide): { side: ClientSide; gate(g: (b: Buffer) => Buffer | undefined): void } {
+  let filter: ((b: Buffer) => Buffer | undefined) | undefined;
+  const side: ClientSide = {
+    remote: inner.remote,
+    bind: (h: ClientHandlers) => inner.bind({
+      data: (b) => {
+        const pass = filter ? filter(b) : b;
+        if (pass && pass.length) h.data(pass);
+      },
+      end: () => h.end(),
+      close: () => h.close(),
+    }),
+    write: (buf, done) => inner.write(buf, done),
+    onWritable: (cb) => inner.onWritable(cb),
+    pause: () => inner.pause(),
+    resume: () => inner.resume(),
+    end: () => inner.end(),
+    destroy: () => inner.destroy(),
+  };
+  return { side, gate: (g) => { filter = g; } };
+}
+
 export function checkGeo(zones: ZoneInfo[], country?: string, city?: string): string | undefined {
   if (!country) return undefined;
   const inCountry = zones.filter((z) => z.country.toUpperCase() === country);
@@ -85,7 +275,8 @@ export function checkGeo(zones: ZoneInfo[], country?: string, city?: string): st
 }
 
 export function serveProxy(ctx: ProxyContext, client: ClientSide): Connection {
-  const conn = new Connection(client, (c) => ctx.untrack(c));
+  const gated = gatedSide(client);
+  const conn = new Connection(gated.side, (c) => ctx.untrack(c));
   ctx.track(conn);
   let buf: Buffer = Buffer.alloc(0);
   conn.timer(ctx.headerTimeoutMs, () => {
@@ -95,22 +286,24 @@ export function serveProxy(ctx: ProxyContext, client: ClientSide): Connection {
     buf = buf.length ? Buffer.concat([buf, b]) : b;
     const end = buf.indexOf('\r\n\r\n');
     if (end < 0) {
-      if (buf.length > MAX_HEAD) respond(conn, errorResponse(431, 'invalid_request', 'request head too large'));
+      if (buf.length > MAX_HEAD) respond(conn, errorResponse('request_header_too_large', 'request head too large'));
       return;
     }
     const rest = buf.subarray(end + 4);
     const head = parseHead(buf.subarray(0, end).toString('latin1'));
     buf = Buffer.alloc(0);
     conn.preamble = undefined;
-    if (!head) return respond(conn, errorResponse(400, 'invalid_request', 'malformed request'));
-    handle(ctx, conn, head, rest);
+    // Nothing more reaches the relay until the request is known (then only its body, see handle).
+    gated.gate(() => undefined);
+    if (!head) return respond(conn, errorResponse('invalid_request', 'malformed request'));
+    handle(ctx, conn, head, rest, gated.gate);
   };
   return conn;
 }
 
 const AUTH_HEADER = 'Proxy-Authenticate: Basic realm="vpn-access"';
 
-function handle(ctx: ProxyContext, conn: Connection, head: Head, rest: Buffer, prepared = false): void {
+function handle(ctx: ProxyContext, conn: Connection, head: Head, rest: Buffer, gate: (g: (b: Buffer) => Buffer | undefined) => void, prepared = false): void {
   // 1. credentials
   const auth = header(head, 'proxy-authorization');
   const m = auth ? /^basic\s+([A-Za-z0-9+/=]+)$/i.exec(auth) : null;
@@ -123,21 +316,22 @@ function handle(ctx: ProxyContext, conn: Connection, head: Head, rest: Buffer, p
   // A store fed from a remote database loads the session first; SQLite answers at once.
   if (!prepared && UUID_RE.test(sessionId)) {
     const loading = ctx.prepare?.(sessionId);
-    if (loading) return void loading.then(() => !conn.closed && handle(ctx, conn, head, rest, true));
+    if (loading) return void loading.then(() => !conn.closed && handle(ctx, conn, head, rest, gate, true));
   }
   if (!parsed || !UUID_RE.test(sessionId) || pass.toLowerCase() !== sessionId || !ctx.sessionExists(sessionId)) {
     ctx.log.info({ session: sessionId.slice(0, 8) || undefined }, 'proxy credentials refused');
-    return respond(conn, errorResponse(407, 'proxy_auth_required',
+    return respond(conn, errorResponse('proxy_auth_required',
       'Proxy-Authorization: Basic with user <session-id>[-cc-XX[-city-name]] and password <session-id> is required', [AUTH_HEADER]));
   }
   // 2. geo-targeting
   const geoError = checkGeo(ctx.zones(), parsed.country, parsed.city);
-  if (geoError) return respond(conn, errorResponse(412, 'location_unavailable', geoError));
+  if (geoError) return respond(conn, errorResponse('location_unavailable', geoError));
   // 3. the request target
   let host: string, port: number, upload: Buffer | undefined;
+  let body: BodyEnd | undefined;
   if (head.method === 'CONNECT') {
     const t = /^(\[[0-9a-fA-F:.]+\]|[^:\s/]+):(\d{1,5})$/.exec(head.target);
-    if (!t || +t[2] < 1 || +t[2] > 65535) return respond(conn, errorResponse(400, 'invalid_request', 'CONNECT needs host:port'));
+    if (!t || +t[2] < 1 || +t[2] > 65535) return respond(conn, errorResponse('invalid_request', 'CONNECT needs host:port'));
     host = t[1].replace(/^\[|\]$/g, '');
     port = +t[2];
   } else {
@@ -145,15 +339,18 @@ function handle(ctx: ProxyContext, conn: Connection, head: Head, rest: Buffer, p
     try {
       url = new URL(head.target);
     } catch {
-      return respond(conn, errorResponse(400, 'invalid_request', 'absolute http:// URI required'));
+      return respond(conn, errorResponse('invalid_request', 'absolute http:// URI required'));
     }
-    if (url.protocol !== 'http:' || !url.hostname) return respond(conn, errorResponse(400, 'invalid_request', 'only http:// URIs are proxied; use CONNECT for https'));
+    if (url.protocol !== 'http:' || !url.hostname) return respond(conn, errorResponse('invalid_request', 'only http:// URIs are proxied; use CONNECT for https'));
+    const framing = bodyOf(head);
+    if (typeof framing === 'string') return respond(conn, errorResponse('invalid_request', `request body framing refused: ${framing}`));
+    body = framing;
     host = url.hostname.replace(/^\[|\]$/g, '');
     port = url.port ? +url.port : 80;
-    const drop = new Set(['proxy-authorization', 'proxy-connection', 'connection', 'keep-alive']);
-    const lines = [`${head.method} ${url.pathname}${url.search} ${head.version}`];
-    if (!header(head, 'host')) lines.push(`Host: ${url.host}`);
-    for (const [k, v] of head.headers) if (!drop.has(k.toLowerCase())) lines.push(`${k}: ${v}`);
+    // Origin-form target; Host from the URI (RFC 9112 3.2.2); hop-by-hop headers and the
+    // credential removed; the destination closes after its answer.
+    const lines = [`${head.method} ${url.pathname}${url.search} ${head.version}`, `Host: ${url.host}`];
+    for (const [k, v] of endToEnd(head.headers)) if (k.toLowerCase() !== 'host') lines.push(`${k}: ${v}`);
     lines.push('Connection: close', '', '');
     upload = Buffer.from(lines.join('\r\n'), 'latin1');
   }
@@ -161,18 +358,33 @@ function handle(ctx: ProxyContext, conn: Connection, head: Head, rest: Buffer, p
   const admitted = ctx.runtime.admit(sessionId, conn);
   if (!admitted.ok) {
     ctx.log.warn({ transport: 'proxy', session: sessionId.slice(0, 8), reason: admitted.reason }, 'proxy connection refused');
-    return respond(conn, errorResponse(403, 'session_refused', `session refused: ${admitted.reason}`));
+    return respond(conn, errorResponse('session_refused', `session refused: ${admitted.reason}`));
   }
   conn.lease = admitted.lease;
+  // What of the client's bytes goes on: all of a tunnel; only the body of a plain request.
+  const bodyEnd = body;
+  const forward = (b: Buffer): Buffer | undefined => {
+    if (!bodyEnd) return b;
+    const n = bodyEnd.take(b);
+    if (bodyEnd.error) {
+      conn.close('bad_body');
+      return undefined;
+    }
+    return n === b.length ? b : b.subarray(0, n);
+  };
   if (upload) conn.hold(upload);
-  conn.hold(rest);
-  dialTcp(host, port, ctx.egress, ctx.connectTimeoutMs, (b, release) => conn.fromOutbound(b, release)).then(
+  const first = forward(rest);
+  if (first) conn.hold(first);
+  gate(forward);
+  const toClient: OnData = (b, release) => conn.fromOutbound(b, release);
+  const onData = head.method === 'CONNECT' ? toClient : answerRewriter(toClient, () => conn.close('bad_answer'));
+  dialTcp(host, port, ctx.egress, ctx.connectTimeoutMs, onData).then(
     (s) => conn.startTcp(s, head.method === 'CONNECT' ? Buffer.from('HTTP/1.1 200 Connection Established\r\n\r\n') : undefined),
     (err: Error) => {
       ctx.log.info({ transport: 'proxy', session: sessionId.slice(0, 8), err: err.message }, 'proxy outbound failed');
       const res = err instanceof EgressRefused
-        ? errorResponse(403, 'destination_forbidden', 'destination not allowed by the egress policy')
-        : errorResponse(502, 'bad_gateway', `cannot reach ${host}:${port}`);
+        ? errorResponse('destination_forbidden', 'destination not allowed by the egress policy')
+        : errorResponse('bad_gateway', `cannot reach ${host}:${port}`);
       respond(conn, res);
     },
   );

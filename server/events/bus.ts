@@ -1,7 +1,7 @@
 // Event publisher: every event is persisted first (it gets its id from SQLite), then
 // handed to the live subscribers of the same customer whose filters match.
 import type { SessionEvent } from '../contract/schemas.ts';
-import type { EventInput } from '../domain.ts';
+import { eventInsert, type EventInput } from '../domain.ts';
 import type { EventFilter, Store } from '../store/store.ts';
 import { isoNow } from '../time.ts';
 
@@ -28,15 +28,7 @@ export class EventBus {
   }
 
   publish(input: PublishInput): SessionEvent {
-    const event = this.store.insertEvent({
-      customer_id: input.customerId,
-      session_id: input.sessionId,
-      event_type: input.type,
-      created_at: isoNow(),
-      duration: input.duration,
-      uploaded_bytes: input.uploaded_bytes,
-      downloaded_bytes: input.downloaded_bytes,
-    });
+    const event = this.store.insertEvent(eventInsert(input, isoNow()));
     for (const sub of this.subscribers) {
       if (sub.customerId === input.customerId && matches(sub.filter, event)) sub.deliver(event);
     }

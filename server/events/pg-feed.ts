@@ -11,6 +11,7 @@
 import type { SessionEvent } from '../contract/schemas.ts';
 import type { PgListener } from '../store/pg/listener.ts';
 import { CHANNELS, type EventFilter, type PgStore } from '../store/pg/store.ts';
+import { eventInsert } from '../domain.ts';
 import { isoNow } from '../time.ts';
 import { matches, type PublishInput } from './bus.ts';
 
@@ -67,15 +68,7 @@ export class PgEventFeed {
 
   /** Persists the event (it gets its id from the cluster-wide counter), then wakes the readers. */
   async publish(input: PublishInput): Promise<SessionEvent> {
-    const event = await this.store.insertEvent({
-      customer_id: input.customerId,
-      session_id: input.sessionId,
-      event_type: input.type,
-      created_at: isoNow(),
-      duration: input.duration,
-      uploaded_bytes: input.uploaded_bytes,
-      downloaded_bytes: input.downloaded_bytes,
-    });
+    const event = await this.store.insertEvent(eventInsert(input, isoNow()));
     if (this.byCustomer.has(input.customerId)) this.wake(input.customerId);
     return event;
   }

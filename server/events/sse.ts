@@ -24,7 +24,20 @@ export interface SseOptions {
   /** Bytes a consumer may leave unread before it is disconnected (it resumes with Last-Event-ID). */
   maxBufferedBytes: number;
   replayBatch: number;
+  /** Open streams one token may hold; over it the stream is refused with 429. Default 8. */
+  maxStreamsPerToken?: number;
+  /** Open streams one customer may hold, over all its tokens. Default 32. */
+  maxStreamsPerCustomer?: number;
+  /**
+   * A replay that cannot write for this long (the reader stopped reading) is cut like a stalled
+   * live stream; the client resumes with Last-Event-ID. Default 10000.
+   */
+  replayStallMs?: number;
 }
+
+export const DEFAULT_MAX_STREAMS_PER_TOKEN = 8;
+export const DEFAULT_MAX_STREAMS_PER_CUSTOMER = 32;
+export const DEFAULT_REPLAY_STALL_MS = 10_000;
 
 export function frame(e: SessionEvent): string {
   return `id: ${e.id}\ndata: ${JSON.stringify(e)}\n\n`;
@@ -36,6 +49,8 @@ export function errorFrame(body: unknown): string {
 
 export interface StreamHandle {
   close(): void;
+  /** Writes one last chunk (an error record frame) and ends the stream. */
+  closeWith(chunk: string): void;
 }
 
 export function openEventStream(
@@ -68,7 +83,9 @@ export function openEventStream(
   const write = (chunk: string, replay = false) => {
     if (closed) return;
     res.write(chunk);
-    // Slow consumer: cut, it resumes by id. (A replay write waits for the reader instead.)
+    // Slow consumer: cut, it resumes by id. A replay write is not measured against the bound:
+    // the replay waits for the socket after each write that fills it (so it holds at most the
+    // socket's high-water mark), and a replay whose reader stalls is cut by replayStallMs.
     if (!replay && res.writableLength > options.maxBufferedBytes) close();
   };
   const send = (e: SessionEvent, replay = false) => {
@@ -99,50 +116,78 @@ export function openEventStream(
     unsubscribe();
     res.destroy();
   }
+  function closeWith(chunk: string) {
+    if (closed) return;
+    closed = true;
+    clearInterval(keepAlive);
+    unsubscribe();
+    res.end(chunk);
+    // A reader that does not take the last chunk is not waited for.
+    setTimeout(() => res.destroy(), 1000).unref();
+  }
   res.on('close', close);
 
   // Waits until the socket has taken what was written ('drain' only follows a write that
-  // returned false, hence writableNeedDrain, not a byte threshold).
+  // returned false, hence writableNeedDrain, not a byte threshold). A reader that takes
+  // nothing for replayStallMs is cut.
+  const stallMs = options.replayStallMs ?? DEFAULT_REPLAY_STALL_MS;
   const waitForDrain = () =>
     new Promise<void>((resolve) => {
       if (closed || !res.writableNeedDrain) return resolve();
       const done = () => {
+        clearTimeout(stall);
         res.off('drain', done);
         res.off('close', done);
         resolve();
       };
+      const stall = setTimeout(() => {
+        close();
+        done();
+      }, stallMs);
+      stall.unref();
       res.on('drain', done);
       res.on('close', done);
     });
 
   (async () => {
-    // Replay in batches, pausing whenever the socket is full: a replay is never cut as a slow
-    // consumer (however many or large the stored events), it waits for the reader, and what it
-    // holds in memory stays within the socket's high-water mark.
+    // Replay in batches, pausing whenever the socket is full: a slow reader is waited for
+    // (however many or large the stored events), what the replay holds in memory stays within
+    // the socket's high-water mark, and no batch is held while waiting: the rest of a batch is
+    // dropped and read again from SQLite after the wait. A reader that stalls is cut.
     // The switch to live delivery happens right after a query whose whole result was written
     // without waiting, in one synchronous step, so nothing published meanwhile falls between.
     let first = deps.firstBatch;
+    deps.firstBatch = undefined;
     for (;;) {
       if (closed) return;
       const read = first ?? source.eventsAfter(customerId, lastSent, filter, options.replayBatch);
-      const batch = Array.isArray(read) ? read : await read;
+      let batch: SessionEvent[] | undefined = Array.isArray(read) ? read : await read;
       first = undefined;
-      let waited = false;
+      const complete = batch.length < options.replayBatch;
+      let full = false;
       for (const e of batch) {
         send(e, true);
         if (closed) return;
         if (res.writableNeedDrain) {
-          await waitForDrain();
-          waited = true;
+          full = true;
+          break;
         }
       }
-      if (batch.length < options.replayBatch && !waited) break;
-      // The feed replays on its own: after the first batch, it takes over from lastSent.
-      if (source.fromLog) break;
+      batch = undefined;
+      // The PostgreSQL feed replays on its own: once the socket has room, it takes over from lastSent.
+      if (source.fromLog) {
+        if (full) await waitForDrain();
+        break;
+      }
+      if (full) {
+        await waitForDrain();
+        continue;
+      }
+      if (complete) break;
     }
     replaying = false;
     if (source.fromLog && !closed) unsubscribe = source.subscribe({ customerId, filter, afterId: lastSent, deliver: (e) => send(e) });
   })().catch(() => close());
 
-  return { close };
+  return { close, closeWith };
 }

@@ -33,7 +33,8 @@ export interface ServerOptions extends ServerTlsOptions {
   proxyPort?: number | null;
   statsIntervalMs?: number;
   heartbeatIntervalMs?: number;
-  egress?: 'allow-all' | 'public-only';
+  /** Egress policy of the data plane; default 'public-only' (see server/dataplane/egress.ts). */
+  egress?: 'public-only' | 'lan' | 'allow-all';
   sse?: Partial<SseOptions>;
   /** Days events are kept (at least 7). */
   eventRetentionDays?: number;
@@ -95,7 +96,7 @@ export function resolveConfig(opts: ServerOptions, version: string, tls: TlsCert
       tls: tls.current,
       statsIntervalMs: opts.statsIntervalMs ?? 5000,
       heartbeatIntervalMs: opts.heartbeatIntervalMs ?? 30_000,
-      egress: opts.egress ?? 'allow-all',
+      egress: opts.egress ?? 'public-only',
     },
     rateLimit: opts.rateLimit ?? { max: 600, windowMs: 60_000 },
     eventRetentionMs: Math.max(7, opts.eventRetentionDays ?? 14) * 86_400_000,

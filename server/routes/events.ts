@@ -35,7 +35,7 @@ export async function eventRoutes(app: FastifyInstance, ctx: Services): Promise<
       },
     } as object,
     handler: async (request, reply) => {
-      const { customerId } = callerOf(request);
+      const { customerId, tokenId } = callerOf(request);
       const header = request.headers['last-event-id'];
       const raw = typeof header === 'string' && header.trim() !== '' ? header.trim() : request.query.last_event_id;
       let lastEventId = 0;
@@ -51,6 +51,10 @@ export async function eventRoutes(app: FastifyInstance, ctx: Services): Promise<
       }
       // HEAD (fastify exposes it for every GET) gets the headers only, not a stream that stays open.
       if (request.method === 'HEAD') return reply.type('text/event-stream; charset=utf-8').send('');
+      const over = ctx.streams.refusal({ tokenId, customerId });
+      if (over) {
+        throw new ApiError('rate_limited', `Too many open event streams for this ${over.scope} (at most ${over.limit}); close one first.`, over);
+      }
       // Read the first replay batch before taking over the response: if the store fails, the
       // error handler still answers 500 (as text/event-stream) instead of a 200 that is cut.
       // Nothing runs between this read and the subscription in openEventStream (no await).
@@ -73,6 +77,7 @@ export async function eventRoutes(app: FastifyInstance, ctx: Services): Promise<
           firstBatch,
         }),
         reply.raw,
+        { tokenId, customerId },
       );
     },
   });

@@ -12,7 +12,7 @@ import {
 import { ApiError } from '../contract/errors.ts';
 import { callerOf } from '../plugins/auth.ts';
 import type { Services } from '../services.ts';
-import { bearer, responses } from './common.ts';
+import { bearer, noBody, responses } from './common.ts';
 
 type IdParams = { Params: Static<typeof SessionIdParams> };
 
@@ -79,24 +79,6 @@ export async function sessionRoutes(app: FastifyInstance, ctx: Services): Promis
         noBody(request.body);
         return ctx.sessions.setPaused(callerOf(request).customerId, request.params.id, action === 'pause');
       },
-    });
-  }
-}
-
-/** Pause and resume take no payload: none, `{}` or `null` is fine; any field is unknown (400). */
-function noBody(body: unknown): void {
-  if (body === undefined || body === null) return;
-  if (typeof body !== 'object' || Array.isArray(body)) {
-    throw new ApiError('invalid_request', 'Invalid request: this operation takes no body (send none, or {}).', {
-      location: 'body',
-      fields: [{ field: 'body', problem: 'must be empty' }],
-    });
-  }
-  const unknown = Object.keys(body);
-  if (unknown.length) {
-    throw new ApiError('invalid_request', `Invalid request: unknown field${unknown.length > 1 ? 's' : ''}: ${unknown.join(', ')}.`, {
-      location: 'body',
-      unknown_fields: unknown,
     });
   }
 }

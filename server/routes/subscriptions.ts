@@ -16,7 +16,7 @@ import type { Services } from '../services.ts';
 import { formatForUserAgent, USER_AGENT_TABLE } from '../subscriptions/formats.ts';
 import type { MissLimiterOptions } from '../subscriptions/miss-limiter.ts';
 import { SubscriptionService } from '../subscriptions/service.ts';
-import { bearer, responses } from './common.ts';
+import { bearer, noBody, responses } from './common.ts';
 
 export function createSubscriptions(ctx: Services, dataDir: string, missLimit?: Partial<MissLimiterOptions>): SubscriptionService {
   return new SubscriptionService(ctx, dataDir, missLimit);
@@ -124,22 +124,4 @@ function tooMany(request: Parameters<typeof sendError>[0], reply: Parameters<typ
       retry_after_seconds: seconds,
     }),
   );
-}
-
-/** PUT takes no payload: none, `{}` or `null`; any field is unknown (400). */
-function noBody(body: unknown): void {
-  if (body === undefined || body === null) return;
-  if (typeof body !== 'object' || Array.isArray(body)) {
-    throw new ApiError('invalid_request', 'Invalid request: this operation takes no body (send none, or {}).', {
-      location: 'body',
-      fields: [{ field: 'body', problem: 'must be empty' }],
-    });
-  }
-  const unknown = Object.keys(body);
-  if (unknown.length) {
-    throw new ApiError('invalid_request', `Invalid request: unknown field${unknown.length > 1 ? 's' : ''}: ${unknown.join(', ')}.`, {
-      location: 'body',
-      unknown_fields: unknown,
-    });
-  }
 }

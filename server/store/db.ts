@@ -1,6 +1,6 @@
 // Opens the SQLite database (node:sqlite, no native addon) and applies versioned migrations.
-import { DatabaseSync } from 'node:sqlite';
-import { mkdirSync } from 'node:fs';
+import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 
 /** Each entry moves the schema one version up; never edit a released entry, append a new one. */
@@ -100,9 +100,28 @@ const MIGRATIONS: string[] = [
   `,
 ];
 
-export function openDatabase(dataDir: string): DatabaseSync {
+/** The database file's name inside the data folder. */
+export const DB_FILE = 'vpn-access.db';
+
+/**
+ * The folder holds session ids (VLESS secrets) and token hashes: 0700 for the folder and 0600
+ * for the database files, applied on every open (also to a folder or files that already
+ * existed with looser modes). The database file is created 0600 before SQLite opens it, and
+ * SQLite creates its -wal and -shm files with the database file's mode.
+ */
+function secureDataDir(dataDir: string): void {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-  const db = new DatabaseSync(join(dataDir, 'vpn-access.db'));
+  chmodSync(dataDir, 0o700);
+  const file = join(dataDir, DB_FILE);
+  closeSync(openSync(file, 'a', 0o600));
+  for (const f of [file, `${file}-wal`, `${file}-shm`, `${file}-journal`]) {
+    if (existsSync(f)) chmodSync(f, 0o600);
+  }
+}
+
+export function openDatabase(dataDir: string): DatabaseSync {
+  secureDataDir(dataDir);
+  const db = new DatabaseSync(join(dataDir, DB_FILE));
   // WAL + synchronous=NORMAL: a committed transaction survives the death of the process
   // (kill -9); only a power loss may drop the last few. FULL would also cover power loss.
   db.exec('PRAGMA journal_mode = WAL');
@@ -130,4 +149,17 @@ function migrate(db: DatabaseSync): void {
       throw err;
     }
   }
+}
+
+/** A statement cache: each SQL text is compiled once per database and reused on every call. */
+export function preparedStatements(db: DatabaseSync): (sql: string) => StatementSync {
+  const statements = new Map<string, StatementSync>();
+  return (sql) => {
+    let statement = statements.get(sql);
+    if (!statement) {
+      statement = db.prepare(sql);
+      statements.set(sql, statement);
+    }
+    return statement;
+  };
 }

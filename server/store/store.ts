@@ -2,9 +2,10 @@
 // transaction, committed before it returns, so an acknowledged write survives a crash.
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import type { LimitScope, LimitValues, RuntimePatch, SessionRow, SessionStatus } from '../domain.ts';
-import type { EventType, LimitsRecord, SessionEvent } from '../contract/schemas.ts';
+import type { EventInsert, LimitScope, LimitValues, RuntimePatch, SessionRow, SessionStatus } from '../domain.ts';
+import type { LimitsRecord, SessionEvent } from '../contract/schemas.ts';
 import { isoNow } from '../time.ts';
+import { preparedStatements } from './db.ts';
 
 export type Role = 'owner' | 'agent';
 export interface TokenInfo {
@@ -81,22 +82,15 @@ const SESSION_COLUMNS =
 
 export class Store {
   readonly db: DatabaseSync;
-  private readonly stmts = new Map<string, StatementSync>();
+  private readonly q: (sql: string) => StatementSync;
   /** Bumped whenever this Store creates or revokes a token (caches of token look-ups watch it). */
   tokenGeneration = 0;
 
   constructor(db: DatabaseSync) {
     this.db = db;
+    this.q = preparedStatements(db);
   }
 
-  private q(sql: string): StatementSync {
-    let s = this.stmts.get(sql);
-    if (!s) {
-      s = this.db.prepare(sql);
-      this.stmts.set(sql, s);
-    }
-    return s;
-  }
 
   transaction<T>(fn: () => T): T {
     this.db.exec('BEGIN IMMEDIATE');
@@ -166,6 +160,11 @@ export class Store {
       `SELECT t.id, t.customer_id, c.name AS customer_name, t.role, t.prefix, t.created_at, t.revoked_at
        FROM tokens t JOIN customers c ON c.id = t.customer_id ORDER BY t.created_at`,
     ).all() as unknown as TokenInfo[];
+  }
+
+  /** True while the token with this id exists and is not revoked. */
+  isTokenActive(id: string): boolean {
+    return this.q('SELECT 1 AS ok FROM tokens WHERE id = ? AND revoked_at IS NULL').get(id) !== undefined;
   }
 
   /** Revokes by token id, by the plain token, or by its printed prefix when that is unique. */
@@ -317,15 +316,7 @@ export class Store {
 
   // Events
 
-  insertEvent(e: {
-    customer_id: string;
-    session_id: string;
-    event_type: EventType;
-    created_at: string;
-    duration: number;
-    downloaded_bytes: number;
-    uploaded_bytes: number;
-  }): SessionEvent {
+  insertEvent(e: EventInsert): SessionEvent {
     const r = this.q(
       `INSERT INTO events (customer_id, session_id, event_type, created_at, duration, downloaded_bytes, uploaded_bytes)
        VALUES (?, ?, ?, ?, ?, ?, ?)`,

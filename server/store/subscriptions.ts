@@ -3,6 +3,7 @@
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import type { SessionRow } from '../domain.ts';
 import { isoNow } from '../time.ts';
+import { preparedStatements } from './db.ts';
 
 export interface SubscriptionRow {
   customer_id: string;
@@ -19,20 +20,13 @@ const SESSION_COLUMNS =
 
 export class SubscriptionStore {
   private readonly db: DatabaseSync;
-  private readonly stmts = new Map<string, StatementSync>();
+  private readonly q: (sql: string) => StatementSync;
 
   constructor(db: DatabaseSync) {
     this.db = db;
+    this.q = preparedStatements(db);
   }
 
-  private q(sql: string): StatementSync {
-    let s = this.stmts.get(sql);
-    if (!s) {
-      s = this.db.prepare(sql);
-      this.stmts.set(sql, s);
-    }
-    return s;
-  }
 
   get(customerId: string, clientId: string): SubscriptionRow | undefined {
     return this.q(`SELECT ${COLUMNS} FROM subscriptions WHERE customer_id = ? AND client_id = ?`).get(customerId, clientId) as

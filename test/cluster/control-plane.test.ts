@@ -25,7 +25,8 @@ const dirs: string[] = [];
 async function start(url: string): Promise<RunningServer> {
   const dir = tempDir('vad-cl-');
   dirs.push(dir);
-  return startServer({ dataDir: dir, database: url, port: 0, vlessTcpPort: null, proxyPort: null, statsIntervalMs: 300, heartbeatIntervalMs: 1000 });
+  // allow-all: the test's file server is on loopback, which the default egress policy refuses.
+  return startServer({ dataDir: dir, database: url, port: 0, vlessTcpPort: null, proxyPort: null, statsIntervalMs: 300, heartbeatIntervalMs: 1000, egress: 'allow-all' });
 }
 
 before(async () => {

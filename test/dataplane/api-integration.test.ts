@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { startServer, type RunningServer } from '../../server/serve.ts';
 import { startFileServer, sha256, type FileServer } from './helpers/targets.ts';
 import { startV2rayClient, curlSocks, curl, requireV2ray, type VlessConfiguration } from './helpers/v2ray.ts';
+import { callApi } from '../helpers/http.ts';
 
 const MB = 1024 * 1024;
 let srv: RunningServer;
@@ -20,7 +21,7 @@ interface Ev { id: number; session_id: string; event_type: string; duration: num
 before(async () => {
   requireV2ray();
   dir = mkdtempSync(join(tmpdir(), 'vad-dp-'));
-  srv = await startServer({ dataDir: dir, port: 0, statsIntervalMs: 300, heartbeatIntervalMs: 1000 });
+  srv = await startServer({ dataDir: dir, port: 0, statsIntervalMs: 300, heartbeatIntervalMs: 1000, egress: 'allow-all' });
   token = srv.ownerToken!;
   files = await startFileServer({ big: 4 * MB, small: 20_000 });
 });
@@ -30,15 +31,7 @@ after(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function api(method: string, path: string, body?: unknown): Promise<{ status: number; json: any }> {
-  const res = await fetch(`${srv.baseUrl}${path}`, {
-    method,
-    headers: { Authorization: `Bearer ${token}`, ...(body ? { 'Content-Type': 'application/json' } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  const text = await res.text();
-  return { status: res.status, json: text ? JSON.parse(text) : undefined };
-}
+const api = (method: string, path: string, body?: unknown) => callApi(srv.baseUrl, token, method, path, body);
 
 /** Collects SSE events of the stream until stop(). */
 function subscribe(): { events: Ev[]; waitFor(pred: (e: Ev) => boolean, ms?: number): Promise<Ev>; stop(): void } {

@@ -18,6 +18,7 @@ import type { Configuration } from '../../server/contract/schemas.ts';
 import { startFileServer, sha256, type FileServer } from './helpers/targets.ts';
 import { startV2rayClient, curlSocks, curl, requireV2ray, V2RAY } from './helpers/v2ray.ts';
 import { parseVlessLink } from '../helpers/vless-link.ts';
+import { callApi } from '../helpers/http.ts';
 
 const MB = 1024 * 1024;
 let srv: RunningServer;
@@ -38,15 +39,7 @@ after(async () => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-async function api(method: string, path: string, body?: unknown): Promise<{ status: number; json: any }> {
-  const res = await fetch(`${srv.baseUrl}${path}`, {
-    method,
-    headers: { Authorization: `Bearer ${token}`, ...(body ? { 'Content-Type': 'application/json' } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  const text = await res.text();
-  return { status: res.status, json: text ? JSON.parse(text) : undefined };
-}
+const api = (method: string, path: string, body?: unknown) => callApi(srv.baseUrl, token, method, path, body);
 
 async function downloaded(ids: string[]): Promise<number> {
   let sum = 0;

@@ -34,7 +34,7 @@ function dir(): string {
 }
 
 async function start(opts: Partial<StartOptions> & { dataDir: string }): Promise<RunningServer> {
-  return startServer({ host: '127.0.0.1', port: 0, vlessTcpPort: 0, proxyPort: 0, publicHost: '127.0.0.1', logger: silentLogger, ...opts });
+  return startServer({ host: '127.0.0.1', port: 0, vlessTcpPort: 0, proxyPort: 0, publicHost: '127.0.0.1', logger: silentLogger, egress: 'allow-all', ...opts });
 }
 
 const tokens = new WeakMap<RunningServer, string>();

@@ -33,6 +33,8 @@ export async function startBackend(opts: { rateLimit?: { max: number; windowMs: 
     proxyPort: 0,
     statsIntervalMs: 1000,
     heartbeatIntervalMs: 5000,
+    // The tests relay to loopback targets: an explicit opt-in (the default refuses loopback).
+    egress: 'allow-all',
   });
   const token = server.ownerToken;
   if (!token) throw new Error('a fresh data folder must yield an owner token');

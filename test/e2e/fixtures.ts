@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { startBackend, ROOT, type Backend } from './backend.ts';
 import { AppPage } from './pages.ts';
 import { electronBinary } from './electron-binary.ts';
-import { launchDesktop, type DesktopApp } from './desktop/harness.ts';
+import { launchDesktop, type DesktopApp, type LaunchOptions } from './desktop/harness.ts';
 
 export { electronBinary };
 
@@ -31,7 +31,7 @@ type TestFixtures = {
    */
   openApp: (opts: { backend: Backend; token?: string }) => Promise<AppPage>;
   /** A desktop app of its own on its embedded server (no remote env); desktop project only. */
-  openEmbeddedDesktop: (opts?: { userData?: string; encryptionAvailable?: boolean }) => Promise<DesktopApp>;
+  openEmbeddedDesktop: (opts?: Omit<LaunchOptions, 'browser' | 'remote'>) => Promise<DesktopApp>;
 };
 
 export const test = base.extend<TestFixtures, WorkerFixtures>({

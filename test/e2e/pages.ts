@@ -69,6 +69,31 @@ export class AppPage {
     return Number(await this.page.getByTestId('uploaded-bytes').getAttribute('data-value'));
   }
 
+  // ---- Client view and subscription
+  async openClient(clientId: string): Promise<void> {
+    await this.page.evaluate((c) => (location.hash = `#/clients/${encodeURIComponent(c)}`), clientId);
+    await expect(this.page.getByRole('heading', { level: 1, name: `Client ${clientId}` })).toBeVisible();
+  }
+  subscriptionQr(): Locator {
+    return this.page.getByRole('img', { name: 'QR code of the subscription URL' });
+  }
+  subscriptionUrl(): Locator {
+    return this.page.getByTestId('subscription-url');
+  }
+  subscriptionButton(name: 'Turn on subscription' | 'Copy subscription URL' | 'Rotate URL' | 'Rotate now' | 'Cancel' | 'Turn off'): Locator {
+    return this.page.getByRole('button', { name, exact: true });
+  }
+  importLink(app: 'v2rayNG' | 'Hiddify' | 'sing-box' | 'Clash Meta (Mihomo)'): Locator {
+    return this.page.getByRole('link', { name: `Import into ${app}`, exact: true });
+  }
+  /** Turns the subscription on from the empty state; returns its URL as shown. */
+  async turnOnSubscription(): Promise<string> {
+    await expect(this.page.getByText('No subscription yet', { exact: true })).toBeVisible();
+    await this.subscriptionButton('Turn on subscription').click();
+    await expect(this.subscriptionQr()).toBeVisible();
+    return (await this.subscriptionUrl().textContent()) ?? '';
+  }
+
   // ---- Limits
   async limitsTab(tab: LimitTab): Promise<void> {
     await this.page.getByRole('tab', { name: tab, exact: true }).click();

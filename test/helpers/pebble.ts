@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { freePort } from '../dataplane/helpers/targets.ts';
 import { startDns, type DnsResponder } from './dns.ts';
 import { makeCert } from './tls.ts';
+import { stopChild, tailOutput } from './child.ts';
 
 export const PEBBLE = '/usr/bin/pebble';
 
@@ -44,24 +45,16 @@ export async function startPebble(dir: string): Promise<Pebble> {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, PEBBLE_VA_NOSLEEP: '1', PEBBLE_WFE_NONCEREJECT: '0', PEBBLE_AUTHZREUSE: '0' },
   });
-  let out = '';
-  proc.stdout?.on('data', (b: Buffer) => { out = (out + b.toString()).slice(-50_000); });
-  proc.stderr?.on('data', (b: Buffer) => { out = (out + b.toString()).slice(-50_000); });
+  const output = tailOutput(proc, 50_000);
   const close = async () => {
-    if (proc.exitCode === null && proc.signalCode === null) {
-      const exited = new Promise((r) => proc.once('exit', r));
-      proc.kill('SIGTERM');
-      const t = setTimeout(() => proc.kill('SIGKILL'), 2000);
-      await exited;
-      clearTimeout(t);
-    }
+    await stopChild(proc);
     await dns.close();
   };
   const deadline = Date.now() + 10_000;
   for (;;) {
     if (proc.exitCode !== null) {
       await close();
-      throw new Error(`pebble exited: ${out}`);
+      throw new Error(`pebble exited: ${output()}`);
     }
     const up = await new Promise<boolean>((r) => {
       const s = connect(port, '127.0.0.1');
@@ -71,9 +64,9 @@ export async function startPebble(dir: string): Promise<Pebble> {
     if (up) break;
     if (Date.now() > deadline) {
       await close();
-      throw new Error(`pebble did not listen: ${out}`);
+      throw new Error(`pebble did not listen: ${output()}`);
     }
     await new Promise((r) => setTimeout(r, 100));
   }
-  return { directoryUrl: `https://127.0.0.1:${port}/dir`, apiCa: api.pem, managementUrl: `https://127.0.0.1:${mgmt}`, httpPort, dns, output: () => out, close };
+  return { directoryUrl: `https://127.0.0.1:${port}/dir`, apiCa: api.pem, managementUrl: `https://127.0.0.1:${mgmt}`, httpPort, dns, output, close };
 }

@@ -1,5 +1,6 @@
 // One session: status, live counters and speed chart, the configuration link (copy + QR),
-// the configuration as fields, Pause and Resume, and the session's own event timeline.
+// the configuration as fields, Pause and Resume, the client's subscription (in short, with a
+// link to the client view) and the session's own event timeline.
 import QRCode from 'qrcode';
 import { useEffect, useState } from 'react';
 import { getPlatform } from '../platform/index.ts';
@@ -8,7 +9,8 @@ import { formatBytes, formatDateTime, formatDuration, formatSpeed, formatTime } 
 import { pollStatus, fetchSession, setPaused, useStore, watchHistory } from '../store/index.ts';
 import { CopyButton, EmptyState, ErrorBanner, Field, Screen, Spinner, StatusBadge } from '../components/ui.tsx';
 import { SpeedChart } from '../components/SpeedChart.tsx';
-import { navigate } from '../store/routing.ts';
+import { navigate, routeHref } from '../store/routing.ts';
+import { SubscriptionSummary } from './ClientScreen.tsx';
 
 function useQr(text: string | undefined, dark: string) {
   const [svg, setSvg] = useState('');
@@ -148,7 +150,7 @@ export function SessionDetail({ id }: { id: string }) {
         <div className="card">
           <h2>Traffic</h2>
           <dl className="kvs">
-            <Field label="Client" value={s.client_id} />
+            <Field label="Client" value={<a href={routeHref({ name: 'client', id: s.client_id })} aria-label={`Client ${s.client_id}: subscription and sessions`}>{s.client_id}</a>} />
             <Field label="Zone" value={s.zone} />
             <Field label="Status" value={`${s.status}${s.paused ? ' (paused)' : ''}`} />
             <Field label="Uploaded" value={<span data-testid="uploaded-bytes" data-value={s.uploaded_bytes}>{formatBytes(s.uploaded_bytes)}</span>} />
@@ -183,6 +185,8 @@ export function SessionDetail({ id }: { id: string }) {
           </dl>
         </div>
       </div>
+
+      <SubscriptionSummary clientId={s.client_id} />
 
       <div className="card">
         <h2>Timeline</h2>

@@ -5,7 +5,7 @@ import { useEffect, useRef, useState, type KeyboardEvent } from 'react';
 import { formatBytes, formatDuration, formatSpeed } from '../lib/format.ts';
 import { routeHref, navigate } from '../store/routing.ts';
 import { loadSessions, setSessionFilter, syncNewest, useStore } from '../store/index.ts';
-import { selectFilteredIds, selectZones } from '../store/selectors.ts';
+import { selectClientIds, selectFilteredIds, selectZones } from '../store/selectors.ts';
 import { EmptyState, ErrorBanner, Screen, Spinner, StatusBadge } from '../components/ui.tsx';
 
 const ROW = 44;
@@ -34,6 +34,26 @@ function Row({ id, index, top, now }: { id: string; index: number; top: number; 
       <span role="cell" className="c-num">{fresh ? `${formatSpeed(s.up_speed)} / ${formatSpeed(s.down_speed)}` : '—'}</span>
       <span role="cell" className="c-num">{formatDuration(s.duration)}</span>
     </a>
+  );
+}
+
+/** The clients of the loaded sessions, each a link to its client view (subscription, sessions). */
+function ClientLinks() {
+  const clients = useStore(selectClientIds);
+  if (clients.length === 0) return null;
+  return (
+    <details className="clients">
+      <summary>Clients and subscriptions ({clients.length})</summary>
+      <ul aria-label="Clients">
+        {clients.slice(0, 200).map((c) => (
+          <li key={c}>
+            <a href={routeHref({ name: 'client', id: c })} aria-label={`Client ${c}`}>
+              {c}
+            </a>
+          </li>
+        ))}
+      </ul>
+    </details>
   );
 }
 
@@ -124,6 +144,7 @@ export function SessionsScreen() {
           </select>
         </label>
       </div>
+      <ClientLinks />
       <ErrorBanner error={error} onRetry={() => void loadSessions()} />
       {total === 0 && load === 'ready' ? (
         <EmptyState title="No sessions yet">

@@ -1,10 +1,36 @@
-// Where the API lives (embedded or remote in the desktop app), its ports and data folder,
-// and support tools: copy the API token, read the OpenAPI document.
+// Where the API lives (embedded or remote in the desktop app), its ports and data folder, the
+// TLS mode in force and why, "Let other devices connect" (LanSharing.tsx), and support tools:
+// copy the API token, read the OpenAPI document.
 import { useState, type FormEvent } from 'react';
 import { getPlatform, toApiError } from '../platform/index.ts';
 import { humanError } from '../lib/errors.ts';
 import { forgetToken, loadServerInfo, saveConnection, toast, useStore } from '../store/index.ts';
 import { CopyButton, Field, FormRow, Screen, Spinner } from '../components/ui.tsx';
+import { formatDateTime } from '../lib/format.ts';
+import type { ServerInfo } from '../../../common/api-types.ts';
+import { LanSharingCard } from './LanSharing.tsx';
+
+const CERT_SOURCE = {
+  files: 'Certificate files (--tls-cert / --tls-key), reloaded when they change',
+  acme: 'ACME (a certificate authority such as Let\u2019s Encrypt)',
+  'self-signed': 'Self-signed, made for this host; links pin it (pcs)',
+} as const;
+
+/** The TLS mode in force and why, from server-info's tls_status (older servers: on/off only). */
+function TlsFields({ info }: { info: ServerInfo }) {
+  const t = info.tls_status;
+  if (!t) return <Field label="TLS" value={info.tls ? 'on' : 'off'} />;
+  return (
+    <>
+      <Field label="TLS" value={<span data-testid="tls-mode">{`${t.enabled ? 'On' : 'Off'} (mode ${t.mode})`}</span>} />
+      <Field label="Why" value={<span data-testid="tls-reason">{t.reason}</span>} />
+      {t.source ? <Field label="Certificate" value={CERT_SOURCE[t.source]} /> : null}
+      {t.fingerprint_sha256 ? <Field label="SHA-256 fingerprint" value={<span className="wrap">{t.fingerprint_sha256}</span>} mono /> : null}
+      {t.not_after ? <Field label="Valid until" value={formatDateTime(t.not_after)} /> : null}
+      {t.names.length ? <Field label="Names" value={t.names.join(', ')} mono /> : null}
+    </>
+  );
+}
 
 function OpenApiViewer() {
   const [doc, setDoc] = useState<string | null>(null);
@@ -146,7 +172,7 @@ export function SettingsScreen() {
               <Field label="VLESS WebSocket path" value={info.ws_path} mono />
               <Field label="VLESS TCP port" value={info.vless_tcp_port ?? 'disabled'} mono />
               <Field label="Proxy port" value={info.proxy_port ?? 'disabled'} mono />
-              <Field label="TLS" value={info.tls ? 'on' : 'off'} />
+              <TlsFields info={info} />
             </dl>
           ) : (
             <button type="button" className="btn" onClick={() => void loadServerInfo()}>
@@ -155,6 +181,7 @@ export function SettingsScreen() {
           )}
         </div>
       </div>
+      <LanSharingCard />
       <div className="card">
         <h2>Support</h2>
         <p className="muted">Support staff may need the API token to call the API directly. Treat it like a password.</p>

@@ -45,6 +45,11 @@ export function createElectronPlatform(bridge: AppBridge): Platform {
     getLimits: (s) => unwrap(bridge.getLimits(s)),
     updateLimits: (s, b) => unwrap(bridge.updateLimits(s, b)),
     deleteLimits: (s) => unwrap(bridge.deleteLimits(s)),
+    getSubscription: (c) => unwrap(bridge.getSubscription(c)),
+    putSubscription: (c) => unwrap(bridge.putSubscription(c)),
+    deleteSubscription: (c) => unwrap(bridge.deleteSubscription(c)),
+    lanSharing: () => unwrap(bridge.lanSharing()),
+    setLanSharing: (r) => unwrap(bridge.setLanSharing(r)),
   };
 
   return {

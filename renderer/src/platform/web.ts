@@ -11,6 +11,7 @@ import { ApiError } from './platform.ts';
 import type { EventFilter, LimitScope } from '../../../common/api-types.ts';
 
 export const TOKEN_KEY = 'vpn-access.token';
+export const WEB_LAN_REASON = 'This page talks to a server that was started from the command line; that server decides which address it listens on.';
 export const BASE_KEY = 'vpn-access.baseUrl';
 
 /**
@@ -84,6 +85,7 @@ export function createWebPlatform(): Platform {
   }
 
   const limitsPath = (scope: LimitScope) => `/customer/limits/${encodeURIComponent(scope)}`;
+  const subscriptionPath = (clientId: string) => `/subscriptions/${encodeURIComponent(clientId)}`;
   const qs = buildQuery;
 
   const ops: Platform['ops'] = {
@@ -108,6 +110,14 @@ export function createWebPlatform(): Platform {
     getLimits: (scope) => call('GET', limitsPath(scope)),
     updateLimits: (scope, body) => call('PATCH', limitsPath(scope), body),
     deleteLimits: (scope) => call('DELETE', limitsPath(scope)),
+    getSubscription: (clientId) => call('GET', subscriptionPath(clientId)),
+    putSubscription: (clientId) => call('PUT', subscriptionPath(clientId)),
+    deleteSubscription: (clientId) => call('DELETE', subscriptionPath(clientId)),
+    // The browser cannot rebind the server: `vpn-access serve --host/--public-host/--egress lan` does.
+    lanSharing: async () => ({ supported: false, reason: WEB_LAN_REASON, enabled: false, address: null, addresses: [], suggested: null }),
+    setLanSharing: async () => {
+      throw new ApiError({ status: 400, code: 'not_supported', message: WEB_LAN_REASON, details: {} });
+    },
   } satisfies Omit<PlatformOps, 'openStream' | 'closeStream'>;
 
   function subscribe(filter: EventFilter, h: StreamHandlers): () => void {

@@ -1,4 +1,4 @@
-// One zustand store made of slices (slices/: app, zones, sessions, events, limits), in the
+// One zustand store made of slices (slices/: app, zones, sessions, events, limits, sharing), in the
 // zustand slices pattern. Actions are the only writers; components read through the
 // selectors in selectors.ts; events from the platform enter through bridge.ts; the pure view
 // logic is in session-view.ts and event-merge.ts; routes are in routing.ts.
@@ -7,6 +7,7 @@ import { createAppSlice } from './slices/app.ts';
 import { createEventsSlice } from './slices/events.ts';
 import { createLimitsSlice } from './slices/limits.ts';
 import { createSessionsSlice } from './slices/sessions.ts';
+import { createSharingSlice } from './slices/sharing.ts';
 import { createZonesSlice } from './slices/zones.ts';
 import type { State } from './state.ts';
 
@@ -16,6 +17,7 @@ export const useStore = create<State>()((...a) => ({
   ...createSessionsSlice(...a),
   ...createEventsSlice(...a),
   ...createLimitsSlice(...a),
+  ...createSharingSlice(...a),
 }));
 
 // The actions never change after the store is made, so components and the bridge import them
@@ -49,10 +51,16 @@ export const {
   loadLimits,
   saveLimits,
   deleteLimits,
+  loadSubscription,
+  putSubscription,
+  deleteSubscription,
+  loadLanSharing,
+  setLanSharing,
 } = useStore.getState();
 
 export type { State } from './state.ts';
 export type { Toast } from './slices/app.ts';
 export type { LimitsState } from './slices/limits.ts';
+export type { SubscriptionEntry } from './slices/sharing.ts';
 export type { SessionView } from './session-view.ts';
 export { scopeTitle } from './slices/limits.ts';

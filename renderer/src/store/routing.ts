@@ -1,4 +1,4 @@
-// Routes of the app and their hash addresses (`#/sessions/<id>`, `#/limits/client`, ...).
+// Routes of the app and their hash addresses (`#/sessions/<id>`, `#/clients/<id>`, `#/limits/client`, ...).
 // The hash is the truth: `navigate` changes it, and the bridge turns each hashchange into
 // the store's `route`. parseHash and routeHref are pure.
 import type { LimitScope } from '../../../common/api-types.ts';
@@ -8,6 +8,7 @@ export type Route =
   | { name: 'sessions' }
   | { name: 'new' }
   | { name: 'session'; id: string }
+  | { name: 'client'; id: string }
   | { name: 'limits'; scope: LimitScope }
   | { name: 'events' }
   | { name: 'proxy' }
@@ -20,6 +21,8 @@ export function parseHash(hash: string): Route {
       return { name: 'new' };
     case 'sessions':
       return parts[1] ? { name: 'session', id: parts[1] } : { name: 'sessions' };
+    case 'clients':
+      return parts[1] ? { name: 'client', id: parts[1] } : { name: 'sessions' };
     case 'limits':
       return { name: 'limits', scope: parts[1] === 'client' || parts[1] === 'session' ? parts[1] : 'global' };
     case 'events':
@@ -37,6 +40,8 @@ export function routeHref(r: Route): string {
   switch (r.name) {
     case 'session':
       return `#/sessions/${encodeURIComponent(r.id)}`;
+    case 'client':
+      return `#/clients/${encodeURIComponent(r.id)}`;
     case 'limits':
       return `#/limits/${r.scope}`;
     default:

@@ -19,6 +19,26 @@ export function selectFilteredIds(s: State): string[] {
   return out;
 }
 
+let clientsMemo: { sessions: State['sessions']; order: string[]; out: string[] } | null = null;
+/** The distinct client ids of the loaded sessions, in the order of their newest session. */
+export function selectClientIds(s: State): string[] {
+  if (clientsMemo && clientsMemo.sessions === s.sessions && clientsMemo.order === s.sessionOrder) return clientsMemo.out;
+  const seen = new Set<string>();
+  for (const id of s.sessionOrder) {
+    const c = s.sessions[id]?.client_id;
+    if (c) seen.add(c);
+  }
+  clientsMemo = { sessions: s.sessions, order: s.sessionOrder, out: [...seen] };
+  return clientsMemo.out;
+}
+
+/** Ids of one client's loaded sessions, newest first. */
+export function useClientSessionIds(clientId: string): string[] {
+  return useStore(useShallow((s: State) => s.sessionOrder.filter((id) => s.sessions[id]?.client_id === clientId)));
+}
+
+export const selectSubscription = (clientId: string) => (s: State) => s.subscriptions[clientId];
+
 /** Totals for the header: active sessions and live speeds. */
 export function useTotals() {
   return useStore(useShallow((s: State) => sessionTotals(s.sessions, s.sessionOrder)));

@@ -7,9 +7,10 @@ import type { AppSlice } from './slices/app.ts';
 import type { EventsSlice } from './slices/events.ts';
 import type { LimitsSlice } from './slices/limits.ts';
 import type { SessionsSlice } from './slices/sessions.ts';
+import type { SharingSlice } from './slices/sharing.ts';
 import type { ZonesSlice } from './slices/zones.ts';
 
-export type State = AppSlice & ZonesSlice & SessionsSlice & EventsSlice & LimitsSlice;
+export type State = AppSlice & ZonesSlice & SessionsSlice & EventsSlice & LimitsSlice & SharingSlice;
 
 export type SliceCreator<Slice> = StateCreator<State, [], [], Slice>;
 

@@ -22,7 +22,7 @@
 // pause flag changed: its id), `vad_limits` (customer_id:scope), `vad_tokens`, `vad_nodes`.
 import { randomBytes, randomUUID } from 'node:crypto';
 import type pg from 'pg';
-import type { LimitScope, LimitValues, RuntimePatch, SessionRow } from '../../domain.ts';
+import type { EventInsert, LimitScope, LimitValues, RuntimePatch, SessionRow } from '../../domain.ts';
 import type { EventType, LimitsRecord, SessionEvent } from '../../contract/schemas.ts';
 import { isoNow } from '../../time.ts';
 import type { EventFilter, NodeInfo, NodePorts, Role, SessionFilter, Store, TokenInfo } from '../store.ts';
@@ -43,15 +43,7 @@ export const CHANNELS = {
 
 const TOKEN_PREFIX = 'vad_';
 
-export interface EventInsert {
-  customer_id: string;
-  session_id: string;
-  event_type: EventType;
-  created_at: string;
-  duration: number;
-  downloaded_bytes: number;
-  uploaded_bytes: number;
-}
+export type { EventInsert } from '../../domain.ts';
 
 /** The operations the SQLite Store and PgStore share (same names, parameters and results). */
 export type SharedStoreOps =

@@ -74,6 +74,7 @@ export class MemoryDeps {
         wsPath: '/vless',
         statsIntervalMs: 200,
         heartbeatIntervalMs: 300,
+        // The tests relay to loopback targets: an explicit opt-in (the default refuses loopback).
         egress: 'allow-all',
         headerTimeoutMs: 1000,
         connectTimeoutMs: 2000,

@@ -6,6 +6,7 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from './targets.ts';
+import { stopChild, tailOutput } from '../../helpers/child.ts';
 
 export const V2RAY = '/usr/bin/v2ray';
 
@@ -78,18 +79,9 @@ export async function runV2ray(config: object, ports: number[]): Promise<{ proc:
   const file = join(dir, 'config.json');
   writeFileSync(file, JSON.stringify(config, null, 2));
   const proc = spawn(V2RAY, ['-config', file], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  proc.stdout?.on('data', (b: Buffer) => { out = (out + b.toString()).slice(-20000); });
-  proc.stderr?.on('data', (b: Buffer) => { out = (out + b.toString()).slice(-20000); });
-  const output = () => out;
+  const output = tailOutput(proc, 20_000);
   const close = async () => {
-    if (proc.exitCode === null && proc.signalCode === null) {
-      const exited = new Promise((r) => proc.once('exit', r));
-      proc.kill('SIGTERM');
-      const t = setTimeout(() => proc.kill('SIGKILL'), 2000);
-      await exited;
-      clearTimeout(t);
-    }
+    await stopChild(proc);
     rmSync(dir, { recursive: true, force: true });
   };
   try {

@@ -6,7 +6,7 @@
 // can run several apps one after another, each with its own user-data folder.
 import Module from 'node:module';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import os, { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { expect, type Browser, type Page } from '@playwright/test';
@@ -26,6 +26,12 @@ export interface LaunchOptions {
   /** Aim at a remote server through main's env variables; absent: the embedded server. */
   remote?: { baseUrl: string; token: string };
   encryptionAvailable?: boolean;
+  /**
+   * The machine's network interfaces as main sees them (os.networkInterfaces), for as long as
+   * the app runs: tests offer a loopback address as the "LAN" one, so that sharing binds and
+   * is reached without traffic ever leaving loopback.
+   */
+  interfaces?: ReturnType<typeof os.networkInterfaces>;
 }
 
 // The bundle does `require('electron')`: this process answers with the current stand-in.
@@ -133,10 +139,14 @@ export class DesktopApp {
     }
   }
 
+  /** Undoes LaunchOptions.interfaces once the app has quit. */
+  restoreInterfaces?: () => void;
+
   /** Quits as the app menu's Quit does (app.quit); resolves with the exit code. */
   async quit(): Promise<number> {
     if (this.state.exitCode === null) this.#app.quit();
     const code = await this.exited;
+    this.restoreInterfaces?.();
     if (this.#ownsUserData) rmSync(this.userData, { recursive: true, force: true });
     return code;
   }
@@ -183,6 +193,14 @@ export async function launchDesktop(opts: LaunchOptions): Promise<DesktopApp> {
     current = null;
   }
   const app = new DesktopApp(electron, state, userData, ownsUserData, exited, opts.browser);
+  if (opts.interfaces) {
+    const real = os.networkInterfaces;
+    const offered = opts.interfaces;
+    os.networkInterfaces = () => offered;
+    app.restoreInterfaces = () => {
+      os.networkInterfaces = real;
+    };
+  }
   // Up: the window exists, shows the renderer, and the preload's bridge answers.
   await expect
     .poll(() => state.errors.length > 0 || state.exitCode !== null || state.windows.some((w) => w.visible && w.page), { timeout: 30_000 })
