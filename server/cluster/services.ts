@@ -60,6 +60,27 @@ export async function createClusterServices(opts: ServerOptions, config: Resolve
   view.attach(dataPlane);
   const sessions = new SessionService({ store: data, zones: placement, link: config.settings.link, dataPlane: () => dataPlane });
 
+  // Open event streams of a token revoked on any instance are closed: the registry's watch
+  // (written for SQLite's data_version) reads a version bumped here once the revoked ids have
+  // been re-read after a vad_tokens notification (or a reconnection of the LISTEN connection).
+  const revoked = new Set<string>();
+  let revokedVersion = 0;
+  const rereadRevoked = async () => {
+    try {
+      const rows = await data.listTokens();
+      revoked.clear();
+      for (const t of rows) if (t.revoked_at) revoked.add(t.id);
+      revokedVersion++;
+    } catch (err) {
+      log.warn({ err: String(err) }, 'reading revoked tokens failed');
+    }
+  };
+  listener.onNotification((channel) => {
+    if (channel === CHANNELS.tokens) void rereadRevoked();
+  });
+  listener.onReconnect(() => void rereadRevoked());
+  const revocations = { tokenGeneration: 0, dataVersion: () => revokedVersion, isTokenActive: (id: string) => !revoked.has(id) };
+
   const sqliteOnly = (what: string): never => {
     throw new Error(`services.${what} exists only on the SQLite store; on PostgreSQL use services.data`);
   };
@@ -87,9 +108,8 @@ export async function createClusterServices(opts: ServerOptions, config: Resolve
     tls,
     log,
     settings: config.settings,
-    // Caps per token and customer hold per instance; closing the streams of a revoked token is
-    // done by the SQLite registry's data_version watch, not yet on PostgreSQL.
-    streams: new StreamRegistry(undefined, config.settings.sse),
+    // Caps per token and customer hold per instance.
+    streams: new StreamRegistry(revocations, config.settings.sse),
     tokens: { create: () => sqliteOnly('tokens.create') },
     close: () =>
       (closing ??= (async () => {

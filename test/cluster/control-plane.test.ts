@@ -88,6 +88,17 @@ test('a token revoked on A is refused by B at once; one created on B works on A'
   assert.equal((await api(a, 'GET', '/zones', undefined, t)).status, 401);
 });
 
+test('an event stream open on B with a token revoked on A is closed with the error record', async () => {
+  const t = (await a.services.data.createToken('acme', 'agent')).token;
+  const stream = await openRaw(`${b.baseUrl}/sessions/events?tail=0`, { authorization: `Bearer ${t}` });
+  assert.equal(stream.status, 200);
+  const t0 = performance.now();
+  assert.ok(await a.services.data.revokeToken(t));
+  await Promise.race([stream.ended, new Promise((_, reject) => setTimeout(() => reject(new Error('the stream stayed open')), 3000))]);
+  assert.ok(performance.now() - t0 < 2000, 'closed within a second or so');
+  assert.match(stream.text(), /"code":"unauthorized"/);
+});
+
 test('events written by A and B reach one stream once each in id order; Last-Event-ID replays the rest', async () => {
   const stream = await openRaw(`${b.baseUrl}/sessions/events?event_type=session_stats&session_id=ev-a&session_id=ev-b`, { authorization: `Bearer ${owner}` });
   assert.equal(stream.status, 200);
