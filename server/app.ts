@@ -46,12 +46,15 @@ export interface BuiltServer {
 export async function buildServer(opts: ServerOptions): Promise<BuiltServer> {
   const tls = await openTls({ ...opts, publicHost: opts.publicHost ?? '127.0.0.1', log: opts.logger ?? silentLogger });
   const config = resolveConfig(opts, pkg.version, tls);
-  const services = createServices(opts, config, tls);
-  const subscriptions = createSubscriptions(services, opts.dataDir);
-  const { store, dataPlane, log } = services;
+  const services = await createServices(opts, config, tls);
+  // Subscriptions keep their rows in SQLite: not offered on the PostgreSQL control plane yet.
+  const subscriptions = services.database === 'sqlite' ? createSubscriptions(services, opts.dataDir) : null;
+  const { dataPlane, log } = services;
   // The folder's lock (one server per folder) and the repair of what a crash left behind, before
-  // any connection can be accepted.
-  const releaseDataDir = takeDataDir(opts.dataDir, store, (e) => void services.bus.publish(e), log);
+  // any connection can be accepted. SQLite only: on PostgreSQL other instances share the
+  // database, and one starting must not close the sessions they carry.
+  const releaseDataDir =
+    services.database === 'sqlite' ? takeDataDir(opts.dataDir, services.store, (e) => void services.bus.publish(e), log) : () => {};
   const guard = new V2Guard();
   const timeouts = config.httpTimeouts;
   // Node's own deadlines (http.createServer / https.createServer options): see HttpTimeouts.
@@ -84,7 +87,7 @@ export async function buildServer(opts: ServerOptions): Promise<BuiltServer> {
 
   await registerOpenApi(app);
   await guard.register(app, {
-    store,
+    tokens: services.tokenLookup,
     rateLimit: config.rateLimit,
     routes: async (v2) => {
       await zoneRoutes(v2, services);
@@ -92,11 +95,11 @@ export async function buildServer(opts: ServerOptions): Promise<BuiltServer> {
       await eventRoutes(v2, services);
       await limitRoutes(v2, services);
       await metaRoutes(v2, services);
-      await subscriptionRoutes(v2, subscriptions);
+      if (subscriptions) await subscriptionRoutes(v2, subscriptions);
     },
   });
   // Outside /v2 and without a token: the URL's secret is the credential (server/subscriptions).
-  await subscriptionFeedRoutes(app, subscriptions);
+  if (subscriptions) await subscriptionFeedRoutes(app, subscriptions);
   await registerWebUi(app, opts.rendererDir);
 
   wireTls(tls, app, dataPlane, config.settings.link);
@@ -107,15 +110,14 @@ export async function buildServer(opts: ServerOptions): Promise<BuiltServer> {
     });
   }
 
-  const stopRetention = startEventRetention(store, config.eventRetentionMs);
+  const stopRetention = startEventRetention(services.database === 'sqlite' ? services.store : services.data, config.eventRetentionMs);
 
   app.addHook('preClose', async () => {
     services.streams.closeAll();
   });
   app.addHook('onClose', async () => {
     stopRetention();
-    if (dataPlane) await dataPlane.close();
-    store.db.close();
+    await services.close();
     releaseDataDir();
   });
 

@@ -1,10 +1,12 @@
 // The `vpn-access` command line: `serve` runs the service headless; `token` issues,
-// lists and revokes API tokens in a data folder.
+// lists and revokes API tokens, `node` adds, lists and removes the catalogue's data-plane
+// nodes, in a data folder (SQLite) or, with `--database URL`, on PostgreSQL.
 import { existsSync, readFileSync } from 'node:fs';
 import { homedir, networkInterfaces } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { type ControlStore, sqliteControlStore } from './store/control.ts';
 import { openDatabase } from './store/db.ts';
 import { type Role, Store } from './store/store.ts';
 import { createLogger } from './log.ts';
@@ -20,15 +22,23 @@ const USAGE = `vpn-access: the VPN access service
 
 Usage:
   vpn-access serve [options]
-  vpn-access token create --customer NAME --role owner|agent [--data-dir DIR]
-  vpn-access token list [--data-dir DIR]
-  vpn-access token revoke TOKEN_ID|TOKEN_PREFIX|TOKEN [--data-dir DIR]
+  vpn-access token create --customer NAME --role owner|agent [--data-dir DIR | --database URL]
+  vpn-access token list [--data-dir DIR | --database URL]
+  vpn-access token revoke TOKEN_ID|TOKEN_PREFIX|TOKEN [--data-dir DIR | --database URL]
+  vpn-access node add --name NAME --zone CODE --public-host HOST [--data-dir DIR | --database URL]
+                         prints only the node's token (shown this once)
+  vpn-access node list [--json] [--data-dir DIR | --database URL]
+  vpn-access node remove NAME [--data-dir DIR | --database URL]
+  (\`node run\`, the data-plane node process itself, is not built yet.)
 
 serve options (environment variable in brackets):
   --host HOST            bind address, default 127.0.0.1 (loopback); 0.0.0.0 or :: bind every
                          interface (links then name the first non-internal address)  [VPN_ACCESS_HOST]
   --port PORT            API port (also VLESS over ws), default 8787      [VPN_ACCESS_PORT]
   --data-dir DIR         data folder, default ~/.local/share/vpn-access   [VPN_ACCESS_DATA_DIR]
+  --database URL         postgres://USER:PASS@HOST:PORT/DB: the control plane on PostgreSQL
+                         (several serve processes may share it; migrations run on start)
+                         instead of SQLite in the data folder            [VPN_ACCESS_DATABASE]
   --zones FILE           zone catalogue JSON, default the built-in one    [VPN_ACCESS_ZONES]
   --rate-limit N/S       requests per token per window, default 600/60    [VPN_ACCESS_RATE_LIMIT]
   --public-host HOST     host written into session configurations, default the bind host  [VPN_ACCESS_PUBLIC_HOST]
@@ -95,6 +105,7 @@ async function serve(argv: string[]): Promise<void> {
       host: { type: 'string' },
       port: { type: 'string' },
       'data-dir': { type: 'string' },
+      database: { type: 'string' },
       zones: { type: 'string' },
       'rate-limit': { type: 'string' },
       'public-host': { type: 'string' },
@@ -123,6 +134,7 @@ async function serve(argv: string[]): Promise<void> {
   }
   const host = values.host ?? env.VPN_ACCESS_HOST ?? '127.0.0.1';
   const dataDir = resolve(values['data-dir'] ?? defaultDataDir());
+  const database = databaseUrl(values.database ?? env.VPN_ACCESS_DATABASE);
   const certFile = values['tls-cert'] ?? env.VPN_ACCESS_TLS_CERT;
   const keyFile = values['tls-key'] ?? env.VPN_ACCESS_TLS_KEY;
   if (Boolean(certFile) !== Boolean(keyFile)) fail('--tls-cert and --tls-key go together');
@@ -176,6 +188,7 @@ async function serve(argv: string[]): Promise<void> {
     host,
     port: port(values.port ?? env.VPN_ACCESS_PORT, 8787, '--port') ?? 8787,
     dataDir,
+    database,
     zonesFile: values.zones ?? env.VPN_ACCESS_ZONES,
     rateLimit: rateText ? parseRate(rateText) : undefined,
     httpTimeouts: timeoutsText ? parseHttpTimeouts(timeoutsText) : undefined,
@@ -218,13 +231,13 @@ async function serve(argv: string[]): Promise<void> {
 
   if (server.ownerToken) {
     process.stdout.write(
-      `\nNew data folder: created customer "default" and its owner token (shown only this once, keep it secret):\n\n  ${server.ownerToken}\n\n`,
+      `\nNew ${database ? 'database' : 'data folder'}: created customer "default" and its owner token (shown only this once, keep it secret):\n\n  ${server.ownerToken}\n\n`,
     );
   }
   const tls = server.services.settings.tls;
   log.info(`TLS ${tls.enabled ? `on (${tls.source}, sha256 ${tls.fingerprint_sha256})` : 'off'}: ${tls.reason}`);
   log.info(`listening: API ${server.baseUrl}, VLESS ws ${server.origin.replace(/^http/, 'ws')}${server.services.settings.link.wsPath}` +
-    `, VLESS tcp ${server.vlessTcpPort ?? 'off'}, proxy ${server.proxyPort ?? 'off'}, data ${dataDir}`);
+    `, VLESS tcp ${server.vlessTcpPort ?? 'off'}, proxy ${server.proxyPort ?? 'off'}, data ${database ? `PostgreSQL ${redactUrl(database)}` : dataDir}`);
   if (!values['no-ui'] && existsSync(join(rendererDir, 'index.html'))) {
     log.info(`web UI: ${server.origin}/`);
     // The token is printed once, above; the UI asks for it (or takes it from `/#token=...`).
@@ -238,46 +251,132 @@ async function serve(argv: string[]): Promise<void> {
 
 }
 
-function token(argv: string[]): void {
+/** A postgres:// URL, checked; undefined when none is given. */
+function databaseUrl(value: string | undefined): string | undefined {
+  if (value === undefined || value === '') return undefined;
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    fail('--database takes a URL such as postgres://USER:PASS@HOST:5432/DB');
+  }
+  if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') fail('--database takes a postgres:// URL');
+  return value;
+}
+
+/** The URL without its password, for logs. */
+function redactUrl(value: string): string {
+  const url = new URL(value);
+  if (url.password) url.password = '***';
+  return url.toString();
+}
+
+/** The store of `token` and `node`: PostgreSQL with --database (or VPN_ACCESS_DATABASE), else the data folder. */
+async function openStore(values: { 'data-dir'?: string; database?: string }): Promise<ControlStore> {
+  const url = databaseUrl(values.database ?? env.VPN_ACCESS_DATABASE);
+  if (values.database && values['data-dir']) fail('use either --data-dir or --database, not both');
+  if (!url) return sqliteControlStore(new Store(openDatabase(resolve(values['data-dir'] ?? defaultDataDir()))));
+  const { PgStore } = await import('./store/pg/store.ts');
+  const { pgControlStore } = await import('./store/control.ts');
+  try {
+    return pgControlStore(await PgStore.open(url, { max: 2, applicationName: 'vpn-access cli' }));
+  } catch (err) {
+    fail(`cannot use the database at ${redactUrl(url)}: ${err instanceof Error ? err.message : String(err)}`);
+  }
+}
+
+async function token(argv: string[]): Promise<void> {
   const [sub, ...rest] = argv;
   const { values, positionals } = parseArgs({
     args: rest,
     allowPositionals: true,
-    options: { customer: { type: 'string' }, role: { type: 'string' }, 'data-dir': { type: 'string' }, json: { type: 'boolean' } },
+    options: { customer: { type: 'string' }, role: { type: 'string' }, 'data-dir': { type: 'string' }, database: { type: 'string' }, json: { type: 'boolean' } },
   });
-  const store = new Store(openDatabase(resolve(values['data-dir'] ?? defaultDataDir())));
+  if (sub !== 'create' && sub !== 'list' && sub !== 'revoke') fail(`unknown token command "${sub ?? ''}"; use create, list or revoke`);
+  const role = (values.role ?? 'owner') as Role;
+  if (sub === 'create') {
+    if (role !== 'owner' && role !== 'agent') fail('--role takes owner or agent');
+    if (!values.customer) fail('token create needs --customer NAME');
+  }
+  if (sub === 'revoke' && !positionals[0]) fail('token revoke needs a token id, prefix or the token itself');
+  const store = await openStore(values);
   try {
     if (sub === 'create') {
-      const role = (values.role ?? 'owner') as Role;
-      if (role !== 'owner' && role !== 'agent') fail('--role takes owner or agent');
-      const customer = values.customer;
-      if (!customer) fail('token create needs --customer NAME');
-      process.stdout.write(store.createToken(customer, role).token + '\n');
+      process.stdout.write((await store.createToken(values.customer!, role)).token + '\n');
     } else if (sub === 'list') {
-      const rows = store.listTokens();
+      const rows = await store.listTokens();
       if (values.json) process.stdout.write(JSON.stringify(rows, null, 2) + '\n');
       else if (rows.length === 0) process.stdout.write('no tokens\n');
       else
         for (const t of rows)
           process.stdout.write(`${t.id}  ${t.prefix}…  ${t.role.padEnd(5)}  ${t.customer_name}  created ${t.created_at}${t.revoked_at ? `  revoked ${t.revoked_at}` : ''}\n`);
-    } else if (sub === 'revoke') {
+    } else {
       const ref = positionals[0];
-      if (!ref) fail('token revoke needs a token id, prefix or the token itself');
-      const t = store.revokeToken(ref);
+      const t = await store.revokeToken(ref);
       if (!t) fail(`no single active token matches "${ref.slice(0, 10)}…"`);
       process.stdout.write(`revoked ${t.id} (${t.prefix}…, ${t.role}, customer ${t.customer_name})\n`);
-    } else {
-      fail(`unknown token command "${sub ?? ''}"; use create, list or revoke`);
     }
   } finally {
-    store.db.close();
+    await store.close();
+  }
+}
+
+const NODE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
+const ZONE_CODE = /^[a-z0-9-]{2,32}$/;
+const HOST = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]{1,253}|[0-9A-Fa-f:.]+)$/;
+
+async function node(argv: string[]): Promise<void> {
+  const [sub, ...rest] = argv;
+  const { values, positionals } = parseArgs({
+    args: rest,
+    allowPositionals: true,
+    options: {
+      name: { type: 'string' },
+      zone: { type: 'string' },
+      'public-host': { type: 'string' },
+      'data-dir': { type: 'string' },
+      database: { type: 'string' },
+      json: { type: 'boolean' },
+    },
+  });
+  if (sub === 'run') fail('`node run` (a data-plane node process) is not built yet; add nodes with `node add`');
+  if (sub !== 'add' && sub !== 'list' && sub !== 'remove') fail(`unknown node command "${sub ?? ''}"; use add, list or remove`);
+  if (sub === 'add') {
+    if (!values.name || !NODE_NAME.test(values.name)) fail('node add needs --name NAME (letters, digits, ".", "_", "-"; at most 63)');
+    if (values.name === 'local') fail('"local" names this serve process\'s own data plane; choose another name');
+    if (!values.zone || !ZONE_CODE.test(values.zone)) fail('node add needs --zone CODE (a zone code such as de-fra)');
+    if (!values['public-host'] || !HOST.test(values['public-host'])) fail('node add needs --public-host HOST (a host name or address clients connect to)');
+  }
+  if (sub === 'remove' && !positionals[0]) fail('node remove needs the node\'s NAME');
+  const store = await openStore(values);
+  try {
+    if (sub === 'add') {
+      if (await store.getNodeByName(values.name!)) fail(`a node named "${values.name}" exists already`);
+      const { token } = await store.addNode({ name: values.name!, zone: values.zone!, public_host: values['public-host']! });
+      // Only the token, so that scripts can capture it: `TOKEN=$(vpn-access node add ...)`.
+      process.stdout.write(token + '\n');
+    } else if (sub === 'list') {
+      const nodes = await store.listNodes();
+      if (values.json) process.stdout.write(JSON.stringify(nodes, null, 2) + '\n');
+      else if (nodes.length === 0) process.stdout.write('no nodes\n');
+      else
+        for (const n of nodes)
+          process.stdout.write(`${n.name}  ${n.zone}  ${n.up ? 'up' : 'down'}  last contact ${n.last_contact ?? 'never'}  ${n.public_host}\n`);
+    } else {
+      const gone = await store.removeNode(positionals[0]);
+      if (!gone) fail(`no node named "${positionals[0]}"`);
+      process.stdout.write(`removed node ${gone.name} (zone ${gone.zone})\n`);
+    }
+  } finally {
+    await store.close();
   }
 }
 
 export async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
   if (command === 'serve') await serve(rest);
-  else if (command === 'token') token(rest);
+  else if (command === 'token') await token(rest);
+  else if (command === 'node') await node(rest);
   else if (!command || command === 'help' || command === '--help' || command === '-h') process.stdout.write(USAGE);
   else fail(`unknown command "${command}"\n\n${USAGE}`);
 }

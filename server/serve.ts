@@ -27,10 +27,13 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
   const built = await buildServer({ ...opts, host });
   const { app, services } = built;
   let ownerToken: string | undefined;
-  if (services.store.countCustomers() === 0) {
-    ownerToken = services.tokens.create({ customer: opts.firstCustomer ?? 'default', role: 'owner' });
-  }
   try {
+    // Several instances on one database may start at once and all see it empty: only the one
+    // whose insert created the first customer (ensureCustomer is race-free) makes its token.
+    if ((await services.data.countCustomers()) === 0) {
+      const first = opts.firstCustomer ?? 'default';
+      if ((await services.data.ensureCustomer(first)).created) ownerToken = (await services.data.createToken(first, 'owner')).token;
+    }
     await app.listen({ host, port: opts.port ?? 8787 });
     const apiPort = (app.server.address() as AddressInfo).port;
     services.settings.link.wsPort = opts.publicPort ?? apiPort;

@@ -13,6 +13,12 @@ export interface DataPlaneDeps {
     getLimits(customerId: string, scope: LimitScope): LimitValues | undefined;
     /** Persisted counter totals over a customer's sessions, or one client's sessions. */
     sumCounters(customerId: string, clientId?: string): { uploaded_bytes: number; downloaded_bytes: number };
+    /**
+     * Optional: a store that is a local view of a remote database (PostgreSQL) loads what the
+     * calls above read for this session before a connection is admitted; null when nothing
+     * needs loading. The SQLite store has none and admission stays synchronous.
+     */
+    prepare?(sessionId: string): Promise<void> | null;
   };
   events: {
     /** Persists the event, then fans it out to subscribers. */

@@ -42,6 +42,7 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
     untrack: (c) => open.delete(c),
     zones: () => deps.zones.list(),
     sessionExists: (id) => deps.store.getSession(id) !== undefined,
+    prepare: deps.store.prepare ? (id) => deps.store.prepare!(id) : undefined,
   };
   const wss = new WebSocketServer({
     noServer: true,

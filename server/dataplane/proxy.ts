@@ -303,7 +303,7 @@ export function serveProxy(ctx: ProxyContext, client: ClientSide): Connection {
 
 const AUTH_HEADER = 'Proxy-Authenticate: Basic realm="vpn-access"';
 
-function handle(ctx: ProxyContext, conn: Connection, head: Head, rest: Buffer, gate: (g: (b: Buffer) => Buffer | undefined) => void): void {
+function handle(ctx: ProxyContext, conn: Connection, head: Head, rest: Buffer, gate: (g: (b: Buffer) => Buffer | undefined) => void, prepared = false): void {
   // 1. credentials
   const auth = header(head, 'proxy-authorization');
   const m = auth ? /^basic\s+([A-Za-z0-9+/=]+)$/i.exec(auth) : null;
@@ -313,6 +313,11 @@ function handle(ctx: ProxyContext, conn: Connection, head: Head, rest: Buffer, g
   const pass = colon >= 0 ? decoded.slice(colon + 1) : '';
   const parsed = parseProxyUser(user);
   const sessionId = parsed?.user.toLowerCase() ?? '';
+  // A store fed from a remote database loads the session first; SQLite answers at once.
+  if (!prepared && UUID_RE.test(sessionId)) {
+    const loading = ctx.prepare?.(sessionId);
+    if (loading) return void loading.then(() => !conn.closed && handle(ctx, conn, head, rest, gate, true));
+  }
   if (!parsed || !UUID_RE.test(sessionId) || pass.toLowerCase() !== sessionId || !ctx.sessionExists(sessionId)) {
     ctx.log.info({ session: sessionId.slice(0, 8) || undefined }, 'proxy credentials refused');
     return respond(conn, errorResponse('proxy_auth_required',

@@ -1,7 +1,7 @@
 // VLESS inbound: collects and parses the request header (reassembling it across frames or
 // packets, with a deadline), authorises the session id through the runtime, dials the
 // destination and hands over to the relay. Anything wrong closes the connection with no response.
-import { parseVlessHeader, VLESS_RESPONSE_HEADER } from './vless-header.ts';
+import { parseVlessHeader, VLESS_RESPONSE_HEADER, type VlessHeader } from './vless-header.ts';
 import { Connection } from './relay.ts';
 import type { ClientSide } from './sides.ts';
 import type { Runtime } from './runtime.ts';
@@ -17,12 +17,15 @@ export interface InboundContext {
   connectTimeoutMs: number;
   track(c: Connection): void;
   untrack(c: Connection): void;
+  /** Loads what admission reads for this session, when the store needs to (DataPlaneDeps.store.prepare). */
+  prepare?(sessionId: string): Promise<void> | null;
 }
 
 export function serveVless(ctx: InboundContext, client: ClientSide, transport: 'ws' | 'tcp', early?: Buffer): Connection {
   const conn = new Connection(client, (c) => ctx.untrack(c));
   ctx.track(conn);
   let buf: Buffer = Buffer.alloc(0);
+  let header: VlessHeader | undefined;
   conn.timer(ctx.headerTimeoutMs, () => {
     if (!conn.lease) {
       ctx.log.debug({ transport, remote: client.remote }, 'vless header timeout');
@@ -39,6 +42,7 @@ export function serveVless(ctx: InboundContext, client: ClientSide, transport: '
       return;
     }
     const h = r.header;
+    header = h;
     const rest = buf.subarray(r.length);
     buf = Buffer.alloc(0);
     conn.preamble = undefined; // further bytes are held until the outbound is ready
@@ -47,6 +51,15 @@ export function serveVless(ctx: InboundContext, client: ClientSide, transport: '
       conn.close('mux');
       return;
     }
+    // A store fed from a remote database loads the session first; SQLite answers at once.
+    const loading = ctx.prepare?.(h.id);
+    if (loading) {
+      conn.hold(rest); // bytes after the header, kept in order with those that follow while it loads
+      void loading.then(() => !conn.closed && admit(Buffer.alloc(0)));
+    } else admit(rest);
+  };
+  const admit = (rest: Buffer) => {
+    const h = header!;
     const admitted = ctx.runtime.admit(h.id, conn);
     if (!admitted.ok) {
       ctx.log.warn({ transport, session: h.id.slice(0, 8), reason: admitted.reason }, 'vless connection refused');

@@ -1,9 +1,22 @@
-// The Server-Sent Events writer: replay from SQLite after Last-Event-ID, then live events,
+// The Server-Sent Events writer: replay from the event log after Last-Event-ID, then live events,
 // with no gap and no duplicate; keep-alive comments; a bound on what a slow consumer buffers.
 import type { ServerResponse } from 'node:http';
 import type { SessionEvent } from '../contract/schemas.ts';
-import type { EventFilter, Store } from '../store/store.ts';
-import type { EventBus } from './bus.ts';
+import type { EventFilter } from '../store/store.ts';
+import type { Subscriber } from './bus.ts';
+
+/**
+ * Where a stream reads events: the stored log and the live subscription. The SQLite bus
+ * (`fromLog` false) hands live events straight from publish(), so the stream replays from the
+ * log itself and switches to live in one synchronous step. The PostgreSQL feed (`fromLog`
+ * true, server/events/pg-feed.ts) feeds each subscriber from the log after `afterId`, in id
+ * order, whoever wrote the events: the stream then just subscribes where its first batch ended.
+ */
+export interface EventLogSource {
+  eventsAfter(customerId: string, afterId: number, filter: EventFilter, limit: number): SessionEvent[] | Promise<SessionEvent[]>;
+  subscribe(sub: Subscriber & { afterId: number }): () => void;
+  readonly fromLog: boolean;
+}
 
 export interface SseOptions {
   retryMs: number;
@@ -44,8 +57,7 @@ export function openEventStream(
   res: ServerResponse,
   headers: Record<string, string | number | string[] | undefined>,
   deps: {
-    store: Store;
-    bus: EventBus;
+    source: EventLogSource;
     customerId: string;
     filter: EventFilter;
     lastEventId: number;
@@ -54,7 +66,7 @@ export function openEventStream(
     firstBatch?: SessionEvent[];
   },
 ): StreamHandle {
-  const { store, bus, customerId, filter, options } = deps;
+  const { source, customerId, filter, options } = deps;
   let lastSent = deps.lastEventId;
   let replaying = true;
   let closed = false;
@@ -84,13 +96,16 @@ export function openEventStream(
 
   // While replaying, live events are not kept: they are stored before they are published, so
   // the replay queries read them from SQLite (no unbounded in-memory queue).
-  const unsubscribe = bus.subscribe({
-    customerId,
-    filter,
-    deliver: (e) => {
-      if (!replaying) send(e);
-    },
-  });
+  let unsubscribe = source.fromLog
+    ? () => {}
+    : source.subscribe({
+        customerId,
+        filter,
+        afterId: lastSent,
+        deliver: (e) => {
+          if (!replaying) send(e);
+        },
+      });
   const keepAlive = setInterval(() => write(': keep-alive\n\n'), options.keepAliveMs);
   keepAlive.unref();
 
@@ -145,7 +160,8 @@ export function openEventStream(
     deps.firstBatch = undefined;
     for (;;) {
       if (closed) return;
-      let batch: SessionEvent[] | undefined = first ?? store.eventsAfter(customerId, lastSent, filter, options.replayBatch);
+      const read = first ?? source.eventsAfter(customerId, lastSent, filter, options.replayBatch);
+      let batch: SessionEvent[] | undefined = Array.isArray(read) ? read : await read;
       first = undefined;
       const complete = batch.length < options.replayBatch;
       let full = false;
@@ -158,6 +174,11 @@ export function openEventStream(
         }
       }
       batch = undefined;
+      // The PostgreSQL feed replays on its own: once the socket has room, it takes over from lastSent.
+      if (source.fromLog) {
+        if (full) await waitForDrain();
+        break;
+      }
       if (full) {
         await waitForDrain();
         continue;
@@ -165,6 +186,7 @@ export function openEventStream(
       if (complete) break;
     }
     replaying = false;
+    if (source.fromLog && !closed) unsubscribe = source.subscribe({ customerId, filter, afterId: lastSent, deliver: (e) => send(e) });
   })().catch(() => close());
 
   return { close, closeWith };

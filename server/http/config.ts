@@ -9,6 +9,11 @@ import { applyTlsToLink, type ServerTlsOptions, type TlsCertificates, type TlsSt
 
 export interface ServerOptions extends ServerTlsOptions {
   dataDir: string;
+  /**
+   * postgres://USER:PASS@HOST:PORT/DB: the control plane on PostgreSQL (several `serve`
+   * processes may share it); absent: the embedded SQLite store in `dataDir` (the default).
+   */
+  database?: string;
   zonesFile?: string;
   /** Requests per token in a fixed window. Default 600 per 60 s. */
   rateLimit?: { max: number; windowMs: number };

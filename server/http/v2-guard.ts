@@ -10,9 +10,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import rateLimit from '@fastify/rate-limit';
 import { ApiError } from '../contract/errors.ts';
-import { authenticate, extractToken, TokenCache } from '../plugins/auth.ts';
+import { authenticate, extractToken, type TokenFinder } from '../plugins/auth.ts';
 import { sendError, toApiError } from '../plugins/errors.ts';
-import type { Store } from '../store/store.ts';
 import { redactIds } from '../time.ts';
 
 type Limiter = (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
@@ -39,12 +38,12 @@ export class V2Guard {
   /** Registers the /v2 prefix with the guard, then `routes` inside it. */
   async register(
     app: FastifyInstance,
-    opts: { store: Store; rateLimit: { max: number; windowMs: number }; routes: (v2: FastifyInstance) => Promise<void> },
+    opts: { tokens: TokenFinder; rateLimit: { max: number; windowMs: number }; routes: (v2: FastifyInstance) => Promise<void> },
   ): Promise<void> {
     await app.register(
       async (v2) => {
         const { max, windowMs } = opts.rateLimit;
-        const tokens = new TokenCache(opts.store);
+        const tokens = opts.tokens;
         await v2.register(rateLimit, {
           global: true,
           max,
@@ -56,13 +55,16 @@ export class V2Guard {
           // auth hook then meets the same failure and answers 500 (logged), with the limit headers.
           keyGenerator: (req: FastifyRequest) => {
             const token = extractToken(req.headers.authorization);
-            let info: ReturnType<TokenCache['find']>;
+            let found: ReturnType<TokenFinder['find']> | undefined;
             try {
-              info = token ? tokens.find(token) : undefined;
+              found = token ? tokens.find(token) : undefined;
             } catch {
-              info = undefined;
+              found = undefined;
             }
-            return info ? `t:${info.id}` : `ip:${req.ip}`;
+            const key = (info: { id: string } | undefined) => (info ? `t:${info.id}` : `ip:${req.ip}`);
+            // On PostgreSQL the look-up is a Promise (the limiter awaits it); a database that is
+            // away counts the request per address rather than failing in the limiter.
+            return found instanceof Promise ? found.then(key, () => `ip:${req.ip}`) : key(found);
           },
           errorResponseBuilder: (_req, ctx) =>
             new ApiError('rate_limited', `Too many requests: at most ${ctx.max} per ${Math.round(windowMs / 1000)} s. Retry after ${ctx.after}.`, {

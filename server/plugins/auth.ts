@@ -81,14 +81,20 @@ export class TokenCache {
   }
 }
 
-export function authenticate(tokens: TokenCache) {
+/** Token look-ups as the guard makes them: TokenCache (SQLite) answers at once, PgTokenCache with a Promise. */
+export interface TokenFinder {
+  find(token: string): TokenInfo | undefined | Promise<TokenInfo | undefined>;
+}
+
+export function authenticate(tokens: TokenFinder) {
   return async function authHook(request: FastifyRequest): Promise<void> {
     if (request.routeOptions.config?.public) return;
     const token = extractToken(request.headers.authorization);
     if (!token) {
       throw new ApiError('unauthorized', request.headers.authorization ? 'The Authorization header is malformed.' : 'An API token is required (Authorization: Bearer <token>).');
     }
-    const info = tokens.find(token);
+    const found = tokens.find(token);
+    const info = found instanceof Promise ? await found : found;
     if (!info) throw new ApiError('unauthorized', 'The API token is not valid.');
     request.auth = { customerId: info.customer_id, customerName: info.customer_name, role: info.role, tokenId: info.id };
     if (request.routeOptions.config?.ownerOnly && info.role !== 'owner') {

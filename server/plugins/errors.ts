@@ -96,6 +96,9 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, error: A
     const reset = Number(reply.getHeader('x-ratelimit-reset') ?? 1);
     reply.header('retry-after', String(Math.max(1, reset)));
   }
+  // The database is unreachable (PostgreSQL mode): tell the client when to try again.
+  const retryAfter = (error as { retryAfterSeconds?: unknown }).retryAfterSeconds;
+  if (typeof retryAfter === 'number' && !reply.hasHeader('retry-after')) reply.header('retry-after', String(retryAfter));
   const write = routeWriter(request);
   if (write) return write(reply, error);
   return reply.code(error.statusCode).type('application/json; charset=utf-8').send(error.toBody());

@@ -47,7 +47,7 @@ export async function eventRoutes(app: FastifyInstance, ctx: Services): Promise<
       }
       const filter = { sessionIds: asList(request.query.session_id), types: asList(request.query.event_type) };
       if (raw === undefined && request.query.tail !== undefined) {
-        lastEventId = ctx.store.idBeforeNewest(customerId, filter, request.query.tail);
+        lastEventId = await ctx.data.idBeforeNewest(customerId, filter, request.query.tail);
       }
       // HEAD (fastify exposes it for every GET) gets the headers only, not a stream that stays open.
       if (request.method === 'HEAD') return reply.type('text/event-stream; charset=utf-8').send('');
@@ -58,7 +58,9 @@ export async function eventRoutes(app: FastifyInstance, ctx: Services): Promise<
       // Read the first replay batch before taking over the response: if the store fails, the
       // error handler still answers 500 (as text/event-stream) instead of a 200 that is cut.
       // Nothing runs between this read and the subscription in openEventStream (no await).
-      const firstBatch = ctx.store.eventsAfter(customerId, lastEventId, filter, ctx.settings.sse.replayBatch);
+      // (On PostgreSQL the read is awaited; the feed then continues from where it ended.)
+      const read = ctx.events.eventsAfter(customerId, lastEventId, filter, ctx.settings.sse.replayBatch);
+      const firstBatch = Array.isArray(read) ? read : await read;
       reply.hijack();
       if (ctx.settings.logRequests) {
         const opened = Date.now();
@@ -67,8 +69,7 @@ export async function eventRoutes(app: FastifyInstance, ctx: Services): Promise<
       }
       ctx.streams.add(
         openEventStream(reply.raw, reply.getHeaders(), {
-          store: ctx.store,
-          bus: ctx.bus,
+          source: ctx.events,
           customerId,
           filter,
           lastEventId,

@@ -29,7 +29,7 @@ export async function limitRoutes(app: FastifyInstance, ctx: Services): Promise<
     app.get(url, {
       config,
       schema: { summary: `Read the ${what}`, tags: ['limits'], security: bearer, response: responses({ 200: record }, 401, 403, 404, 429, 500) },
-      handler: async (request) => ctx.store.getLimitsRecord(callerOf(request).customerId, scope) ?? Promise.reject(notSet()),
+      handler: async (request) => (await ctx.data.getLimitsRecord(callerOf(request).customerId, scope)) ?? Promise.reject(notSet()),
     });
 
     app.patch<{ Body: Record<string, number | null> }>(url, {
@@ -44,7 +44,7 @@ export async function limitRoutes(app: FastifyInstance, ctx: Services): Promise<
       },
       handler: async (request) => {
         const { customerId } = callerOf(request);
-        const saved = ctx.store.patchLimits(customerId, scope, request.body);
+        const saved = await ctx.data.patchLimits(customerId, scope, request.body);
         ctx.dataPlane?.limitsChanged(customerId);
         return saved;
       },
@@ -55,7 +55,7 @@ export async function limitRoutes(app: FastifyInstance, ctx: Services): Promise<
       schema: { summary: `Delete the ${what}`, tags: ['limits'], security: bearer, response: responses({ 204: { type: 'null' } }, 401, 403, 404, 429, 500) },
       handler: async (request, reply) => {
         const { customerId } = callerOf(request);
-        if (!ctx.store.deleteLimits(customerId, scope)) throw notSet();
+        if (!(await ctx.data.deleteLimits(customerId, scope))) throw notSet();
         ctx.dataPlane?.limitsChanged(customerId);
         return reply.code(204).send();
       },

@@ -25,7 +25,7 @@ export async function sessionRoutes(app: FastifyInstance, ctx: Services): Promis
       body: SessionCreateRequest,
       response: responses({ 201: Session }, 400, 401, 404, 413, 415, 422, 429, 500),
     },
-    handler: async (request, reply) => reply.code(201).send(ctx.sessions.create(callerOf(request).customerId, request.body)),
+    handler: async (request, reply) => reply.code(201).send(await ctx.sessions.create(callerOf(request).customerId, request.body)),
   });
 
   app.get<{ Querystring: SessionListQuery }>('/sessions', {
@@ -51,8 +51,7 @@ export async function sessionRoutes(app: FastifyInstance, ctx: Services): Promis
       'x-extension': true,
     } as object,
     handler: async (request) => {
-      const { customerId } = callerOf(request);
-      return ctx.sessions.view(ctx.sessions.get(customerId, request.params.id));
+      return ctx.sessions.getView(callerOf(request).customerId, request.params.id);
     },
   });
 

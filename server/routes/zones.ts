@@ -12,7 +12,7 @@ export async function zoneRoutes(app: FastifyInstance, ctx: Services): Promise<v
       response: responses({ 200: ZoneList }, 400, 401, 429, 500),
     },
     handler: async () => ({
-      zones: ctx.zones.list().map((z) => ({ name: z.name, code: z.code, has_active_nodes: z.has_active_nodes, country: z.country, cities: z.cities })),
+      zones: (await ctx.placement.list()).map((z) => ({ name: z.name, code: z.code, has_active_nodes: z.has_active_nodes, country: z.country, cities: z.cities })),
     }),
   });
 }

@@ -74,6 +74,30 @@ const MIGRATIONS: string[] = [
     PRIMARY KEY (customer_id, client_id)
   );
   `,
+  // 3: the catalogue's data-plane nodes and where each session is placed (as on PostgreSQL,
+  // server/store/pg/schema.ts). last_contact is an ISO time; "up" means within 10 s of now.
+  `
+  CREATE TABLE nodes (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE,
+    zone TEXT NOT NULL,
+    public_host TEXT NOT NULL,
+    vless_ws_port INTEGER,
+    vless_tcp_port INTEGER,
+    proxy_port INTEGER,
+    token_hash TEXT NOT NULL UNIQUE,
+    token_prefix TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    last_contact TEXT
+  );
+  CREATE INDEX nodes_by_zone ON nodes (zone, last_contact);
+  CREATE TABLE session_placements (
+    session_id TEXT PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
+    node_id TEXT NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,
+    placed_at TEXT NOT NULL
+  );
+  CREATE INDEX placements_by_node ON session_placements (node_id);
+  `,
 ];
 
 /** The database file's name inside the data folder. */

@@ -30,6 +30,40 @@ export interface EventFilter {
 }
 
 const TOKEN_PREFIX = 'vad_';
+/** Node tokens look different from API tokens and live in another table: never interchangeable. */
+export const NODE_TOKEN_PREFIX = 'vadn_';
+/** A zone has active nodes when one of its nodes was in contact within this many seconds. */
+export const NODE_UP_SECONDS = 10;
+
+/** A data-plane node of the catalogue (the same shape from SQLite and from PostgreSQL). */
+export interface NodeInfo {
+  id: string;
+  name: string;
+  zone: string;
+  public_host: string;
+  vless_ws_port: number | null;
+  vless_tcp_port: number | null;
+  proxy_port: number | null;
+  token_prefix: string;
+  created_at: string;
+  /** ISO time of the node's last contact, null before the first. */
+  last_contact: string | null;
+  /** In contact within the up window (NODE_UP_SECONDS). */
+  up: boolean;
+}
+
+export interface NodePorts {
+  vless_ws_port?: number | null;
+  vless_tcp_port?: number | null;
+  proxy_port?: number | null;
+}
+
+type RawNode = Omit<NodeInfo, 'up'>;
+const NODE_COLUMNS = 'id, name, zone, public_host, vless_ws_port, vless_tcp_port, proxy_port, token_prefix, created_at, last_contact';
+const upSince = () => new Date(Date.now() - NODE_UP_SECONDS * 1000).toISOString();
+function toNode(r: RawNode, since: string): NodeInfo {
+  return { ...r, up: r.last_contact !== null && r.last_contact > since };
+}
 
 export function hashToken(token: string): string {
   return createHash('sha256').update(token, 'utf8').digest('hex');
@@ -334,5 +368,116 @@ export class Store {
 
   pruneEvents(olderThanIso: string): number {
     return Number(this.q('DELETE FROM events WHERE created_at < ?').run(olderThanIso).changes);
+  }
+
+  // Nodes of the catalogue and session placement (the same operations as PgStore's)
+
+  /** Adds a node and returns its token in plain text once; only its SHA-256 is stored. */
+  addNode(n: { name: string; zone: string; public_host: string } & NodePorts): { token: string; node: NodeInfo } {
+    const token = NODE_TOKEN_PREFIX + randomBytes(32).toString('base64url');
+    const id = randomUUID();
+    this.q(
+      `INSERT INTO nodes (id, name, zone, public_host, vless_ws_port, vless_tcp_port, proxy_port, token_hash, token_prefix, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    ).run(id, n.name, n.zone, n.public_host, n.vless_ws_port ?? null, n.vless_tcp_port ?? null, n.proxy_port ?? null, hashToken(token), token.slice(0, NODE_TOKEN_PREFIX.length + 6), isoNow());
+    return { token, node: this.getNode(id)! };
+  }
+
+  private node(where: string, arg: string): NodeInfo | undefined {
+    const r = this.q(`SELECT ${NODE_COLUMNS} FROM nodes WHERE ${where} = ?`).get(arg) as RawNode | undefined;
+    return r && toNode(r, upSince());
+  }
+
+  getNode(id: string): NodeInfo | undefined {
+    return this.node('id', id);
+  }
+
+  getNodeByName(name: string): NodeInfo | undefined {
+    return this.node('name', name);
+  }
+
+  /** The node a node token belongs to (API tokens never match: another table, another prefix). */
+  findNodeByToken(token: string): NodeInfo | undefined {
+    if (!token.startsWith(NODE_TOKEN_PREFIX)) return undefined;
+    return this.node('token_hash', hashToken(token));
+  }
+
+  listNodes(): NodeInfo[] {
+    const since = upSince();
+    return (this.q(`SELECT ${NODE_COLUMNS} FROM nodes ORDER BY zone, name`).all() as unknown as RawNode[]).map((r) => toNode(r, since));
+  }
+
+  /** Up nodes of a zone, the least loaded (fewest placed sessions) first. */
+  upNodes(zone: string): NodeInfo[] {
+    const since = upSince();
+    const rows = this.q(
+      `SELECT ${NODE_COLUMNS.split(', ').map((c) => `n.${c}`).join(', ')} FROM nodes n
+       WHERE n.zone = ? AND n.last_contact > ?
+       ORDER BY (SELECT COUNT(*) FROM session_placements p WHERE p.node_id = n.id), n.name`,
+    ).all(zone, since) as unknown as RawNode[];
+    return rows.map((r) => toNode(r, since));
+  }
+
+  /** Zones with at least one up node. */
+  activeNodeZones(): string[] {
+    return (this.q('SELECT DISTINCT zone FROM nodes WHERE last_contact > ?').all(upSince()) as { zone: string }[]).map((r) => r.zone);
+  }
+
+  /** Records a node's contact (and the ports it reports). */
+  touchNode(id: string, ports?: NodePorts): boolean {
+    const p = ports ?? {};
+    const r = this.q(
+      `UPDATE nodes SET last_contact = ?,
+         vless_ws_port = CASE WHEN ? THEN ? ELSE vless_ws_port END,
+         vless_tcp_port = CASE WHEN ? THEN ? ELSE vless_tcp_port END,
+         proxy_port = CASE WHEN ? THEN ? ELSE proxy_port END
+       WHERE id = ?`,
+    ).run(isoNow(), 'vless_ws_port' in p ? 1 : 0, p.vless_ws_port ?? null, 'vless_tcp_port' in p ? 1 : 0, p.vless_tcp_port ?? null, 'proxy_port' in p ? 1 : 0, p.proxy_port ?? null, id);
+    return r.changes > 0;
+  }
+
+  /** Detaches a node; its placements go with it. */
+  removeNode(name: string): NodeInfo | undefined {
+    return this.transaction(() => {
+      const node = this.getNodeByName(name);
+      if (!node) return undefined;
+      this.q('DELETE FROM session_placements WHERE node_id = ?').run(node.id);
+      this.q('DELETE FROM nodes WHERE id = ?').run(node.id);
+      return node;
+    });
+  }
+
+  placeSession(sessionId: string, nodeId: string): void {
+    this.q(
+      `INSERT INTO session_placements (session_id, node_id, placed_at) VALUES (?, ?, ?)
+       ON CONFLICT (session_id) DO UPDATE SET node_id = excluded.node_id, placed_at = excluded.placed_at`,
+    ).run(sessionId, nodeId, isoNow());
+  }
+
+  /** The node carrying a session, if it is placed. */
+  placementOf(sessionId: string): string | undefined {
+    return (this.q('SELECT node_id FROM session_placements WHERE session_id = ?').get(sessionId) as { node_id: string } | undefined)?.node_id;
+  }
+
+  /** The nodes of those of `sessionIds` that are placed on a catalogue node (sessions on `local` have none). */
+  placedNodes(sessionIds: string[]): (NodeInfo & { session_id: string })[] {
+    if (sessionIds.length === 0) return [];
+    const since = upSince();
+    const rows = this.db
+      .prepare(
+        `SELECT p.session_id, ${NODE_COLUMNS.split(', ').map((c) => `n.${c}`).join(', ')}
+         FROM session_placements p JOIN nodes n ON n.id = p.node_id WHERE p.session_id IN (${sessionIds.map(() => '?').join(',')})`,
+      )
+      .all(...sessionIds) as unknown as (RawNode & { session_id: string })[];
+    return rows.map((r) => ({ ...toNode(r, since), session_id: r.session_id }));
+  }
+
+  /** Sessions placed on a node (a node may act only on these). */
+  sessionsOnNode(nodeId: string): SessionRow[] {
+    const raw = this.q(
+      `SELECT ${SESSION_COLUMNS.split(', ').map((c) => `s.${c}`).join(', ')}
+       FROM session_placements p JOIN sessions s ON s.id = p.session_id WHERE p.node_id = ? ORDER BY s.seq`,
+    ).all(nodeId) as unknown as RawSession[];
+    return raw.map(toSessionRow);
   }
 }

@@ -25,12 +25,13 @@ import type pg from 'pg';
 import type { EventInsert, LimitScope, LimitValues, RuntimePatch, SessionRow } from '../../domain.ts';
 import type { EventType, LimitsRecord, SessionEvent } from '../../contract/schemas.ts';
 import { isoNow } from '../../time.ts';
-import type { EventFilter, Role, SessionFilter, Store, TokenInfo } from '../store.ts';
-import { hashToken } from '../store.ts';
+import type { EventFilter, NodeInfo, NodePorts, Role, SessionFilter, Store, TokenInfo } from '../store.ts';
+import { hashToken, NODE_TOKEN_PREFIX, NODE_UP_SECONDS } from '../store.ts';
 import { mapDatabaseError, openPool, type PoolOptions } from './pool.ts';
 import { migrate } from './schema.ts';
 
-export type { EventFilter, Role, SessionFilter, TokenInfo };
+export type { EventFilter, NodeInfo, NodePorts, Role, SessionFilter, TokenInfo };
+export { NODE_UP_SECONDS };
 
 export const CHANNELS = {
   events: 'vad_events',
@@ -41,35 +42,8 @@ export const CHANNELS = {
 } as const;
 
 const TOKEN_PREFIX = 'vad_';
-/** Node tokens look different from API tokens and live in another table: never interchangeable. */
-const NODE_TOKEN_PREFIX = 'vadn_';
 
 export type { EventInsert } from '../../domain.ts';
-
-export interface NodeInfo {
-  id: string;
-  name: string;
-  zone: string;
-  public_host: string;
-  vless_ws_port: number | null;
-  vless_tcp_port: number | null;
-  proxy_port: number | null;
-  token_prefix: string;
-  created_at: string;
-  /** ISO time of the node's last contact, null before the first. */
-  last_contact: string | null;
-  /** In contact within the up window (10 s), judged by the database clock. */
-  up: boolean;
-}
-
-export interface NodePorts {
-  vless_ws_port?: number | null;
-  vless_tcp_port?: number | null;
-  proxy_port?: number | null;
-}
-
-/** A zone has active nodes when one of its nodes was in contact within this many seconds. */
-export const NODE_UP_SECONDS = 10;
 
 /** The operations the SQLite Store and PgStore share (same names, parameters and results). */
 export type SharedStoreOps =
@@ -93,7 +67,20 @@ export type SharedStoreOps =
   | 'insertEvent'
   | 'eventsAfter'
   | 'idBeforeNewest'
-  | 'pruneEvents';
+  | 'pruneEvents'
+  | 'addNode'
+  | 'getNode'
+  | 'getNodeByName'
+  | 'findNodeByToken'
+  | 'listNodes'
+  | 'upNodes'
+  | 'activeNodeZones'
+  | 'touchNode'
+  | 'removeNode'
+  | 'placeSession'
+  | 'placementOf'
+  | 'placedNodes'
+  | 'sessionsOnNode';
 
 /**
  * The SQLite Store's shared operations, Promise-returning: what services written for either
@@ -349,6 +336,24 @@ export class PgStore {
     await this.rows(`UPDATE sessions SET ${sets.join(', ')} WHERE id = $${args.length}`, args);
   }
 
+  /**
+   * Adds byte counts to a session's counters (and sets the other runtime fields). Several data
+   * planes may carry one session at once: each adds what it moved since its last report, so no
+   * writer overwrites another's bytes.
+   */
+  async addRuntime(id: string, add: { uploaded_bytes: number; downloaded_bytes: number }, patch: Omit<RuntimePatch, 'uploaded_bytes' | 'downloaded_bytes'>): Promise<void> {
+    const args: (string | number)[] = [id, add.uploaded_bytes, add.downloaded_bytes];
+    const sets = ['uploaded_bytes = uploaded_bytes + $2', 'downloaded_bytes = downloaded_bytes + $3'];
+    for (const key of ['status', 'duration', 'connections'] as const) {
+      const v = patch[key];
+      if (v !== undefined) {
+        args.push(v);
+        sets.push(`${key} = $${args.length}`);
+      }
+    }
+    await this.rows(`UPDATE sessions SET ${sets.join(', ')} WHERE id = $1`, args);
+  }
+
   async sumCounters(customerId: string, clientId?: string): Promise<{ uploaded_bytes: number; downloaded_bytes: number }> {
     const sums = 'SELECT COALESCE(SUM(uploaded_bytes),0)::bigint AS u, COALESCE(SUM(downloaded_bytes),0)::bigint AS d FROM sessions';
     const r = (
@@ -550,6 +555,13 @@ export class PgStore {
     );
   }
 
+  /** Zones with at least one up node. */
+  async activeNodeZones(): Promise<string[]> {
+    return (
+      await this.rows<{ zone: string }>(`SELECT DISTINCT zone FROM nodes WHERE last_contact > now() - make_interval(secs => ${NODE_UP_SECONDS})`)
+    ).map((r) => r.zone);
+  }
+
   /** Records a node's contact (and the ports it reports), by the database clock. */
   async touchNode(id: string, ports?: NodePorts): Promise<boolean> {
     const p = ports ?? {};
@@ -594,6 +606,15 @@ export class PgStore {
   /** The node carrying a session, if it is placed. */
   async placementOf(sessionId: string): Promise<string | undefined> {
     return (await this.row<{ node_id: string }>('SELECT node_id FROM session_placements WHERE session_id = $1', [sessionId]))?.node_id;
+  }
+
+  /** The nodes of those of `sessionIds` that are placed on a catalogue node (sessions on `local` have none). */
+  async placedNodes(sessionIds: string[]): Promise<(NodeInfo & { session_id: string })[]> {
+    if (sessionIds.length === 0) return [];
+    return this.rows<NodeInfo & { session_id: string }>(
+      `SELECT p.session_id, n.* FROM session_placements p JOIN (${NODE_SELECT}) n ON n.id = p.node_id WHERE p.session_id = ANY($1::text[])`,
+      [sessionIds],
+    );
   }
 
   /** Sessions placed on a node (a node may act only on these). */

@@ -1,0 +1,217 @@
+// The local data plane's synchronous store on the PostgreSQL control plane. The relay admits
+// and counts synchronously (DataPlaneDeps.store), so it reads a cache kept here:
+//
+//  - sessions: a connection's session row is (re)loaded before it is admitted (prepare());
+//    while the database is unreachable a session already known keeps being served from the
+//    cache, with the last limits known;
+//  - limits and counter sums: loaded with a customer's first session, reloaded when another
+//    instance (or this one) changes them: the `vad_limits` notification, then limitsChanged();
+//  - pause: the `vad_sessions` notification of any instance's pause makes this one re-read the
+//    row and cut the session's open connections here at once (pushed, not polled);
+//  - counters: the runtime reports absolute totals; the view turns them into what was moved
+//    since its last report and ADDS that in the database (PgStore.addRuntime), never
+//    overwriting, so several data planes carrying one session cannot lose each other's bytes.
+//    Unwritten additions are kept and retried while the database is away.
+import type { DataPlane, DataPlaneDeps } from '../dataplane/api.ts';
+import type { LimitScope, LimitValues, Logger, RuntimePatch, SessionRow } from '../domain.ts';
+import type { PgListener } from '../store/pg/listener.ts';
+import { CHANNELS, type PgStore } from '../store/pg/store.ts';
+
+type Counters = { up: number; down: number };
+const SCOPES: LimitScope[] = ['global', 'client', 'session'];
+/** How often pending counter additions are written (and retried after a failure). */
+const FLUSH_MS = 250;
+/** Sessions kept in the cache beyond those with open connections. */
+const MAX_CACHED = 20_000;
+
+export class LocalView implements Pick<DataPlaneDeps['store'], 'getSession' | 'saveRuntime' | 'getLimits' | 'sumCounters' | 'prepare'> {
+  private readonly store: PgStore;
+  private readonly log: Logger;
+  private dataPlane: DataPlane | null = null;
+  private readonly sessions = new Map<string, SessionRow>();
+  private readonly limits = new Map<string, Partial<Record<LimitScope, LimitValues | undefined>>>();
+  private readonly sums = new Map<string, Counters>();
+  /** The last absolute totals the runtime reported (or started from) per session. */
+  private readonly base = new Map<string, Counters>();
+  /** Additions not yet written, and the other runtime fields to write with them. */
+  private pending = new Map<string, { add: Counters; patch: Omit<RuntimePatch, 'uploaded_bytes' | 'downloaded_bytes'> }>();
+  private flushing: Promise<void> | null = null;
+  private readonly timer: NodeJS.Timeout;
+  private readonly unlisten: (() => void)[] = [];
+
+  constructor(store: PgStore, listener: PgListener | null, log: Logger) {
+    this.store = store;
+    this.log = log;
+    if (listener) {
+      this.unlisten.push(
+        listener.onNotification((channel, payload) => {
+          if (channel === CHANNELS.sessions) void this.sessionChanged(payload);
+          else if (channel === CHANNELS.limits) void this.limitsChanged(payload.slice(0, payload.lastIndexOf(':')));
+        }),
+        // Notifications were missed while the LISTEN connection was down: re-read what is cached.
+        listener.onReconnect(() => {
+          for (const id of this.sessions.keys()) void this.sessionChanged(id);
+          for (const customerId of this.limits.keys()) void this.limitsChanged(customerId);
+        }),
+      );
+    }
+    this.timer = setInterval(() => void this.flush(), FLUSH_MS);
+    this.timer.unref();
+  }
+
+  /** The data plane this view feeds (built after the view). */
+  attach(dataPlane: DataPlane | null): void {
+    this.dataPlane = dataPlane;
+  }
+
+  private live(id: string): boolean {
+    return this.dataPlane?.live(id) !== undefined;
+  }
+
+  // What the data plane calls (synchronously)
+
+  prepare(sessionId: string): Promise<void> {
+    return this.load(sessionId).catch((err: unknown) => {
+      // Unreachable database: a session known from before is served from the cache.
+      this.log.warn({ session: sessionId.slice(0, 8), err: String(err) }, 'loading a session for admission failed');
+    });
+  }
+
+  getSession(id: string): SessionRow | undefined {
+    const row = this.sessions.get(id);
+    if (!row) return undefined;
+    if (this.live(id)) return row;
+    // The runtime starts this session's totals from the row: what is still unwritten counts too.
+    const p = this.pending.get(id)?.add;
+    const start = { up: row.uploaded_bytes + (p?.up ?? 0), down: row.downloaded_bytes + (p?.down ?? 0) };
+    this.base.set(id, start);
+    return { ...row, uploaded_bytes: start.up, downloaded_bytes: start.down };
+  }
+
+  saveRuntime(id: string, patch: RuntimePatch): void {
+    const base = this.base.get(id) ?? { up: 0, down: 0 };
+    const up = patch.uploaded_bytes ?? base.up;
+    const down = patch.downloaded_bytes ?? base.down;
+    let entry = this.pending.get(id);
+    if (!entry) this.pending.set(id, (entry = { add: { up: 0, down: 0 }, patch: {} }));
+    entry.add.up += Math.max(0, up - base.up);
+    entry.add.down += Math.max(0, down - base.down);
+    this.base.set(id, { up: Math.max(up, base.up), down: Math.max(down, base.down) });
+    if (patch.status !== undefined) entry.patch.status = patch.status;
+    if (patch.duration !== undefined) entry.patch.duration = patch.duration;
+    if (patch.connections !== undefined) entry.patch.connections = patch.connections;
+    const row = this.sessions.get(id);
+    if (row && patch.status !== undefined) row.status = patch.status;
+  }
+
+  getLimits(customerId: string, scope: LimitScope): LimitValues | undefined {
+    return this.limits.get(customerId)?.[scope];
+  }
+
+  sumCounters(customerId: string, clientId?: string): { uploaded_bytes: number; downloaded_bytes: number } {
+    const s = this.sums.get(clientId === undefined ? customerId : `${customerId}\u0000${clientId}`);
+    return { uploaded_bytes: s?.up ?? 0, downloaded_bytes: s?.down ?? 0 };
+  }
+
+  // Loading and notifications
+
+  private async load(id: string): Promise<void> {
+    const row = await this.store.getSession(id);
+    if (!row) {
+      if (!this.live(id)) this.sessions.delete(id);
+      return;
+    }
+    if (this.sessions.size >= MAX_CACHED) this.evict();
+    this.sessions.set(id, row);
+    const clientKey = `${row.customer_id}\u0000${row.client_id}`;
+    const loads: Promise<unknown>[] = [];
+    if (!this.limits.has(row.customer_id)) loads.push(this.readLimits(row.customer_id));
+    if (!this.live(id)) {
+      // The runtime reads the sums only when it first meets a customer or client: fresh then.
+      loads.push(
+        this.store.sumCounters(row.customer_id).then((s) => this.sums.set(row.customer_id, { up: s.uploaded_bytes, down: s.downloaded_bytes })),
+        this.store.sumCounters(row.customer_id, row.client_id).then((s) => this.sums.set(clientKey, { up: s.uploaded_bytes, down: s.downloaded_bytes })),
+      );
+    }
+    await Promise.all(loads);
+  }
+
+  private evict(): void {
+    for (const id of this.sessions.keys()) {
+      if (!this.live(id) && !this.pending.has(id)) {
+        this.sessions.delete(id);
+        this.base.delete(id);
+      }
+    }
+  }
+
+  private async readLimits(customerId: string): Promise<void> {
+    const values = await Promise.all(SCOPES.map((scope) => this.store.getLimits(customerId, scope)));
+    this.limits.set(customerId, Object.fromEntries(SCOPES.map((scope, i) => [scope, values[i]])));
+  }
+
+  /** A session's pause flag changed somewhere: re-read it; cut its connections here if paused. */
+  private async sessionChanged(id: string): Promise<void> {
+    if (!this.sessions.has(id) && !this.live(id)) return;
+    try {
+      const row = await this.store.getSession(id);
+      if (!row) return;
+      const cached = this.sessions.get(id);
+      this.sessions.set(id, cached ? { ...cached, paused: row.paused } : row);
+      if (row.paused && this.live(id)) this.dataPlane?.pause(id);
+    } catch (err) {
+      this.log.warn({ session: id.slice(0, 8), err: String(err) }, 'reading a changed session failed');
+    }
+  }
+
+  /** A customer's limits changed somewhere: re-read them and apply them to open connections here. */
+  private async limitsChanged(customerId: string): Promise<void> {
+    if (!this.limits.has(customerId)) return;
+    try {
+      await this.readLimits(customerId);
+      this.dataPlane?.limitsChanged(customerId);
+    } catch (err) {
+      this.log.warn({ err: String(err) }, 'reading changed limits failed');
+    }
+  }
+
+  /** Writes the pending counter additions, one session at a time; failures stay pending. */
+  flush(): Promise<void> {
+    if (this.flushing) return this.flushing;
+    if (this.pending.size === 0) return Promise.resolve();
+    const batch = this.pending;
+    this.pending = new Map();
+    this.flushing = (async () => {
+      for (const [id, entry] of batch) {
+        try {
+          await this.store.addRuntime(id, { uploaded_bytes: entry.add.up, downloaded_bytes: entry.add.down }, entry.patch);
+          batch.delete(id);
+        } catch (err) {
+          this.log.warn({ err: String(err) }, 'writing session counters failed; kept for the next try');
+          break;
+        }
+      }
+      // What failed goes back in front of what came meanwhile (additions add up; newer fields win).
+      for (const [id, entry] of batch) {
+        const newer = this.pending.get(id);
+        if (newer) {
+          newer.add.up += entry.add.up;
+          newer.add.down += entry.add.down;
+          newer.patch = { ...entry.patch, ...newer.patch };
+        } else this.pending.set(id, entry);
+      }
+    })().finally(() => {
+      this.flushing = null;
+    });
+    return this.flushing;
+  }
+
+  /** Stops listening and writes what is pending (once; a failure is logged). */
+  async close(): Promise<void> {
+    clearInterval(this.timer);
+    for (const off of this.unlisten) off();
+    // A flush already running took its batch before the data plane's last reports: flush again.
+    for (let i = 0; i < 3 && (this.pending.size > 0 || this.flushing); i++) await this.flush();
+    if (this.pending.size) this.log.error({ sessions: this.pending.size }, 'session counters could not be written at shutdown');
+  }
+}

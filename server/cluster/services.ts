@@ -1,0 +1,126 @@
+// The services of a `serve` process on the PostgreSQL control plane (`--database URL`): the
+// same Services the routes get on SQLite (server/services.ts), built on PgStore. Several
+// processes may share one database and any of them answers any request:
+//   - data: PgStore behind the async seam (every write committed before it is acknowledged);
+//   - events: PgEventFeed, every event of the customer from whichever instance, once, in id order;
+//   - tokenLookup: PgTokenCache, dropped on every instance by the vad_tokens notification;
+//   - the local data plane reads the LocalView (cluster/local-view.ts): sessions loaded before
+//     admission, pause and limit changes pushed by vad_sessions / vad_limits, counters added;
+//   - one LISTEN connection (PgListener) carries the notifications to all of these.
+// Loaded only when `database` is given, so the SQLite mode never loads the PostgreSQL client.
+import type { SessionEvent } from '../contract/schemas.ts';
+import type { EventInput } from '../domain.ts';
+import { PgEventFeed } from '../events/pg-feed.ts';
+import type { ResolvedConfig, ServerOptions } from '../http/config.ts';
+import { silentLogger } from '../log.ts';
+import { buildDataPlane, type Services, StreamRegistry } from '../services.ts';
+import { SessionService } from '../sessions.ts';
+import { pgControlStore } from '../store/control.ts';
+import { PgListener } from '../store/pg/listener.ts';
+import { CHANNELS, PgStore } from '../store/pg/store.ts';
+import { PgTokenCache } from '../store/pg/token-cache.ts';
+import type { TlsCertificates } from '../tls/index.ts';
+import { ZoneCatalogue } from '../zones/catalogue.ts';
+import { ZonePlacement } from './placement.ts';
+import { LocalView } from './local-view.ts';
+
+/** How long a start waits for the LISTEN connection before serving anyway (it keeps retrying). */
+const LISTEN_WAIT_MS = 5_000;
+
+export async function createClusterServices(opts: ServerOptions, config: ResolvedConfig, tls: TlsCertificates, url: string): Promise<Services> {
+  const log = opts.logger ?? silentLogger;
+  // Migrations run here, under an advisory lock: several instances may start at once.
+  const data = pgControlStore(
+    await PgStore.open(url, {
+      applicationName: 'vpn-access serve',
+      onIdleError: (err) => log.warn({ err: err.message }, 'database connection lost'),
+    }),
+  );
+  const listener = new PgListener(url, Object.values(CHANNELS), {
+    applicationName: 'vpn-access listen',
+    onError: (err) => log.warn({ err: err.message }, 'database notifications interrupted; reconnecting'),
+  });
+  let waited: NodeJS.Timeout | undefined;
+  await Promise.race([listener.ready, new Promise<void>((resolve) => (waited = setTimeout(resolve, LISTEN_WAIT_MS)))]);
+  clearTimeout(waited);
+
+  const feed = new PgEventFeed(data, listener, { onError: (err) => log.warn({ err: String(err) }, 'reading events failed; retrying') });
+  const tokenLookup = new PgTokenCache(data, listener);
+  const zones = ZoneCatalogue.load(opts.zonesFile);
+  const placement = new ZonePlacement(zones, data);
+  const view = new LocalView(data, listener, log);
+
+  // The data plane's events are written one after the other, so that this instance's events of
+  // a session keep their order (stats before end); a write that fails is logged and dropped.
+  let chain: Promise<unknown> = Promise.resolve();
+  const publishLocal = (e: EventInput) => {
+    chain = chain.then(() => feed.publish(e)).catch((err: unknown) => log.warn({ err: String(err), type: e.type }, 'publishing a session event failed'));
+  };
+  const dataPlane = buildDataPlane(opts, config, log, view, publishLocal, zones);
+  view.attach(dataPlane);
+  const sessions = new SessionService({ store: data, zones: placement, link: config.settings.link, dataPlane: () => dataPlane });
+
+  // Open event streams of a token revoked on any instance are closed: the registry's watch
+  // (written for SQLite's data_version) reads a version bumped here once the revoked ids have
+  // been re-read after a vad_tokens notification (or a reconnection of the LISTEN connection).
+  const revoked = new Set<string>();
+  let revokedVersion = 0;
+  const rereadRevoked = async () => {
+    try {
+      const rows = await data.listTokens();
+      revoked.clear();
+      for (const t of rows) if (t.revoked_at) revoked.add(t.id);
+      revokedVersion++;
+    } catch (err) {
+      log.warn({ err: String(err) }, 'reading revoked tokens failed');
+    }
+  };
+  listener.onNotification((channel) => {
+    if (channel === CHANNELS.tokens) void rereadRevoked();
+  });
+  listener.onReconnect(() => void rereadRevoked());
+  const revocations = { tokenGeneration: 0, dataVersion: () => revokedVersion, isTokenActive: (id: string) => !revoked.has(id) };
+
+  const sqliteOnly = (what: string): never => {
+    throw new Error(`services.${what} exists only on the SQLite store; on PostgreSQL use services.data`);
+  };
+  let closing: Promise<void> | undefined;
+  const services: Services = {
+    database: 'postgres',
+    data,
+    events: {
+      eventsAfter: (customerId, afterId, filter, limit) => data.eventsAfter(customerId, afterId, filter, limit),
+      subscribe: (sub) => feed.subscribe(sub),
+      fromLog: true,
+    },
+    publish: (e): Promise<SessionEvent> => feed.publish(e),
+    tokenLookup,
+    get store() {
+      return sqliteOnly('store');
+    },
+    get bus() {
+      return sqliteOnly('bus');
+    },
+    zones,
+    placement,
+    sessions,
+    dataPlane,
+    tls,
+    log,
+    settings: config.settings,
+    // Caps per token and customer hold per instance.
+    streams: new StreamRegistry(revocations, config.settings.sse),
+    tokens: { create: () => sqliteOnly('tokens.create') },
+    close: () =>
+      (closing ??= (async () => {
+        if (dataPlane) await dataPlane.close();
+        await chain;
+        await view.close();
+        await feed.close();
+        tokenLookup.close();
+        await listener.close();
+        await data.close();
+      })()),
+  };
+  return services;
+}
