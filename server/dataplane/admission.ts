@@ -14,7 +14,9 @@ export type Refusal =
   | 'max_sessions'
   | 'session_cap'
   | 'client_cap'
-  | 'global_cap';
+  | 'global_cap'
+  // the store could not be read (disk error, locked database): refused, nothing counted
+  | 'unavailable';
 
 /** What is known of the session before its customer's limits and totals are looked at. */
 export interface SessionFacts {

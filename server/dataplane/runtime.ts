@@ -86,8 +86,21 @@ export class Runtime implements LeaseOwner {
     for (const session of customer.sessions) setRates(session.buckets, customer.limits.session, now);
   }
 
-  /** Decides whether a connection for `sessionId` may open; on success it is counted. */
+  /**
+   * Decides whether a connection for `sessionId` may open; on success it is counted. Never
+   * throws: it runs inside socket handlers, so a store error (disk gone, database locked) is a
+   * refusal ('unavailable') and a log line, not an uncaught exception.
+   */
   admit(sessionId: string, conn: ConnHandle): AdmitResult {
+    try {
+      return this.tryAdmit(sessionId, conn);
+    } catch (err) {
+      this.deps.log.error({ session: idShort(sessionId), err: String(err) }, 'admission failed: store unavailable');
+      return { ok: false, reason: 'unavailable' };
+    }
+  }
+
+  private tryAdmit(sessionId: string, conn: ConnHandle): AdmitResult {
     const row = this.closing ? undefined : this.deps.store.getSession(sessionId);
     let session = this.sessions.get(sessionId);
     const early = refusalOfSession({ closing: this.closing, row, live: session });
@@ -185,8 +198,11 @@ export class Runtime implements LeaseOwner {
     this.forget(session);
   }
 
+  /** Drops a session without open connections from memory, once its counters are in the store:
+   *  one whose last save failed stays (the ticker saves it again), so the stored counters never
+   *  end up behind what was counted. */
   private forget(session: SessionState): void {
-    if (session.open.size > 0) return;
+    if (session.open.size > 0 || this.reporter.unsaved(session)) return;
     this.sessions.delete(session.id);
     session.customer.sessions.delete(session);
   }
@@ -215,7 +231,18 @@ export class Runtime implements LeaseOwner {
   limitsChanged(customerId: string): void {
     const customer = this.customers.get(customerId);
     if (!customer) return;
-    this.readLimits(customer);
+    this.refreshLimits(customer);
+  }
+
+  /** Re-reads the limits and cuts what is over them; a store error keeps the limits in force. */
+  private refreshLimits(customer: CustomerState): void {
+    try {
+      this.readLimits(customer);
+    } catch (err) {
+      this.deps.log.error({ err: String(err) }, 'reading limits failed; the last limits read stay in force');
+      customer.limitsReadAt = nowMs();
+      return;
+    }
     this.enforceCaps(customer);
   }
 
@@ -225,12 +252,16 @@ export class Runtime implements LeaseOwner {
     for (const customer of this.customers.values()) {
       if (customer.sessions.size > 0 && now - customer.limitsReadAt >= LIMITS_MAX_AGE_MS) {
         // Safety net: limits are re-read every second even if nobody calls limitsChanged().
-        this.readLimits(customer);
-        this.enforceCaps(customer);
+        this.refreshLimits(customer);
       }
     }
-    for (const session of this.sessions.values()) {
+    for (const session of [...this.sessions.values()]) {
       if (session.open.size > 0) this.reporter.report(session, now, flush, this.deps.config);
+      else if (flush) {
+        // Closed, but its last save failed: try again, then let it go.
+        this.reporter.save(session);
+        this.forget(session);
+      }
     }
   }
 
