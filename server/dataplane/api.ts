@@ -42,7 +42,14 @@ export interface DataPlaneConfig {
   headerTimeoutMs?: number;
   /** Extension (data plane): outbound connect timeout; default 10000. */
   connectTimeoutMs?: number;
+  /** Extension (data plane): how long resolving a destination name may take; default 5000. */
+  dnsTimeoutMs?: number;
+  /** Extension (data plane): resolves destination names; default node's dns.lookup (the system resolver). */
+  dnsLookup?: DnsLookup;
 }
+
+/** Resolves a host name to one address. */
+export type DnsLookup = (hostname: string) => Promise<{ address: string; family: number }>;
 
 export interface LiveCounters {
   status: SessionStatus;

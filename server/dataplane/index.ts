@@ -12,6 +12,7 @@ import { socketSide, wsSide } from './sides.ts';
 import { serveVless } from './vless.ts';
 import { serveProxy, type ProxyContext } from './proxy.ts';
 import type { Connection } from './relay.ts';
+import { DEFAULT_DNS_TIMEOUT_MS } from './outbound.ts';
 
 export type { DataPlane, DataPlaneDeps, DataPlaneConfig } from './api.ts';
 
@@ -37,6 +38,7 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
     egress: cfg.egress ?? 'allow-all',
     headerTimeoutMs: cfg.headerTimeoutMs ?? DEFAULT_HEADER_TIMEOUT_MS,
     connectTimeoutMs: cfg.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
+    dns: { lookup: cfg.dnsLookup, timeoutMs: cfg.dnsTimeoutMs ?? DEFAULT_DNS_TIMEOUT_MS },
     track: (c) => open.add(c),
     untrack: (c) => open.delete(c),
     zones: () => deps.zones.list(),

@@ -89,6 +89,7 @@ export class Connection implements ConnHandle {
       out.destroy();
       return;
     }
+    lease.commit();
     this.outbound = out;
     this.preamble = undefined;
     if (preface) this.client.write(preface);
@@ -112,6 +113,7 @@ export class Connection implements ConnHandle {
       try { udp.close(); } catch { /* closed */ }
       return;
     }
+    lease.commit();
     this.udp = udp;
     this.preamble = undefined;
     if (preface) this.client.write(preface);

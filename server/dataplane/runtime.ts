@@ -15,6 +15,7 @@ import {
   type SessionState,
   durationOf,
   idShort,
+  inUse,
   makeBuckets,
   nowMs,
   setRates,
@@ -123,6 +124,7 @@ export class Runtime implements LeaseOwner {
         openSince: 0,
         connections: row.connections,
         open: new Set(),
+        pending: new Set(),
         capped: false,
         lastSaved: { up: row.uploaded_bytes, down: row.downloaded_bytes, duration: row.duration, status: row.status, connections: row.connections },
         lastStats: { up: row.uploaded_bytes, down: row.downloaded_bytes },
@@ -132,8 +134,9 @@ export class Runtime implements LeaseOwner {
     }
     const refusal = refusalByLimits({
       reusable: session.reusable,
-      connections: session.connections,
-      openConnections: session.open.size,
+      // a connection still dialling holds its place: it may yet be counted
+      connections: session.connections + session.pending.size,
+      openConnections: session.open.size + session.pending.size,
       activeSessionsOfClient: client.active.size,
       limits: customer.limits,
       totals: { session: session.totals, client: client.totals, customer: customer.totals },
@@ -149,6 +152,15 @@ export class Runtime implements LeaseOwner {
 
     this.sessions.set(session.id, session);
     customer.sessions.add(session);
+    session.pending.add(conn);
+    client.active.add(session);
+    return { ok: true, lease: new Lease(this, session, conn) };
+  }
+
+  /** The connection reached its destination: counted now; the first one starts the session. */
+  connectionOpened(session: SessionState, conn: ConnHandle): void {
+    if (!session.pending.delete(conn)) return;
+    const now = nowMs();
     session.connections++;
     session.open.add(conn);
     if (session.open.size === 1) {
@@ -156,16 +168,24 @@ export class Runtime implements LeaseOwner {
       session.status = 'active';
       session.lastStatsAt = now;
       session.lastHeartbeatAt = now;
-      client.active.add(session);
+      session.client.active.add(session);
       this.reporter.save(session);
       this.reporter.publish(session, 'session_start');
     } else {
       this.reporter.save(session);
     }
-    return { ok: true, lease: new Lease(this, session, conn) };
   }
 
-  connectionClosed(session: SessionState, conn: ConnHandle): void {
+  connectionClosed(session: SessionState, conn: ConnHandle, counted: boolean): void {
+    if (!counted) {
+      // A dial that failed (or was cut before it connected): nothing was counted or published.
+      if (!session.pending.delete(conn)) return;
+      if (!inUse(session)) {
+        session.client.active.delete(session);
+        this.forget(session);
+      }
+      return;
+    }
     if (!session.open.delete(conn)) return;
     const now = nowMs();
     if (session.open.size > 0) {
@@ -174,7 +194,7 @@ export class Runtime implements LeaseOwner {
     }
     session.durationMs += now - session.openSince;
     session.openSince = 0;
-    session.client.active.delete(session);
+    if (session.pending.size === 0) session.client.active.delete(session);
     if (session.capped || !session.reusable) session.status = 'ended';
     else session.status = 'idle';
     this.reporter.save(session);
@@ -186,7 +206,7 @@ export class Runtime implements LeaseOwner {
 
   /** Ends a session with no open connection (cap found at admission). */
   private endSession(session: SessionState): void {
-    if (session.open.size > 0) {
+    if (inUse(session)) {
       cutSession(session, 'session_cap');
       return;
     }
@@ -202,7 +222,7 @@ export class Runtime implements LeaseOwner {
    *  one whose last save failed stays (the ticker saves it again), so the stored counters never
    *  end up behind what was counted. */
   private forget(session: SessionState): void {
-    if (session.open.size > 0 || this.reporter.unsaved(session)) return;
+    if (inUse(session) || this.reporter.unsaved(session)) return;
     this.sessions.delete(session.id);
     session.customer.sessions.delete(session);
   }
@@ -257,7 +277,7 @@ export class Runtime implements LeaseOwner {
     }
     for (const session of [...this.sessions.values()]) {
       if (session.open.size > 0) this.reporter.report(session, now, flush, this.deps.config);
-      else if (flush) {
+      else if (flush && !inUse(session)) {
         // Closed, but its last save failed: try again, then let it go.
         this.reporter.save(session);
         this.forget(session);
