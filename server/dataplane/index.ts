@@ -132,7 +132,7 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
       if (!early) delete req.headers['sec-websocket-protocol'];
       wss.handleUpgrade(req, socket, head, (ws) => {
         const remote = (socket as Socket).remoteAddress ?? '?';
-        serveVless(ctx, wsSide(ws, remote), 'ws', early?.data);
+        serveVless(ctx, wsSide(ws, remote, socket), 'ws', early?.data);
       });
       return true;
     },
