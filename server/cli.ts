@@ -46,6 +46,8 @@ serve options (environment variable in brackets):
   --acme-directory-ca FILE  CA of a private ACME server's own HTTPS      [VPN_ACCESS_ACME_DIRECTORY_CA]
   --acme-http-port PORT  port of the http-01 challenge listener, default 80  [VPN_ACCESS_ACME_HTTP_PORT]
   --egress allow-all|public-only   refuse private and loopback targets    [VPN_ACCESS_EGRESS]
+  --idle-timeout SECONDS  close a relayed connection after this long with no byte either way,
+                         default 300 (v2ray's connIdle)                 [VPN_ACCESS_IDLE_TIMEOUT]
   --no-ui                do not serve the web UI at /
   --quiet                no request log
 `;
@@ -96,6 +98,7 @@ async function serve(argv: string[]): Promise<void> {
       'acme-http-port': { type: 'string' },
       'tls-key': { type: 'string' },
       egress: { type: 'string' },
+      'idle-timeout': { type: 'string' },
       'no-ui': { type: 'boolean' },
       quiet: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
@@ -133,6 +136,9 @@ async function serve(argv: string[]): Promise<void> {
     : undefined;
   const egress = values.egress ?? env.VPN_ACCESS_EGRESS ?? 'allow-all';
   if (egress !== 'allow-all' && egress !== 'public-only') fail('--egress takes allow-all or public-only');
+  const idleText = values['idle-timeout'] ?? env.VPN_ACCESS_IDLE_TIMEOUT;
+  const idleSeconds = idleText === undefined || idleText === '' ? undefined : Number(idleText);
+  if (idleSeconds !== undefined && (!Number.isInteger(idleSeconds) || idleSeconds < 1 || idleSeconds > 86_400)) fail(`--idle-timeout takes whole seconds from 1 to 86400, not "${idleText}"`);
   const linkNetwork = values['link-network'] ?? env.VPN_ACCESS_LINK_NETWORK ?? 'ws';
   if (linkNetwork !== 'ws' && linkNetwork !== 'tcp') fail('--link-network takes ws or tcp');
   const rendererDir = join(ROOT, 'dist', 'renderer');
@@ -156,6 +162,7 @@ async function serve(argv: string[]): Promise<void> {
     tlsWatchIntervalMs: watchMs,
     acme,
     egress,
+    connectionLimits: idleSeconds === undefined ? undefined : { idleTimeoutMs: idleSeconds * 1000 },
     logger: log,
     logRequests: !values.quiet,
     rendererDir: values['no-ui'] ? undefined : rendererDir,

@@ -12,6 +12,7 @@ export type Refusal =
   | 'not_reusable'
   | 'max_reconnections'
   | 'max_sessions'
+  | 'too_many_connections'
   | 'session_cap'
   | 'client_cap'
   | 'global_cap'
@@ -44,6 +45,8 @@ export interface LimitFacts {
   openConnections: number;
   /** Sessions of the same client with at least one open connection. */
   activeSessionsOfClient: number;
+  /** Most open connections a session may hold (the data plane's maxConnectionsPerSession). */
+  maxOpenConnections?: number;
   limits: { global?: LimitValues; client?: LimitValues; session?: LimitValues };
   totals: { session: Counters; client: Counters; customer: Counters };
 }
@@ -55,6 +58,7 @@ export function refusalByLimits(facts: LimitFacts): Refusal | undefined {
   const clientLimits = limits.client;
   if (!facts.reusable && facts.connections >= 1) return 'not_reusable';
   if (facts.reusable && clientLimits?.max_reconnections != null && facts.connections >= 1 + clientLimits.max_reconnections) return 'max_reconnections';
+  if (facts.maxOpenConnections !== undefined && facts.openConnections >= facts.maxOpenConnections) return 'too_many_connections';
   if (facts.openConnections === 0 && clientLimits?.max_sessions != null && facts.activeSessionsOfClient >= clientLimits.max_sessions) return 'max_sessions';
   if (overCap(limits.session, totals.session)) return 'session_cap';
   if (overCap(limits.client, totals.client)) return 'client_cap';

@@ -42,6 +42,14 @@ export interface DataPlaneConfig {
   headerTimeoutMs?: number;
   /** Extension (data plane): outbound connect timeout; default 10000. */
   connectTimeoutMs?: number;
+  /** A relayed connection with no byte either way for this long is closed; default 300000 (v2ray's connIdle). */
+  idleTimeoutMs?: number;
+  /** WebSocket ping interval; a client that answered no ping and moved no byte within one interval is cut. Default 30000. */
+  wsPingIntervalMs?: number;
+  /** TCP keep-alive (initial delay) on client and destination sockets; default 30000. */
+  keepAliveMs?: number;
+  /** Open (or dialling) connections one session may hold; over it a new one is refused. Default 64. */
+  maxConnectionsPerSession?: number;
   /** Extension (data plane): how long resolving a destination name may take; default 5000. */
   dnsTimeoutMs?: number;
   /** Extension (data plane): resolves destination names; default node's dns.lookup (the system resolver). */

@@ -12,12 +12,15 @@ import { socketSide, wsSide } from './sides.ts';
 import { serveVless } from './vless.ts';
 import { serveProxy, type ProxyContext } from './proxy.ts';
 import type { Connection } from './relay.ts';
-import { DEFAULT_DNS_TIMEOUT_MS } from './outbound.ts';
+import { DEFAULT_DNS_TIMEOUT_MS, DEFAULT_KEEPALIVE_MS } from './outbound.ts';
 
 export type { DataPlane, DataPlaneDeps, DataPlaneConfig } from './api.ts';
 
 const DEFAULT_HEADER_TIMEOUT_MS = 5000;
 const DEFAULT_CONNECT_TIMEOUT_MS = 10000;
+/** v2ray's own connIdle: a relayed connection with no byte either way for 5 minutes is closed. */
+export const DEFAULT_IDLE_TIMEOUT_MS = 300_000;
+const DEFAULT_WS_PING_INTERVAL_MS = 30_000;
 
 /** v2ray's ws early data arrives base64url-encoded in Sec-WebSocket-Protocol. */
 function earlyData(req: IncomingMessage): { data: Buffer; protocol: string } | undefined {
@@ -38,7 +41,7 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
     egress: cfg.egress ?? 'allow-all',
     headerTimeoutMs: cfg.headerTimeoutMs ?? DEFAULT_HEADER_TIMEOUT_MS,
     connectTimeoutMs: cfg.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
-    dns: { lookup: cfg.dnsLookup, timeoutMs: cfg.dnsTimeoutMs ?? DEFAULT_DNS_TIMEOUT_MS },
+    dial: { lookup: cfg.dnsLookup, dnsTimeoutMs: cfg.dnsTimeoutMs ?? DEFAULT_DNS_TIMEOUT_MS, keepAliveMs: cfg.keepAliveMs ?? DEFAULT_KEEPALIVE_MS },
     track: (c) => open.add(c),
     untrack: (c) => open.delete(c),
     zones: () => deps.zones.list(),
@@ -63,6 +66,33 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
   const servers: Server[] = [];
   const tlsServers: TlsServer[] = [];
   let closed = false;
+  const keepAliveMs = cfg.keepAliveMs ?? DEFAULT_KEEPALIVE_MS;
+  const idleTimeoutMs = cfg.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
+  const pingIntervalMs = cfg.wsPingIntervalMs ?? DEFAULT_WS_PING_INTERVAL_MS;
+
+  // One sweep over the open connections: close those idle for idleTimeoutMs, and ping the ws
+  // clients every pingIntervalMs, cutting one that answered no ping and moved no byte since the
+  // last (a slow reader still drains its backlog, so it is not cut while it reads).
+  let lastPing = performance.now();
+  const sweep = setInterval(() => {
+    const now = performance.now();
+    const pingDue = now - lastPing >= pingIntervalMs;
+    for (const c of [...open]) {
+      if (c.closed || !c.lease) continue; // header phase: the header deadline applies
+      if (now - c.lastActive >= idleTimeoutMs) {
+        deps.log.debug({ session: c.lease.session.short }, 'idle connection closed');
+        c.close('idle_timeout');
+      } else if (pingDue && c.client.ping) {
+        const answered = c.client.ping();
+        if (!answered && c.lastActive < lastPing) {
+          deps.log.debug({ session: c.lease.session.short }, 'ws client answered no ping');
+          c.close('ping_timeout');
+        }
+      }
+    }
+    if (pingDue) lastPing = now;
+  }, Math.max(20, Math.min(1000, idleTimeoutMs / 4, pingIntervalMs / 4)));
+  sweep.unref();
 
   function listen(server: Server, port: number): Promise<number> {
     return new Promise((resolve, reject) => {
@@ -99,6 +129,7 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
       if (cfg.vlessTcpPort !== null && cfg.vlessTcpPort !== undefined) {
         const s = makeServer((sock) => {
           sock.on('error', () => {});
+          sock.setKeepAlive(true, keepAliveMs);
           serveVless(ctx, socketSide(sock), 'tcp');
         });
         vlessTcpPort = await listen(s, cfg.vlessTcpPort);
@@ -106,6 +137,7 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
       if (cfg.proxyPort !== null && cfg.proxyPort !== undefined) {
         const s = makeServer((sock) => {
           sock.on('error', () => {});
+          sock.setKeepAlive(true, keepAliveMs);
           serveProxy(ctx, socketSide(sock));
         });
         proxyPort = await listen(s, cfg.proxyPort);
@@ -126,6 +158,7 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
         return true;
       }
       socket.on('error', () => {});
+      (socket as Socket).setKeepAlive?.(true, keepAliveMs);
       rawSockets.add(socket);
       socket.once('close', () => rawSockets.delete(socket));
       const early = earlyData(req);
@@ -148,6 +181,7 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
     async close() {
       if (closed) return;
       closed = true;
+      clearInterval(sweep);
       const done = servers.map((s) => new Promise<void>((r) => s.close(() => r())));
       runtime.shutdown();
       for (const c of [...open]) c.close('shutdown');

@@ -6,14 +6,17 @@ import { lookup } from 'node:dns/promises';
 import { resolveDestination, type EgressPolicy } from './egress.ts';
 import type { DnsLookup } from './api.ts';
 
-/** How names are resolved: the lookup and the longest it may take. */
-export interface DnsOptions {
+/** How destinations are dialled: the name lookup, the longest it may take, and the TCP
+ *  keep-alive delay of destination sockets (so a destination that vanished is noticed). */
+export interface DialOptions {
   lookup?: DnsLookup;
-  timeoutMs: number;
+  dnsTimeoutMs: number;
+  keepAliveMs: number;
 }
 
 export const DEFAULT_DNS_TIMEOUT_MS = 5000;
-const DEFAULT_DNS: DnsOptions = { timeoutMs: DEFAULT_DNS_TIMEOUT_MS };
+export const DEFAULT_KEEPALIVE_MS = 30_000;
+const DEFAULT_DIAL: DialOptions = { dnsTimeoutMs: DEFAULT_DNS_TIMEOUT_MS, keepAliveMs: DEFAULT_KEEPALIVE_MS };
 const systemLookup: DnsLookup = (name) => lookup(name, { verbatim: true });
 
 /**
@@ -21,11 +24,11 @@ const systemLookup: DnsLookup = (name) => lookup(name, { verbatim: true });
  * timeout (a resolver that never answers must not hold a connection, and its session, for ever).
  * The egress policy is then applied to the address (egress.ts).
  */
-async function resolveHost(host: string, policy: EgressPolicy, dns: DnsOptions): Promise<{ address: string; family: 4 | 6 }> {
+async function resolveHost(host: string, policy: EgressPolicy, dns: DialOptions): Promise<{ address: string; family: 4 | 6 }> {
   if (isIP(host)) return resolveDestination(host, policy);
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`DNS lookup of ${host} timed out after ${dns.timeoutMs} ms`)), dns.timeoutMs);
+    timer = setTimeout(() => reject(new Error(`DNS lookup of ${host} timed out after ${dns.dnsTimeoutMs} ms`)), dns.dnsTimeoutMs);
   });
   try {
     const r = await Promise.race([(dns.lookup ?? systemLookup)(host), timeout]);
@@ -94,11 +97,11 @@ function pooledReads(onData: OnData): { buffer: () => Uint8Array; callback: (n: 
  * Dials a TCP destination. With `onData`, reads go straight to it (socket 'data' events are not
  * used) in pooled buffers (see above); socket.pause()/resume() still control reading.
  */
-export async function dialTcp(host: string, port: number, policy: EgressPolicy, timeoutMs: number, onData?: OnData, dns: DnsOptions = DEFAULT_DNS): Promise<Socket> {
-  const { address } = await resolveHost(host, policy, dns);
+export async function dialTcp(host: string, port: number, policy: EgressPolicy, timeoutMs: number, onData?: OnData, dial: DialOptions = DEFAULT_DIAL): Promise<Socket> {
+  const { address } = await resolveHost(host, policy, dial);
   return new Promise((resolve, reject) => {
     const onread = onData ? pooledReads(onData) : undefined;
-    const sock = connect({ host: address, port, allowHalfOpen: true, noDelay: true, ...(onread ? { onread } : {}) });
+    const sock = connect({ host: address, port, allowHalfOpen: true, noDelay: true, keepAlive: true, keepAliveInitialDelay: dial.keepAliveMs, ...(onread ? { onread } : {}) });
     const timer = setTimeout(() => {
       sock.destroy();
       reject(new Error('connect timeout'));
@@ -117,8 +120,8 @@ export async function dialTcp(host: string, port: number, policy: EgressPolicy, 
   });
 }
 
-export async function dialUdp(host: string, port: number, policy: EgressPolicy, timeoutMs: number, dns: DnsOptions = DEFAULT_DNS): Promise<UdpSocket> {
-  const { address, family } = await resolveHost(host, policy, dns);
+export async function dialUdp(host: string, port: number, policy: EgressPolicy, timeoutMs: number, dial: DialOptions = DEFAULT_DIAL): Promise<UdpSocket> {
+  const { address, family } = await resolveHost(host, policy, dial);
   return new Promise((resolve, reject) => {
     const sock = createSocket(family === 6 ? 'udp6' : 'udp4');
     const timer = setTimeout(() => {

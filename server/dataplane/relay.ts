@@ -18,6 +18,8 @@ export class Connection implements ConnHandle {
   lease: Lease | undefined;
   closed = false;
   closeReason: CloseReason | undefined;
+  /** When a byte last moved either way (performance.now()): the idle timeout and ping checks read it. */
+  lastActive = performance.now();
   private outbound: Socket | undefined;
   private udp: UdpSocket | undefined;
   private up: Flow | undefined;
@@ -49,6 +51,7 @@ export class Connection implements ConnHandle {
 
   private fromClient(b: Buffer): void {
     if (this.closed) return;
+    this.lastActive = performance.now();
     if (this.up) {
       if (this.udp) this.udpFrames(b);
       else this.up.push(b);
@@ -79,6 +82,7 @@ export class Connection implements ConnHandle {
 
   /** Destination bytes read with the dialler's pooled buffers; `release` recycles the buffer once written. */
   fromOutbound(b: Buffer, release?: WriteDone): void {
+    this.lastActive = performance.now();
     this.down?.push(b, release);
   }
 
@@ -95,7 +99,7 @@ export class Connection implements ConnHandle {
     if (preface) this.client.write(preface);
     this.up = new Flow(lease, 'up', { write: (b) => out.write(b), onWritable: (cb) => { out.once('drain', cb); } }, this.client);
     this.down = new Flow(lease, 'down', this.client, out);
-    out.on('data', (b: Buffer) => this.down?.push(b));
+    out.on('data', (b: Buffer) => this.fromOutbound(b));
     out.on('end', () => this.down?.finish(() => this.endClient()));
     out.on('error', () => { /* close follows */ });
     out.on('close', () => {
@@ -129,7 +133,7 @@ export class Connection implements ConnHandle {
       },
       onWritable: (cb) => client.onWritable(cb),
     }, noop, { atomic: true, maxQueue: 64 });
-    udp.on('message', (m: Buffer) => this.down?.push(m));
+    udp.on('message', (m: Buffer) => this.fromOutbound(m));
     udp.on('error', () => this.close('udp_error'));
     this.flushPending();
     if (this.clientEnded) this.close('client_end');

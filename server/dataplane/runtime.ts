@@ -26,6 +26,8 @@ export type AdmitResult = { ok: true; lease: Lease } | { ok: false; reason: Refu
 
 /** Limits are never older than this when a connection is admitted or a tick runs. */
 const LIMITS_MAX_AGE_MS = 1000;
+/** Open connections per session unless configured (a browser opens a few dozen at most). */
+export const DEFAULT_MAX_CONNECTIONS_PER_SESSION = 64;
 
 export class Runtime implements LeaseOwner {
   private readonly deps: DataPlaneDeps;
@@ -138,6 +140,7 @@ export class Runtime implements LeaseOwner {
       connections: session.connections + session.pending.size,
       openConnections: session.open.size + session.pending.size,
       activeSessionsOfClient: client.active.size,
+      maxOpenConnections: this.deps.config.maxConnectionsPerSession ?? DEFAULT_MAX_CONNECTIONS_PER_SESSION,
       limits: customer.limits,
       totals: { session: session.totals, client: client.totals, customer: customer.totals },
     });

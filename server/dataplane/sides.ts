@@ -19,6 +19,8 @@ export interface ClientSide extends Sink, Source {
   destroy(): void;
   /** Abortive close: a TCP reset, so nothing still queued (ours or the kernel's) reaches the client. */
   reset(): void;
+  /** WebSocket only: sends a ping; returns whether the previous one was answered. */
+  ping?(): boolean;
   readonly remote: string;
 }
 
@@ -68,6 +70,8 @@ const WS_CLOSE_LINGER_MS = 1000;
 /** `raw`: the upgraded socket under the WebSocket, reset on an abortive close. */
 export function wsSide(ws: WebSocket, remote: string, raw?: Duplex): ClientSide {
   let waiter: (() => void) | undefined;
+  let ponged = true;
+  ws.on('pong', () => { ponged = true; });
   const sent = () => {
     if (waiter && ws.bufferedAmount < WS_HIGH_WATER) {
       const w = waiter;
@@ -115,6 +119,12 @@ export function wsSide(ws: WebSocket, remote: string, raw?: Duplex): ClientSide 
     reset: () => {
       if (raw) resetSocket(raw);
       ws.terminate();
+    },
+    ping: () => {
+      const answered = ponged;
+      ponged = false;
+      if (ws.readyState === WebSocket.OPEN) ws.ping();
+      return answered;
     },
   };
 }

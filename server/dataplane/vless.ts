@@ -6,7 +6,7 @@ import { Connection } from './relay.ts';
 import type { ClientSide } from './sides.ts';
 import type { Runtime } from './runtime.ts';
 import type { Logger } from '../domain.ts';
-import { dialTcp, dialUdp, type DnsOptions } from './outbound.ts';
+import { dialTcp, dialUdp, type DialOptions } from './outbound.ts';
 import type { EgressPolicy } from './egress.ts';
 
 export interface InboundContext {
@@ -15,8 +15,8 @@ export interface InboundContext {
   egress: EgressPolicy;
   headerTimeoutMs: number;
   connectTimeoutMs: number;
-  /** Name resolution of destinations (lookup and timeout). */
-  dns: DnsOptions;
+  /** Name resolution (lookup, timeout) and keep-alive of destinations. */
+  dial: DialOptions;
   track(c: Connection): void;
   untrack(c: Connection): void;
 }
@@ -60,8 +60,8 @@ export function serveVless(ctx: InboundContext, client: ClientSide, transport: '
     conn.lease = admitted.lease;
     conn.hold(rest);
     const dial = h.command === 'udp'
-      ? dialUdp(h.address, h.port, ctx.egress, ctx.connectTimeoutMs, ctx.dns).then((u) => conn.startUdp(u, VLESS_RESPONSE_HEADER))
-      : dialTcp(h.address, h.port, ctx.egress, ctx.connectTimeoutMs, (b, release) => conn.fromOutbound(b, release), ctx.dns).then((s) => conn.startTcp(s, VLESS_RESPONSE_HEADER));
+      ? dialUdp(h.address, h.port, ctx.egress, ctx.connectTimeoutMs, ctx.dial).then((u) => conn.startUdp(u, VLESS_RESPONSE_HEADER))
+      : dialTcp(h.address, h.port, ctx.egress, ctx.connectTimeoutMs, (b, release) => conn.fromOutbound(b, release), ctx.dial).then((s) => conn.startTcp(s, VLESS_RESPONSE_HEADER));
     dial.catch((err: Error) => {
       ctx.log.info({ transport, session: h.id.slice(0, 8), err: err.message }, 'vless outbound failed');
       conn.close('dial_failed');

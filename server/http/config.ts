@@ -29,6 +29,9 @@ export interface ServerOptions extends ServerTlsOptions {
   statsIntervalMs?: number;
   heartbeatIntervalMs?: number;
   egress?: 'allow-all' | 'public-only';
+  /** Connection hardening of the data plane (issue 8): idle timeout, ws pings, keep-alive,
+   *  connections per session, connection rate, reconnection grace, DNS timeout. Defaults in dataplane/. */
+  connectionLimits?: ConnectionLimits;
   sse?: Partial<SseOptions>;
   /** Days events are kept (at least 7). */
   eventRetentionDays?: number;
@@ -40,6 +43,8 @@ export interface ServerOptions extends ServerTlsOptions {
   /** Replaces the data plane (tests of the control plane alone pass `null`). */
   dataPlane?: ((deps: DataPlaneDeps) => DataPlane) | null;
 }
+
+export type ConnectionLimits = Pick<DataPlaneConfig, 'idleTimeoutMs' | 'wsPingIntervalMs' | 'keepAliveMs' | 'maxConnectionsPerSession' | 'dnsTimeoutMs'>;
 
 /** The service settings the routes read (services.settings). */
 export interface Settings {
@@ -91,6 +96,7 @@ export function resolveConfig(opts: ServerOptions, version: string, tls: TlsCert
       statsIntervalMs: opts.statsIntervalMs ?? 5000,
       heartbeatIntervalMs: opts.heartbeatIntervalMs ?? 30_000,
       egress: opts.egress ?? 'allow-all',
+      ...opts.connectionLimits,
     },
     rateLimit: opts.rateLimit ?? { max: 600, windowMs: 60_000 },
     eventRetentionMs: Math.max(7, opts.eventRetentionDays ?? 14) * 86_400_000,
