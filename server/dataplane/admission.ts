@@ -13,6 +13,7 @@ export type Refusal =
   | 'max_reconnections'
   | 'max_sessions'
   | 'too_many_connections'
+  | 'connection_rate'
   | 'session_cap'
   | 'client_cap'
   | 'global_cap'

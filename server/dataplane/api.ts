@@ -50,6 +50,13 @@ export interface DataPlaneConfig {
   keepAliveMs?: number;
   /** Open (or dialling) connections one session may hold; over it a new one is refused. Default 64. */
   maxConnectionsPerSession?: number;
+  /** New connections a session may open per second (sustained); over it they are refused. Default 50. */
+  connectionRatePerSecond?: number;
+  /** Burst of new connections above the rate (a page load through the proxy). Default 100. */
+  connectionBurst?: number;
+  /** A session whose last connection closed stays active this long: a reconnection within it
+   *  publishes no session_end/session_start pair. Default 2000; 0 ends at once. */
+  reconnectGraceMs?: number;
   /** Extension (data plane): how long resolving a destination name may take; default 5000. */
   dnsTimeoutMs?: number;
   /** Extension (data plane): resolves destination names; default node's dns.lookup (the system resolver). */

@@ -1,6 +1,7 @@
 // One accepted connection's view of the runtime: how many bytes the caps let through, how
 // long the token buckets of its session, client and customer make it wait, and the counting
 // of what moved. Flows (flow.ts) move every byte through a Lease.
+import type { CloseReason } from './close-reason.ts';
 import { type ConnHandle, type CustomerState, type Dir, type SessionState, capOf, nowMs } from './meters.ts';
 
 /** What a lease reports back to the runtime that granted it. */
@@ -10,7 +11,7 @@ export interface LeaseOwner {
   /** The destination was reached: the connection counts from now on. */
   connectionOpened(session: SessionState, conn: ConnHandle): void;
   /** The connection is gone; `counted` when it had been opened (committed). */
-  connectionClosed(session: SessionState, conn: ConnHandle, counted: boolean): void;
+  connectionClosed(session: SessionState, conn: ConnHandle, counted: boolean, reason?: CloseReason): void;
 }
 
 export class Lease {
@@ -107,10 +108,10 @@ export class Lease {
     this.owner.connectionOpened(this.session, this.conn);
   }
 
-  /** The connection is gone (idempotent). */
-  release(): void {
+  /** The connection is gone (idempotent); `reason` says whether its session may linger. */
+  release(reason?: CloseReason): void {
     if (this.released) return;
     this.released = true;
-    this.owner.connectionClosed(this.session, this.conn, this.committed);
+    this.owner.connectionClosed(this.session, this.conn, this.committed, reason);
   }
 }

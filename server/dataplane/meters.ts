@@ -68,6 +68,13 @@ export interface SessionState {
   pending: Set<ConnHandle>;
   /** Reached its own byte cap: ends when the last connection closes. */
   capped: boolean;
+  /** Its last connection closed at lastClosedAt; it stays active until this time (the reconnection
+   *  grace) and ends then unless a connection opens meanwhile. 0 when not lingering. */
+  lingerUntil: number;
+  lastClosedAt: number;
+  /** New connections admitted per second (token bucket: tokens and when they were last topped up). */
+  connTokens: number;
+  connTokensAt: number;
   lastSaved: { up: number; down: number; duration: number; status: SessionStatus; connections: number };
   lastStats: Counters;
   lastStatsAt: number;

@@ -155,7 +155,8 @@ function handle(ctx: ProxyContext, conn: Connection, head: Head, rest: Buffer): 
   // 4. the session admits the connection (same rules as VLESS)
   const admitted = ctx.runtime.admit(sessionId, conn);
   if (!admitted.ok) {
-    ctx.log.warn({ transport: 'proxy', session: sessionId.slice(0, 8), reason: admitted.reason }, 'proxy connection refused');
+    // issue 8 point 10: connection_rate refusals are logged by the runtime (once per session per 10 s)
+    if (admitted.reason !== 'connection_rate') ctx.log.warn({ transport: 'proxy', session: sessionId.slice(0, 8), reason: admitted.reason }, 'proxy connection refused');
     return respond(conn, errorResponse(403, 'session_refused', `session refused: ${admitted.reason}`));
   }
   conn.lease = admitted.lease;

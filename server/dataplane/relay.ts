@@ -185,7 +185,7 @@ export class Connection implements ConnHandle {
     if (this.udp) {
       try { this.udp.close(); } catch { /* closed */ }
     }
-    this.lease?.release();
+    this.lease?.release(reason);
     this.onClosed?.(this);
   }
 }

@@ -5,6 +5,7 @@
 // admit() and then moves its bytes through its Lease, so all traffic is counted and limited
 // the same way.
 import type { DataPlaneDeps, LiveCounters } from './api.ts';
+import { type CloseReason, isCapReason } from './close-reason.ts';
 import { type Refusal, refusalByLimits, refusalOfSession } from './admission.ts';
 import { cutOverCaps, cutSession } from './enforcement.ts';
 import { Lease, type LeaseOwner } from './lease.ts';
@@ -28,6 +29,13 @@ export type AdmitResult = { ok: true; lease: Lease } | { ok: false; reason: Refu
 const LIMITS_MAX_AGE_MS = 1000;
 /** Open connections per session unless configured (a browser opens a few dozen at most). */
 export const DEFAULT_MAX_CONNECTIONS_PER_SESSION = 64;
+/** New connections per session per second, and the burst above it. */
+export const DEFAULT_CONNECTION_RATE = 50;
+export const DEFAULT_CONNECTION_BURST = 100;
+/** How long a session whose last connection closed stays active, waiting for a reconnection. */
+export const DEFAULT_RECONNECT_GRACE_MS = 2000;
+/** At most one log line per session per this interval for refusals by the connection rate. */
+const RATE_LOG_INTERVAL_MS = 10_000;
 
 export class Runtime implements LeaseOwner {
   private readonly deps: DataPlaneDeps;
@@ -36,6 +44,8 @@ export class Runtime implements LeaseOwner {
   private readonly sessions = new Map<string, SessionState>();
   private timer: NodeJS.Timeout | undefined;
   private closing = false;
+  /** When a session's connection-rate refusals were last logged. */
+  private readonly rateLogged = new Map<string, number>();
 
   constructor(deps: DataPlaneDeps) {
     this.deps = deps;
@@ -104,8 +114,10 @@ export class Runtime implements LeaseOwner {
   }
 
   private tryAdmit(sessionId: string, conn: ConnHandle): AdmitResult {
-    const row = this.closing ? undefined : this.deps.store.getSession(sessionId);
     let session = this.sessions.get(sessionId);
+    // The connection rate first, before any store read: a churning session is refused cheaply.
+    if (session && !this.takeConnToken(session)) return { ok: false, reason: 'connection_rate' };
+    const row = this.closing ? undefined : this.deps.store.getSession(sessionId);
     const early = refusalOfSession({ closing: this.closing, row, live: session });
     if (early || !row) return { ok: false, reason: early ?? 'unknown' };
     const customer = this.customer(row.customer_id);
@@ -128,6 +140,10 @@ export class Runtime implements LeaseOwner {
         open: new Set(),
         pending: new Set(),
         capped: false,
+        lingerUntil: 0,
+        lastClosedAt: 0,
+        connTokens: this.connBurst - 1, // this connection takes one
+        connTokensAt: now,
         lastSaved: { up: row.uploaded_bytes, down: row.downloaded_bytes, duration: row.duration, status: row.status, connections: row.connections },
         lastStats: { up: row.uploaded_bytes, down: row.downloaded_bytes },
         lastStatsAt: now,
@@ -160,42 +176,89 @@ export class Runtime implements LeaseOwner {
     return { ok: true, lease: new Lease(this, session, conn) };
   }
 
-  /** The connection reached its destination: counted now; the first one starts the session. */
+  private get connBurst(): number {
+    return this.deps.config.connectionBurst ?? DEFAULT_CONNECTION_BURST;
+  }
+
+  /** Takes one token of the session's connection-rate bucket; false when it is empty. */
+  private takeConnToken(session: SessionState): boolean {
+    const now = nowMs();
+    const rate = this.deps.config.connectionRatePerSecond ?? DEFAULT_CONNECTION_RATE;
+    session.connTokens = Math.min(this.connBurst, session.connTokens + ((now - session.connTokensAt) * rate) / 1000);
+    session.connTokensAt = now;
+    if (session.connTokens >= 1) {
+      session.connTokens -= 1;
+      return true;
+    }
+    const logged = this.rateLogged.get(session.id);
+    if (logged === undefined || now - logged >= RATE_LOG_INTERVAL_MS) {
+      this.rateLogged.set(session.id, now);
+      this.deps.log.warn({ session: session.short }, 'new connections over the session\'s connection rate are refused');
+    }
+    return false;
+  }
+
+  /** The connection reached its destination: counted now; the first one starts the session,
+   *  unless the session is still active from a connection closed within the grace. */
   connectionOpened(session: SessionState, conn: ConnHandle): void {
     if (!session.pending.delete(conn)) return;
     const now = nowMs();
     session.connections++;
     session.open.add(conn);
-    if (session.open.size === 1) {
+    session.client.active.add(session);
+    if (session.open.size === 1 && session.lingerUntil) {
+      // A reconnection within the grace: the session never stopped, the gap counts as active.
+      session.durationMs += now - session.lastClosedAt;
+      session.openSince = now;
+      session.lingerUntil = 0;
+    } else if (session.open.size === 1) {
       session.openSince = now;
       session.status = 'active';
       session.lastStatsAt = now;
       session.lastHeartbeatAt = now;
-      session.client.active.add(session);
       this.reporter.save(session);
       this.reporter.publish(session, 'session_start');
-    } else {
-      this.reporter.save(session);
     }
+    // Later connection counts are saved by the ticker's flush (at most 500 ms later), not one
+    // write per connection.
   }
 
-  connectionClosed(session: SessionState, conn: ConnHandle, counted: boolean): void {
+  connectionClosed(session: SessionState, conn: ConnHandle, counted: boolean, reason?: CloseReason): void {
     if (!counted) {
       // A dial that failed (or was cut before it connected): nothing was counted or published.
       if (!session.pending.delete(conn)) return;
       if (!inUse(session)) {
         session.client.active.delete(session);
-        this.forget(session);
+        if (!session.lingerUntil) this.forget(session);
       }
       return;
     }
-    if (!session.open.delete(conn)) return;
+    if (!session.open.delete(conn) || session.open.size > 0) return;
     const now = nowMs();
-    if (session.open.size > 0) {
+    const grace = this.deps.config.reconnectGraceMs ?? DEFAULT_RECONNECT_GRACE_MS;
+    const cutByUs = reason === 'paused' || reason === 'shutdown' || (reason !== undefined && isCapReason(reason));
+    if (grace > 0 && session.reusable && !session.capped && !cutByUs && !this.closing) {
+      // Stays active for the grace: a reconnection then is not a new session_start/_end pair.
+      // Its max_sessions slot is free meanwhile (another session of the client may take it; the
+      // reconnection is then checked like a first connection).
+      // Its duration stops (and resumes, with the gap, on a reconnection) and its counters are
+      // saved now, so the store is never behind while it waits.
+      if (session.pending.size === 0) session.client.active.delete(session);
+      session.durationMs += now - session.openSince;
+      session.openSince = 0;
+      session.lastClosedAt = now;
+      session.lingerUntil = now + grace;
       this.reporter.save(session);
       return;
     }
-    session.durationMs += now - session.openSince;
+    this.finish(session, now);
+  }
+
+  /** The session's last connection is gone (at `closedAt`): it goes idle or ended, duration
+   *  stops, its max_sessions slot is freed, stats and session_end are published. */
+  private finish(session: SessionState, closedAt: number): void {
+    session.lingerUntil = 0;
+    if (session.openSince) session.durationMs += closedAt - session.openSince;
     session.openSince = 0;
     if (session.pending.size === 0) session.client.active.delete(session);
     if (session.capped || !session.reusable) session.status = 'ended';
@@ -213,6 +276,10 @@ export class Runtime implements LeaseOwner {
       cutSession(session, 'session_cap');
       return;
     }
+    if (session.lingerUntil) {
+      this.finish(session, session.lastClosedAt);
+      return;
+    }
     if (session.status === 'ended') return;
     session.status = 'ended';
     this.reporter.save(session);
@@ -225,7 +292,8 @@ export class Runtime implements LeaseOwner {
    *  one whose last save failed stays (the ticker saves it again), so the stored counters never
    *  end up behind what was counted. */
   private forget(session: SessionState): void {
-    if (inUse(session) || this.reporter.unsaved(session)) return;
+    if (inUse(session) || session.lingerUntil || this.reporter.unsaved(session)) return;
+    this.rateLogged.delete(session.id);
     this.sessions.delete(session.id);
     session.customer.sessions.delete(session);
   }
@@ -248,7 +316,9 @@ export class Runtime implements LeaseOwner {
 
   pause(id: string): void {
     const session = this.sessions.get(id);
-    if (session) cutSession(session, 'paused');
+    if (!session) return;
+    cutSession(session, 'paused');
+    if (session.lingerUntil && !inUse(session)) this.finish(session, session.lastClosedAt);
   }
 
   limitsChanged(customerId: string): void {
@@ -280,7 +350,10 @@ export class Runtime implements LeaseOwner {
     }
     for (const session of [...this.sessions.values()]) {
       if (session.open.size > 0) this.reporter.report(session, now, flush, this.deps.config);
-      else if (flush && !inUse(session)) {
+      else if (session.lingerUntil) {
+        if (now >= session.lingerUntil && !inUse(session)) this.finish(session, session.lastClosedAt);
+        else this.reporter.report(session, now, flush, this.deps.config);
+      } else if (flush && !inUse(session)) {
         // Closed, but its last save failed: try again, then let it go.
         this.reporter.save(session);
         this.forget(session);
@@ -293,6 +366,9 @@ export class Runtime implements LeaseOwner {
     this.closing = true;
     if (this.timer) clearInterval(this.timer);
     for (const session of [...this.sessions.values()]) cutSession(session, 'shutdown');
+    for (const session of [...this.sessions.values()]) {
+      if (session.lingerUntil && !inUse(session)) this.finish(session, session.lastClosedAt);
+    }
     for (const session of this.sessions.values()) this.reporter.save(session);
   }
 }

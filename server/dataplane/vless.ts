@@ -53,7 +53,8 @@ export function serveVless(ctx: InboundContext, client: ClientSide, transport: '
     // commit the lease): a failed dial leaves the session as it was.
     const admitted = ctx.runtime.admit(h.id, conn);
     if (!admitted.ok) {
-      ctx.log.warn({ transport, session: h.id.slice(0, 8), reason: admitted.reason }, 'vless connection refused');
+      // connection_rate refusals are logged by the runtime, at most once per session per 10 s
+      if (admitted.reason !== 'connection_rate') ctx.log.warn({ transport, session: h.id.slice(0, 8), reason: admitted.reason }, 'vless connection refused');
       conn.close('refused');
       return;
     }

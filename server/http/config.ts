@@ -44,7 +44,7 @@ export interface ServerOptions extends ServerTlsOptions {
   dataPlane?: ((deps: DataPlaneDeps) => DataPlane) | null;
 }
 
-export type ConnectionLimits = Pick<DataPlaneConfig, 'idleTimeoutMs' | 'wsPingIntervalMs' | 'keepAliveMs' | 'maxConnectionsPerSession' | 'dnsTimeoutMs'>;
+export type ConnectionLimits = Pick<DataPlaneConfig, 'idleTimeoutMs' | 'wsPingIntervalMs' | 'keepAliveMs' | 'maxConnectionsPerSession' | 'dnsTimeoutMs' | 'connectionRatePerSecond' | 'connectionBurst' | 'reconnectGraceMs'>;
 
 /** The service settings the routes read (services.settings). */
 export interface Settings {

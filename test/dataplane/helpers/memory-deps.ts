@@ -86,6 +86,8 @@ export class MemoryDeps {
         egress: 'allow-all',
         headerTimeoutMs: 1000,
         connectTimeoutMs: 2000,
+        // Short, so the tests see session_end soon after a close; the product default is 2000.
+        reconnectGraceMs: 500,
         ...config,
       },
     };
