@@ -20,6 +20,12 @@ export type Refusal =
   // the store could not be read (disk error, locked database): refused, nothing counted
   | 'unavailable';
 
+/** Refusals a flooding client causes by the thousand: the runtime logs them at most once per
+ *  session per 10 s, the inbounds do not log them per connection. */
+export function isFloodRefusal(reason: Refusal): boolean {
+  return reason === 'connection_rate' || reason === 'too_many_connections';
+}
+
 /** What is known of the session before its customer's limits and totals are looked at. */
 export interface SessionFacts {
   /** The data plane is closing: nothing is admitted any more. */

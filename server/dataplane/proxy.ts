@@ -13,6 +13,7 @@ import type { InboundContext } from './vless.ts';
 import type { ZoneInfo } from '../domain.ts';
 import { dialTcp } from './outbound.ts';
 import { EgressRefused } from './egress.ts';
+import { isFloodRefusal } from './admission.ts';
 
 const MAX_HEAD = 16 * 1024;
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -155,8 +156,8 @@ function handle(ctx: ProxyContext, conn: Connection, head: Head, rest: Buffer): 
   // 4. the session admits the connection (same rules as VLESS)
   const admitted = ctx.runtime.admit(sessionId, conn);
   if (!admitted.ok) {
-    // issue 8 point 10: connection_rate refusals are logged by the runtime (once per session per 10 s)
-    if (admitted.reason !== 'connection_rate') ctx.log.warn({ transport: 'proxy', session: sessionId.slice(0, 8), reason: admitted.reason }, 'proxy connection refused');
+    // issue 8 point 10: flood refusals are logged by the runtime (once per session per 10 s)
+    if (!isFloodRefusal(admitted.reason)) ctx.log.warn({ transport: 'proxy', session: sessionId.slice(0, 8), reason: admitted.reason }, 'proxy connection refused');
     return respond(conn, errorResponse(403, 'session_refused', `session refused: ${admitted.reason}`));
   }
   conn.lease = admitted.lease;

@@ -6,7 +6,7 @@
 // the same way.
 import type { DataPlaneDeps, LiveCounters } from './api.ts';
 import { type CloseReason, isCapReason } from './close-reason.ts';
-import { type Refusal, refusalByLimits, refusalOfSession } from './admission.ts';
+import { type Refusal, isFloodRefusal, refusalByLimits, refusalOfSession } from './admission.ts';
 import { cutOverCaps, cutSession } from './enforcement.ts';
 import { Lease, type LeaseOwner } from './lease.ts';
 import {
@@ -167,6 +167,7 @@ export class Runtime implements LeaseOwner {
       session.capped = true;
       this.endSession(session);
     }
+    if (refusal && isFloodRefusal(refusal)) this.logFlood(session, refusal);
     if (refusal) return { ok: false, reason: refusal };
 
     this.sessions.set(session.id, session);
@@ -190,12 +191,18 @@ export class Runtime implements LeaseOwner {
       session.connTokens -= 1;
       return true;
     }
-    const logged = this.rateLogged.get(session.id);
-    if (logged === undefined || now - logged >= RATE_LOG_INTERVAL_MS) {
-      this.rateLogged.set(session.id, now);
-      this.deps.log.warn({ session: session.short }, 'new connections over the session\'s connection rate are refused');
-    }
+    this.logFlood(session, 'connection_rate');
     return false;
+  }
+
+  /** Logs a flood refusal (isFloodRefusal) at most once per session per RATE_LOG_INTERVAL_MS. */
+  private logFlood(session: SessionState, reason: Refusal): void {
+    const now = nowMs();
+    const logged = this.rateLogged.get(session.id);
+    if (logged !== undefined && now - logged < RATE_LOG_INTERVAL_MS) return;
+    this.rateLogged.set(session.id, now);
+    const what = reason === 'connection_rate' ? 'over the session\'s connection rate' : 'over the session\'s open-connection cap';
+    this.deps.log.warn({ session: session.short, reason }, `new connections ${what} are refused`);
   }
 
   /** The connection reached its destination: counted now; the first one starts the session,

@@ -7,6 +7,7 @@ import type { ClientSide } from './sides.ts';
 import type { Runtime } from './runtime.ts';
 import type { Logger } from '../domain.ts';
 import { dialTcp, dialUdp, type DialOptions } from './outbound.ts';
+import { isFloodRefusal } from './admission.ts';
 import type { EgressPolicy } from './egress.ts';
 
 export interface InboundContext {
@@ -53,8 +54,8 @@ export function serveVless(ctx: InboundContext, client: ClientSide, transport: '
     // commit the lease): a failed dial leaves the session as it was.
     const admitted = ctx.runtime.admit(h.id, conn);
     if (!admitted.ok) {
-      // connection_rate refusals are logged by the runtime, at most once per session per 10 s
-      if (admitted.reason !== 'connection_rate') ctx.log.warn({ transport, session: h.id.slice(0, 8), reason: admitted.reason }, 'vless connection refused');
+      // flood refusals are logged by the runtime, at most once per session per 10 s
+      if (!isFloodRefusal(admitted.reason)) ctx.log.warn({ transport, session: h.id.slice(0, 8), reason: admitted.reason }, 'vless connection refused');
       conn.close('refused');
       return;
     }

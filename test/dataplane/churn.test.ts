@@ -17,8 +17,9 @@ import type { Logger } from '../../server/domain.ts';
 
 const RATE = 1000;
 const SECONDS = 3;
-/** p99 of the server's event-loop delay under the churn (the load runs in another process). */
-const P99_BOUND_MS = 150;
+/** p99 of the server's event-loop delay under the churn (the load runs in another process); measured
+ *  20-95 ms on the shared 2-core test machine, the bound leaves room for its load. */
+const P99_BOUND_MS = 250;
 /** Events one session may leave for the whole run: start, a few stats/heartbeats, end. */
 const EVENTS_BOUND = 12;
 
@@ -90,6 +91,6 @@ for (const mode of ['proxy', 'vless'] as const) {
     assert.equal(types.find((t) => t.t === 'session_end')?.n, 1);
     assert.ok(r.refused > 0, 'the per-session connection rate limit refused nothing');
     assert.ok(p99 < P99_BOUND_MS, `event-loop delay p99 ${p99.toFixed(1)} ms under churn`);
-    assert.ok(logLines - logsBefore < 50, `${logLines - logsBefore} log lines for one churning session`);
+    assert.ok(logLines - logsBefore <= 5, `${logLines - logsBefore} log lines for one churning session`);
   });
 }
