@@ -87,6 +87,8 @@ export interface DataPlane {
   limitsChanged(customerId: string): void;
   /** A new certificate for the TLS listeners: used by new handshakes, open connections keep theirs. */
   updateTls?(tls: { cert: string; key: string }): void;
+  /** How many customers, clients and sessions the runtime holds in memory (diagnostics, tests). */
+  runtimeSize?(): { customers: number; clients: number; sessions: number };
   /** Flushes counters and closes every connection and listener. */
   close(): Promise<void>;
 }

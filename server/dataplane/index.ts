@@ -175,6 +175,7 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
     },
 
     live: (id) => runtime.live(id),
+    runtimeSize: () => runtime.size(),
     pause: (id) => runtime.pause(id),
     limitsChanged: (customerId) => runtime.limitsChanged(customerId),
 

@@ -10,6 +10,7 @@ import { type Refusal, isFloodRefusal, refusalByLimits, refusalOfSession } from 
 import { cutOverCaps, cutSession } from './enforcement.ts';
 import { Lease, type LeaseOwner } from './lease.ts';
 import {
+  type Buckets,
   type ClientState,
   type ConnHandle,
   type CustomerState,
@@ -355,6 +356,7 @@ export class Runtime implements LeaseOwner {
         this.refreshLimits(customer);
       }
     }
+    if (flush) this.dropUnused(now);
     for (const session of [...this.sessions.values()]) {
       if (session.open.size > 0) this.reporter.report(session, now, flush, this.deps.config);
       else if (session.lingerUntil) {
@@ -366,6 +368,31 @@ export class Runtime implements LeaseOwner {
         this.forget(session);
       }
     }
+  }
+
+  /**
+   * Lets go of the state of clients and customers that have no session in memory and whose token
+   * buckets owe nothing (a bucket in debt is still shaping: dropping it would hand its client a
+   * fresh burst). State made again later reads its totals from the store, where every forgotten
+   * session's counters already are (forget() keeps a session until it is saved).
+   */
+  private dropUnused(now: number): void {
+    const idle = (b: Buckets) => b.up.debtMs(now) === 0 && b.down.debtMs(now) === 0;
+    for (const customer of [...this.customers.values()]) {
+      const used = new Set<ClientState>();
+      for (const session of customer.sessions) used.add(session.client);
+      for (const client of [...customer.clients.values()]) {
+        if (!used.has(client) && client.active.size === 0 && idle(client.buckets)) customer.clients.delete(client.id);
+      }
+      if (customer.sessions.size === 0 && customer.clients.size === 0 && idle(customer.buckets)) this.customers.delete(customer.id);
+    }
+  }
+
+  /** How much state the runtime holds (diagnostics and tests). */
+  size(): { customers: number; clients: number; sessions: number } {
+    let clients = 0;
+    for (const customer of this.customers.values()) clients += customer.clients.size;
+    return { customers: this.customers.size, clients, sessions: this.sessions.size };
   }
 
   /** Closes every connection (their close paths flush and publish) and stops the timer. */

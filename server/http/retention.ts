@@ -1,13 +1,35 @@
 // Event retention: events older than the retention period are deleted at start and then
-// every hour. Returns the function that stops the hourly timer.
+// every hour, in batches (PRUNE_BATCH rows per statement, yielding to the event loop between
+// batches) so that a large prune never stalls the relays sharing this thread. Returns the
+// function that stops the hourly timer and any prune under way.
 import type { Store } from '../store/store.ts';
 
 const PRUNE_INTERVAL_MS = 3_600_000;
+/** Rows deleted per statement: a few milliseconds of SQLite work each. */
+export const PRUNE_BATCH = 5000;
 
-export function startEventRetention(store: Store, retentionMs: number): () => void {
-  const prune = () => store.pruneEvents(new Date(Date.now() - retentionMs).toISOString());
-  prune();
-  const timer = setInterval(prune, PRUNE_INTERVAL_MS);
+export function startEventRetention(store: Store, retentionMs: number, batch = PRUNE_BATCH): () => void {
+  let stopped = false;
+  let running = false;
+  const prune = async () => {
+    if (running) return; // the previous prune is still going: the next hour catches up
+    running = true;
+    try {
+      const cutoff = new Date(Date.now() - retentionMs).toISOString();
+      while (!stopped && store.pruneEventsBatch(cutoff, batch) === batch) {
+        await new Promise<void>((r) => setImmediate(r));
+      }
+    } catch {
+      // the store closed under a prune (shutdown): nothing to do
+    } finally {
+      running = false;
+    }
+  };
+  void prune();
+  const timer = setInterval(() => void prune(), PRUNE_INTERVAL_MS);
   timer.unref();
-  return () => clearInterval(timer);
+  return () => {
+    stopped = true;
+    clearInterval(timer);
+  };
 }
