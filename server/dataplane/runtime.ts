@@ -101,7 +101,8 @@ export class Runtime implements LeaseOwner {
   }
 
   /**
-   * Decides whether a connection for `sessionId` may open; on success it is counted. Never
+   * Decides whether a connection for `sessionId` may open; on success it holds the session's
+   * place and is counted once its lease is committed (the destination reached). Never
    * throws: it runs inside socket handlers, so a store error (disk gone, database locked) is a
    * refusal ('unavailable') and a log line, not an uncaught exception.
    */
