@@ -69,6 +69,10 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
   const keepAliveMs = cfg.keepAliveMs ?? DEFAULT_KEEPALIVE_MS;
   const idleTimeoutMs = cfg.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
   const pingIntervalMs = cfg.wsPingIntervalMs ?? DEFAULT_WS_PING_INTERVAL_MS;
+  /** TCP keep-alive on a client socket; a TLS socket's own TCP socket (`_parent`) gets it too. */
+  const keepAlive = (sock: Duplex) => {
+    for (const s of [sock, (sock as { _parent?: Duplex })._parent]) (s as Socket | undefined)?.setKeepAlive?.(true, keepAliveMs);
+  };
 
   // One sweep over the open connections: close those idle for idleTimeoutMs, and ping the ws
   // clients every pingIntervalMs, cutting one that answered no ping and moved no byte since the
@@ -129,7 +133,7 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
       if (cfg.vlessTcpPort !== null && cfg.vlessTcpPort !== undefined) {
         const s = makeServer((sock) => {
           sock.on('error', () => {});
-          sock.setKeepAlive(true, keepAliveMs);
+          keepAlive(sock);
           serveVless(ctx, socketSide(sock), 'tcp');
         });
         vlessTcpPort = await listen(s, cfg.vlessTcpPort);
@@ -137,7 +141,7 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
       if (cfg.proxyPort !== null && cfg.proxyPort !== undefined) {
         const s = makeServer((sock) => {
           sock.on('error', () => {});
-          sock.setKeepAlive(true, keepAliveMs);
+          keepAlive(sock);
           serveProxy(ctx, socketSide(sock));
         });
         proxyPort = await listen(s, cfg.proxyPort);
@@ -158,7 +162,7 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
         return true;
       }
       socket.on('error', () => {});
-      (socket as Socket).setKeepAlive?.(true, keepAliveMs);
+      keepAlive(socket);
       rawSockets.add(socket);
       socket.once('close', () => rawSockets.delete(socket));
       const early = earlyData(req);
