@@ -18,7 +18,7 @@ import type { Logger } from '../../server/domain.ts';
 const RATE = 1000;
 const SECONDS = 3;
 /** p99 of the server's event-loop delay under the churn (the load runs in another process); measured
- *  20-95 ms on the shared 2-core test machine, the bound leaves room for its load. */
+ *  20-180 ms on the shared 2-core test machine (load 5-9), the bound leaves room for its load. */
 const P99_BOUND_MS = 250;
 /** Events one session may leave for the whole run: start, a few stats/heartbeats, end. */
 const EVENTS_BOUND = 12;
