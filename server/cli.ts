@@ -61,6 +61,8 @@ serve options (environment variable in brackets):
                          default public-only (lan adds private ranges)
   --http-timeouts H/R/K/I  seconds a client may take over its headers, its whole request, an
                          idle keep-alive, and with no byte either way; default 10/30/65/120  [VPN_ACCESS_HTTP_TIMEOUTS]
+  --idle-timeout SECONDS  close a relayed connection after this long with no byte either way,
+                         default 300 (v2ray's connIdle)                 [VPN_ACCESS_IDLE_TIMEOUT]
   --no-ui                do not serve the web UI at /
   --quiet                no request log
 `;
@@ -123,6 +125,7 @@ async function serve(argv: string[]): Promise<void> {
       'tls-key': { type: 'string' },
       egress: { type: 'string' },
       'http-timeouts': { type: 'string' },
+      'idle-timeout': { type: 'string' },
       'no-ui': { type: 'boolean' },
       quiet: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
@@ -161,6 +164,9 @@ async function serve(argv: string[]): Promise<void> {
     : undefined;
   const egress = values.egress ?? env.VPN_ACCESS_EGRESS ?? 'public-only';
   if (egress !== 'public-only' && egress !== 'lan' && egress !== 'allow-all') fail('--egress takes public-only, lan or allow-all');
+  const idleText = values['idle-timeout'] ?? env.VPN_ACCESS_IDLE_TIMEOUT;
+  const idleSeconds = idleText === undefined || idleText === '' ? undefined : Number(idleText);
+  if (idleSeconds !== undefined && (!Number.isInteger(idleSeconds) || idleSeconds < 1 || idleSeconds > 86_400)) fail(`--idle-timeout takes whole seconds from 1 to 86400, not "${idleText}"`);
   const linkNetwork = values['link-network'] ?? env.VPN_ACCESS_LINK_NETWORK ?? 'ws';
   if (linkNetwork !== 'ws' && linkNetwork !== 'tcp') fail('--link-network takes ws or tcp');
   const rendererDir = join(ROOT, 'dist', 'renderer');
@@ -202,6 +208,7 @@ async function serve(argv: string[]): Promise<void> {
     tlsWatchIntervalMs: watchMs,
     acme,
     egress,
+    connectionLimits: idleSeconds === undefined ? undefined : { idleTimeoutMs: idleSeconds * 1000 },
     logger: log,
     logRequests: !values.quiet,
     rendererDir: values['no-ui'] ? undefined : rendererDir,

@@ -12,9 +12,19 @@ export type Refusal =
   | 'not_reusable'
   | 'max_reconnections'
   | 'max_sessions'
+  | 'too_many_connections'
+  | 'connection_rate'
   | 'session_cap'
   | 'client_cap'
-  | 'global_cap';
+  | 'global_cap'
+  // the store could not be read (disk error, locked database): refused, nothing counted
+  | 'unavailable';
+
+/** Refusals a flooding client causes by the thousand: the runtime logs them at most once per
+ *  session per 10 s, the inbounds do not log them per connection. */
+export function isFloodRefusal(reason: Refusal): boolean {
+  return reason === 'connection_rate' || reason === 'too_many_connections';
+}
 
 /** What is known of the session before its customer's limits and totals are looked at. */
 export interface SessionFacts {
@@ -42,6 +52,8 @@ export interface LimitFacts {
   openConnections: number;
   /** Sessions of the same client with at least one open connection. */
   activeSessionsOfClient: number;
+  /** Most open connections a session may hold (the data plane's maxConnectionsPerSession). */
+  maxOpenConnections?: number;
   limits: { global?: LimitValues; client?: LimitValues; session?: LimitValues };
   totals: { session: Counters; client: Counters; customer: Counters };
 }
@@ -53,6 +65,7 @@ export function refusalByLimits(facts: LimitFacts): Refusal | undefined {
   const clientLimits = limits.client;
   if (!facts.reusable && facts.connections >= 1) return 'not_reusable';
   if (facts.reusable && clientLimits?.max_reconnections != null && facts.connections >= 1 + clientLimits.max_reconnections) return 'max_reconnections';
+  if (facts.maxOpenConnections !== undefined && facts.openConnections >= facts.maxOpenConnections) return 'too_many_connections';
   if (facts.openConnections === 0 && clientLimits?.max_sessions != null && facts.activeSessionsOfClient >= clientLimits.max_sessions) return 'max_sessions';
   if (overCap(limits.session, totals.session)) return 'session_cap';
   if (overCap(limits.client, totals.client)) return 'client_cap';

@@ -51,7 +51,29 @@ export interface DataPlaneConfig {
   headerTimeoutMs?: number;
   /** Extension (data plane): outbound connect timeout; default 10000. */
   connectTimeoutMs?: number;
+  /** A relayed connection with no byte either way for this long is closed; default 300000 (v2ray's connIdle). */
+  idleTimeoutMs?: number;
+  /** WebSocket ping interval; a client that answered no ping and moved no byte within one interval is cut. Default 30000. */
+  wsPingIntervalMs?: number;
+  /** TCP keep-alive (initial delay) on client and destination sockets; default 30000. */
+  keepAliveMs?: number;
+  /** Open (or dialling) connections one session may hold; over it a new one is refused. Default 64. */
+  maxConnectionsPerSession?: number;
+  /** New connections a session may open per second (sustained); over it they are refused. Default 50. */
+  connectionRatePerSecond?: number;
+  /** Burst of new connections above the rate (a page load through the proxy). Default 100. */
+  connectionBurst?: number;
+  /** A session whose last connection closed stays active this long: a reconnection within it
+   *  publishes no session_end/session_start pair. Default 2000; 0 ends at once. */
+  reconnectGraceMs?: number;
+  /** Extension (data plane): how long resolving a destination name may take; default 5000. */
+  dnsTimeoutMs?: number;
+  /** Extension (data plane): resolves destination names; default node's dns.lookup (the system resolver). */
+  dnsLookup?: DnsLookup;
 }
+
+/** Resolves a host name to one address. */
+export type DnsLookup = (hostname: string) => Promise<{ address: string; family: number }>;
 
 export interface LiveCounters {
   status: SessionStatus;
@@ -74,6 +96,8 @@ export interface DataPlane {
   limitsChanged(customerId: string): void;
   /** A new certificate for the TLS listeners: used by new handshakes, open connections keep theirs. */
   updateTls?(tls: { cert: string; key: string }): void;
+  /** How many customers, clients and sessions the runtime holds in memory (diagnostics, tests). */
+  runtimeSize?(): { customers: number; clients: number; sessions: number };
   /** Flushes counters and closes every connection and listener. */
   close(): Promise<void>;
 }

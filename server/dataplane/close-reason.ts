@@ -10,6 +10,9 @@ export type CloseReason =
   | 'udp_error'
   | 'udp_frame'
   | 'grace'
+  // nothing moved for the idle timeout, or a ws client answered no ping
+  | 'idle_timeout'
+  | 'ping_timeout'
   // the inbound refused the request before relaying
   | 'header_timeout'
   | 'bad_header'

@@ -3,18 +3,18 @@
 // then release their leases, which saves and reports.
 import type { Logger } from '../domain.ts';
 import type { CapReason, CloseReason } from './close-reason.ts';
-import { type CustomerState, type SessionState, overCap } from './meters.ts';
+import { type CustomerState, type SessionState, inUse, overCap } from './meters.ts';
 
-/** Closes every open connection of the session with `reason`. */
+/** Closes every connection of the session, open or still dialling, with `reason`. */
 export function cutSession(session: SessionState, reason: CloseReason): void {
-  for (const conn of [...session.open]) conn.close(reason);
+  for (const conn of [...session.pending, ...session.open]) conn.close(reason);
 }
 
 /** Closes what is over a cap: the session's own cap ends the session. */
 export function cutOverCaps(customer: CustomerState, log: Logger): void {
   const globalOver = overCap(customer.limits.global, customer.totals);
   for (const session of [...customer.sessions]) {
-    if (session.open.size === 0) continue;
+    if (!inUse(session)) continue;
     let reason: CapReason | undefined;
     if (overCap(customer.limits.session, session.totals)) {
       session.capped = true;

@@ -13,11 +13,15 @@ import { serveVless } from './vless.ts';
 import { serveProxy, type ProxyContext } from './proxy.ts';
 import { DEFAULT_EGRESS } from './egress.ts';
 import type { Connection } from './relay.ts';
+import { DEFAULT_DNS_TIMEOUT_MS, DEFAULT_KEEPALIVE_MS } from './outbound.ts';
 
 export type { DataPlane, DataPlaneDeps, DataPlaneConfig } from './api.ts';
 
 const DEFAULT_HEADER_TIMEOUT_MS = 5000;
 const DEFAULT_CONNECT_TIMEOUT_MS = 10000;
+/** v2ray's own connIdle: a relayed connection with no byte either way for 5 minutes is closed. */
+export const DEFAULT_IDLE_TIMEOUT_MS = 300_000;
+const DEFAULT_WS_PING_INTERVAL_MS = 30_000;
 
 /** v2ray's ws early data arrives base64url-encoded in Sec-WebSocket-Protocol. */
 function earlyData(req: IncomingMessage): { data: Buffer; protocol: string } | undefined {
@@ -38,10 +42,17 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
     egress: cfg.egress ?? DEFAULT_EGRESS,
     headerTimeoutMs: cfg.headerTimeoutMs ?? DEFAULT_HEADER_TIMEOUT_MS,
     connectTimeoutMs: cfg.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
+    dial: { lookup: cfg.dnsLookup, dnsTimeoutMs: cfg.dnsTimeoutMs ?? DEFAULT_DNS_TIMEOUT_MS, keepAliveMs: cfg.keepAliveMs ?? DEFAULT_KEEPALIVE_MS },
     track: (c) => open.add(c),
     untrack: (c) => open.delete(c),
     zones: () => deps.zones.list(),
-    sessionExists: (id) => deps.store.getSession(id) !== undefined,
+    sessionExists: (id) => {
+      try {
+        return deps.store.getSession(id) !== undefined;
+      } catch {
+        return true; // the store is failing: admit() refuses it ('unavailable') and logs once
+      }
+    },
     prepare: deps.store.prepare ? (id) => deps.store.prepare!(id) : undefined,
   };
   const wss = new WebSocketServer({
@@ -57,6 +68,37 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
   const servers: Server[] = [];
   const tlsServers: TlsServer[] = [];
   let closed = false;
+  const keepAliveMs = cfg.keepAliveMs ?? DEFAULT_KEEPALIVE_MS;
+  const idleTimeoutMs = cfg.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
+  const pingIntervalMs = cfg.wsPingIntervalMs ?? DEFAULT_WS_PING_INTERVAL_MS;
+  /** TCP keep-alive on a client socket; a TLS socket's own TCP socket (`_parent`) gets it too. */
+  const keepAlive = (sock: Duplex) => {
+    for (const s of [sock, (sock as { _parent?: Duplex })._parent]) (s as Socket | undefined)?.setKeepAlive?.(true, keepAliveMs);
+  };
+
+  // One sweep over the open connections: close those idle for idleTimeoutMs, and ping the ws
+  // clients every pingIntervalMs, cutting one that answered no ping and moved no byte since the
+  // last (a slow reader still drains its backlog, so it is not cut while it reads).
+  let lastPing = performance.now();
+  const sweep = setInterval(() => {
+    const now = performance.now();
+    const pingDue = now - lastPing >= pingIntervalMs;
+    for (const c of [...open]) {
+      if (c.closed || !c.lease) continue; // header phase: the header deadline applies
+      if (now - c.lastActive >= idleTimeoutMs) {
+        deps.log.debug({ session: c.lease.session.short }, 'idle connection closed');
+        c.close('idle_timeout');
+      } else if (pingDue && c.client.ping) {
+        const answered = c.client.ping();
+        if (!answered && c.lastActive < lastPing) {
+          deps.log.debug({ session: c.lease.session.short }, 'ws client answered no ping');
+          c.close('ping_timeout');
+        }
+      }
+    }
+    if (pingDue) lastPing = now;
+  }, Math.max(20, Math.min(1000, idleTimeoutMs / 4, pingIntervalMs / 4)));
+  sweep.unref();
 
   function listen(server: Server, port: number): Promise<number> {
     return new Promise((resolve, reject) => {
@@ -93,6 +135,7 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
       if (cfg.vlessTcpPort !== null && cfg.vlessTcpPort !== undefined) {
         const s = makeServer((sock) => {
           sock.on('error', () => {});
+          keepAlive(sock);
           serveVless(ctx, socketSide(sock), 'tcp');
         });
         vlessTcpPort = await listen(s, cfg.vlessTcpPort);
@@ -100,6 +143,7 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
       if (cfg.proxyPort !== null && cfg.proxyPort !== undefined) {
         const s = makeServer((sock) => {
           sock.on('error', () => {});
+          keepAlive(sock);
           serveProxy(ctx, socketSide(sock));
         });
         proxyPort = await listen(s, cfg.proxyPort);
@@ -120,13 +164,14 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
         return true;
       }
       socket.on('error', () => {});
+      keepAlive(socket);
       rawSockets.add(socket);
       socket.once('close', () => rawSockets.delete(socket));
       const early = earlyData(req);
       if (!early) delete req.headers['sec-websocket-protocol'];
       wss.handleUpgrade(req, socket, head, (ws) => {
         const remote = (socket as Socket).remoteAddress ?? '?';
-        serveVless(ctx, wsSide(ws, remote), 'ws', early?.data);
+        serveVless(ctx, wsSide(ws, remote, socket), 'ws', early?.data);
       });
       return true;
     },
@@ -136,12 +181,14 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
     },
 
     live: (id) => runtime.live(id),
+    runtimeSize: () => runtime.size(),
     pause: (id) => runtime.pause(id),
     limitsChanged: (customerId) => runtime.limitsChanged(customerId),
 
     async close() {
       if (closed) return;
       closed = true;
+      clearInterval(sweep);
       const done = servers.map((s) => new Promise<void>((r) => s.close(() => r())));
       runtime.shutdown();
       for (const c of [...open]) c.close('shutdown');

@@ -1,13 +1,17 @@
 // One accepted connection's view of the runtime: how many bytes the caps let through, how
 // long the token buckets of its session, client and customer make it wait, and the counting
 // of what moved. Flows (flow.ts) move every byte through a Lease.
+import type { CloseReason } from './close-reason.ts';
 import { type ConnHandle, type CustomerState, type Dir, type SessionState, capOf, nowMs } from './meters.ts';
 
 /** What a lease reports back to the runtime that granted it. */
 export interface LeaseOwner {
   /** A byte cap may have been reached: cut what is over. */
   enforceCaps(customer: CustomerState): void;
-  connectionClosed(session: SessionState, conn: ConnHandle): void;
+  /** The destination was reached: the connection counts from now on. */
+  connectionOpened(session: SessionState, conn: ConnHandle): void;
+  /** The connection is gone; `counted` when it had been opened (committed). */
+  connectionClosed(session: SessionState, conn: ConnHandle, counted: boolean, reason?: CloseReason): void;
 }
 
 export class Lease {
@@ -15,6 +19,7 @@ export class Lease {
   private readonly owner: LeaseOwner;
   readonly conn: ConnHandle;
   private released = false;
+  private committed = false;
 
   constructor(owner: LeaseOwner, session: SessionState, conn: ConnHandle) {
     this.owner = owner;
@@ -95,10 +100,18 @@ export class Lease {
     this.owner.enforceCaps(this.session.customer);
   }
 
-  /** The connection is gone (idempotent). */
-  release(): void {
+  /** The destination is reached: the connection is counted on its session (idempotent). A
+   *  lease released before this (a failed dial) leaves the session as it was. */
+  commit(): void {
+    if (this.released || this.committed) return;
+    this.committed = true;
+    this.owner.connectionOpened(this.session, this.conn);
+  }
+
+  /** The connection is gone (idempotent); `reason` says whether its session may linger. */
+  release(reason?: CloseReason): void {
     if (this.released) return;
     this.released = true;
-    this.owner.connectionClosed(this.session, this.conn);
+    this.owner.connectionClosed(this.session, this.conn, this.committed, reason);
   }
 }

@@ -59,10 +59,22 @@ export interface SessionState {
   buckets: Buckets;
   durationMs: number;
   openSince: number;
+  /** Connections counted so far (dials that reached their destination). */
   connections: number;
+  /** Connections relaying now. */
   open: Set<ConnHandle>;
+  /** Connections admitted and still dialling: not counted yet, but they hold the session's place
+   *  (a one-shot session admits one at a time; max_sessions sees the session as active). */
+  pending: Set<ConnHandle>;
   /** Reached its own byte cap: ends when the last connection closes. */
   capped: boolean;
+  /** Its last connection closed at lastClosedAt; it stays active until this time (the reconnection
+   *  grace) and ends then unless a connection opens meanwhile. 0 when not lingering. */
+  lingerUntil: number;
+  lastClosedAt: number;
+  /** New connections admitted per second (token bucket: tokens and when they were last topped up). */
+  connTokens: number;
+  connTokensAt: number;
   lastSaved: { up: number; down: number; duration: number; status: SessionStatus; connections: number };
   lastStats: Counters;
   lastStatsAt: number;
@@ -89,6 +101,11 @@ export function makeBuckets(limits: LimitValues | undefined, now: number): Bucke
 export function setRates(buckets: Buckets, limits: LimitValues | undefined, now: number): void {
   buckets.up.setRate(limits?.upload_speed ?? undefined, now);
   buckets.down.setRate(limits?.download_speed ?? undefined, now);
+}
+
+/** Whether the session has a connection open or dialling. */
+export function inUse(session: SessionState): boolean {
+  return session.open.size > 0 || session.pending.size > 0;
 }
 
 /** Whole seconds a session has had at least one open connection, up to `now`. */

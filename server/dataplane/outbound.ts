@@ -1,8 +1,42 @@
-// Dialling destinations: DNS resolution and the egress policy first, then a TCP connect with a
-// timeout; or a connected UDP socket for VLESS UDP.
-import { connect, type Socket } from 'node:net';
+// Dialling destinations: DNS resolution (bounded by a timeout) and the egress policy first,
+// then a TCP connect with a timeout; or a connected UDP socket for VLESS UDP.
+import { connect, isIP, type Socket } from 'node:net';
 import { createSocket, type Socket as UdpSocket } from 'node:dgram';
+import { lookup } from 'node:dns/promises';
 import { resolveDestination, type EgressPolicy } from './egress.ts';
+import type { DnsLookup } from './api.ts';
+
+/** How destinations are dialled: the name lookup, the longest it may take, and the TCP
+ *  keep-alive delay of destination sockets (so a destination that vanished is noticed). */
+export interface DialOptions {
+  lookup?: DnsLookup;
+  dnsTimeoutMs: number;
+  keepAliveMs: number;
+}
+
+export const DEFAULT_DNS_TIMEOUT_MS = 5000;
+export const DEFAULT_KEEPALIVE_MS = 30_000;
+const DEFAULT_DIAL: DialOptions = { dnsTimeoutMs: DEFAULT_DNS_TIMEOUT_MS, keepAliveMs: DEFAULT_KEEPALIVE_MS };
+const systemLookup: DnsLookup = (name) => lookup(name, { verbatim: true });
+
+/**
+ * The address to dial for `host`: a literal as is, a name through the lookup within the DNS
+ * timeout (a resolver that never answers must not hold a connection, and its session, for ever).
+ * The egress policy is then applied to the address (egress.ts).
+ */
+async function resolveHost(host: string, policy: EgressPolicy, dns: DialOptions): Promise<{ address: string; family: 4 | 6 }> {
+  if (isIP(host)) return resolveDestination(host, policy);
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`DNS lookup of ${host} timed out after ${dns.dnsTimeoutMs} ms`)), dns.dnsTimeoutMs);
+  });
+  try {
+    const r = await Promise.race([(dns.lookup ?? systemLookup)(host), timeout]);
+    return resolveDestination(r.address, policy);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 /**
  * Read buffers for destination sockets, sized to the traffic: a connection starts with SMALL
@@ -63,11 +97,11 @@ function pooledReads(onData: OnData): { buffer: () => Uint8Array; callback: (n: 
  * Dials a TCP destination. With `onData`, reads go straight to it (socket 'data' events are not
  * used) in pooled buffers (see above); socket.pause()/resume() still control reading.
  */
-export async function dialTcp(host: string, port: number, policy: EgressPolicy, timeoutMs: number, onData?: OnData): Promise<Socket> {
-  const { address } = await resolveDestination(host, policy);
+export async function dialTcp(host: string, port: number, policy: EgressPolicy, timeoutMs: number, onData?: OnData, dial: DialOptions = DEFAULT_DIAL): Promise<Socket> {
+  const { address } = await resolveHost(host, policy, dial);
   return new Promise((resolve, reject) => {
     const onread = onData ? pooledReads(onData) : undefined;
-    const sock = connect({ host: address, port, allowHalfOpen: true, noDelay: true, ...(onread ? { onread } : {}) });
+    const sock = connect({ host: address, port, allowHalfOpen: true, noDelay: true, keepAlive: true, keepAliveInitialDelay: dial.keepAliveMs, ...(onread ? { onread } : {}) });
     const timer = setTimeout(() => {
       sock.destroy();
       reject(new Error('connect timeout'));
@@ -86,8 +120,8 @@ export async function dialTcp(host: string, port: number, policy: EgressPolicy, 
   });
 }
 
-export async function dialUdp(host: string, port: number, policy: EgressPolicy, timeoutMs: number): Promise<UdpSocket> {
-  const { address, family } = await resolveDestination(host, policy);
+export async function dialUdp(host: string, port: number, policy: EgressPolicy, timeoutMs: number, dial: DialOptions = DEFAULT_DIAL): Promise<UdpSocket> {
+  const { address, family } = await resolveHost(host, policy, dial);
   return new Promise((resolve, reject) => {
     const sock = createSocket(family === 6 ? 'udp6' : 'udp4');
     const timer = setTimeout(() => {

@@ -25,6 +25,7 @@ import type { InboundContext } from './vless.ts';
 import type { ZoneInfo } from '../domain.ts';
 import { dialTcp, type OnData } from './outbound.ts';
 import { EgressRefused } from './egress.ts';
+import { isFloodRefusal } from './admission.ts';
 
 const MAX_HEAD = 16 * 1024;
 const MAX_RESPONSE_HEAD = 64 * 1024;
@@ -262,6 +263,8 @@ function gatedSide(inner: ClientSide): { side: ClientSide; gate(g: (b: Buffer) =
     resume: () => inner.resume(),
     end: () => inner.end(),
     destroy: () => inner.destroy(),
+    reset: () => inner.reset(),
+    ...(inner.ping ? { ping: inner.ping.bind(inner) } : {}),
   };
   return { side, gate: (g) => { filter = g; } };
 }
@@ -357,7 +360,8 @@ function handle(ctx: ProxyContext, conn: Connection, head: Head, rest: Buffer, g
   // 4. the session admits the connection (same rules as VLESS)
   const admitted = ctx.runtime.admit(sessionId, conn);
   if (!admitted.ok) {
-    ctx.log.warn({ transport: 'proxy', session: sessionId.slice(0, 8), reason: admitted.reason }, 'proxy connection refused');
+    // issue 8 point 10: flood refusals are logged by the runtime (once per session per 10 s)
+    if (!isFloodRefusal(admitted.reason)) ctx.log.warn({ transport: 'proxy', session: sessionId.slice(0, 8), reason: admitted.reason }, 'proxy connection refused');
     return respond(conn, errorResponse('session_refused', `session refused: ${admitted.reason}`));
   }
   conn.lease = admitted.lease;
@@ -378,7 +382,7 @@ function handle(ctx: ProxyContext, conn: Connection, head: Head, rest: Buffer, g
   gate(forward);
   const toClient: OnData = (b, release) => conn.fromOutbound(b, release);
   const onData = head.method === 'CONNECT' ? toClient : answerRewriter(toClient, () => conn.close('bad_answer'));
-  dialTcp(host, port, ctx.egress, ctx.connectTimeoutMs, onData).then(
+  dialTcp(host, port, ctx.egress, ctx.connectTimeoutMs, onData, ctx.dial).then(
     (s) => conn.startTcp(s, head.method === 'CONNECT' ? Buffer.from('HTTP/1.1 200 Connection Established\r\n\r\n') : undefined),
     (err: Error) => {
       ctx.log.info({ transport: 'proxy', session: sessionId.slice(0, 8), err: err.message }, 'proxy outbound failed');

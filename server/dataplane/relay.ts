@@ -18,6 +18,8 @@ export class Connection implements ConnHandle {
   lease: Lease | undefined;
   closed = false;
   closeReason: CloseReason | undefined;
+  /** When a byte last moved either way (performance.now()): the idle timeout and ping checks read it. */
+  lastActive = performance.now();
   private outbound: Socket | undefined;
   private udp: UdpSocket | undefined;
   private up: Flow | undefined;
@@ -49,6 +51,7 @@ export class Connection implements ConnHandle {
 
   private fromClient(b: Buffer): void {
     if (this.closed) return;
+    this.lastActive = performance.now();
     if (this.up) {
       if (this.udp) this.udpFrames(b);
       else this.up.push(b);
@@ -79,6 +82,7 @@ export class Connection implements ConnHandle {
 
   /** Destination bytes read with the dialler's pooled buffers; `release` recycles the buffer once written. */
   fromOutbound(b: Buffer, release?: WriteDone): void {
+    this.lastActive = performance.now();
     this.down?.push(b, release);
   }
 
@@ -89,12 +93,13 @@ export class Connection implements ConnHandle {
       out.destroy();
       return;
     }
+    lease.commit();
     this.outbound = out;
     this.preamble = undefined;
     if (preface) this.client.write(preface);
     this.up = new Flow(lease, 'up', { write: (b) => out.write(b), onWritable: (cb) => { out.once('drain', cb); } }, this.client);
     this.down = new Flow(lease, 'down', this.client, out);
-    out.on('data', (b: Buffer) => this.down?.push(b));
+    out.on('data', (b: Buffer) => this.fromOutbound(b));
     out.on('end', () => this.down?.finish(() => this.endClient()));
     out.on('error', () => { /* close follows */ });
     out.on('close', () => {
@@ -112,6 +117,7 @@ export class Connection implements ConnHandle {
       try { udp.close(); } catch { /* closed */ }
       return;
     }
+    lease.commit();
     this.udp = udp;
     this.preamble = undefined;
     if (preface) this.client.write(preface);
@@ -127,7 +133,7 @@ export class Connection implements ConnHandle {
       },
       onWritable: (cb) => client.onWritable(cb),
     }, noop, { atomic: true, maxQueue: 64 });
-    udp.on('message', (m: Buffer) => this.down?.push(m));
+    udp.on('message', (m: Buffer) => this.fromOutbound(m));
     udp.on('error', () => this.close('udp_error'));
     this.flushPending();
     if (this.clientEnded) this.close('client_end');
@@ -166,11 +172,12 @@ export class Connection implements ConnHandle {
     for (const t of this.timers) clearTimeout(t);
     this.up?.stop();
     this.down?.stop();
-    if (isCapReason(reason)) {
-      // Byte caps: what was counted is already in the client socket's buffer; let it drain
-      // (bounded), so the client receives exactly what the counters say.
-      this.client.end();
-      setTimeout(() => this.client.destroy(), 2000).unref();
+    if (isCapReason(reason) || reason === 'paused' || reason === 'shutdown') {
+      // Cut by the runtime: reset, so the bytes still queued in our buffers and the kernel's send
+      // buffer are dropped instead of draining to the client for seconds (a slow reader got ~7 MB
+      // after a pause with a graceful close). Those bytes were counted when written: the counters
+      // may exceed what the client received by what was in flight, never the other way round.
+      this.client.reset();
     } else {
       this.client.destroy();
     }
@@ -178,7 +185,7 @@ export class Connection implements ConnHandle {
     if (this.udp) {
       try { this.udp.close(); } catch { /* closed */ }
     }
-    this.lease?.release();
+    this.lease?.release(reason);
     this.onClosed?.(this);
   }
 }

@@ -29,6 +29,12 @@ export class Reporter {
     }
   }
 
+  /** Whether the store is behind the session's counters (the last save failed or none ran yet). */
+  unsaved(session: SessionState): boolean {
+    const last = session.lastSaved;
+    return last.up !== session.totals.up || last.down !== session.totals.down || last.status !== session.status || last.connections !== session.connections;
+  }
+
   publish(session: SessionState, type: EventType): void {
     try {
       this.deps.events.publish({

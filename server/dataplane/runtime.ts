@@ -5,16 +5,19 @@
 // admit() and then moves its bytes through its Lease, so all traffic is counted and limited
 // the same way.
 import type { DataPlaneDeps, LiveCounters } from './api.ts';
-import { type Refusal, refusalByLimits, refusalOfSession } from './admission.ts';
+import { type CloseReason, isCapReason } from './close-reason.ts';
+import { type Refusal, isFloodRefusal, refusalByLimits, refusalOfSession } from './admission.ts';
 import { cutOverCaps, cutSession } from './enforcement.ts';
 import { Lease, type LeaseOwner } from './lease.ts';
 import {
+  type Buckets,
   type ClientState,
   type ConnHandle,
   type CustomerState,
   type SessionState,
   durationOf,
   idShort,
+  inUse,
   makeBuckets,
   nowMs,
   setRates,
@@ -25,6 +28,15 @@ export type AdmitResult = { ok: true; lease: Lease } | { ok: false; reason: Refu
 
 /** Limits are never older than this when a connection is admitted or a tick runs. */
 const LIMITS_MAX_AGE_MS = 1000;
+/** Open connections per session unless configured (a browser opens a few dozen at most). */
+export const DEFAULT_MAX_CONNECTIONS_PER_SESSION = 64;
+/** New connections per session per second, and the burst above it. */
+export const DEFAULT_CONNECTION_RATE = 50;
+export const DEFAULT_CONNECTION_BURST = 100;
+/** How long a session whose last connection closed stays active, waiting for a reconnection. */
+export const DEFAULT_RECONNECT_GRACE_MS = 2000;
+/** At most one log line per session per this interval for refusals by the connection rate. */
+const RATE_LOG_INTERVAL_MS = 10_000;
 
 export class Runtime implements LeaseOwner {
   private readonly deps: DataPlaneDeps;
@@ -33,6 +45,8 @@ export class Runtime implements LeaseOwner {
   private readonly sessions = new Map<string, SessionState>();
   private timer: NodeJS.Timeout | undefined;
   private closing = false;
+  /** When a session's connection-rate refusals were last logged. */
+  private readonly rateLogged = new Map<string, number>();
 
   constructor(deps: DataPlaneDeps) {
     this.deps = deps;
@@ -86,10 +100,26 @@ export class Runtime implements LeaseOwner {
     for (const session of customer.sessions) setRates(session.buckets, customer.limits.session, now);
   }
 
-  /** Decides whether a connection for `sessionId` may open; on success it is counted. */
+  /**
+   * Decides whether a connection for `sessionId` may open; on success it holds the session's
+   * place and is counted once its lease is committed (the destination reached). Never
+   * throws: it runs inside socket handlers, so a store error (disk gone, database locked) is a
+   * refusal ('unavailable') and a log line, not an uncaught exception.
+   */
   admit(sessionId: string, conn: ConnHandle): AdmitResult {
-    const row = this.closing ? undefined : this.deps.store.getSession(sessionId);
+    try {
+      return this.tryAdmit(sessionId, conn);
+    } catch (err) {
+      this.deps.log.error({ session: idShort(sessionId), err: String(err) }, 'admission failed: store unavailable');
+      return { ok: false, reason: 'unavailable' };
+    }
+  }
+
+  private tryAdmit(sessionId: string, conn: ConnHandle): AdmitResult {
     let session = this.sessions.get(sessionId);
+    // The connection rate first, before any store read: a churning session is refused cheaply.
+    if (session && !this.takeConnToken(session)) return { ok: false, reason: 'connection_rate' };
+    const row = this.closing ? undefined : this.deps.store.getSession(sessionId);
     const early = refusalOfSession({ closing: this.closing, row, live: session });
     if (early || !row) return { ok: false, reason: early ?? 'unknown' };
     const customer = this.customer(row.customer_id);
@@ -110,7 +140,12 @@ export class Runtime implements LeaseOwner {
         openSince: 0,
         connections: row.connections,
         open: new Set(),
+        pending: new Set(),
         capped: false,
+        lingerUntil: 0,
+        lastClosedAt: 0,
+        connTokens: this.connBurst - 1, // this connection takes one
+        connTokensAt: now,
         lastSaved: { up: row.uploaded_bytes, down: row.downloaded_bytes, duration: row.duration, status: row.status, connections: row.connections },
         lastStats: { up: row.uploaded_bytes, down: row.downloaded_bytes },
         lastStatsAt: now,
@@ -119,9 +154,11 @@ export class Runtime implements LeaseOwner {
     }
     const refusal = refusalByLimits({
       reusable: session.reusable,
-      connections: session.connections,
-      openConnections: session.open.size,
+      // a connection still dialling holds its place: it may yet be counted
+      connections: session.connections + session.pending.size,
+      openConnections: session.open.size + session.pending.size,
       activeSessionsOfClient: client.active.size,
+      maxOpenConnections: this.deps.config.maxConnectionsPerSession ?? DEFAULT_MAX_CONNECTIONS_PER_SESSION,
       limits: customer.limits,
       totals: { session: session.totals, client: client.totals, customer: customer.totals },
     });
@@ -132,36 +169,107 @@ export class Runtime implements LeaseOwner {
       session.capped = true;
       this.endSession(session);
     }
+    if (refusal && isFloodRefusal(refusal)) this.logFlood(session, refusal);
     if (refusal) return { ok: false, reason: refusal };
 
     this.sessions.set(session.id, session);
     customer.sessions.add(session);
+    session.pending.add(conn);
+    client.active.add(session);
+    return { ok: true, lease: new Lease(this, session, conn) };
+  }
+
+  private get connBurst(): number {
+    return this.deps.config.connectionBurst ?? DEFAULT_CONNECTION_BURST;
+  }
+
+  /** Takes one token of the session's connection-rate bucket; false when it is empty. */
+  private takeConnToken(session: SessionState): boolean {
+    const now = nowMs();
+    const rate = this.deps.config.connectionRatePerSecond ?? DEFAULT_CONNECTION_RATE;
+    session.connTokens = Math.min(this.connBurst, session.connTokens + ((now - session.connTokensAt) * rate) / 1000);
+    session.connTokensAt = now;
+    if (session.connTokens >= 1) {
+      session.connTokens -= 1;
+      return true;
+    }
+    this.logFlood(session, 'connection_rate');
+    return false;
+  }
+
+  /** Logs a flood refusal (isFloodRefusal) at most once per session per RATE_LOG_INTERVAL_MS. */
+  private logFlood(session: SessionState, reason: Refusal): void {
+    const now = nowMs();
+    const logged = this.rateLogged.get(session.id);
+    if (logged !== undefined && now - logged < RATE_LOG_INTERVAL_MS) return;
+    this.rateLogged.set(session.id, now);
+    const what = reason === 'connection_rate' ? 'over the session\'s connection rate' : 'over the session\'s open-connection cap';
+    this.deps.log.warn({ session: session.short, reason }, `new connections ${what} are refused`);
+  }
+
+  /** The connection reached its destination: counted now; the first one starts the session,
+   *  unless the session is still active from a connection closed within the grace. */
+  connectionOpened(session: SessionState, conn: ConnHandle): void {
+    if (!session.pending.delete(conn)) return;
+    const now = nowMs();
     session.connections++;
     session.open.add(conn);
-    if (session.open.size === 1) {
+    session.client.active.add(session);
+    if (session.open.size === 1 && session.lingerUntil) {
+      // A reconnection within the grace: the session never stopped, the gap counts as active.
+      session.durationMs += now - session.lastClosedAt;
+      session.openSince = now;
+      session.lingerUntil = 0;
+    } else if (session.open.size === 1) {
       session.openSince = now;
       session.status = 'active';
       session.lastStatsAt = now;
       session.lastHeartbeatAt = now;
-      client.active.add(session);
       this.reporter.save(session);
       this.reporter.publish(session, 'session_start');
-    } else {
-      this.reporter.save(session);
     }
-    return { ok: true, lease: new Lease(this, session, conn) };
+    // Later connection counts are saved by the ticker's flush (at most 500 ms later), not one
+    // write per connection.
   }
 
-  connectionClosed(session: SessionState, conn: ConnHandle): void {
-    if (!session.open.delete(conn)) return;
+  connectionClosed(session: SessionState, conn: ConnHandle, counted: boolean, reason?: CloseReason): void {
+    if (!counted) {
+      // A dial that failed (or was cut before it connected): nothing was counted or published.
+      if (!session.pending.delete(conn)) return;
+      if (!inUse(session)) {
+        session.client.active.delete(session);
+        if (!session.lingerUntil) this.forget(session);
+      }
+      return;
+    }
+    if (!session.open.delete(conn) || session.open.size > 0) return;
     const now = nowMs();
-    if (session.open.size > 0) {
+    const grace = this.deps.config.reconnectGraceMs ?? DEFAULT_RECONNECT_GRACE_MS;
+    const cutByUs = reason === 'paused' || reason === 'shutdown' || (reason !== undefined && isCapReason(reason));
+    if (grace > 0 && session.reusable && !session.capped && !cutByUs && !this.closing) {
+      // Stays active for the grace: a reconnection then is not a new session_start/_end pair.
+      // Its max_sessions slot is free meanwhile (another session of the client may take it; the
+      // reconnection is then checked like a first connection).
+      // Its duration stops (and resumes, with the gap, on a reconnection) and its counters are
+      // saved now, so the store is never behind while it waits.
+      if (session.pending.size === 0) session.client.active.delete(session);
+      session.durationMs += now - session.openSince;
+      session.openSince = 0;
+      session.lastClosedAt = now;
+      session.lingerUntil = now + grace;
       this.reporter.save(session);
       return;
     }
-    session.durationMs += now - session.openSince;
+    this.finish(session, now);
+  }
+
+  /** The session's last connection is gone (at `closedAt`): it goes idle or ended, duration
+   *  stops, its max_sessions slot is freed, stats and session_end are published. */
+  private finish(session: SessionState, closedAt: number): void {
+    session.lingerUntil = 0;
+    if (session.openSince) session.durationMs += closedAt - session.openSince;
     session.openSince = 0;
-    session.client.active.delete(session);
+    if (session.pending.size === 0) session.client.active.delete(session);
     if (session.capped || !session.reusable) session.status = 'ended';
     else session.status = 'idle';
     this.reporter.save(session);
@@ -173,8 +281,12 @@ export class Runtime implements LeaseOwner {
 
   /** Ends a session with no open connection (cap found at admission). */
   private endSession(session: SessionState): void {
-    if (session.open.size > 0) {
+    if (inUse(session)) {
       cutSession(session, 'session_cap');
+      return;
+    }
+    if (session.lingerUntil) {
+      this.finish(session, session.lastClosedAt);
       return;
     }
     if (session.status === 'ended') return;
@@ -185,8 +297,12 @@ export class Runtime implements LeaseOwner {
     this.forget(session);
   }
 
+  /** Drops a session without open connections from memory, once its counters are in the store:
+   *  one whose last save failed stays (the ticker saves it again), so the stored counters never
+   *  end up behind what was counted. */
   private forget(session: SessionState): void {
-    if (session.open.size > 0) return;
+    if (inUse(session) || session.lingerUntil || this.reporter.unsaved(session)) return;
+    this.rateLogged.delete(session.id);
     this.sessions.delete(session.id);
     session.customer.sessions.delete(session);
   }
@@ -209,13 +325,26 @@ export class Runtime implements LeaseOwner {
 
   pause(id: string): void {
     const session = this.sessions.get(id);
-    if (session) cutSession(session, 'paused');
+    if (!session) return;
+    cutSession(session, 'paused');
+    if (session.lingerUntil && !inUse(session)) this.finish(session, session.lastClosedAt);
   }
 
   limitsChanged(customerId: string): void {
     const customer = this.customers.get(customerId);
     if (!customer) return;
-    this.readLimits(customer);
+    this.refreshLimits(customer);
+  }
+
+  /** Re-reads the limits and cuts what is over them; a store error keeps the limits in force. */
+  private refreshLimits(customer: CustomerState): void {
+    try {
+      this.readLimits(customer);
+    } catch (err) {
+      this.deps.log.error({ err: String(err) }, 'reading limits failed; the last limits read stay in force');
+      customer.limitsReadAt = nowMs();
+      return;
+    }
     this.enforceCaps(customer);
   }
 
@@ -225,13 +354,46 @@ export class Runtime implements LeaseOwner {
     for (const customer of this.customers.values()) {
       if (customer.sessions.size > 0 && now - customer.limitsReadAt >= LIMITS_MAX_AGE_MS) {
         // Safety net: limits are re-read every second even if nobody calls limitsChanged().
-        this.readLimits(customer);
-        this.enforceCaps(customer);
+        this.refreshLimits(customer);
       }
     }
-    for (const session of this.sessions.values()) {
+    if (flush) this.dropUnused(now);
+    for (const session of [...this.sessions.values()]) {
       if (session.open.size > 0) this.reporter.report(session, now, flush, this.deps.config);
+      else if (session.lingerUntil) {
+        if (now >= session.lingerUntil && !inUse(session)) this.finish(session, session.lastClosedAt);
+        else this.reporter.report(session, now, flush, this.deps.config);
+      } else if (flush && !inUse(session)) {
+        // Closed, but its last save failed: try again, then let it go.
+        this.reporter.save(session);
+        this.forget(session);
+      }
     }
+  }
+
+  /**
+   * Lets go of the state of clients and customers that have no session in memory and whose token
+   * buckets owe nothing (a bucket in debt is still shaping: dropping it would hand its client a
+   * fresh burst). State made again later reads its totals from the store, where every forgotten
+   * session's counters already are (forget() keeps a session until it is saved).
+   */
+  private dropUnused(now: number): void {
+    const idle = (b: Buckets) => b.up.debtMs(now) === 0 && b.down.debtMs(now) === 0;
+    for (const customer of [...this.customers.values()]) {
+      const used = new Set<ClientState>();
+      for (const session of customer.sessions) used.add(session.client);
+      for (const client of [...customer.clients.values()]) {
+        if (!used.has(client) && client.active.size === 0 && idle(client.buckets)) customer.clients.delete(client.id);
+      }
+      if (customer.sessions.size === 0 && customer.clients.size === 0 && idle(customer.buckets)) this.customers.delete(customer.id);
+    }
+  }
+
+  /** How much state the runtime holds (diagnostics and tests). */
+  size(): { customers: number; clients: number; sessions: number } {
+    let clients = 0;
+    for (const customer of this.customers.values()) clients += customer.clients.size;
+    return { customers: this.customers.size, clients, sessions: this.sessions.size };
   }
 
   /** Closes every connection (their close paths flush and publish) and stops the timer. */
@@ -239,6 +401,9 @@ export class Runtime implements LeaseOwner {
     this.closing = true;
     if (this.timer) clearInterval(this.timer);
     for (const session of [...this.sessions.values()]) cutSession(session, 'shutdown');
+    for (const session of [...this.sessions.values()]) {
+      if (session.lingerUntil && !inUse(session)) this.finish(session, session.lastClosedAt);
+    }
     for (const session of this.sessions.values()) this.reporter.save(session);
   }
 }

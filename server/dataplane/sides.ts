@@ -17,7 +17,32 @@ export interface ClientSide extends Sink, Source {
   /** Graceful close after pending writes. */
   end(): void;
   destroy(): void;
+  /** Abortive close: a TCP reset, so nothing still queued (ours or the kernel's) reaches the client. */
+  reset(): void;
+  /** WebSocket only: sends a ping; returns whether the previous one was answered. */
+  ping?(): boolean;
   readonly remote: string;
+}
+
+/**
+ * Closes a socket with a TCP RST (SO_LINGER 0), dropping what the kernel still holds to send. A
+ * TLS socket has no TCP handle of its own: its underlying socket (`_parent`) is reset. Anything
+ * that cannot be reset is destroyed.
+ */
+export function resetSocket(sock: Duplex): void {
+  const candidates = [sock, (sock as { _parent?: Duplex })._parent];
+  for (const s of candidates) {
+    const reset = (s as Socket | undefined)?.resetAndDestroy;
+    if (typeof reset !== 'function' || (s as Socket).destroyed) continue;
+    try {
+      reset.call(s);
+      if (s !== sock) sock.destroy();
+      return;
+    } catch {
+      // not a TCP handle (a TLS wrap): try the next
+    }
+  }
+  sock.destroy();
 }
 
 export function socketSide(sock: Socket | Duplex & { remoteAddress?: string; setNoDelay?: (b: boolean) => void }): ClientSide {
@@ -35,14 +60,18 @@ export function socketSide(sock: Socket | Duplex & { remoteAddress?: string; set
     resume: () => { sock.resume(); },
     end: () => { sock.end(); },
     destroy: () => { sock.destroy(); },
+    reset: () => resetSocket(sock),
   };
 }
 
 const WS_HIGH_WATER = 1 << 20;
 const WS_CLOSE_LINGER_MS = 1000;
 
-export function wsSide(ws: WebSocket, remote: string): ClientSide {
+/** `raw`: the upgraded socket under the WebSocket, reset on an abortive close. */
+export function wsSide(ws: WebSocket, remote: string, raw?: Duplex): ClientSide {
   let waiter: (() => void) | undefined;
+  let ponged = true;
+  ws.on('pong', () => { ponged = true; });
   const sent = () => {
     if (waiter && ws.bufferedAmount < WS_HIGH_WATER) {
       const w = waiter;
@@ -87,5 +116,15 @@ export function wsSide(ws: WebSocket, remote: string): ClientSide {
       ws.once('close', () => clearTimeout(linger));
     },
     destroy: () => { ws.terminate(); },
+    reset: () => {
+      if (raw) resetSocket(raw);
+      ws.terminate();
+    },
+    ping: () => {
+      const answered = ponged;
+      ponged = false;
+      if (ws.readyState === WebSocket.OPEN) ws.ping();
+      return answered;
+    },
   };
 }

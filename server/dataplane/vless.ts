@@ -6,7 +6,8 @@ import { Connection } from './relay.ts';
 import type { ClientSide } from './sides.ts';
 import type { Runtime } from './runtime.ts';
 import type { Logger } from '../domain.ts';
-import { dialTcp, dialUdp } from './outbound.ts';
+import { dialTcp, dialUdp, type DialOptions } from './outbound.ts';
+import { isFloodRefusal } from './admission.ts';
 import type { EgressPolicy } from './egress.ts';
 
 export interface InboundContext {
@@ -15,6 +16,8 @@ export interface InboundContext {
   egress: EgressPolicy;
   headerTimeoutMs: number;
   connectTimeoutMs: number;
+  /** Name resolution (lookup, timeout) and keep-alive of destinations. */
+  dial: DialOptions;
   track(c: Connection): void;
   untrack(c: Connection): void;
   /** Loads what admission reads for this session, when the store needs to (DataPlaneDeps.store.prepare). */
@@ -60,17 +63,20 @@ export function serveVless(ctx: InboundContext, client: ClientSide, transport: '
   };
   const admit = (rest: Buffer) => {
     const h = header!;
+    // Admitted now, counted once the destination is reached (Connection.startTcp/startUdp
+    // commit the lease): a failed dial leaves the session as it was.
     const admitted = ctx.runtime.admit(h.id, conn);
     if (!admitted.ok) {
-      ctx.log.warn({ transport, session: h.id.slice(0, 8), reason: admitted.reason }, 'vless connection refused');
+      // flood refusals are logged by the runtime, at most once per session per 10 s
+      if (!isFloodRefusal(admitted.reason)) ctx.log.warn({ transport, session: h.id.slice(0, 8), reason: admitted.reason }, 'vless connection refused');
       conn.close('refused');
       return;
     }
     conn.lease = admitted.lease;
     conn.hold(rest);
     const dial = h.command === 'udp'
-      ? dialUdp(h.address, h.port, ctx.egress, ctx.connectTimeoutMs).then((u) => conn.startUdp(u, VLESS_RESPONSE_HEADER))
-      : dialTcp(h.address, h.port, ctx.egress, ctx.connectTimeoutMs, (b, release) => conn.fromOutbound(b, release)).then((s) => conn.startTcp(s, VLESS_RESPONSE_HEADER));
+      ? dialUdp(h.address, h.port, ctx.egress, ctx.connectTimeoutMs, ctx.dial).then((u) => conn.startUdp(u, VLESS_RESPONSE_HEADER))
+      : dialTcp(h.address, h.port, ctx.egress, ctx.connectTimeoutMs, (b, release) => conn.fromOutbound(b, release), ctx.dial).then((s) => conn.startTcp(s, VLESS_RESPONSE_HEADER));
     dial.catch((err: Error) => {
       ctx.log.info({ transport, session: h.id.slice(0, 8), err: err.message }, 'vless outbound failed');
       conn.close('dial_failed');

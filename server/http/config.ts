@@ -35,6 +35,9 @@ export interface ServerOptions extends ServerTlsOptions {
   heartbeatIntervalMs?: number;
   /** Egress policy of the data plane; default 'public-only' (see server/dataplane/egress.ts). */
   egress?: 'public-only' | 'lan' | 'allow-all';
+  /** Connection hardening of the data plane (issue 8): idle timeout, ws pings, keep-alive,
+   *  connections per session, connection rate, reconnection grace, DNS timeout. Defaults in dataplane/. */
+  connectionLimits?: ConnectionLimits;
   sse?: Partial<SseOptions>;
   /** Days events are kept (at least 7). */
   eventRetentionDays?: number;
@@ -70,6 +73,8 @@ export interface HttpTimeouts {
 }
 
 export const DEFAULT_HTTP_TIMEOUTS: HttpTimeouts = { headersMs: 10_000, requestMs: 30_000, keepAliveMs: 65_000, idleMs: 120_000, checkIntervalMs: 5000 };
+
+export type ConnectionLimits = Pick<DataPlaneConfig, 'idleTimeoutMs' | 'wsPingIntervalMs' | 'keepAliveMs' | 'maxConnectionsPerSession' | 'dnsTimeoutMs' | 'connectionRatePerSecond' | 'connectionBurst' | 'reconnectGraceMs'>;
 
 /** The service settings the routes read (services.settings). */
 export interface Settings {
@@ -122,6 +127,7 @@ export function resolveConfig(opts: ServerOptions, version: string, tls: TlsCert
       statsIntervalMs: opts.statsIntervalMs ?? 5000,
       heartbeatIntervalMs: opts.heartbeatIntervalMs ?? 30_000,
       egress: opts.egress ?? 'public-only',
+      ...opts.connectionLimits,
     },
     rateLimit: opts.rateLimit ?? { max: 600, windowMs: 60_000 },
     eventRetentionMs: Math.max(7, opts.eventRetentionDays ?? 14) * 86_400_000,

@@ -1,17 +1,36 @@
 // Event retention: events older than the retention period are deleted at start and then
-// every hour. Returns the function that stops the hourly timer.
+// every hour, in batches (PRUNE_BATCH rows per statement, yielding to the event loop between
+// batches) so that a large prune never stalls the relays sharing this thread. Returns the
+// function that stops the hourly timer and any prune under way.
 /** The SQLite Store (synchronous) or the PostgreSQL store (a failed prune is retried next hour). */
-type Prunable = { pruneEvents(olderThanIso: string): number | Promise<number> };
+type Prunable = { pruneEventsBatch(olderThanIso: string, limit: number): number | Promise<number> };
 
 const PRUNE_INTERVAL_MS = 3_600_000;
+/** Rows deleted per statement: a few milliseconds of SQLite work each. */
+export const PRUNE_BATCH = 5000;
 
-export function startEventRetention(store: Prunable, retentionMs: number): () => void {
-  const prune = () => {
-    const done = store.pruneEvents(new Date(Date.now() - retentionMs).toISOString());
-    if (done instanceof Promise) done.catch(() => {});
+export function startEventRetention(store: Prunable, retentionMs: number, batch = PRUNE_BATCH): () => void {
+  let stopped = false;
+  let running = false;
+  const prune = async () => {
+    if (running) return; // the previous prune is still going: the next hour catches up
+    running = true;
+    try {
+      const cutoff = new Date(Date.now() - retentionMs).toISOString();
+      while (!stopped && (await store.pruneEventsBatch(cutoff, batch)) === batch) {
+        await new Promise<void>((r) => setImmediate(r));
+      }
+    } catch {
+      // the store closed under a prune (shutdown), or the database is away: the next hour retries
+    } finally {
+      running = false;
+    }
   };
-  prune();
-  const timer = setInterval(prune, PRUNE_INTERVAL_MS);
+  void prune();
+  const timer = setInterval(() => void prune(), PRUNE_INTERVAL_MS);
   timer.unref();
-  return () => clearInterval(timer);
+  return () => {
+    stopped = true;
+    clearInterval(timer);
+  };
 }

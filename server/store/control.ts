@@ -41,6 +41,7 @@ const OPS = [
   'eventsAfter',
   'idBeforeNewest',
   'pruneEvents',
+  'pruneEventsBatch',
   'addNode',
   'getNode',
   'getNodeByName',

@@ -480,4 +480,12 @@ export class Store {
     ).all(nodeId) as unknown as RawSession[];
     return raw.map(toSessionRow);
   }
+
+  /** Deletes at most `limit` of the oldest events older than the cutoff; returns how many. One
+   *  short statement, so a caller can prune a large backlog in steps (http/retention.ts). */
+  pruneEventsBatch(olderThanIso: string, limit: number): number {
+    return Number(
+      this.q('DELETE FROM events WHERE id IN (SELECT id FROM events WHERE created_at < ? ORDER BY id LIMIT ?)').run(olderThanIso, limit).changes,
+    );
+  }
 }

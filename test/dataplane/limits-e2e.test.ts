@@ -20,6 +20,10 @@ after(async () => {
   await files?.close();
 });
 
+// A pause or a cap resets the connection (TCP RST, issue 8 point 11). v2ray 4.x over raw TCP
+// does not notice a reset in the middle of a bulk read (its readv reader waits for readiness
+// again on any error), so curl behind it stalls until its own --max-time instead of failing at
+// once; the cut transfers over tcp below get a short max-time for that reason.
 const settle = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 const withClient = <T>(id: string, network: 'ws' | 'tcp', fn: (v: V2rayClient) => Promise<T>): Promise<T> => withV2rayClient(h.config(id, network), fn);
@@ -60,7 +64,7 @@ test('a session download speed cap shapes the transfer (within 10%)', async () =
   h.mem.setLimits(customer, 'session', { download_speed: rate });
   const id = h.mem.createSession({ customer, reusable: true });
   await withClient(id, 'tcp', async (v) => {
-    const transfer = curlSocks(v.socksPort, files.url('/file/big'), [], 30);
+    const transfer = curlSocks(v.socksPort, files.url('/file/big'), [], 12);
     await h.mem.waitForEvent((e) => e.sessionId === id && e.type === 'session_start');
     await settle(500); // past the initial burst
     const t0 = performance.now();
@@ -97,7 +101,9 @@ test('a session byte cap ends the session with overshoot under 64 KiB', async ()
     assert.equal(row.status, 'ended');
     assert.ok(row.downloaded_bytes >= cap && row.downloaded_bytes - cap < 64 * KiB, `downloaded ${row.downloaded_bytes}, cap ${cap}`);
     assert.equal(end.downloaded_bytes, row.downloaded_bytes);
-    assert.ok(r.body.length <= cap && r.body.length > cap - 1024, `client received ${r.body.length} of ${cap}`); // counted bytes were delivered
+    // The cap resets the connection (issue 8 point 11): what was still in flight is dropped, so
+    // the client gets at most what was counted, never more.
+    assert.ok(r.body.length <= cap && r.body.length > 0, `client received ${r.body.length} of ${cap}`);
     // ended is terminal
     const again = await curlSocks(v.socksPort, files.url('/file/small'), [], 5);
     assert.notEqual(again.code, 0);
@@ -111,7 +117,7 @@ test('a client byte cap closes connections and refuses new ones until it is rais
   const b = h.mem.createSession({ customer, client: 'alice', reusable: true });
   const other = h.mem.createSession({ customer, client: 'bob', reusable: true });
   await withClient(a, 'tcp', async (va) => {
-    const r1 = await curlSocks(va.socksPort, files.url('/file/mid')); // ~1 MB + headers: hits the cap
+    const r1 = await curlSocks(va.socksPort, files.url('/file/mid'), [], 5); // ~1 MB + headers: hits the cap
     assert.notEqual(r1.code, 0);
     await h.mem.waitForEvent((e) => e.sessionId === a && e.type === 'session_end');
     assert.equal(h.mem.sessions.get(a)!.status, 'idle'); // not ended: the cap is the client's
@@ -165,7 +171,7 @@ test('a global byte cap lowered under live traffic cuts every session of the cus
   await withClient(a, 'ws', async (va) => {
     await withClient(b, 'tcp', async (vb) => {
       const ta = curlSocks(va.socksPort, files.url('/file/big'), [], 30);
-      const tb = curlSocks(vb.socksPort, files.url('/file/big'), [], 30);
+      const tb = curlSocks(vb.socksPort, files.url('/file/big'), [], 8);
       await h.mem.waitForEvent((e) => e.sessionId === a && e.type === 'session_start');
       await h.mem.waitForEvent((e) => e.sessionId === b && e.type === 'session_start');
       await settle(500);

@@ -68,6 +68,7 @@ export type SharedStoreOps =
   | 'eventsAfter'
   | 'idBeforeNewest'
   | 'pruneEvents'
+  | 'pruneEventsBatch'
   | 'addNode'
   | 'getNode'
   | 'getNodeByName'
@@ -501,6 +502,11 @@ export class PgStore {
 
   async pruneEvents(olderThanIso: string): Promise<number> {
     return this.count('DELETE FROM events WHERE created_at < $1', [olderThanIso]);
+  }
+
+  /** Deletes at most `limit` of the oldest events older than the cutoff (http/retention.ts prunes in steps). */
+  async pruneEventsBatch(olderThanIso: string, limit: number): Promise<number> {
+    return this.count('DELETE FROM events WHERE id IN (SELECT id FROM events WHERE created_at < $1 ORDER BY id LIMIT $2)', [olderThanIso, limit]);
   }
 
   // Nodes (data-plane nodes of the cluster) and session placement

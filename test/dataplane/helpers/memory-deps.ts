@@ -20,6 +20,8 @@ export class MemoryDeps {
   events: RecordedEvent[] = [];
   saves: { id: string; patch: RuntimePatch; at: number }[] = [];
   logs: { level: string; obj: unknown; msg?: string }[] = [];
+  /** While true every store call throws, as SQLite does when the disk is gone or the db is locked. */
+  storeFails = false;
   private waiters: { pred: (e: RecordedEvent) => boolean; resolve: (e: RecordedEvent) => void }[] = [];
   deps: DataPlaneDeps;
 
@@ -27,23 +29,30 @@ export class MemoryDeps {
     const log = (level: string) => (obj: object | string, msg?: string) => {
       this.logs.push({ level, obj, msg });
     };
+    const failIfDown = () => {
+      if (this.storeFails) throw new Error('SQLITE_IOERR: disk I/O error (test switch)');
+    };
     this.deps = {
       store: {
         getSession: (id) => {
+          failIfDown();
           const s = this.sessions.get(id);
           return s ? { ...s } : undefined;
         },
         saveRuntime: (id, patch) => {
+          failIfDown();
           const s = this.sessions.get(id);
           if (!s) return;
           Object.assign(s, patch);
           this.saves.push({ id, patch: { ...patch }, at: performance.now() });
         },
         getLimits: (customerId, scope) => {
+          failIfDown();
           const l = this.limits.get(`${customerId}|${scope}`);
           return l ? { ...l } : undefined;
         },
         sumCounters: (customerId, clientId) => {
+          failIfDown();
           let up = 0, down = 0;
           for (const s of this.sessions.values()) {
             if (s.customer_id !== customerId || (clientId !== undefined && s.client_id !== clientId)) continue;
@@ -78,6 +87,8 @@ export class MemoryDeps {
         egress: 'allow-all',
         headerTimeoutMs: 1000,
         connectTimeoutMs: 2000,
+        // Short, so the tests see session_end soon after a close; the product default is 2000.
+        reconnectGraceMs: 500,
         ...config,
       },
     };
