@@ -16,7 +16,11 @@ export interface LiveSession {
   at: number;
 }
 
+/** Sessions kept beyond the active ones (idle, created) before the oldest are forgotten. */
+export const MAX_KEPT_SESSIONS = 1000;
+
 export class LiveState {
+  /** Active, paused and recently seen sessions; ended ones are not kept (they never move again). */
   readonly sessions = new Map<string, LiveSession>();
 
   seed(list: Session[]): void {
@@ -42,8 +46,22 @@ export class LiveState {
       v.up = 0;
       v.down = 0;
     }
-    this.sessions.set(s.id, v);
+    // The map holds what the tray can show: an ended session is returned (the notifier reads
+    // it) but not kept, and past MAX_KEPT_SESSIONS the oldest idle ones are forgotten.
+    if (v.status === 'ended') this.sessions.delete(s.id);
+    else {
+      this.sessions.set(s.id, v);
+      this.#trim();
+    }
     return v;
+  }
+
+  #trim(): void {
+    if (this.sessions.size <= MAX_KEPT_SESSIONS) return;
+    for (const [id, v] of this.sessions) {
+      if (this.sessions.size <= MAX_KEPT_SESSIONS) break;
+      if (v.status !== 'active' && !v.paused) this.sessions.delete(id);
+    }
   }
 
   /** Applies an event; returns the session when it is known. */
