@@ -4,10 +4,9 @@
 // close); a pause or a one-shot session ends at once; the connection rate limit refuses the excess.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { connect, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import { startHarness, type Harness } from './helpers/harness.ts';
-import { startTcpEcho } from './helpers/targets.ts';
-import { buildVlessHeader } from '../../server/dataplane/vless-header.ts';
+import { openVlessEcho, startTcpEcho } from './helpers/targets.ts';
 
 let h: Harness;
 let echo: Awaited<ReturnType<typeof startTcpEcho>>;
@@ -23,19 +22,12 @@ const settle = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** One echo round trip over a raw VLESS tcp connection; resolves with whether it was relayed. */
 async function roundTrip(id: string, keep = false): Promise<{ ok: boolean; s: Socket }> {
-  const s = connect(h.vlessTcpPort, '127.0.0.1');
-  s.on('error', () => {});
-  let got = 0;
-  s.on('data', (b: Buffer) => { got += b.length; });
-  const closed = new Promise<void>((r) => s.once('close', () => r()));
-  s.write(Buffer.concat([buildVlessHeader({ id, command: 'tcp', port: echo.port, address: '127.0.0.1' }), Buffer.from('hi')]));
-  const end = performance.now() + 3000;
-  while (got < 4 && performance.now() < end && !s.destroyed) await settle(5);
+  const { s, closed, got } = await openVlessEcho(h.vlessTcpPort, id, echo.port);
   if (!keep) {
     s.destroy();
     await closed;
   }
-  return { ok: got >= 4, s };
+  return { ok: got() >= 4, s };
 }
 const types = (id: string) => h.mem.eventsOf(id).map((e) => e.type).filter((t) => t === 'session_start' || t === 'session_end');
 

@@ -4,11 +4,11 @@
 // idle, its duration stops, and its max_sessions slot is free again.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { connect, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import { execFileSync } from 'node:child_process';
 import { WebSocket } from 'ws';
 import { startHarness, type Harness } from './helpers/harness.ts';
-import { startTcpEcho } from './helpers/targets.ts';
+import { openVlessEcho, startTcpEcho } from './helpers/targets.ts';
 import { buildVlessHeader } from '../../server/dataplane/vless-header.ts';
 import type { DataPlaneConfig } from '../../server/dataplane/api.ts';
 
@@ -26,17 +26,7 @@ async function harness(config: Partial<DataPlaneConfig>): Promise<Harness> {
 const settle = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** A raw VLESS tcp connection to the echo server, answered once. */
-async function openEcho(h: Harness, id: string): Promise<{ s: Socket; closed: Promise<void>; got: () => number }> {
-  const s = connect(h.vlessTcpPort, '127.0.0.1');
-  s.on('error', () => {});
-  let got = 0;
-  s.on('data', (b: Buffer) => { got += b.length; });
-  const closed = new Promise<void>((r) => s.once('close', () => r()));
-  s.write(Buffer.concat([buildVlessHeader({ id, command: 'tcp', port: echo.port, address: '127.0.0.1' }), Buffer.from('hi')]));
-  const end = performance.now() + 3000;
-  while (got < 4 && performance.now() < end && s.readyState !== 'closed') await settle(10);
-  return { s, closed, got: () => got };
-}
+const openEcho = (h: Harness, id: string) => openVlessEcho(h.vlessTcpPort, id, echo.port);
 
 test('a vanished raw TCP client (no FIN, no bytes) is cut after the idle timeout: the session goes idle, its duration stops, its max_sessions slot is freed', async () => {
   const h = await harness({ idleTimeoutMs: 800 });

@@ -1,9 +1,10 @@
 // Local destinations for tests and the benchmark: an HTTP server with random files that records
 // the exact bytes each socket moved, a UDP echo server, and a free-port helper.
-import { createServer, type Server, type Socket } from 'node:net';
+import { connect, createServer, type Server, type Socket } from 'node:net';
 import { createServer as createHttpServer } from 'node:http';
 import { createSocket } from 'node:dgram';
 import { createHash, randomBytes } from 'node:crypto';
+import { buildVlessHeader } from '../../../server/dataplane/vless-header.ts';
 
 export async function freePort(): Promise<number> {
   const s = createServer();
@@ -91,4 +92,23 @@ export async function startTcpEcho(): Promise<{ port: number; server: Server; cl
   const server = createServer((s) => { socks.add(s); s.on('close', () => socks.delete(s)); s.on('error', () => {}); s.pipe(s); });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
   return { port: (server.address() as { port: number }).port, server, close: () => new Promise<void>((r) => { for (const s of socks) s.destroy(); server.close(() => r()); }) };
+}
+
+/**
+ * A raw VLESS tcp connection (no client program) to a loopback echo server: sends the header and
+ * `hi`, then waits up to 3 s for the echo. `got()` counts the bytes answered (the 2-byte VLESS
+ * answer head plus the echo: 4 when relayed); the socket stays open for the caller.
+ */
+export async function openVlessEcho(vlessTcpPort: number, id: string, echoPort: number): Promise<{ s: Socket; closed: Promise<void>; got: () => number }> {
+  const s = connect(vlessTcpPort, '127.0.0.1');
+  s.on('error', () => {});
+  let got = 0;
+  s.on('data', (b: Buffer) => {
+    got += b.length;
+  });
+  const closed = new Promise<void>((r) => s.once('close', () => r()));
+  s.write(Buffer.concat([buildVlessHeader({ id, command: 'tcp', port: echoPort, address: '127.0.0.1' }), Buffer.from('hi')]));
+  const end = performance.now() + 3000;
+  while (got < 4 && performance.now() < end && !s.destroyed && s.readyState !== 'closed') await new Promise((r) => setTimeout(r, 5));
+  return { s, closed, got: () => got };
 }
