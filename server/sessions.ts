@@ -1,6 +1,7 @@
 // Session use cases: creation (placed on a node of its zone), views with live counters,
 // listing, pause and resume. They talk to the async store seam (store/control.ts), so the same
 // code runs on SQLite and on PostgreSQL.
+import { clusterSignals } from './cluster/node-channel.ts';
 import { randomUUID } from 'node:crypto';
 import { ApiError } from './contract/errors.ts';
 import type { Session, SessionCreateRequest, SessionList, SessionListQuery, SessionStatusResponse } from './contract/schemas.ts';
@@ -152,6 +153,8 @@ export class SessionService {
     if (!paused && !row.paused) throw new ApiError('session_not_paused', 'The session is not paused.', { session_id: id });
     await this.store.setPaused(id, paused);
     if (paused) this.dataPlane()?.pause(id);
+    // Nodes carrying the session hear of it at once (server/cluster/node-channel.ts).
+    clusterSignals.emit('changed');
     return { session_id: id, paused };
   }
 }
