@@ -15,16 +15,18 @@
 //     {type:'state', sessions, limits, sums}  the sessions placed on the node, their customers'
 //       limits and counter sums; sent on connect and whenever it changed (checked every
 //       STATE_MS, and at once after a pause or limits change made through this process);
-//     {type:'ack', seq};  {type:'removed'}  the node was removed from the catalogue: it cuts all and stops.
+//     {type:'ack', seq}  (also on connect, with hello: the last seq applied for the node);
+//     {type:'removed'}  the node was removed from the catalogue: it cuts all and stops.
 //
 // A node may act only on sessions placed on it: counters and events of any other session are dropped.
-// The last applied seq per node is kept in this process's memory (see README "Running a cluster").
+// The last applied seq per node is stored with the node (nodes.report_seq), in the transaction
+// that adds the report's counters, so no instance of the cluster counts a report twice.
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { EventEmitter } from 'node:events';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { EventInput, EventType, LimitScope, LimitValues, SessionRow } from '../domain.ts';
-import type { NodeInfo } from '../store/store.ts';
+import type { NodeInfo, NodeReportAdd } from '../store/store.ts';
 import type { Services } from '../services.ts';
 
 export const NODE_CHANNEL_PATH = '/v2/node/channel';
@@ -59,8 +61,6 @@ const nonNeg = (v: unknown): number => (typeof v === 'number' && Number.isFinite
 export function createNodeChannel(services: Services): NodeChannel {
   const { data, log } = services;
   const wss = new WebSocketServer({ noServer: true, maxPayload: 16 * 1024 * 1024 });
-  /** The last report seq applied, per node id. */
-  const applied = new Map<string, number>();
   /** Reports are applied one at a time per node (a resend must see the seq of the one before). */
   const chains = new Map<string, Promise<void>>();
 
@@ -85,27 +85,22 @@ export function createNodeChannel(services: Services): NodeChannel {
   }
 
   async function apply(node: NodeInfo, msg: { seq: number; counters?: Record<string, CounterDelta>; events?: EventInput[] }): Promise<void> {
-    const last = applied.get(node.id) ?? 0;
-    if (msg.seq <= last) return;
     const placed = new Map((await data.sessionsOnNode(node.id)).map((s) => [s.id, s]));
+    const adds: NodeReportAdd[] = [];
     for (const [id, d] of Object.entries(msg.counters ?? {})) {
       if (!placed.has(id) || !d || typeof d !== 'object') continue;
-      const up = nonNeg(d.up);
-      const down = nonNeg(d.down);
-      const patch = {
+      adds.push({
+        id,
+        uploaded_bytes: nonNeg(d.up),
+        downloaded_bytes: nonNeg(d.down),
         ...(d.status === 'active' || d.status === 'idle' || d.status === 'ended' || d.status === 'created' ? { status: d.status } : {}),
         ...(typeof d.duration === 'number' ? { duration: nonNeg(d.duration) } : {}),
         ...(typeof d.connections === 'number' ? { connections: nonNeg(d.connections) } : {}),
-      };
-      if (services.database === 'postgres') {
-        await (data as unknown as { addRuntime(id: string, add: { uploaded_bytes: number; downloaded_bytes: number }, p: typeof patch): Promise<void> }).addRuntime(id, { uploaded_bytes: up, downloaded_bytes: down }, patch);
-      } else {
-        // SQLite: read and write in one synchronous step, so nothing runs between them.
-        const store = services.store;
-        const row = store.getSession(id);
-        if (row) store.saveRuntime(id, { ...patch, uploaded_bytes: row.uploaded_bytes + up, downloaded_bytes: row.downloaded_bytes + down });
-      }
+      });
     }
+    // Counters and the node's last applied seq in one transaction: a resent report adds nothing.
+    if (!(await data.applyNodeReport(node.id, msg.seq, adds))) return;
+    // Events after the commit: a crash between the two drops them (never counts bytes twice).
     for (const e of (msg.events ?? []).slice(0, MAX_EVENTS_PER_REPORT)) {
       const row = e && placed.get(e.sessionId);
       if (!row || !EVENT_TYPES.has(e.type)) continue;
@@ -118,7 +113,6 @@ export function createNodeChannel(services: Services): NodeChannel {
         downloaded_bytes: nonNeg(e.downloaded_bytes),
       });
     }
-    applied.set(node.id, msg.seq);
   }
 
   function serveNode(ws: WebSocket, first: NodeInfo): void {
@@ -148,6 +142,14 @@ export function createNodeChannel(services: Services): NodeChannel {
         building = false;
       }
     };
+    // The last report applied for this node, as an acknowledgement: the node drops what it
+    // still holds up to it and numbers new reports after it (a node that lost its data folder).
+    data.nodeReportSeq(node.id).then(
+      (seq) => {
+        if (!closed && seq !== undefined) ws.send(JSON.stringify({ type: 'ack', seq, hello: true }));
+      },
+      (err: unknown) => log.warn({ node: node.name, err: String(err) }, 'reading a node\'s last report failed'),
+    );
     const timer = setInterval(() => void sendState(), STATE_MS);
     const onSignal = () => void sendState();
     clusterSignals.on('changed', onSignal);

@@ -195,8 +195,10 @@ export async function runNode(opts: NodeRunOptions): Promise<RunningNode> {
   // Reports
   let ws: WebSocket | null = null;
   let connected = false;
+  /** Reports are sent once the control plane said which seq it applied last (its hello ack). */
+  let greeted = false;
   const send = (r: Report) => {
-    if (!ws || !connected) return;
+    if (!ws || !connected || !greeted) return;
     ws.send(JSON.stringify({ type: 'report', seq: r.seq, ports, counters: r.counters, events: r.events }));
     sent.add(r.seq);
   };
@@ -249,14 +251,14 @@ export async function runNode(opts: NodeRunOptions): Promise<RunningNode> {
     ws = sock;
     sock.on('open', () => {
       connected = true;
+      greeted = false;
       backoff = BACKOFF_MIN_MS;
       sent.clear();
       log.info({ control: new URL(url).host }, 'connected to the control plane');
       sock.send(JSON.stringify({ type: 'report', seq: 0, ports }));
-      for (const r of unacked) send(r);
     });
     sock.on('message', (raw) => {
-      let msg: { type?: string; seq?: number } & Partial<NodeState>;
+      let msg: { type?: string; seq?: number; hello?: boolean } & Partial<NodeState>;
       try {
         msg = JSON.parse(String(raw));
       } catch {
@@ -264,14 +266,22 @@ export async function runNode(opts: NodeRunOptions): Promise<RunningNode> {
       }
       if (msg.type === 'state') applyState(msg as NodeState);
       else if (msg.type === 'ack' && typeof msg.seq === 'number') {
-        const n = unacked.length;
+        if (msg.seq >= nextSeq) {
+          // The control plane applied seqs this node never issued (its data folder was lost):
+          // what it holds was not applied; renumber it after the control plane's last.
+          let seq = msg.seq;
+          for (const r of unacked) r.seq = ++seq;
+          nextSeq = seq + 1;
+        }
         unacked = unacked.filter((r) => r.seq > msg.seq!);
-        if (unacked.length !== n) {
-          try {
-            persist();
-          } catch (err) {
-            log.error({ err: String(err) }, 'saving node reports failed');
-          }
+        try {
+          persist();
+        } catch (err) {
+          log.error({ err: String(err) }, 'saving node reports failed');
+        }
+        if (msg.hello) {
+          greeted = true;
+          for (const r of unacked) send(r);
         }
       } else if (msg.type === 'removed') {
         log.warn({}, 'this node was removed from the control plane\'s catalogue; stopping');
