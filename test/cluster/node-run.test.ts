@@ -232,3 +232,50 @@ test('node run: active zone, placed links, counted traffic and events, serve res
   const refused = await api('POST', '/sessions', { client_id: 'p', zone: 'br-sao' });
   assert.equal(refused.status, 422);
 });
+
+test('node run without a reachable control plane keeps carrying its sessions; its counts arrive afterwards; node remove stops it', async () => {
+  const added = cli(['node', 'add', '--name', 'sao-2', '--zone', 'br-sao', '--public-host', '127.0.0.2', '--data-dir', dir]);
+  assert.equal(added.status, 0, added.stderr);
+  const nodeDir = tempDir('vad-node2-');
+  dirs.push(nodeDir);
+  const wsPort = await startNode(added.stdout.trim(), nodeDir);
+  await waitFor(zoneActive, 8000, 'the zone turns active');
+  const made = await api('POST', '/sessions', { client_id: 'q', zone: 'br-sao', reusable: true });
+  assert.equal(made.status, 201, JSON.stringify(made.json));
+  const s = made.json;
+  assert.equal(s.configuration.port, wsPort);
+  await new Promise((r) => setTimeout(r, 600));
+
+  // The control plane goes away; a whole transfer runs through the node meanwhile.
+  srv.kill('SIGTERM');
+  await srv.exited;
+  const TOTAL = 20 * 32 * 1024;
+  sendTotal = TOTAL;
+  const up = Buffer.from('offline');
+  const c = vless('127.0.0.2', wsPort, s.configuration.path ?? '/vless', s.id, up);
+  await Promise.race([c.closed, new Promise((_r, reject) => setTimeout(() => reject(new Error('the offline transfer did not finish')), 10_000))]);
+  assert.equal(c.received(), TOTAL, 'carried with no control plane');
+  srv = await serve(dir, ['--port', String(port), '--quiet']);
+  let last: any;
+  await waitFor(
+    async () => {
+      last = await sessionOf(s.id);
+      return last.downloaded_bytes === TOTAL && last.uploaded_bytes === up.length;
+    },
+    10_000,
+    'the offline counts arrive once the control plane is back',
+  ).catch(() => assert.fail(`counters ${last?.uploaded_bytes}/${last?.downloaded_bytes}, moved ${up.length}/${TOTAL}`));
+
+  // Removal from the catalogue: the node cuts its connections and stops.
+  sendTotal = Infinity;
+  const c2 = vless('127.0.0.2', wsPort, s.configuration.path ?? '/vless', s.id, up);
+  await waitFor(() => c2.received() > 0, 5000, 'a transfer flows');
+  const exited = new Promise<number | null>((r) => nodeProc!.once('exit', (code) => r(code)));
+  const removed = cli(['node', 'remove', 'sao-2', '--data-dir', dir]);
+  assert.equal(removed.status, 0, removed.stderr);
+  const code = await Promise.race([exited, new Promise<string>((r) => setTimeout(() => r('timeout'), 5000))]);
+  assert.equal(code, 0, `node run exits after its removal:\n${nodeOut}`);
+  await Promise.race([c2.closed, new Promise((_r, reject) => setTimeout(() => reject(new Error('the connection was not cut')), 2000))]);
+  assert.match(nodeOut, /node removed from the catalogue; stopped/);
+  nodeProc = null;
+});
