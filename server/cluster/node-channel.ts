@@ -14,7 +14,8 @@
 //   control plane → node
 //     {type:'state', sessions, limits, sums}  the sessions placed on the node, their customers'
 //       limits and counter sums; sent on connect and whenever it changed (checked every
-//       STATE_MS, and at once after a pause or limits change made through this process);
+//       STATE_MS, and at once after a pause or limits change made through this process or,
+//       on PostgreSQL, announced by another instance's NOTIFY on vad_sessions/vad_limits/vad_nodes);
 //     {type:'ack', seq}  (also on connect, with hello: the last seq applied for the node);
 //     {type:'removed'}  the node was removed from the catalogue: it cuts all and stops.
 //
