@@ -5,7 +5,10 @@
 // the counters seen through the API and its events reach the control plane's event stream; a
 // restart of `serve` during the transfer loses no counted byte and counts none twice; a pause
 // through the API cuts the node's connection; `kill -9` of the node makes the zone inactive
-// while keeping the bytes it had reported.
+// while keeping the bytes it had reported. Without a control plane the node keeps carrying its
+// sessions; `node remove` stops it. On PostgreSQL with two `serve` instances, a pause on the
+// instance the node is not connected to cuts it (NOTIFY), and a kill -9 of the one it is
+// connected to fails it over to the other without losing or double-counting a byte.
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { createServer, type Server, type Socket } from 'node:net';
@@ -13,6 +16,7 @@ import { after, before, test } from 'node:test';
 import WebSocket from 'ws';
 import { freePort } from '../dataplane/helpers/targets.ts';
 import { printedToken, serve, type ServeProcess } from '../helpers/cli.ts';
+import { startPostgres, type PgServer } from '../helpers/postgres.ts';
 import { openRaw } from '../helpers/sse.ts';
 import { CLI, NODE, ROOT, removeDir, tempDir, waitFor } from '../helpers/server.ts';
 
@@ -89,11 +93,11 @@ after(async () => {
   for (const d of dirs) removeDir(d);
 });
 
-function startNode(token: string, nodeDir: string): Promise<number> {
+function startNode(token: string, nodeDir: string, control = `http://127.0.0.1:${port}`): Promise<number> {
   nodeOut = '';
   const child = spawn(
     NODE,
-    [CLI, 'node', 'run', '--control', `http://127.0.0.1:${port}`, '--token', token, '--host', '127.0.0.2', '--port', '0', '--vless-tcp-port', 'off', '--proxy-port', 'off', '--egress', 'allow-all', '--data-dir', nodeDir],
+    [CLI, 'node', 'run', '--control', control, '--token', token, '--host', '127.0.0.2', '--port', '0', '--vless-tcp-port', 'off', '--proxy-port', 'off', '--egress', 'allow-all', '--data-dir', nodeDir],
     { cwd: ROOT, env: childEnv(), stdio: ['ignore', 'pipe', 'pipe'] },
   );
   nodeProc = child;
@@ -278,4 +282,88 @@ test('node run without a reachable control plane keeps carrying its sessions; it
   await Promise.race([c2.closed, new Promise((_r, reject) => setTimeout(() => reject(new Error('the connection was not cut')), 2000))]);
   assert.match(nodeOut, /node removed from the catalogue; stopped/);
   nodeProc = null;
+});
+
+test('node run on PostgreSQL: two serve instances, pause on the other instance, failover after kill -9 without loss', async () => {
+  const pg: PgServer = await startPostgres();
+  const url = pg.url();
+  const [pa, pb] = [await freePort(), await freePort()];
+  const da = tempDir('vad-nra-');
+  const db = tempDir('vad-nrb-');
+  dirs.push(da, db);
+  let a: ServeProcess | undefined;
+  let b: ServeProcess | undefined;
+  try {
+    [a, b] = await Promise.all([serve(da, ['--database', url, '--port', String(pa), '--quiet']), serve(db, ['--database', url, '--port', String(pb), '--quiet'])]);
+    const tok = cli(['token', 'create', '--customer', 'pgco', '--role', 'owner', '--database', url]);
+    assert.equal(tok.status, 0, tok.stderr);
+    const pgOwner = tok.stdout.trim();
+    const call = async (srvp: ServeProcess, method: string, path: string, body?: unknown) => {
+      await new Promise((r) => setTimeout(r, 100));
+      const res = await fetch(`${srvp.baseUrl}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${pgOwner}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      const text = await res.text();
+      return { status: res.status, json: text ? JSON.parse(text) : undefined };
+    };
+    const added = cli(['node', 'add', '--name', 'pg-1', '--zone', 'br-sao', '--public-host', '127.0.0.2', '--database', url]);
+    assert.equal(added.status, 0, added.stderr);
+    const nodeDir = tempDir('vad-node3-');
+    dirs.push(nodeDir);
+    // A first in the list: the node connects there; B is its failover.
+    const wsPort = await startNode(added.stdout.trim(), nodeDir, `http://127.0.0.1:${pa},http://127.0.0.1:${pb}`);
+    await waitFor(async () => (await call(b!, 'GET', '/zones')).json.zones.find((z: { code: string }) => z.code === 'br-sao')?.has_active_nodes === true, 8000, 'zone active on B');
+    const made = await call(b, 'POST', '/sessions', { client_id: 'r', zone: 'br-sao', reusable: true });
+    assert.equal(made.status, 201, JSON.stringify(made.json));
+    const s = made.json;
+    assert.equal(s.configuration.address, '127.0.0.2');
+    assert.equal(s.configuration.port, wsPort);
+    await new Promise((r) => setTimeout(r, 600));
+
+    // Pause on B, while the node is connected to A: A hears it (NOTIFY) and the node cuts at once.
+    const up = Buffer.from('through pg');
+    sendTotal = Infinity;
+    const c2 = vless('127.0.0.2', wsPort, s.configuration.path ?? '/vless', s.id, up);
+    await waitFor(() => c2.received() > 64 * 1024, 5000, 'the second transfer flows');
+    const paused = await call(b, 'PATCH', `/sessions/${s.id}/pause`);
+    assert.equal(paused.status, 200, JSON.stringify(paused.json));
+    const pausedAt = Date.now();
+    const cutAt = await Promise.race([c2.closed, new Promise<number>((r) => setTimeout(() => r(-1), 5000))]);
+    assert.notEqual(cutAt, -1, 'the pause cut the connection');
+    assert.ok(cutAt - pausedAt <= 1000, `cut ${cutAt - pausedAt} ms after the pause`);
+    console.log(`PostgreSQL: pause cut the node's connection ${cutAt - pausedAt} ms after the API answered`);
+    const resumed = await call(b, 'PATCH', `/sessions/${s.id}/resume`);
+    assert.equal(resumed.status, 200, JSON.stringify(resumed.json));
+    // The cut connection's last counts arrive with the node's next report (every 500 ms).
+    await new Promise((r) => setTimeout(r, 1500));
+    const counted = (await call(b, 'GET', `/sessions/${s.id}`)).json;
+
+    // A paced transfer; A (the node's control plane) is killed with -9 in the middle of it.
+    const TOTAL = 60 * 32 * 1024;
+    sendTotal = TOTAL;
+    const c1 = vless('127.0.0.2', wsPort, s.configuration.path ?? '/vless', s.id, up);
+    await waitFor(async () => (await call(b!, 'GET', `/sessions/${s.id}`)).json.downloaded_bytes > counted.downloaded_bytes, 5000, 'counters on B');
+    a.kill('SIGKILL');
+    await a.exited;
+    a = undefined;
+    await c1.closed;
+    assert.equal(c1.received(), TOTAL);
+    let last: any;
+    await waitFor(
+      async () => {
+        last = (await call(b!, 'GET', `/sessions/${s.id}`)).json;
+        return last.downloaded_bytes === counted.downloaded_bytes + TOTAL && last.uploaded_bytes === counted.uploaded_bytes + up.length;
+      },
+      15_000,
+      'counters equal to the bytes moved after the failover',
+    ).catch(() => assert.fail(`counters ${last?.uploaded_bytes}/${last?.downloaded_bytes}, before ${counted.uploaded_bytes}/${counted.downloaded_bytes}, moved ${up.length}/${TOTAL}`));
+  } finally {
+    nodeProc?.kill('SIGKILL');
+    nodeProc = null;
+    a?.kill('SIGKILL');
+    b?.kill('SIGKILL');
+    await pg.destroy();
+  }
 });
