@@ -237,6 +237,33 @@ test('node run: active zone, placed links, counted traffic and events, serve res
   assert.equal(refused.status, 422);
 });
 
+test('the node channel refuses API tokens and unknown node tokens; node run refuses bad flags', async () => {
+  const status = (token: string) =>
+    new Promise<number>((resolve) => {
+      const ws = new WebSocket(`ws://127.0.0.1:${port}/v2/node/channel`, { headers: { authorization: `Bearer ${token}` } });
+      ws.on('unexpected-response', (_req, res) => {
+        resolve(res.statusCode ?? 0);
+        ws.terminate();
+      });
+      ws.on('open', () => {
+        resolve(101);
+        ws.terminate();
+      });
+      ws.on('error', () => resolve(-1));
+    });
+  assert.equal(await status(owner), 401, 'an API token is not a node token');
+  assert.equal(await status('vadn_' + 'x'.repeat(43)), 401);
+  const noToken = cli(['node', 'run', '--control', `http://127.0.0.1:${port}`]);
+  assert.equal(noToken.status, 2);
+  assert.match(noToken.stderr, /node run needs --token NODE_TOKEN/);
+  const badUrl = cli(['node', 'run', '--control', 'ftp://x', '--token', 'vadn_abc']);
+  assert.equal(badUrl.status, 2);
+  assert.match(badUrl.stderr, /--control takes http\(s\):\/\/ or ws\(s\):\/\/ URLs/);
+  const badEgress = cli(['node', 'run', '--control', `http://127.0.0.1:${port}`, '--token', 'vadn_abc', '--egress', 'everything']);
+  assert.equal(badEgress.status, 2);
+  assert.match(badEgress.stderr, /--egress takes public-only, lan or allow-all/);
+});
+
 test('node run without a reachable control plane keeps carrying its sessions; its counts arrive afterwards; node remove stops it', async () => {
   const added = cli(['node', 'add', '--name', 'sao-2', '--zone', 'br-sao', '--public-host', '127.0.0.2', '--data-dir', dir]);
   assert.equal(added.status, 0, added.stderr);
