@@ -13,7 +13,10 @@ import type { NodeInfo } from './store/store.ts';
 import type { ZonePlacement } from './cluster/placement.ts';
 import { isoNow } from './time.ts';
 
-/** A catalogue node's link: its public host and ports; transport and TLS as this server's. */
+/**
+ * A catalogue node's link: its public host and ports; transport as this server's. Without TLS:
+ * `vpn-access node run` serves clear text only for now (on loopback and private addresses).
+ */
 export function nodeLink(local: LinkSettings, node: NodeInfo): LinkSettings {
   const ws = node.vless_ws_port ?? (node.vless_tcp_port === null ? local.wsPort : null);
   return {
@@ -22,7 +25,8 @@ export function nodeLink(local: LinkSettings, node: NodeInfo): LinkSettings {
     network: ws === null ? 'tcp' : local.network,
     wsPort: ws ?? local.wsPort,
     tcpPort: node.vless_tcp_port,
-    // The node's certificate is not this server's: no pin, name verified as its host.
+    tls: false,
+    // The node's certificate (once nodes have TLS) is not this server's: no pin, no own name.
     pcs: undefined,
     vcn: undefined,
     sni: undefined,

@@ -11,6 +11,8 @@
 // connected to fails it over to the other without losing or double-counting a byte.
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { request as httpsRequest } from 'node:https';
 import { createServer, type Server, type Socket } from 'node:net';
 import { after, before, test } from 'node:test';
 import WebSocket from 'ws';
@@ -392,5 +394,59 @@ test('node run on PostgreSQL: two serve instances, pause on the other instance, 
     a?.kill('SIGKILL');
     b?.kill('SIGKILL');
     await pg.destroy();
+  }
+});
+
+test('node run to an https control plane: verified with --control-ca (its self-signed certificate), refused without it; node links stay clear text', async () => {
+  const tdir = tempDir('vad-noderun-tls-');
+  dirs.push(tdir);
+  const tport = await freePort();
+  const tsrv = await serve(tdir, ['--port', String(tport), '--tls', 'on', '--quiet']);
+  let child: ChildProcess | null = null;
+  try {
+    assert.match(tsrv.baseUrl, /^https:/);
+    const tOwner = printedToken(tsrv.stdout())!;
+    const added = cli(['node', 'add', '--name', 'tls-1', '--zone', 'br-sao', '--public-host', '127.0.0.2', '--data-dir', tdir]);
+    assert.equal(added.status, 0, added.stderr);
+    const run = (extra: string[]) => {
+      let out = '';
+      const c = spawn(
+        NODE,
+        [CLI, 'node', 'run', '--control', `https://127.0.0.1:${tport}`, '--token', added.stdout.trim(), '--host', '127.0.0.2', '--port', '0', '--vless-tcp-port', 'off', '--proxy-port', 'off', '--data-dir', tempDir('vad-node-tls-'), ...extra],
+        { cwd: ROOT, env: childEnv(), stdio: ['ignore', 'pipe', 'pipe'] },
+      );
+      c.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
+      c.stderr!.setEncoding('utf8').on('data', (d: string) => (out += d));
+      return { c, out: () => out };
+    };
+    // Without the CA: the certificate is not trusted, the node never gets in (it keeps retrying).
+    const untrusted = run([]);
+    child = untrusted.c;
+    await waitFor(() => /self-signed certificate|unable to verify|certificate/i.test(untrusted.out()), 8000, 'a certificate error in the node log');
+    untrusted.c.kill('SIGKILL');
+    const trusted = run(['--control-ca', `${tdir}/tls/self-signed-cert.pem`]);
+    child = trusted.c;
+    await waitFor(() => /connected to the control plane/.test(trusted.out()), 8000, 'the node connects with --control-ca');
+    const listed = () => cli(['node', 'list', '--data-dir', tdir]).stdout;
+    await waitFor(() => /^tls-1 {2}br-sao {2}up /m.test(listed()), 8000, 'the node is up');
+    // A session placed on it: the link points at the node, in clear text (nodes have no TLS yet).
+    const ca = readFileSync(`${tdir}/tls/self-signed-cert.pem`, 'utf8');
+    const made = await new Promise<{ status: number; json: any }>((resolve, reject) => {
+      const body = JSON.stringify({ client_id: 't', zone: 'br-sao' });
+      const req = httpsRequest(`${tsrv.baseUrl}/sessions`, { method: 'POST', ca, headers: { authorization: `Bearer ${tOwner}`, 'content-type': 'application/json' } }, (res) => {
+        let text = '';
+        res.setEncoding('utf8').on('data', (c: string) => (text += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, json: JSON.parse(text) }));
+      });
+      req.on('error', reject);
+      req.end(body);
+    });
+    assert.equal(made.status, 201, JSON.stringify(made.json));
+    assert.equal(made.json.configuration.address, '127.0.0.2');
+    assert.equal(made.json.configuration.security, 'none');
+  } finally {
+    child?.kill('SIGKILL');
+    tsrv.kill('SIGKILL');
+    await tsrv.exited;
   }
 });
