@@ -127,8 +127,11 @@ export async function runNode(opts: NodeRunOptions): Promise<RunningNode> {
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') log.warn({ err: String(err) }, 'the saved node reports could not be read; starting without them');
   }
-  /** Seqs sent on the current connection (an unsent report may still take more deltas). */
-  const sent = new Set<number>();
+  /**
+   * Seqs that were ever sent (or come from a previous run): such a report may have been applied
+   * already, so it never takes more deltas; only a report never sent is merged into (offline).
+   */
+  const sealed = new Set<number>(unacked.map((r) => r.seq));
   const persist = () => {
     const tmp = `${file}.tmp`;
     writeFileSync(tmp, JSON.stringify({ nextSeq, reports: unacked }));
@@ -199,8 +202,8 @@ export async function runNode(opts: NodeRunOptions): Promise<RunningNode> {
   let greeted = false;
   const send = (r: Report) => {
     if (!ws || !connected || !greeted) return;
+    sealed.add(r.seq);
     ws.send(JSON.stringify({ type: 'report', seq: r.seq, ports, counters: r.counters, events: r.events }));
-    sent.add(r.seq);
   };
   const tick = () => {
     const hasData = view.pending.size > 0 || view.events.length > 0;
@@ -208,7 +211,7 @@ export async function runNode(opts: NodeRunOptions): Promise<RunningNode> {
       const last = unacked.at(-1);
       // While nothing is sent (offline), deltas go into one report: the file stays small.
       let r: Report;
-      if (last && !sent.has(last.seq)) r = last;
+      if (last && !sealed.has(last.seq)) r = last;
       else unacked.push((r = { seq: nextSeq++, counters: {}, events: [] }));
       for (const [id, d] of view.pending) {
         const c = (r.counters[id] ??= { up: 0, down: 0 });
@@ -253,7 +256,6 @@ export async function runNode(opts: NodeRunOptions): Promise<RunningNode> {
       connected = true;
       greeted = false;
       backoff = BACKOFF_MIN_MS;
-      sent.clear();
       log.info({ control: new URL(url).host }, 'connected to the control plane');
       sock.send(JSON.stringify({ type: 'report', seq: 0, ports }));
     });
@@ -272,8 +274,10 @@ export async function runNode(opts: NodeRunOptions): Promise<RunningNode> {
           let seq = msg.seq;
           for (const r of unacked) r.seq = ++seq;
           nextSeq = seq + 1;
+          sealed.clear();
         }
         unacked = unacked.filter((r) => r.seq > msg.seq!);
+        for (const q of sealed) if (q <= msg.seq) sealed.delete(q);
         try {
           persist();
         } catch (err) {
