@@ -33,6 +33,8 @@ let target: Server;
 const targetSockets = new Set<Socket>();
 /** What the target sends on each connection: bytes, paced. Infinity streams until cut. */
 let sendTotal = 0;
+/** The address the target's last connection came from (the node's --egress-address). */
+let lastRemote: string | undefined;
 
 const childEnv = () => {
   const env = { ...process.env };
@@ -63,6 +65,7 @@ before(async () => {
   // A loopback target sending `sendTotal` bytes per connection, 32 KiB every 40 ms (~800 KB/s).
   target = createServer((sock) => {
     targetSockets.add(sock);
+    lastRemote = sock.remoteAddress;
     let sent = 0;
     const total = sendTotal;
     const chunk = Buffer.alloc(32 * 1024, 7);
@@ -95,11 +98,11 @@ after(async () => {
   for (const d of dirs) removeDir(d);
 });
 
-function startNode(token: string, nodeDir: string, control = `http://127.0.0.1:${port}`): Promise<number> {
+function startNode(token: string, nodeDir: string, control = `http://127.0.0.1:${port}`, extra: string[] = []): Promise<number> {
   nodeOut = '';
   const child = spawn(
     NODE,
-    [CLI, 'node', 'run', '--control', control, '--token', token, '--host', '127.0.0.2', '--port', '0', '--vless-tcp-port', 'off', '--proxy-port', 'off', '--egress', 'allow-all', '--data-dir', nodeDir],
+    [CLI, 'node', 'run', '--control', control, '--token', token, '--host', '127.0.0.2', '--port', '0', '--vless-tcp-port', 'off', '--proxy-port', 'off', '--egress', 'allow-all', '--data-dir', nodeDir, ...extra],
     { cwd: ROOT, env: childEnv(), stdio: ['ignore', 'pipe', 'pipe'] },
   );
   nodeProc = child;
@@ -266,12 +269,12 @@ test('the node channel refuses API tokens and unknown node tokens; node run refu
   assert.match(badEgress.stderr, /--egress takes public-only, lan or allow-all/);
 });
 
-test('node run without a reachable control plane keeps carrying its sessions; its counts arrive afterwards; node remove stops it', async () => {
+test('node run without a reachable control plane keeps carrying its sessions (from --egress-address); its counts arrive afterwards; node remove stops it', async () => {
   const added = cli(['node', 'add', '--name', 'sao-2', '--zone', 'br-sao', '--public-host', '127.0.0.2', '--data-dir', dir]);
   assert.equal(added.status, 0, added.stderr);
   const nodeDir = tempDir('vad-node2-');
   dirs.push(nodeDir);
-  const wsPort = await startNode(added.stdout.trim(), nodeDir);
+  const wsPort = await startNode(added.stdout.trim(), nodeDir, undefined, ['--egress-address', '127.0.0.3']);
   await waitFor(zoneActive, 8000, 'the zone turns active');
   const made = await api('POST', '/sessions', { client_id: 'q', zone: 'br-sao', reusable: true });
   assert.equal(made.status, 201, JSON.stringify(made.json));
@@ -288,6 +291,7 @@ test('node run without a reachable control plane keeps carrying its sessions; it
   const c = vless('127.0.0.2', wsPort, s.configuration.path ?? '/vless', s.id, up);
   await Promise.race([c.closed, new Promise((_r, reject) => setTimeout(() => reject(new Error('the offline transfer did not finish')), 10_000))]);
   assert.equal(c.received(), TOTAL, 'carried with no control plane');
+  assert.equal(lastRemote, '127.0.0.3', 'outbound connections leave from --egress-address');
   srv = await serve(dir, ['--port', String(port), '--quiet']);
   let last: any;
   await waitFor(
