@@ -1,6 +1,7 @@
 // The `vpn-access` command line: `serve` runs the service headless; `token` issues,
 // lists and revokes API tokens, `node` adds, lists and removes the catalogue's data-plane
-// nodes, in a data folder (SQLite) or, with `--database URL`, on PostgreSQL.
+// nodes, in a data folder (SQLite) or, with `--database URL`, on PostgreSQL; `node run` is a
+// data-plane node itself (server/node/run.ts).
 import { existsSync, readFileSync } from 'node:fs';
 import { homedir, networkInterfaces } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
