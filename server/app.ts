@@ -25,6 +25,7 @@ import { limitRoutes } from './routes/limits.ts';
 import { metaRoutes } from './routes/meta.ts';
 import { sessionRoutes } from './routes/sessions.ts';
 import { zoneRoutes } from './routes/zones.ts';
+import { createNodeChannel } from './cluster/node-channel.ts';
 import { createServices, type Services } from './services.ts';
 import { createSubscriptions, subscriptionFeedRoutes, subscriptionRoutes } from './routes/subscriptions.ts';
 import { openTls, wireTls } from './tls/index.ts';
@@ -104,16 +105,18 @@ export async function buildServer(opts: ServerOptions): Promise<BuiltServer> {
 
   wireTls(tls, app, dataPlane, config.settings.link);
 
-  if (dataPlane) {
-    app.server.on('upgrade', (req, socket, head) => {
-      if (!dataPlane.handleUpgrade(req, socket, head)) socket.destroy();
-    });
-  }
+  // Data-plane nodes (`vpn-access node run`) connect here; the local data plane takes the rest.
+  const nodeChannel = createNodeChannel(services);
+  app.server.on('upgrade', (req, socket, head) => {
+    if (nodeChannel.handleUpgrade(req, socket, head)) return;
+    if (!dataPlane?.handleUpgrade(req, socket, head)) socket.destroy();
+  });
 
   const stopRetention = startEventRetention(services.database === 'sqlite' ? services.store : services.data, config.eventRetentionMs);
 
   app.addHook('preClose', async () => {
     services.streams.closeAll();
+    nodeChannel.close();
   });
   app.addHook('onClose', async () => {
     stopRetention();

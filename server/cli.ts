@@ -1,6 +1,7 @@
 // The `vpn-access` command line: `serve` runs the service headless; `token` issues,
 // lists and revokes API tokens, `node` adds, lists and removes the catalogue's data-plane
-// nodes, in a data folder (SQLite) or, with `--database URL`, on PostgreSQL.
+// nodes, in a data folder (SQLite) or, with `--database URL`, on PostgreSQL; `node run` is a
+// data-plane node itself (server/node/run.ts).
 import { existsSync, readFileSync } from 'node:fs';
 import { homedir, networkInterfaces } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -29,7 +30,13 @@ Usage:
                          prints only the node's token (shown this once)
   vpn-access node list [--json] [--data-dir DIR | --database URL]
   vpn-access node remove NAME [--data-dir DIR | --database URL]
-  (\`node run\`, the data-plane node process itself, is not built yet.)
+  vpn-access node run --control URL[,URL...] --token NODE_TOKEN [--host ADDR] [--port N]
+                     [--vless-tcp-port N|off] [--proxy-port N|off] [--egress POLICY]
+                     [--egress-address ADDR] [--data-dir DIR] [--control-ca FILE]
+                         runs a data-plane node: VLESS (ws on --port, default 8787; tcp,
+                         default 8789) and the proxy (default 8788), fed by the control
+                         plane(s) at URL (failing over in the order given); --data-dir
+                         (default ~/.local/share/vpn-access-node) keeps unacknowledged reports
 
 serve options (environment variable in brackets):
   --host HOST            bind address, default 127.0.0.1 (loopback); 0.0.0.0 or :: bind every
@@ -294,6 +301,7 @@ async function openStore(values: { 'data-dir'?: string; database?: string }): Pr
 
 async function token(argv: string[]): Promise<void> {
   const [sub, ...rest] = argv;
+  if (sub === 'run') return nodeRun(rest);
   const { values, positionals } = parseArgs({
     args: rest,
     allowPositionals: true,
@@ -332,8 +340,85 @@ const NODE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
 const ZONE_CODE = /^[a-z0-9-]{2,32}$/;
 const HOST = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]{1,253}|[0-9A-Fa-f:.]+)$/;
 
+/** `node run`: a data-plane node (server/node/run.ts); runs until SIGINT/SIGTERM or its removal. */
+async function nodeRun(argv: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      control: { type: 'string' },
+      token: { type: 'string' },
+      host: { type: 'string' },
+      port: { type: 'string' },
+      'vless-tcp-port': { type: 'string' },
+      'proxy-port': { type: 'string' },
+      egress: { type: 'string' },
+      'egress-address': { type: 'string' },
+      'data-dir': { type: 'string' },
+      'control-ca': { type: 'string' },
+    },
+  });
+  const controls = (values.control ?? '').split(',').map((u) => u.trim()).filter(Boolean);
+  if (controls.length === 0) fail('node run needs --control URL[,URL...] (the control plane\'s API address, e.g. http://10.0.0.1:8787)');
+  for (const u of controls) {
+    let ok = false;
+    try {
+      ok = ['http:', 'https:', 'ws:', 'wss:'].includes(new URL(u).protocol);
+    } catch {
+      /* reported below */
+    }
+    if (!ok) fail(`--control takes http(s):// or ws(s):// URLs, not "${u}"`);
+  }
+  const token = values.token ?? env.VPN_ACCESS_NODE_TOKEN;
+  if (!token || !token.startsWith('vadn_')) fail('node run needs --token NODE_TOKEN (what `node add` printed)');
+  const host = values.host ?? '127.0.0.1';
+  if (!HOST.test(host)) fail(`--host takes an address, not "${host}"`);
+  // The node's listeners have no TLS yet: clear text never beyond the local network.
+  if (clearTextReach(host, isWildcardHost(host) ? '127.0.0.1' : host, networkInterfaces()) === 'internet') {
+    fail(`refusing to run a node without TLS beyond the local network (--host ${host}); bind a loopback or private address`);
+  }
+  const egress = values.egress ?? 'public-only';
+  if (egress !== 'public-only' && egress !== 'lan' && egress !== 'allow-all') fail('--egress takes public-only, lan or allow-all');
+  const egressAddress = values['egress-address'];
+  if (egressAddress !== undefined && !/^[0-9A-Fa-f:.]+$/.test(egressAddress)) fail(`--egress-address takes a local IP address, not "${egressAddress}"`);
+  let controlCa: string | undefined;
+  if (values['control-ca']) {
+    try {
+      controlCa = readFileSync(resolve(values['control-ca']), 'utf8');
+    } catch (err) {
+      fail(`--control-ca: ${(err as Error).message}`);
+    }
+  }
+  const log = createLogger();
+  const { runNode } = await import('./node/run.ts');
+  const node = await runNode({
+    controls,
+    token,
+    host,
+    port: port(values.port, 8787, '--port') ?? 8787,
+    vlessTcpPort: port(values['vless-tcp-port'], 8789, '--vless-tcp-port'),
+    proxyPort: port(values['proxy-port'], 8788, '--proxy-port'),
+    egress,
+    egressAddress,
+    dataDir: resolve(values['data-dir'] ?? join(homedir(), '.local', 'share', 'vpn-access-node')),
+    controlCa,
+    log,
+  }).catch((err: NodeJS.ErrnoException) => {
+    if (err.code === 'EADDRINUSE') fail(`a port is already in use (${err.message}); choose another with --port, --vless-tcp-port or --proxy-port`);
+    throw err;
+  });
+  const p = node.ports;
+  process.stdout.write(`node listening: VLESS ws ${host}:${p.vless_ws_port}, tcp ${p.vless_tcp_port ?? 'off'}, proxy ${p.proxy_port ?? 'off'}\n`);
+  const stop = () => void node.close();
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+  const why = await node.stopped;
+  process.stdout.write(why === 'removed' ? 'node removed from the catalogue; stopped\n' : 'node stopped\n');
+  process.exit(0);
+}
+
 async function node(argv: string[]): Promise<void> {
   const [sub, ...rest] = argv;
+  if (sub === 'run') return nodeRun(rest);
   const { values, positionals } = parseArgs({
     args: rest,
     allowPositionals: true,
@@ -346,8 +431,7 @@ async function node(argv: string[]): Promise<void> {
       json: { type: 'boolean' },
     },
   });
-  if (sub === 'run') fail('`node run` (a data-plane node process) is not built yet; add nodes with `node add`');
-  if (sub !== 'add' && sub !== 'list' && sub !== 'remove') fail(`unknown node command "${sub ?? ''}"; use add, list or remove`);
+  if (sub !== 'add' && sub !== 'list' && sub !== 'remove') fail(`unknown node command "${sub ?? ''}"; use add, list, remove or run`);
   if (sub === 'add') {
     if (!values.name || !NODE_NAME.test(values.name)) fail('node add needs --name NAME (letters, digits, ".", "_", "-"; at most 63)');
     if (values.name === 'local') fail('"local" names this serve process\'s own data plane; choose another name');

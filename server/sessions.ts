@@ -1,6 +1,7 @@
 // Session use cases: creation (placed on a node of its zone), views with live counters,
 // listing, pause and resume. They talk to the async store seam (store/control.ts), so the same
 // code runs on SQLite and on PostgreSQL.
+import { clusterSignals } from './cluster/node-channel.ts';
 import { randomUUID } from 'node:crypto';
 import { ApiError } from './contract/errors.ts';
 import type { Session, SessionCreateRequest, SessionList, SessionListQuery, SessionStatusResponse } from './contract/schemas.ts';
@@ -12,7 +13,10 @@ import type { NodeInfo } from './store/store.ts';
 import type { ZonePlacement } from './cluster/placement.ts';
 import { isoNow } from './time.ts';
 
-/** A catalogue node's link: its public host and ports; transport and TLS as this server's. */
+/**
+ * A catalogue node's link: its public host and ports; transport as this server's. Without TLS:
+ * `vpn-access node run` serves clear text only for now (on loopback and private addresses).
+ */
 export function nodeLink(local: LinkSettings, node: NodeInfo): LinkSettings {
   const ws = node.vless_ws_port ?? (node.vless_tcp_port === null ? local.wsPort : null);
   return {
@@ -21,7 +25,8 @@ export function nodeLink(local: LinkSettings, node: NodeInfo): LinkSettings {
     network: ws === null ? 'tcp' : local.network,
     wsPort: ws ?? local.wsPort,
     tcpPort: node.vless_tcp_port,
-    // The node's certificate is not this server's: no pin, name verified as its host.
+    tls: false,
+    // The node's certificate (once nodes have TLS) is not this server's: no pin, no own name.
     pcs: undefined,
     vcn: undefined,
     sni: undefined,
@@ -152,6 +157,8 @@ export class SessionService {
     if (!paused && !row.paused) throw new ApiError('session_not_paused', 'The session is not paused.', { session_id: id });
     await this.store.setPaused(id, paused);
     if (paused) this.dataPlane()?.pause(id);
+    // Nodes carrying the session hear of it at once (server/cluster/node-channel.ts).
+    clusterSignals.emit('changed');
     return { session_id: id, paused };
   }
 }

@@ -23,6 +23,7 @@ import type { TlsCertificates } from '../tls/index.ts';
 import { ZoneCatalogue } from '../zones/catalogue.ts';
 import { ZonePlacement } from './placement.ts';
 import { LocalView } from './local-view.ts';
+import { clusterSignals } from './node-channel.ts';
 
 /** How long a start waits for the LISTEN connection before serving anyway (it keeps retrying). */
 const LISTEN_WAIT_MS = 5_000;
@@ -77,6 +78,9 @@ export async function createClusterServices(opts: ServerOptions, config: Resolve
   };
   listener.onNotification((channel) => {
     if (channel === CHANNELS.tokens) void rereadRevoked();
+    // A pause, limits change or node removal on any instance: the node channels connected to
+    // this one re-send their state at once (server/cluster/node-channel.ts).
+    if (channel === CHANNELS.sessions || channel === CHANNELS.limits || channel === CHANNELS.nodes) clusterSignals.emit('changed');
   });
   listener.onReconnect(() => void rereadRevoked());
   const revocations = { tokenGeneration: 0, dataVersion: () => revokedVersion, isTokenActive: (id: string) => !revoked.has(id) };

@@ -47,6 +47,8 @@ export interface DataPlaneConfig {
    * destinations), 'lan' (also private ranges, never loopback or link-local) or 'allow-all'.
    */
   egress?: 'public-only' | 'lan' | 'allow-all';
+  /** Local address outbound TCP connections leave from (`node run --egress-address`); default any. */
+  egressAddress?: string;
   /** Extension (data plane): how long a VLESS header / proxy request head may take; default 5000. */
   headerTimeoutMs?: number;
   /** Extension (data plane): outbound connect timeout; default 10000. */

@@ -42,7 +42,7 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
     egress: cfg.egress ?? DEFAULT_EGRESS,
     headerTimeoutMs: cfg.headerTimeoutMs ?? DEFAULT_HEADER_TIMEOUT_MS,
     connectTimeoutMs: cfg.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
-    dial: { lookup: cfg.dnsLookup, dnsTimeoutMs: cfg.dnsTimeoutMs ?? DEFAULT_DNS_TIMEOUT_MS, keepAliveMs: cfg.keepAliveMs ?? DEFAULT_KEEPALIVE_MS },
+    dial: { lookup: cfg.dnsLookup, dnsTimeoutMs: cfg.dnsTimeoutMs ?? DEFAULT_DNS_TIMEOUT_MS, keepAliveMs: cfg.keepAliveMs ?? DEFAULT_KEEPALIVE_MS, localAddress: cfg.egressAddress },
     track: (c) => open.add(c),
     untrack: (c) => open.delete(c),
     zones: () => deps.zones.list(),

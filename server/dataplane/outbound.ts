@@ -12,6 +12,8 @@ export interface DialOptions {
   lookup?: DnsLookup;
   dnsTimeoutMs: number;
   keepAliveMs: number;
+  /** Local address outbound TCP connections leave from (a node's --egress-address); default any. */
+  localAddress?: string;
 }
 
 export const DEFAULT_DNS_TIMEOUT_MS = 5000;
@@ -101,7 +103,7 @@ export async function dialTcp(host: string, port: number, policy: EgressPolicy, 
   const { address } = await resolveHost(host, policy, dial);
   return new Promise((resolve, reject) => {
     const onread = onData ? pooledReads(onData) : undefined;
-    const sock = connect({ host: address, port, allowHalfOpen: true, noDelay: true, keepAlive: true, keepAliveInitialDelay: dial.keepAliveMs, ...(onread ? { onread } : {}) });
+    const sock = connect({ host: address, port, allowHalfOpen: true, noDelay: true, keepAlive: true, keepAliveInitialDelay: dial.keepAliveMs, ...(dial.localAddress ? { localAddress: dial.localAddress } : {}), ...(onread ? { onread } : {}) });
     const timer = setTimeout(() => {
       sock.destroy();
       reject(new Error('connect timeout'));

@@ -1,3 +1,4 @@
+import { clusterSignals } from '../cluster/node-channel.ts';
 import type { FastifyInstance } from 'fastify';
 import { ApiError } from '../contract/errors.ts';
 import {
@@ -46,6 +47,7 @@ export async function limitRoutes(app: FastifyInstance, ctx: Services): Promise<
         const { customerId } = callerOf(request);
         const saved = await ctx.data.patchLimits(customerId, scope, request.body);
         ctx.dataPlane?.limitsChanged(customerId);
+        clusterSignals.emit('changed');
         return saved;
       },
     });
@@ -57,6 +59,7 @@ export async function limitRoutes(app: FastifyInstance, ctx: Services): Promise<
         const { customerId } = callerOf(request);
         if (!(await ctx.data.deleteLimits(customerId, scope))) throw notSet();
         ctx.dataPlane?.limitsChanged(customerId);
+        clusterSignals.emit('changed');
         return reply.code(204).send();
       },
     });

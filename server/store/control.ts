@@ -55,6 +55,8 @@ const OPS = [
   'placementOf',
   'placedNodes',
   'sessionsOnNode',
+  'applyNodeReport',
+  'nodeReportSeq',
 ] as const satisfies readonly SharedStoreOps[];
 // Compile-time: OPS names every shared operation (a new one added to SharedStoreOps fails here).
 type Missing = Exclude<SharedStoreOps, (typeof OPS)[number]>;

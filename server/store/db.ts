@@ -98,6 +98,9 @@ const MIGRATIONS: string[] = [
   );
   CREATE INDEX placements_by_node ON session_placements (node_id);
   `,
+  // 4: the last report (by sequence number) applied per node (`node run`), so that a report
+  // resent after a lost acknowledgement is not counted twice, whichever process receives it.
+  `ALTER TABLE nodes ADD COLUMN report_seq INTEGER NOT NULL DEFAULT 0;`,
 ];
 
 /** The database file's name inside the data folder. */

@@ -78,11 +78,13 @@ export function lockDataDir(dataDir: string): () => void {
  * Sessions left `active` by a process that died with connections open: closed as the data
  * plane closes a session whose last connection ends (reusable → idle, one-shot → ended; the
  * last saved duration and counters are kept), with its session_stats and session_end events.
- * Only called with the folder's lock held, so no live process owns these sessions.
+ * Only called with the folder's lock held, so no live process owns these sessions. Sessions
+ * placed on a data-plane node are the node's (`node run` keeps carrying them): left as they are.
  */
 export function repairAfterCrash(store: Store, publish: (e: EventInput) => void, log: Logger): number {
   const left = store.db.prepare(
-    `SELECT id, customer_id, reusable, uploaded_bytes, downloaded_bytes, duration FROM sessions WHERE status = 'active'`,
+    `SELECT id, customer_id, reusable, uploaded_bytes, downloaded_bytes, duration FROM sessions WHERE status = 'active'
+       AND id NOT IN (SELECT session_id FROM session_placements)`,
   ).all() as { id: string; customer_id: string; reusable: number; uploaded_bytes: number; downloaded_bytes: number; duration: number }[];
   for (const s of left) {
     store.saveRuntime(s.id, { status: s.reusable ? 'idle' : 'ended' });

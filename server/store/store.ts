@@ -36,6 +36,16 @@ export const NODE_TOKEN_PREFIX = 'vadn_';
 export const NODE_UP_SECONDS = 10;
 
 /** A data-plane node of the catalogue (the same shape from SQLite and from PostgreSQL). */
+/** What one report of a node adds to one session (store.applyNodeReport). */
+export interface NodeReportAdd {
+  id: string;
+  uploaded_bytes: number;
+  downloaded_bytes: number;
+  status?: SessionStatus;
+  duration?: number;
+  connections?: number;
+}
+
 export interface NodeInfo {
   id: string;
   name: string;
@@ -444,6 +454,32 @@ export class Store {
       this.q('DELETE FROM session_placements WHERE node_id = ?').run(node.id);
       this.q('DELETE FROM nodes WHERE id = ?').run(node.id);
       return node;
+    });
+  }
+
+  /** The last report seq applied for the node (0: none; undefined: no such node). */
+  nodeReportSeq(nodeId: string): number | undefined {
+    return (this.q('SELECT report_seq FROM nodes WHERE id = ?').get(nodeId) as { report_seq: number } | undefined)?.report_seq;
+  }
+
+  /**
+   * Applies one report of a node (`node run`) at most once: when `seq` is above the last one
+   * applied for the node, ADDS the byte counts to the sessions placed on it (others are
+   * skipped), sets their other runtime fields and records `seq`, in one transaction. Returns
+   * false (and changes nothing) for a report already applied.
+   */
+  applyNodeReport(nodeId: string, seq: number, adds: NodeReportAdd[]): boolean {
+    return this.transaction(() => {
+      const r = this.q('UPDATE nodes SET report_seq = ? WHERE id = ? AND report_seq < ?').run(seq, nodeId, seq);
+      if (Number(r.changes) === 0) return false;
+      for (const a of adds) {
+        this.q(
+          `UPDATE sessions SET uploaded_bytes = uploaded_bytes + ?, downloaded_bytes = downloaded_bytes + ?,
+             status = COALESCE(?, status), duration = COALESCE(?, duration), connections = COALESCE(?, connections)
+           WHERE id = ? AND id IN (SELECT session_id FROM session_placements WHERE node_id = ?)`,
+        ).run(a.uploaded_bytes, a.downloaded_bytes, a.status ?? null, a.duration ?? null, a.connections ?? null, a.id, nodeId);
+      }
+      return true;
     });
   }
 

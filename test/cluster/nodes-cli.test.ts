@@ -127,7 +127,7 @@ test('node add prints only the token; a zone with no up node is unavailable; tou
   assert.equal(await store.placementOf(second.json.id), undefined, 'its placements go with it');
   assert.equal(cli(['node', 'remove', 'sao-2', '--database', url]).status, 2);
   assert.doesNotMatch(cli(['node', 'list', '--database', url]).stdout, /sao-2/);
-  assert.match(cli(['node', 'run']).stderr, /not built yet/);
+  assert.match(cli(['node', 'run']).stderr, /node run needs --control/);
 });
 
 test('node add, list and remove on a data folder (SQLite), and a touched node makes its zone active there too', () => {

@@ -100,6 +100,8 @@ export const PG_MIGRATIONS: string[] = [
   );
   CREATE INDEX placements_by_node ON session_placements (node_id);
   `,
+  // 2: the last report (by sequence number) applied per node (`node run`): see SQLite's 4.
+  `ALTER TABLE nodes ADD COLUMN report_seq BIGINT NOT NULL DEFAULT 0;`,
 ];
 
 /** An arbitrary constant naming "the schema migration" among advisory locks. */

@@ -25,7 +25,7 @@ import type pg from 'pg';
 import type { EventInsert, LimitScope, LimitValues, RuntimePatch, SessionRow } from '../../domain.ts';
 import type { EventType, LimitsRecord, SessionEvent } from '../../contract/schemas.ts';
 import { isoNow } from '../../time.ts';
-import type { EventFilter, NodeInfo, NodePorts, Role, SessionFilter, Store, TokenInfo } from '../store.ts';
+import type { EventFilter, NodeInfo, NodePorts, NodeReportAdd, Role, SessionFilter, Store, TokenInfo } from '../store.ts';
 import { hashToken, NODE_TOKEN_PREFIX, NODE_UP_SECONDS } from '../store.ts';
 import { mapDatabaseError, openPool, type PoolOptions } from './pool.ts';
 import { migrate } from './schema.ts';
@@ -81,7 +81,9 @@ export type SharedStoreOps =
   | 'placeSession'
   | 'placementOf'
   | 'placedNodes'
-  | 'sessionsOnNode';
+  | 'sessionsOnNode'
+  | 'applyNodeReport'
+  | 'nodeReportSeq';
 
 /**
  * The SQLite Store's shared operations, Promise-returning: what services written for either
@@ -598,6 +600,28 @@ export class PgStore {
       if (!node) return undefined;
       await tx.rows(`DELETE FROM nodes WHERE id = $1 RETURNING pg_notify('${CHANNELS.nodes}', id)`, [node.id]);
       return node;
+    });
+  }
+
+  async nodeReportSeq(nodeId: string): Promise<number | undefined> {
+    const r = await this.row<{ report_seq: string }>('SELECT report_seq FROM nodes WHERE id = $1', [nodeId]);
+    return r ? Number(r.report_seq) : undefined;
+  }
+
+  /** Applies one report of a node at most once (see the SQLite Store's applyNodeReport). */
+  async applyNodeReport(nodeId: string, seq: number, adds: NodeReportAdd[]): Promise<boolean> {
+    return this.transaction(async (tx) => {
+      const done = await tx.rows<{ id: string }>('UPDATE nodes SET report_seq = $1 WHERE id = $2 AND report_seq < $1 RETURNING id', [seq, nodeId]);
+      if (done.length === 0) return false;
+      for (const a of adds) {
+        await tx.rows(
+          `UPDATE sessions SET uploaded_bytes = uploaded_bytes + $1, downloaded_bytes = downloaded_bytes + $2,
+             status = COALESCE($3, status), duration = COALESCE($4, duration), connections = COALESCE($5, connections)
+           WHERE id = $6 AND id IN (SELECT session_id FROM session_placements WHERE node_id = $7)`,
+          [a.uploaded_bytes, a.downloaded_bytes, a.status ?? null, a.duration ?? null, a.connections ?? null, a.id, nodeId],
+        );
+      }
+      return true;
     });
   }
 

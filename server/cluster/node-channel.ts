@@ -1,0 +1,225 @@
+// The control plane's end of a data-plane node's channel (`vpn-access node run`, server/node/run.ts):
+// a WebSocket at NODE_CHANNEL_PATH on the API port, authenticated by the node's token (its own
+// kind, hashed in the nodes table; API tokens never match). Works on SQLite and PostgreSQL alike
+// through services.data. Messages are JSON, one per frame:
+//
+//   node → control plane
+//     {type:'report', seq, ports, counters:{[session]:{up,down,status?,duration?,connections?}}, events:[...]}
+//       at least every second: it is the node's contact (touchNode with its ports); seq 0 is
+//       contact only (nothing to count), not acknowledged.
+//       `up`/`down` are bytes moved since the node's previous report: they are ADDED to the
+//       session's stored counters, never written over them. Each report is acknowledged by its
+//       seq; a seq at or below the last one applied for this node is acknowledged again and
+//       otherwise ignored, so a report resent after a lost acknowledgement is not counted twice.
+//   control plane → node
+//     {type:'state', sessions, limits, sums}  the sessions placed on the node, their customers'
+//       limits and counter sums; sent on connect and whenever it changed (checked every
+//       STATE_MS, and at once after a pause or limits change made through this process or,
+//       on PostgreSQL, announced by another instance's NOTIFY on vad_sessions/vad_limits/vad_nodes);
+//     {type:'ack', seq}  (also on connect, with hello: the last seq applied for the node);
+//     {type:'removed'}  the node was removed from the catalogue: it cuts all and stops.
+//
+// A node may act only on sessions placed on it: counters and events of any other session are dropped.
+// The last applied seq per node is stored with the node (nodes.report_seq), in the transaction
+// that adds the report's counters, so no instance of the cluster counts a report twice.
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { EventEmitter } from 'node:events';
+import { WebSocketServer, type WebSocket } from 'ws';
+import type { EventInput, EventType, LimitScope, LimitValues, SessionRow } from '../domain.ts';
+import type { NodeInfo, NodeReportAdd } from '../store/store.ts';
+import type { Services } from '../services.ts';
+
+export const NODE_CHANNEL_PATH = '/v2/node/channel';
+/** How often the state sent to a node is rebuilt and compared with the last one sent. */
+const STATE_MS = 250;
+const EVENT_TYPES = new Set<EventType>(['session_start', 'session_stats', 'session_heartbeat', 'session_end']);
+const SCOPES: LimitScope[] = ['global', 'client', 'session'];
+const MAX_EVENTS_PER_REPORT = 10_000;
+
+/** In-process signal: a pause or a limits change was stored here; channels re-send state at once. */
+export const clusterSignals = new EventEmitter();
+clusterSignals.setMaxListeners(0);
+
+export interface NodeState {
+  type: 'state';
+  sessions: SessionRow[];
+  limits: Record<string, Partial<Record<LimitScope, LimitValues | null>>>;
+  /** Counter sums by customer id, and by `customer\u0000client`. */
+  sums: Record<string, { up: number; down: number }>;
+}
+
+type CounterDelta = { up?: number; down?: number; status?: SessionRow['status']; duration?: number; connections?: number };
+
+export interface NodeChannel {
+  /** Takes the upgrade when its path is the channel's; returns false otherwise. */
+  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): boolean;
+  close(): void;
+}
+
+const nonNeg = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) && v > 0 ? Math.floor(v) : 0);
+
+export function createNodeChannel(services: Services): NodeChannel {
+  const { data, log } = services;
+  const wss = new WebSocketServer({ noServer: true, maxPayload: 16 * 1024 * 1024 });
+  /** Reports are applied one at a time per node (a resend must see the seq of the one before). */
+  const chains = new Map<string, Promise<void>>();
+
+  async function buildState(node: NodeInfo): Promise<NodeState> {
+    const sessions = await data.sessionsOnNode(node.id);
+    const limits: NodeState['limits'] = {};
+    const sums: NodeState['sums'] = {};
+    for (const s of sessions) {
+      if (!limits[s.customer_id]) {
+        const values = await Promise.all(SCOPES.map((scope) => data.getLimits(s.customer_id, scope)));
+        limits[s.customer_id] = Object.fromEntries(SCOPES.map((scope, i) => [scope, values[i] ?? null]));
+        const c = await data.sumCounters(s.customer_id);
+        sums[s.customer_id] = { up: c.uploaded_bytes, down: c.downloaded_bytes };
+      }
+      const key = `${s.customer_id}\u0000${s.client_id}`;
+      if (!sums[key]) {
+        const c = await data.sumCounters(s.customer_id, s.client_id);
+        sums[key] = { up: c.uploaded_bytes, down: c.downloaded_bytes };
+      }
+    }
+    return { type: 'state', sessions, limits, sums };
+  }
+
+  async function apply(node: NodeInfo, msg: { seq: number; counters?: Record<string, CounterDelta>; events?: EventInput[] }): Promise<void> {
+    const placed = new Map((await data.sessionsOnNode(node.id)).map((s) => [s.id, s]));
+    const adds: NodeReportAdd[] = [];
+    for (const [id, d] of Object.entries(msg.counters ?? {})) {
+      if (!placed.has(id) || !d || typeof d !== 'object') continue;
+      adds.push({
+        id,
+        uploaded_bytes: nonNeg(d.up),
+        downloaded_bytes: nonNeg(d.down),
+        ...(d.status === 'active' || d.status === 'idle' || d.status === 'ended' || d.status === 'created' ? { status: d.status } : {}),
+        ...(typeof d.duration === 'number' ? { duration: nonNeg(d.duration) } : {}),
+        ...(typeof d.connections === 'number' ? { connections: nonNeg(d.connections) } : {}),
+      });
+    }
+    // Counters and the node's last applied seq in one transaction: a resent report adds nothing.
+    if (!(await data.applyNodeReport(node.id, msg.seq, adds))) return;
+    // Events after the commit: a crash between the two drops them (never counts bytes twice).
+    for (const e of (msg.events ?? []).slice(0, MAX_EVENTS_PER_REPORT)) {
+      const row = e && placed.get(e.sessionId);
+      if (!row || !EVENT_TYPES.has(e.type)) continue;
+      await services.publish({
+        customerId: row.customer_id,
+        sessionId: row.id,
+        type: e.type,
+        duration: nonNeg(e.duration),
+        uploaded_bytes: nonNeg(e.uploaded_bytes),
+        downloaded_bytes: nonNeg(e.downloaded_bytes),
+      });
+    }
+  }
+
+  function serveNode(ws: WebSocket, first: NodeInfo): void {
+    const node = first;
+    const short = node.id.slice(0, 8);
+    log.info({ node: node.name, id: short }, 'node connected');
+    let lastSent = '';
+    let closed = false;
+    let building = false;
+    const sendState = async () => {
+      if (closed || building) return;
+      building = true;
+      try {
+        if (!(await data.getNode(node.id))) {
+          ws.send(JSON.stringify({ type: 'removed' }));
+          ws.close(1000, 'node removed');
+          return;
+        }
+        const text = JSON.stringify(await buildState(node));
+        if (text !== lastSent && !closed) {
+          ws.send(text);
+          lastSent = text;
+        }
+      } catch (err) {
+        log.warn({ node: node.name, err: String(err) }, 'building a node\'s state failed');
+      } finally {
+        building = false;
+      }
+    };
+    // The last report applied for this node, as an acknowledgement: the node drops what it
+    // still holds up to it and numbers new reports after it (a node that lost its data folder).
+    data.nodeReportSeq(node.id).then(
+      (seq) => {
+        if (!closed && seq !== undefined) ws.send(JSON.stringify({ type: 'ack', seq, hello: true }));
+      },
+      (err: unknown) => log.warn({ node: node.name, err: String(err) }, 'reading a node\'s last report failed'),
+    );
+    const timer = setInterval(() => void sendState(), STATE_MS);
+    const onSignal = () => void sendState();
+    clusterSignals.on('changed', onSignal);
+    void sendState();
+
+    ws.on('message', (raw) => {
+      let msg: { type?: string; seq?: unknown; ports?: Record<string, number | null>; counters?: Record<string, CounterDelta>; events?: EventInput[] };
+      try {
+        msg = JSON.parse(String(raw));
+      } catch {
+        ws.close(1003, 'not JSON');
+        return;
+      }
+      if (msg.type !== 'report' || typeof msg.seq !== 'number' || !Number.isSafeInteger(msg.seq) || msg.seq < 0) return;
+      const seq = msg.seq;
+      const p = msg.ports ?? {};
+      const ports = {
+        vless_ws_port: typeof p.vless_ws_port === 'number' ? p.vless_ws_port : null,
+        vless_tcp_port: typeof p.vless_tcp_port === 'number' ? p.vless_tcp_port : null,
+        proxy_port: typeof p.proxy_port === 'number' ? p.proxy_port : null,
+      };
+      const prev = chains.get(node.id) ?? Promise.resolve();
+      const next = prev
+        .then(async () => {
+          await data.touchNode(node.id, ports);
+          if (seq === 0) return; // contact only
+          await apply(node, { seq, counters: msg.counters, events: msg.events });
+          if (!closed) ws.send(JSON.stringify({ type: 'ack', seq }));
+        })
+        .catch((err: unknown) => log.warn({ node: node.name, err: String(err) }, 'applying a node report failed; the node resends it'));
+      chains.set(node.id, next);
+    });
+    ws.on('close', () => {
+      closed = true;
+      clearInterval(timer);
+      clusterSignals.off('changed', onSignal);
+      log.info({ node: node.name, id: short }, 'node disconnected');
+    });
+    ws.on('error', () => ws.terminate());
+  }
+
+  return {
+    handleUpgrade(req, socket, head) {
+      const path = (req.url ?? '').split('?')[0];
+      if (path !== NODE_CHANNEL_PATH) return false;
+      const auth = req.headers.authorization ?? '';
+      const token = auth.startsWith('Bearer ') ? auth.slice(7).trim() : '';
+      const refuse = (status: number, text: string) => {
+        socket.end(`HTTP/1.1 ${status} ${text}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+      };
+      if (!token) {
+        refuse(401, 'Unauthorized');
+        return true;
+      }
+      data.findNodeByToken(token).then(
+        (node) => {
+          if (!node) return refuse(401, 'Unauthorized');
+          wss.handleUpgrade(req, socket, head, (ws) => serveNode(ws, node));
+        },
+        (err: unknown) => {
+          log.warn({ err: String(err) }, 'looking up a node token failed');
+          refuse(503, 'Service Unavailable');
+        },
+      );
+      return true;
+    },
+    close() {
+      for (const ws of wss.clients) ws.terminate();
+      wss.close();
+    },
+  };
+}

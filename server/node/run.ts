@@ -1,0 +1,344 @@
+// `vpn-access node run`: a data-plane node of the cluster. It runs the same data plane as
+// `serve` (server/dataplane) with its own DataPlaneDeps, and connects OUT to the control plane
+// over a WebSocket (server/cluster/node-channel.ts describes the messages):
+//
+//  - what it may carry: only the sessions the control plane placed on it, with their customers'
+//    limits and counter sums (the `state` message, re-sent on every change). Pause and a session
+//    no longer placed here cut its connections at once; `removed` cuts all and stops the node.
+//  - what it reports: counter DELTAS (bytes moved since the previous report) and the session
+//    events, at least every second. Each report has a sequence number and stays in
+//    <data-dir>/node-reports.json until the control plane acknowledges it, so neither a
+//    control-plane restart nor a node restart loses a counted byte; reports are resent after a
+//    reconnection and the control plane ignores a seq it already applied.
+//  - without a reachable control plane it keeps carrying the sessions it knows with the last
+//    limits it had, and reconnects with backoff, trying the control URLs in turn.
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { join } from 'node:path';
+import WebSocket from 'ws';
+import { createDataPlane } from '../dataplane/index.ts';
+import type { DataPlane, DataPlaneDeps } from '../dataplane/api.ts';
+import type { EventInput, LimitScope, LimitValues, Logger, RuntimePatch, SessionRow } from '../domain.ts';
+import { NODE_CHANNEL_PATH, type NodeState } from '../cluster/node-channel.ts';
+
+export interface NodeRunOptions {
+  controls: string[];
+  token: string;
+  host: string;
+  port: number;
+  vlessTcpPort: number | null;
+  proxyPort: number | null;
+  egress: 'public-only' | 'lan' | 'allow-all';
+  egressAddress?: string;
+  dataDir: string;
+  /** PEM CA certificate(s) trusted for an https/wss control URL (else the system's). */
+  controlCa?: string;
+  wsPath?: string;
+  log: Logger;
+}
+
+/** How often a report (deltas, events, contact) is sent. */
+const REPORT_MS = 500;
+const BACKOFF_MIN_MS = 250;
+const BACKOFF_MAX_MS = 5_000;
+/** Events kept per unsent report while offline (the oldest go first beyond it). */
+const MAX_EVENTS = 10_000;
+
+type Delta = { up: number; down: number; status?: RuntimePatch['status']; duration?: number; connections?: number };
+interface Report {
+  seq: number;
+  counters: Record<string, Delta>;
+  events: EventInput[];
+}
+
+/** The node's synchronous store for the data plane: the last state the control plane sent. */
+class NodeView implements Pick<DataPlaneDeps['store'], 'getSession' | 'saveRuntime' | 'getLimits' | 'sumCounters'> {
+  sessions = new Map<string, SessionRow>();
+  limits: NodeState['limits'] = {};
+  sums: NodeState['sums'] = {};
+  /** Deltas not yet put in a report. */
+  pending = new Map<string, Delta>();
+  events: EventInput[] = [];
+  private readonly base = new Map<string, { up: number; down: number }>();
+  dataPlane: DataPlane | null = null;
+
+  getSession(id: string): SessionRow | undefined {
+    const row = this.sessions.get(id);
+    if (!row) return undefined;
+    if (this.dataPlane?.live(id)) return row;
+    // The runtime starts this session's totals from here: what is not yet reported counts too.
+    const p = this.pending.get(id);
+    const start = { up: row.uploaded_bytes + (p?.up ?? 0), down: row.downloaded_bytes + (p?.down ?? 0) };
+    this.base.set(id, start);
+    return { ...row, uploaded_bytes: start.up, downloaded_bytes: start.down };
+  }
+
+  saveRuntime(id: string, patch: RuntimePatch): void {
+    const base = this.base.get(id) ?? { up: 0, down: 0 };
+    const up = patch.uploaded_bytes ?? base.up;
+    const down = patch.downloaded_bytes ?? base.down;
+    let d = this.pending.get(id);
+    if (!d) this.pending.set(id, (d = { up: 0, down: 0 }));
+    d.up += Math.max(0, up - base.up);
+    d.down += Math.max(0, down - base.down);
+    this.base.set(id, { up: Math.max(up, base.up), down: Math.max(down, base.down) });
+    if (patch.status !== undefined) d.status = patch.status;
+    if (patch.duration !== undefined) d.duration = patch.duration;
+    if (patch.connections !== undefined) d.connections = patch.connections;
+  }
+
+  getLimits(customerId: string, scope: LimitScope): LimitValues | undefined {
+    return this.limits[customerId]?.[scope] ?? undefined;
+  }
+
+  sumCounters(customerId: string, clientId?: string): { uploaded_bytes: number; downloaded_bytes: number } {
+    const s = this.sums[clientId === undefined ? customerId : `${customerId}\u0000${clientId}`];
+    return { uploaded_bytes: s?.up ?? 0, downloaded_bytes: s?.down ?? 0 };
+  }
+}
+
+export interface RunningNode {
+  ports: { vless_ws_port: number; vless_tcp_port: number | null; proxy_port: number | null };
+  /** Resolves with why the node stopped ('removed' when the control plane removed it, 'closed'). */
+  stopped: Promise<'removed' | 'closed'>;
+  close(): Promise<void>;
+}
+
+function channelUrl(control: string): string {
+  const u = new URL(control);
+  if (u.protocol === 'http:') u.protocol = 'ws:';
+  else if (u.protocol === 'https:') u.protocol = 'wss:';
+  u.pathname = u.pathname.replace(/\/+$/, '') + NODE_CHANNEL_PATH;
+  return u.toString();
+}
+
+export async function runNode(opts: NodeRunOptions): Promise<RunningNode> {
+  const { log } = opts;
+  mkdirSync(opts.dataDir, { recursive: true });
+  const file = join(opts.dataDir, 'node-reports.json');
+
+  // Unacknowledged reports, oldest first, as left by a previous run.
+  let unacked: Report[] = [];
+  let nextSeq = 1;
+  try {
+    const saved = JSON.parse(readFileSync(file, 'utf8')) as { nextSeq: number; reports: Report[] };
+    unacked = saved.reports ?? [];
+    nextSeq = Math.max(saved.nextSeq ?? 1, ...unacked.map((r) => r.seq + 1));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') log.warn({ err: String(err) }, 'the saved node reports could not be read; starting without them');
+  }
+  /**
+   * Seqs that were ever sent (or come from a previous run): such a report may have been applied
+   * already, so it never takes more deltas; only a report never sent is merged into (offline).
+   */
+  const sealed = new Set<number>(unacked.map((r) => r.seq));
+  const persist = () => {
+    const tmp = `${file}.tmp`;
+    writeFileSync(tmp, JSON.stringify({ nextSeq, reports: unacked }));
+    renameSync(tmp, file);
+  };
+
+  const view = new NodeView();
+  const dataPlane = createDataPlane({
+    store: view,
+    events: { publish: (e) => void view.events.push(e) },
+    zones: { list: () => [] },
+    log,
+    config: {
+      host: opts.host,
+      vlessTcpPort: opts.vlessTcpPort,
+      proxyPort: opts.proxyPort,
+      wsPath: opts.wsPath ?? '/vless',
+      statsIntervalMs: 5000,
+      heartbeatIntervalMs: 30_000,
+      egress: opts.egress,
+      egressAddress: opts.egressAddress,
+    },
+  });
+  view.dataPlane = dataPlane;
+
+  const http: Server = createServer((_req, res) => {
+    res.writeHead(404, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ error: { code: 'not_found', message: 'This is a data-plane node: only VLESS over WebSocket is served here.', details: {} } }));
+  });
+  http.on('upgrade', (req, socket, head) => {
+    if (!dataPlane.handleUpgrade(req, socket, head)) socket.destroy();
+  });
+  await new Promise<void>((resolve, reject) => {
+    http.once('error', reject);
+    http.listen(opts.port, opts.host, () => {
+      http.off('error', reject);
+      resolve();
+    });
+  });
+  const started = await dataPlane.start();
+  const address = http.address();
+  const ports = {
+    vless_ws_port: typeof address === 'object' && address ? address.port : opts.port,
+    vless_tcp_port: started.vlessTcpPort,
+    proxy_port: started.proxyPort,
+  };
+
+  // State from the control plane
+  const applyState = (state: NodeState) => {
+    const before = view.sessions;
+    const oldLimits = view.limits;
+    view.sessions = new Map(state.sessions.map((s) => [s.id, s]));
+    view.limits = state.limits;
+    view.sums = state.sums;
+    for (const [id] of before) {
+      const now = view.sessions.get(id);
+      // No longer placed here, or paused: cut its connections here.
+      if ((!now || now.paused) && dataPlane.live(id)) dataPlane.pause(id);
+    }
+    for (const s of state.sessions) if (s.paused && dataPlane.live(s.id)) dataPlane.pause(s.id);
+    for (const c of Object.keys(state.limits)) if (JSON.stringify(oldLimits[c]) !== JSON.stringify(state.limits[c])) dataPlane.limitsChanged(c);
+  };
+
+  // Reports
+  let ws: WebSocket | null = null;
+  let connected = false;
+  /** Reports are sent once the control plane said which seq it applied last (its hello ack). */
+  let greeted = false;
+  const send = (r: Report) => {
+    if (!ws || !connected || !greeted) return;
+    sealed.add(r.seq);
+    ws.send(JSON.stringify({ type: 'report', seq: r.seq, ports, counters: r.counters, events: r.events }));
+  };
+  const tick = () => {
+    const hasData = view.pending.size > 0 || view.events.length > 0;
+    if (hasData) {
+      const last = unacked.at(-1);
+      // While nothing is sent (offline), deltas go into one report: the file stays small.
+      let r: Report;
+      if (last && !sealed.has(last.seq)) r = last;
+      else unacked.push((r = { seq: nextSeq++, counters: {}, events: [] }));
+      for (const [id, d] of view.pending) {
+        const c = (r.counters[id] ??= { up: 0, down: 0 });
+        c.up += d.up;
+        c.down += d.down;
+        if (d.status !== undefined) c.status = d.status;
+        if (d.duration !== undefined) c.duration = d.duration;
+        if (d.connections !== undefined) c.connections = d.connections;
+      }
+      r.events.push(...view.events);
+      if (r.events.length > MAX_EVENTS) r.events.splice(0, r.events.length - MAX_EVENTS);
+      view.pending.clear();
+      view.events = [];
+      try {
+        persist();
+      } catch (err) {
+        log.error({ err: String(err) }, 'saving node reports failed');
+      }
+      send(r);
+    } else if (ws && connected) {
+      ws.send(JSON.stringify({ type: 'report', seq: 0, ports }));
+    }
+  };
+  const timer = setInterval(tick, REPORT_MS);
+
+  // The channel: connect, fail over, back off
+  let stopping = false;
+  let resolveStopped!: (why: 'removed' | 'closed') => void;
+  const stopped = new Promise<'removed' | 'closed'>((r) => (resolveStopped = r));
+  let attempt = 0;
+  let backoff = BACKOFF_MIN_MS;
+  let retry: NodeJS.Timeout | null = null;
+  const ca = opts.controlCa;
+
+  const connect = () => {
+    if (stopping) return;
+    const url = channelUrl(opts.controls[attempt % opts.controls.length]);
+    attempt++;
+    const sock = new WebSocket(url, { headers: { authorization: `Bearer ${opts.token}` }, handshakeTimeout: 5000, ...(ca ? { ca } : {}) });
+    ws = sock;
+    sock.on('open', () => {
+      connected = true;
+      greeted = false;
+      backoff = BACKOFF_MIN_MS;
+      log.info({ control: new URL(url).host }, 'connected to the control plane');
+      sock.send(JSON.stringify({ type: 'report', seq: 0, ports }));
+    });
+    sock.on('message', (raw) => {
+      let msg: { type?: string; seq?: number; hello?: boolean } & Partial<NodeState>;
+      try {
+        msg = JSON.parse(String(raw));
+      } catch {
+        return;
+      }
+      if (msg.type === 'state') applyState(msg as NodeState);
+      else if (msg.type === 'ack' && typeof msg.seq === 'number') {
+        if (msg.seq >= nextSeq) {
+          // The control plane applied seqs this node never issued (its data folder was lost):
+          // what it holds was not applied; renumber it after the control plane's last.
+          let seq = msg.seq;
+          for (const r of unacked) r.seq = ++seq;
+          nextSeq = seq + 1;
+          sealed.clear();
+        }
+        unacked = unacked.filter((r) => r.seq > msg.seq!);
+        for (const q of sealed) if (q <= msg.seq) sealed.delete(q);
+        try {
+          persist();
+        } catch (err) {
+          log.error({ err: String(err) }, 'saving node reports failed');
+        }
+        if (msg.hello) {
+          greeted = true;
+          for (const r of unacked) send(r);
+        }
+      } else if (msg.type === 'removed') {
+        log.warn({}, 'this node was removed from the control plane\'s catalogue; stopping');
+        void shutdown('removed');
+      }
+    });
+    sock.on('unexpected-response', (_req, res) => {
+      log.warn({ control: new URL(url).host, status: res.statusCode }, 'the control plane refused the node channel');
+      sock.terminate();
+    });
+    sock.on('error', (err) => log.warn({ control: new URL(url).host, err: err.message }, 'node channel error'));
+    sock.on('close', () => {
+      if (ws === sock) {
+        ws = null;
+        connected = false;
+      }
+      if (stopping) return;
+      // Trying the next URL at once after a failure, then waiting once all were tried.
+      const wait = attempt % opts.controls.length === 0 ? backoff : 0;
+      if (wait) backoff = Math.min(BACKOFF_MAX_MS, backoff * 2);
+      retry = setTimeout(connect, wait);
+    });
+  };
+
+  const shutdown = async (why: 'removed' | 'closed') => {
+    if (stopping) return;
+    stopping = true;
+    if (retry) clearTimeout(retry);
+    await dataPlane.close();
+    clearInterval(timer);
+    // The data plane's last counters: into a report that the next run sends.
+    tick();
+    if (ws) {
+      const sock = ws;
+      // A moment for the last report to be acknowledged.
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, 500);
+        sock.once('close', () => {
+          clearTimeout(t);
+          resolve();
+        });
+        if (why === 'removed' || unacked.length === 0) {
+          clearTimeout(t);
+          resolve();
+        }
+      });
+      sock.close();
+    }
+    await new Promise<void>((resolve) => http.close(() => resolve()));
+    http.closeAllConnections();
+    resolveStopped(why);
+  };
+
+  connect();
+  return { ports, stopped, close: () => shutdown('closed') };
+}
