@@ -1,0 +1,136 @@
+// `vpn-access node add|list|remove` (the catalogue's data-plane nodes) and `node run` (a
+// data-plane node itself: server/node/run.ts, imported only when it runs).
+import { readFileSync } from 'node:fs';
+import { homedir, networkInterfaces } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { createLogger } from '../log.ts';
+import { clearTextReach, isWildcardHost } from '../public-host.ts';
+import { env, fail, openStore, port } from './shared.ts';
+
+const NODE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
+const ZONE_CODE = /^[a-z0-9-]{2,32}$/;
+const HOST = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]{1,253}|[0-9A-Fa-f:.]+)$/;
+
+/** `node run`: a data-plane node (server/node/run.ts); runs until SIGINT/SIGTERM or its removal. */
+async function nodeRun(argv: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      control: { type: 'string' },
+      token: { type: 'string' },
+      host: { type: 'string' },
+      port: { type: 'string' },
+      'vless-tcp-port': { type: 'string' },
+      'proxy-port': { type: 'string' },
+      egress: { type: 'string' },
+      'egress-address': { type: 'string' },
+      'data-dir': { type: 'string' },
+      'control-ca': { type: 'string' },
+    },
+  });
+  const controls = (values.control ?? '').split(',').map((u) => u.trim()).filter(Boolean);
+  if (controls.length === 0) fail('node run needs --control URL[,URL...] (the control plane\'s API address, e.g. http://10.0.0.1:8787)');
+  for (const u of controls) {
+    let ok = false;
+    try {
+      ok = ['http:', 'https:', 'ws:', 'wss:'].includes(new URL(u).protocol);
+    } catch {
+      /* reported below */
+    }
+    if (!ok) fail(`--control takes http(s):// or ws(s):// URLs, not "${u}"`);
+  }
+  const token = values.token ?? env.VPN_ACCESS_NODE_TOKEN;
+  if (!token || !token.startsWith('vadn_')) fail('node run needs --token NODE_TOKEN (what `node add` printed)');
+  const host = values.host ?? '127.0.0.1';
+  if (!HOST.test(host)) fail(`--host takes an address, not "${host}"`);
+  // The node's listeners have no TLS yet: clear text never beyond the local network.
+  if (clearTextReach(host, isWildcardHost(host) ? '127.0.0.1' : host, networkInterfaces()) === 'internet') {
+    fail(`refusing to run a node without TLS beyond the local network (--host ${host}); bind a loopback or private address`);
+  }
+  const egress = values.egress ?? 'public-only';
+  if (egress !== 'public-only' && egress !== 'lan' && egress !== 'allow-all') fail('--egress takes public-only, lan or allow-all');
+  const egressAddress = values['egress-address'];
+  if (egressAddress !== undefined && !/^[0-9A-Fa-f:.]+$/.test(egressAddress)) fail(`--egress-address takes a local IP address, not "${egressAddress}"`);
+  let controlCa: string | undefined;
+  if (values['control-ca']) {
+    try {
+      controlCa = readFileSync(resolve(values['control-ca']), 'utf8');
+    } catch (err) {
+      fail(`--control-ca: ${(err as Error).message}`);
+    }
+  }
+  const log = createLogger();
+  const { runNode } = await import('../node/run.ts');
+  const node = await runNode({
+    controls,
+    token,
+    host,
+    port: port(values.port, 8787, '--port') ?? 8787,
+    vlessTcpPort: port(values['vless-tcp-port'], 8789, '--vless-tcp-port'),
+    proxyPort: port(values['proxy-port'], 8788, '--proxy-port'),
+    egress,
+    egressAddress,
+    dataDir: resolve(values['data-dir'] ?? join(homedir(), '.local', 'share', 'vpn-access-node')),
+    controlCa,
+    log,
+  }).catch((err: NodeJS.ErrnoException) => {
+    if (err.code === 'EADDRINUSE') fail(`a port is already in use (${err.message}); choose another with --port, --vless-tcp-port or --proxy-port`);
+    throw err;
+  });
+  const p = node.ports;
+  process.stdout.write(`node listening: VLESS ws ${host}:${p.vless_ws_port}, tcp ${p.vless_tcp_port ?? 'off'}, proxy ${p.proxy_port ?? 'off'}\n`);
+  const stop = () => void node.close();
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+  const why = await node.stopped;
+  process.stdout.write(why === 'removed' ? 'node removed from the catalogue; stopped\n' : 'node stopped\n');
+  process.exit(0);
+}
+
+export async function node(argv: string[]): Promise<void> {
+  const [sub, ...rest] = argv;
+  if (sub === 'run') return nodeRun(rest);
+  const { values, positionals } = parseArgs({
+    args: rest,
+    allowPositionals: true,
+    options: {
+      name: { type: 'string' },
+      zone: { type: 'string' },
+      'public-host': { type: 'string' },
+      'data-dir': { type: 'string' },
+      database: { type: 'string' },
+      json: { type: 'boolean' },
+    },
+  });
+  if (sub !== 'add' && sub !== 'list' && sub !== 'remove') fail(`unknown node command "${sub ?? ''}"; use add, list, remove or run`);
+  if (sub === 'add') {
+    if (!values.name || !NODE_NAME.test(values.name)) fail('node add needs --name NAME (letters, digits, ".", "_", "-"; at most 63)');
+    if (values.name === 'local') fail('"local" names this serve process\'s own data plane; choose another name');
+    if (!values.zone || !ZONE_CODE.test(values.zone)) fail('node add needs --zone CODE (a zone code such as de-fra)');
+    if (!values['public-host'] || !HOST.test(values['public-host'])) fail('node add needs --public-host HOST (a host name or address clients connect to)');
+  }
+  if (sub === 'remove' && !positionals[0]) fail('node remove needs the node\'s NAME');
+  const store = await openStore(values);
+  try {
+    if (sub === 'add') {
+      if (await store.getNodeByName(values.name!)) fail(`a node named "${values.name}" exists already`);
+      const { token } = await store.addNode({ name: values.name!, zone: values.zone!, public_host: values['public-host']! });
+      // Only the token, so that scripts can capture it: `TOKEN=$(vpn-access node add ...)`.
+      process.stdout.write(token + '\n');
+    } else if (sub === 'list') {
+      const nodes = await store.listNodes();
+      if (values.json) process.stdout.write(JSON.stringify(nodes, null, 2) + '\n');
+      else if (nodes.length === 0) process.stdout.write('no nodes\n');
+      else
+        for (const n of nodes)
+          process.stdout.write(`${n.name}  ${n.zone}  ${n.up ? 'up' : 'down'}  last contact ${n.last_contact ?? 'never'}  ${n.public_host}\n`);
+    } else {
+      const gone = await store.removeNode(positionals[0]);
+      if (!gone) fail(`no node named "${positionals[0]}"`);
+      process.stdout.write(`removed node ${gone.name} (zone ${gone.zone})\n`);
+    }
+  } finally {
+    await store.close();
+  }
+}

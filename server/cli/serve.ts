@@ -1,0 +1,190 @@
+// `vpn-access serve`: the service headless (API, VLESS over ws and tcp, the proxy, the web UI),
+// on a data folder (SQLite) or with `--database URL` on PostgreSQL. serve.ts (and through it
+// fastify and the data plane) is imported only when it runs, so the other commands start fast.
+import { existsSync, readFileSync } from 'node:fs';
+import { networkInterfaces } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { createLogger } from '../log.ts';
+import { choosePublicHost, clearTextReach, isWildcardHost } from '../public-host.ts';
+import { decideTls, parseTlsMode } from '../tls/mode.ts';
+import { databaseUrl, defaultDataDir, env, fail, port, redactUrl } from './shared.ts';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+function parseRate(value: string): { max: number; windowMs: number } {
+  const m = /^(\d+)\/(\d+)$/.exec(value);
+  if (!m || Number(m[1]) < 1 || Number(m[2]) < 1) fail(`--rate-limit takes REQUESTS/SECONDS, such as 600/60, not "${value}"`);
+  return { max: Number(m[1]), windowMs: Number(m[2]) * 1000 };
+}
+
+function parseHttpTimeouts(value: string): { headersMs: number; requestMs: number; keepAliveMs: number; idleMs: number } {
+  const parts = value.split('/').map(Number);
+  if (parts.length !== 4 || parts.some((n) => !Number.isInteger(n) || n < 1)) {
+    fail(`--http-timeouts takes HEADERS/REQUEST/KEEPALIVE/IDLE in whole seconds, such as 10/30/65/120, not "${value}"`);
+  }
+  const [headers, request, keepAlive, idle] = parts;
+  if (headers > request) fail(`--http-timeouts: the headers timeout (${headers} s) cannot exceed the request timeout (${request} s)`);
+  return { headersMs: headers * 1000, requestMs: request * 1000, keepAliveMs: keepAlive * 1000, idleMs: idle * 1000 };
+}
+
+export async function serve(argv: string[], usage: string): Promise<void> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      host: { type: 'string' },
+      port: { type: 'string' },
+      'data-dir': { type: 'string' },
+      database: { type: 'string' },
+      zones: { type: 'string' },
+      'rate-limit': { type: 'string' },
+      'public-host': { type: 'string' },
+      'vless-tcp-port': { type: 'string' },
+      'proxy-port': { type: 'string' },
+      'link-network': { type: 'string' },
+      tls: { type: 'string' },
+      'tls-cert': { type: 'string' },
+      'tls-watch-interval': { type: 'string' },
+      'acme-domain': { type: 'string' },
+      'acme-email': { type: 'string' },
+      'acme-directory': { type: 'string' },
+      'acme-directory-ca': { type: 'string' },
+      'acme-http-port': { type: 'string' },
+      'tls-key': { type: 'string' },
+      egress: { type: 'string' },
+      'http-timeouts': { type: 'string' },
+      'idle-timeout': { type: 'string' },
+      'no-ui': { type: 'boolean' },
+      quiet: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) {
+    process.stdout.write(usage);
+    return;
+  }
+  const host = values.host ?? env.VPN_ACCESS_HOST ?? '127.0.0.1';
+  const dataDir = resolve(values['data-dir'] ?? defaultDataDir());
+  const database = databaseUrl(values.database ?? env.VPN_ACCESS_DATABASE);
+  const certFile = values['tls-cert'] ?? env.VPN_ACCESS_TLS_CERT;
+  const keyFile = values['tls-key'] ?? env.VPN_ACCESS_TLS_KEY;
+  if (Boolean(certFile) !== Boolean(keyFile)) fail('--tls-cert and --tls-key go together');
+  const tlsText = values.tls ?? env.VPN_ACCESS_TLS;
+  const tlsMode = parseTlsMode(tlsText) ?? (tlsText ? fail(`--tls takes auto, on or off, not "${tlsText}"`) : 'auto');
+  if (tlsMode === 'off' && certFile) fail('--tls off cannot be combined with --tls-cert/--tls-key');
+  const watchText = values['tls-watch-interval'] ?? env.VPN_ACCESS_TLS_WATCH_INTERVAL;
+  const watchMs = watchText === undefined || watchText === '' ? undefined : Number(watchText);
+  if (watchMs !== undefined && (!Number.isInteger(watchMs) || watchMs < 0)) fail(`--tls-watch-interval takes milliseconds (0 or more), not "${watchText}"`);
+  const acmeDomain = values['acme-domain'] ?? env.VPN_ACCESS_ACME_DOMAIN;
+  const acmeEmail = values['acme-email'] ?? env.VPN_ACCESS_ACME_EMAIL;
+  if (Boolean(acmeDomain) !== Boolean(acmeEmail)) fail('--acme-domain and --acme-email go together');
+  if (acmeDomain && certFile) fail('use either --tls-cert/--tls-key or --acme-domain, not both');
+  if (acmeDomain && tlsMode === 'off') fail('--tls off cannot be combined with --acme-domain');
+  const acmeCaFile = values['acme-directory-ca'] ?? env.VPN_ACCESS_ACME_DIRECTORY_CA;
+  const acme = acmeDomain && acmeEmail
+    ? {
+        domain: acmeDomain,
+        email: acmeEmail,
+        directoryUrl: values['acme-directory'] ?? env.VPN_ACCESS_ACME_DIRECTORY,
+        directoryCa: acmeCaFile ? readFileSync(acmeCaFile, 'utf8') : undefined,
+        httpPort: port(values['acme-http-port'] ?? env.VPN_ACCESS_ACME_HTTP_PORT, 80, '--acme-http-port') ?? 80,
+      }
+    : undefined;
+  const egress = values.egress ?? env.VPN_ACCESS_EGRESS ?? 'public-only';
+  if (egress !== 'public-only' && egress !== 'lan' && egress !== 'allow-all') fail('--egress takes public-only, lan or allow-all');
+  const idleText = values['idle-timeout'] ?? env.VPN_ACCESS_IDLE_TIMEOUT;
+  const idleSeconds = idleText === undefined || idleText === '' ? undefined : Number(idleText);
+  if (idleSeconds !== undefined && (!Number.isInteger(idleSeconds) || idleSeconds < 1 || idleSeconds > 86_400)) fail(`--idle-timeout takes whole seconds from 1 to 86400, not "${idleText}"`);
+  const linkNetwork = values['link-network'] ?? env.VPN_ACCESS_LINK_NETWORK ?? 'ws';
+  if (linkNetwork !== 'ws' && linkNetwork !== 'tcp') fail('--link-network takes ws or tcp');
+  const rendererDir = join(ROOT, 'dist', 'renderer');
+  const log = createLogger();
+  // What links name: given, the ACME domain, the bind host, or for a wildcard bind the first
+  // address other machines can use (0.0.0.0 in a link means nothing to a client).
+  const interfaces = networkInterfaces();
+  const givenPublicHost = values['public-host'] ?? env.VPN_ACCESS_PUBLIC_HOST ?? acmeDomain;
+  const publicHost = givenPublicHost ?? choosePublicHost(host, interfaces) ??
+    fail(`--host ${host}: no network interface has an address other machines can use (only loopback or link-local); name the host clients should connect to with --public-host`);
+  if (!givenPublicHost && isWildcardHost(host)) log.info(`public host: ${publicHost} (the first non-internal interface address; --public-host changes it)`);
+  // Clear text (TLS off, by --tls off or by auto for a local public host) never beyond the local network.
+  const tlsDecision = decideTls(tlsMode, publicHost, Boolean(certFile || acme));
+  const reach = tlsDecision.enabled ? null : clearTextReach(host, publicHost, interfaces);
+  if (reach === 'internet') {
+    fail(`refusing to serve without TLS beyond the local network (--host ${host}, public host ${publicHost}): API tokens, session ids ` +
+      '(the VLESS credentials) and traffic would cross the internet in clear text. Use --tls on (or auto with a public --public-host), ' +
+      'or bind a local address; behind a proxy that terminates TLS, bind to 127.0.0.1 and let the proxy connect there.');
+  }
+  const rateText = values['rate-limit'] ?? env.VPN_ACCESS_RATE_LIMIT;
+  const timeoutsText = values['http-timeouts'] ?? env.VPN_ACCESS_HTTP_TIMEOUTS;
+
+  const { startServer } = await import('../serve.ts');
+  const server = await startServer({
+    host,
+    port: port(values.port ?? env.VPN_ACCESS_PORT, 8787, '--port') ?? 8787,
+    dataDir,
+    database,
+    zonesFile: values.zones ?? env.VPN_ACCESS_ZONES,
+    rateLimit: rateText ? parseRate(rateText) : undefined,
+    httpTimeouts: timeoutsText ? parseHttpTimeouts(timeoutsText) : undefined,
+    publicHost,
+    vlessTcpPort: port(values['vless-tcp-port'] ?? env.VPN_ACCESS_VLESS_TCP_PORT, 8789, '--vless-tcp-port'),
+    proxyPort: port(values['proxy-port'] ?? env.VPN_ACCESS_PROXY_PORT, 8788, '--proxy-port'),
+    linkNetwork,
+    tlsMode,
+    tlsCertFile: certFile ? resolve(certFile) : undefined,
+    tlsKeyFile: keyFile ? resolve(keyFile) : undefined,
+    tlsWatchIntervalMs: watchMs,
+    acme,
+    egress,
+    connectionLimits: idleSeconds === undefined ? undefined : { idleTimeoutMs: idleSeconds * 1000 },
+    logger: log,
+    logRequests: !values.quiet,
+    rendererDir: values['no-ui'] ? undefined : rendererDir,
+  }).catch((err: NodeJS.ErrnoException) => {
+    if (err.code === 'EDATALOCKED') fail(err.message);
+    if (err.code === 'EADDRINUSE') fail(`a port is already in use (${err.message}); choose another with --port, --vless-tcp-port or --proxy-port`);
+    throw err;
+  });
+
+  // Signals are handled before anything is printed: whoever waits for the 'listening' line may
+  // stop the server the moment it reads it, and must get a clean shutdown.
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info(`${signal}: shutting down`);
+    server.close().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        log.error({ err: String(err) }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
+
+  if (server.ownerToken) {
+    process.stdout.write(
+      `\nNew ${database ? 'database' : 'data folder'}: created customer "default" and its owner token (shown only this once, keep it secret):\n\n  ${server.ownerToken}\n\n`,
+    );
+  }
+  const tls = server.services.settings.tls;
+  log.info(`TLS ${tls.enabled ? `on (${tls.source}, sha256 ${tls.fingerprint_sha256})` : 'off'}: ${tls.reason}`);
+  log.info(`listening: API ${server.baseUrl}, VLESS ws ${server.origin.replace(/^http/, 'ws')}${server.services.settings.link.wsPath}` +
+    `, VLESS tcp ${server.vlessTcpPort ?? 'off'}, proxy ${server.proxyPort ?? 'off'}, data ${database ? `PostgreSQL ${redactUrl(database)}` : dataDir}`);
+  if (!values['no-ui'] && existsSync(join(rendererDir, 'index.html'))) {
+    log.info(`web UI: ${server.origin}/`);
+    // The token is printed once, above; the UI asks for it (or takes it from `/#token=...`).
+    if (server.ownerToken) log.info(`sign in to the web UI with the owner token above (or open ${server.origin}/#token= followed by it)`);
+  }
+  if (reach === 'local') {
+    log.warn(`WARNING: no TLS and bound to ${host}: API tokens, session ids (the VLESS credentials) and traffic cross the local network in clear text; --tls on encrypts them`);
+  } else if (host !== '127.0.0.1' && host !== '::1' && host !== 'localhost') log.warn(`bound to ${host}: reachable from other machines`);
+  // certbot and acme.sh deploy hooks send SIGHUP: re-read the certificate files now.
+  process.on('SIGHUP', () => void server.services.tls.reload());
+
+}
+
+/** A postgres:// URL, checked; undefined when none is given. */

@@ -1,0 +1,59 @@
+// What the `vpn-access` commands share: the environment, the default data folder, exiting with
+// a clear message, port and database-URL arguments, and the store a command works on.
+import { homedir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { type ControlStore, sqliteControlStore } from '../store/control.ts';
+import { openDatabase } from '../store/db.ts';
+import { Store } from '../store/store.ts';
+
+export const env = process.env;
+
+export function defaultDataDir(): string {
+  return env.VPN_ACCESS_DATA_DIR ?? join(env.XDG_DATA_HOME ?? join(homedir(), '.local', 'share'), 'vpn-access');
+}
+
+export function fail(message: string): never {
+  process.stderr.write(`vpn-access: ${message}\n`);
+  process.exit(2);
+}
+
+export function port(value: string | undefined, fallback: number | null, name: string): number | null {
+  if (value === undefined || value === '') return fallback;
+  if (value === 'off') return null;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) fail(`${name} must be a port number from 0 to 65535 or "off", not "${value}"`);
+  return n;
+}
+
+export function databaseUrl(value: string | undefined): string | undefined {
+  if (value === undefined || value === '') return undefined;
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    fail('--database takes a URL such as postgres://USER:PASS@HOST:5432/DB');
+  }
+  if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') fail('--database takes a postgres:// URL');
+  return value;
+}
+
+/** The URL without its password, for logs. */
+export function redactUrl(value: string): string {
+  const url = new URL(value);
+  if (url.password) url.password = '***';
+  return url.toString();
+}
+
+/** The store of `token` and `node`: PostgreSQL with --database (or VPN_ACCESS_DATABASE), else the data folder. */
+export async function openStore(values: { 'data-dir'?: string; database?: string }): Promise<ControlStore> {
+  const url = databaseUrl(values.database ?? env.VPN_ACCESS_DATABASE);
+  if (values.database && values['data-dir']) fail('use either --data-dir or --database, not both');
+  if (!url) return sqliteControlStore(new Store(openDatabase(resolve(values['data-dir'] ?? defaultDataDir()))));
+  const { PgStore } = await import('../store/pg/store.ts');
+  const { pgControlStore } = await import('../store/control.ts');
+  try {
+    return pgControlStore(await PgStore.open(url, { max: 2, applicationName: 'vpn-access cli' }));
+  } catch (err) {
+    fail(`cannot use the database at ${redactUrl(url)}: ${err instanceof Error ? err.message : String(err)}`);
+  }
+}

@@ -1,0 +1,41 @@
+// `vpn-access token create|list|revoke`: API tokens of a data folder or a PostgreSQL database;
+// a new token is printed once (only its hash is stored).
+import { parseArgs } from 'node:util';
+import type { Role } from '../store/store.ts';
+import { fail, openStore } from './shared.ts';
+
+export async function token(argv: string[]): Promise<void> {
+  const [sub, ...rest] = argv;
+  const { values, positionals } = parseArgs({
+    args: rest,
+    allowPositionals: true,
+    options: { customer: { type: 'string' }, role: { type: 'string' }, 'data-dir': { type: 'string' }, database: { type: 'string' }, json: { type: 'boolean' } },
+  });
+  if (sub !== 'create' && sub !== 'list' && sub !== 'revoke') fail(`unknown token command "${sub ?? ''}"; use create, list or revoke`);
+  const role = (values.role ?? 'owner') as Role;
+  if (sub === 'create') {
+    if (role !== 'owner' && role !== 'agent') fail('--role takes owner or agent');
+    if (!values.customer) fail('token create needs --customer NAME');
+  }
+  if (sub === 'revoke' && !positionals[0]) fail('token revoke needs a token id, prefix or the token itself');
+  const store = await openStore(values);
+  try {
+    if (sub === 'create') {
+      process.stdout.write((await store.createToken(values.customer!, role)).token + '\n');
+    } else if (sub === 'list') {
+      const rows = await store.listTokens();
+      if (values.json) process.stdout.write(JSON.stringify(rows, null, 2) + '\n');
+      else if (rows.length === 0) process.stdout.write('no tokens\n');
+      else
+        for (const t of rows)
+          process.stdout.write(`${t.id}  ${t.prefix}…  ${t.role.padEnd(5)}  ${t.customer_name}  created ${t.created_at}${t.revoked_at ? `  revoked ${t.revoked_at}` : ''}\n`);
+    } else {
+      const ref = positionals[0];
+      const t = await store.revokeToken(ref);
+      if (!t) fail(`no single active token matches "${ref.slice(0, 10)}…"`);
+      process.stdout.write(`revoked ${t.id} (${t.prefix}…, ${t.role}, customer ${t.customer_name})\n`);
+    }
+  } finally {
+    await store.close();
+  }
+}
