@@ -16,6 +16,7 @@ import type { DataPlane, DataPlaneDeps } from '../dataplane/api.ts';
 import type { LimitScope, LimitValues, Logger, RuntimePatch, SessionRow } from '../domain.ts';
 import type { PgListener } from '../store/pg/listener.ts';
 import { CHANNELS, type PgStore } from '../store/pg/store.ts';
+import { CounterBaselines } from './counter-baselines.ts';
 
 type Counters = { up: number; down: number };
 const SCOPES: LimitScope[] = ['global', 'client', 'session'];
@@ -32,7 +33,7 @@ export class LocalView implements Pick<DataPlaneDeps['store'], 'getSession' | 's
   private readonly limits = new Map<string, Partial<Record<LimitScope, LimitValues | undefined>>>();
   private readonly sums = new Map<string, Counters>();
   /** The last absolute totals the runtime reported (or started from) per session. */
-  private readonly base = new Map<string, Counters>();
+  private readonly baselines = new CounterBaselines();
   /** Additions not yet written, and the other runtime fields to write with them. */
   private pending = new Map<string, { add: Counters; patch: Omit<RuntimePatch, 'uploaded_bytes' | 'downloaded_bytes'> }>();
   private flushing: Promise<void> | null = null;
@@ -82,21 +83,16 @@ export class LocalView implements Pick<DataPlaneDeps['store'], 'getSession' | 's
     if (!row) return undefined;
     if (this.live(id)) return row;
     // The runtime starts this session's totals from the row: what is still unwritten counts too.
-    const p = this.pending.get(id)?.add;
-    const start = { up: row.uploaded_bytes + (p?.up ?? 0), down: row.downloaded_bytes + (p?.down ?? 0) };
-    this.base.set(id, start);
+    const start = this.baselines.start(id, { up: row.uploaded_bytes, down: row.downloaded_bytes }, this.pending.get(id)?.add);
     return { ...row, uploaded_bytes: start.up, downloaded_bytes: start.down };
   }
 
   saveRuntime(id: string, patch: RuntimePatch): void {
-    const base = this.base.get(id) ?? { up: 0, down: 0 };
-    const up = patch.uploaded_bytes ?? base.up;
-    const down = patch.downloaded_bytes ?? base.down;
+    const moved = this.baselines.advance(id, patch);
     let entry = this.pending.get(id);
     if (!entry) this.pending.set(id, (entry = { add: { up: 0, down: 0 }, patch: {} }));
-    entry.add.up += Math.max(0, up - base.up);
-    entry.add.down += Math.max(0, down - base.down);
-    this.base.set(id, { up: Math.max(up, base.up), down: Math.max(down, base.down) });
+    entry.add.up += moved.up;
+    entry.add.down += moved.down;
     if (patch.status !== undefined) entry.patch.status = patch.status;
     if (patch.duration !== undefined) entry.patch.duration = patch.duration;
     if (patch.connections !== undefined) entry.patch.connections = patch.connections;
@@ -140,7 +136,7 @@ export class LocalView implements Pick<DataPlaneDeps['store'], 'getSession' | 's
     for (const id of this.sessions.keys()) {
       if (!this.live(id) && !this.pending.has(id)) {
         this.sessions.delete(id);
-        this.base.delete(id);
+        this.baselines.forget(id);
       }
     }
   }

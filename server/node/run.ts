@@ -20,6 +20,7 @@ import { createDataPlane } from '../dataplane/index.ts';
 import type { DataPlane, DataPlaneDeps } from '../dataplane/api.ts';
 import type { EventInput, LimitScope, LimitValues, Logger, RuntimePatch, SessionRow } from '../domain.ts';
 import { NODE_CHANNEL_PATH, type NodeState } from '../cluster/node-channel.ts';
+import { CounterBaselines } from '../cluster/counter-baselines.ts';
 
 export interface NodeRunOptions {
   controls: string[];
@@ -59,7 +60,7 @@ class NodeView implements Pick<DataPlaneDeps['store'], 'getSession' | 'saveRunti
   /** Deltas not yet put in a report. */
   pending = new Map<string, Delta>();
   events: EventInput[] = [];
-  private readonly base = new Map<string, { up: number; down: number }>();
+  private readonly baselines = new CounterBaselines();
   dataPlane: DataPlane | null = null;
 
   getSession(id: string): SessionRow | undefined {
@@ -67,21 +68,16 @@ class NodeView implements Pick<DataPlaneDeps['store'], 'getSession' | 'saveRunti
     if (!row) return undefined;
     if (this.dataPlane?.live(id)) return row;
     // The runtime starts this session's totals from here: what is not yet reported counts too.
-    const p = this.pending.get(id);
-    const start = { up: row.uploaded_bytes + (p?.up ?? 0), down: row.downloaded_bytes + (p?.down ?? 0) };
-    this.base.set(id, start);
+    const start = this.baselines.start(id, { up: row.uploaded_bytes, down: row.downloaded_bytes }, this.pending.get(id));
     return { ...row, uploaded_bytes: start.up, downloaded_bytes: start.down };
   }
 
   saveRuntime(id: string, patch: RuntimePatch): void {
-    const base = this.base.get(id) ?? { up: 0, down: 0 };
-    const up = patch.uploaded_bytes ?? base.up;
-    const down = patch.downloaded_bytes ?? base.down;
+    const moved = this.baselines.advance(id, patch);
     let d = this.pending.get(id);
     if (!d) this.pending.set(id, (d = { up: 0, down: 0 }));
-    d.up += Math.max(0, up - base.up);
-    d.down += Math.max(0, down - base.down);
-    this.base.set(id, { up: Math.max(up, base.up), down: Math.max(down, base.down) });
+    d.up += moved.up;
+    d.down += moved.down;
     if (patch.status !== undefined) d.status = patch.status;
     if (patch.duration !== undefined) d.duration = patch.duration;
     if (patch.connections !== undefined) d.connections = patch.connections;
