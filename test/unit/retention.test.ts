@@ -6,13 +6,11 @@ import assert from 'node:assert/strict';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Store } from '../../server/store/store.ts';
 import { openDatabase } from '../../server/store/db.ts';
-import { startEventRetention } from '../../server/http/retention.ts';
+import { PRUNE_BATCH, startEventRetention } from '../../server/http/retention.ts';
 import { removeDir, tempDir } from '../helpers/server.ts';
 
 const OLD = 200_000;
 const RECENT = 1000;
-/** Longest the event loop may be held at once during the prune (a 5,000-row batch takes a few ms). */
-const MAX_STALL_MS = 150;
 
 test(`pruning ${OLD} old events runs in batches: the event loop keeps turning, recent events stay`, async () => {
   const dir = tempDir('vad-prune-');
@@ -45,7 +43,12 @@ test(`pruning ${OLD} old events runs in batches: the event loop keeps turning, r
     assert.equal(count(), RECENT, 'old events deleted, recent ones kept');
     const intermediate = [...seen].filter((n) => n > RECENT && n < OLD + RECENT);
     assert.ok(intermediate.length >= 10, `the prune ran as one block (timers saw ${intermediate.length} intermediate states)`);
-    assert.ok(maxStall < MAX_STALL_MS, `the event loop was held ${maxStall.toFixed(1)} ms at once`);
+    // No block deletes more than a batch or two between two turns of the event loop: what the
+    // relays' timers see shrinks in steps of PRUNE_BATCH. (The longest stall in milliseconds is
+    // printed above and measured in the benchmark; on a loaded 2-core machine it is not a bound.)
+    const observed = [OLD + RECENT, ...[...seen].sort((a, b) => b - a), RECENT];
+    const biggestStep = Math.max(...observed.slice(1).map((n, i) => observed[i]! - n));
+    assert.ok(biggestStep <= 2 * PRUNE_BATCH, `${biggestStep} rows went between two turns of the event loop (batch ${PRUNE_BATCH})`);
   } finally {
     store.db.close();
     removeDir(dir);
