@@ -149,6 +149,19 @@ const sessionOf = async (id: string) => {
   return res.json;
 };
 
+/** Waits up to 10 s until the session's counters equal the bytes moved; fails naming both. */
+async function countersReach(id: string, uploaded: number, downloaded: number, what: string): Promise<void> {
+  let last: any;
+  await waitFor(
+    async () => {
+      last = await sessionOf(id);
+      return last.downloaded_bytes === downloaded && last.uploaded_bytes === uploaded;
+    },
+    10_000,
+    what,
+  ).catch(() => assert.fail(`counters ${last?.uploaded_bytes}/${last?.downloaded_bytes}, moved ${uploaded}/${downloaded}`));
+}
+
 const zoneActive = async () => {
   await new Promise((r) => setTimeout(r, 250));
   const res = await api('GET', '/zones');
@@ -191,15 +204,7 @@ test('node run: active zone, placed links, counted traffic and events, serve res
   assert.ok(during < TOTAL, 'the restart happened during the transfer');
   await c1.closed;
   assert.equal(c1.received(), TOTAL, 'the client got every byte');
-  let last: any;
-  await waitFor(
-    async () => {
-      last = await sessionOf(s.id);
-      return last.downloaded_bytes === TOTAL && last.uploaded_bytes === up.length;
-    },
-    10_000,
-    'counters equal to the bytes moved',
-  ).catch(() => assert.fail(`counters ${last?.uploaded_bytes}/${last?.downloaded_bytes}, moved ${up.length}/${TOTAL}`));
+  await countersReach(s.id, up.length, TOTAL, 'counters equal to the bytes moved');
 
   // The node's events went through the normal event path: the stream (replay) shows them.
   const stream = await openRaw(`${srv.baseUrl}/sessions/events?session_id=${s.id}`, { authorization: `Bearer ${owner}` });
@@ -293,15 +298,7 @@ test('node run without a reachable control plane keeps carrying its sessions (fr
   assert.equal(c.received(), TOTAL, 'carried with no control plane');
   assert.equal(lastRemote, '127.0.0.3', 'outbound connections leave from --egress-address');
   srv = await serve(dir, ['--port', String(port), '--quiet']);
-  let last: any;
-  await waitFor(
-    async () => {
-      last = await sessionOf(s.id);
-      return last.downloaded_bytes === TOTAL && last.uploaded_bytes === up.length;
-    },
-    10_000,
-    'the offline counts arrive once the control plane is back',
-  ).catch(() => assert.fail(`counters ${last?.uploaded_bytes}/${last?.downloaded_bytes}, moved ${up.length}/${TOTAL}`));
+  await countersReach(s.id, up.length, TOTAL, 'the offline counts arrive once the control plane is back');
 
   // Removal from the catalogue: the node cuts its connections and stops.
   sendTotal = Infinity;
