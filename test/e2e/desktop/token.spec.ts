@@ -73,7 +73,7 @@ test('the API token never reaches the renderer', async ({ app, backend, desktop,
   expect(JSON.stringify(await page.context().cookies())).not.toContain(token);
   // Nor did any IPC answer or main-to-window message carry it.
   const channels = new Set(d.state.invoked.map((i) => i.channel));
-  for (const c of ['app:connectionInfo', 'app:listZones', 'app:createSession', 'app:sessionStatus', 'app:copyApiToken', 'app:openStream', 'app:getLimits']) expect(channels).toContain(c);
+  for (const c of ['app:connectionInfo', 'app:listZones', 'app:createSession', 'app:copyApiToken', 'app:openStream', 'app:getLimits', 'app:serverInfo', 'app:listSessions']) expect(channels).toContain(c);
   expect(d.state.sent.length).toBeGreaterThan(0);
   expect(JSON.stringify(d.state.invoked).includes(token)).toBe(false);
   expect(JSON.stringify(d.state.sent).includes(token)).toBe(false);
