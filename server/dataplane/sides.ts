@@ -30,6 +30,16 @@ export interface ClientSide extends Sink, Source {
  * that cannot be reset is destroyed.
  */
 export function resetSocket(sock: Duplex): void {
+  // A socket whose end() is still shutting down (a FIN queued behind a full send buffer, or in the
+  // same tick) must not be reset: libuv refuses the reset of a stream with a shutdown pending
+  // (EINVAL) while Node has already marked the handle closing, so it is never closed. The fd leaks
+  // for good and, at exit, Node's handle cleanup spins at 100 % CPU waiting for it (seen as a test
+  // process that kept spinning after its tests passed). A plain destroy closes it; the FIN is
+  // already on its way, so nothing of the graceful close is lost.
+  if (sock.writableEnded && !sock.writableFinished) {
+    sock.destroy();
+    return;
+  }
   const candidates = [sock, (sock as { _parent?: Duplex })._parent];
   for (const s of candidates) {
     const reset = (s as Socket | undefined)?.resetAndDestroy;
