@@ -243,3 +243,19 @@ test('compaction under an injected clock keeps the table bounded and every sum e
   n = await rows();
   assert.deepEqual(n, { minute: 0, hour: 0, day: 0 });
 });
+
+test('usageHistory: false records nothing; the route still answers, with zeros', async () => {
+  const { makeServer, auth } = await import('../helpers/server.ts');
+  const s = await makeServer({ usageHistory: false });
+  try {
+    assert.equal(s.services.usage, null);
+    const r = await s.app.inject({ url: '/v2/usage?step=hour', headers: auth(s.owner) });
+    assert.equal(r.statusCode, 200, r.body);
+    const j = JSON.parse(r.body);
+    assert.deepEqual(j.totals, { uploaded_bytes: 0, downloaded_bytes: 0 });
+    assert.deepEqual(j.top_clients, []);
+    assert.ok(j.buckets.length >= 24 && j.buckets.every((b: any) => b.uploaded_bytes === 0 && b.downloaded_bytes === 0));
+  } finally {
+    await s.close();
+  }
+});
