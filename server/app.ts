@@ -25,6 +25,7 @@ import { limitRoutes } from './routes/limits.ts';
 import { metaRoutes } from './routes/meta.ts';
 import { sessionRoutes } from './routes/sessions.ts';
 import { zoneRoutes } from './routes/zones.ts';
+import { usageRoutes } from './routes/usage.ts';
 import { createNodeChannel } from './cluster/node-channel.ts';
 import { createServices, type Services } from './services.ts';
 import { createSubscriptions, subscriptionFeedRoutes, subscriptionRoutes } from './routes/subscriptions.ts';
@@ -96,6 +97,7 @@ export async function buildServer(opts: ServerOptions): Promise<BuiltServer> {
       await eventRoutes(v2, services);
       await limitRoutes(v2, services);
       await metaRoutes(v2, services);
+      await usageRoutes(v2, services);
       if (subscriptions) await subscriptionRoutes(v2, subscriptions);
     },
   });

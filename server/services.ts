@@ -20,6 +20,7 @@ import { openDatabase } from './store/db.ts';
 import { type Role, Store, type TokenInfo } from './store/store.ts';
 import { ZoneCatalogue } from './zones/catalogue.ts';
 import { ZonePlacement } from './cluster/placement.ts';
+import { LOCAL_NODE, UsageHistory } from './usage/history.ts';
 
 /** Settings live with the rest of the resolved configuration; re-exported for the routes' callers. */
 export type { Settings } from './http/config.ts';
@@ -154,6 +155,14 @@ export interface Services {
   tokens: { create(opts: { customer: string; role: Role }): string };
   /** Releases the store (and on PostgreSQL the listener, the event feed, the data plane's view). */
   close(): Promise<void>;
+  /** Usage history writer (issue 11); null with `usageHistory: false`. */
+  usage: UsageHistory | null;
+}
+
+/** The usage history writer the options ask for (server/usage/history.ts), or null. */
+export function buildUsageHistory(opts: ServerOptions, data: ControlStore, log: Logger): UsageHistory | null {
+  if (opts.usageHistory === false) return null;
+  return new UsageHistory(data, log, typeof opts.usageHistory === 'object' ? opts.usageHistory : {});
 }
 
 /** Opens the store, loads the zones and builds the event bus, the data plane (unless the
@@ -170,7 +179,8 @@ export async function createServices(opts: ServerOptions, config: ResolvedConfig
   const zones = ZoneCatalogue.load(opts.zonesFile);
   const placement = new ZonePlacement(zones, data);
   const bus = new EventBus(store);
-  const dataPlane = buildDataPlane(opts, config, log, store, (e) => void bus.publish(e), zones);
+  const usage = buildUsageHistory(opts, data, log);
+  const dataPlane = buildDataPlane(opts, config, log, store, (e) => void bus.publish(e), zones, usage);
   const sessions = new SessionService({ store: data, zones: placement, link: config.settings.link, dataPlane: () => dataPlane });
   return {
     database: 'sqlite',
@@ -193,8 +203,10 @@ export async function createServices(opts: ServerOptions, config: ResolvedConfig
     settings: config.settings,
     streams: new StreamRegistry(store, config.settings.sse),
     tokens: { create: ({ customer, role }) => store.createToken(customer, role).token },
+    usage,
     close: async () => {
       if (dataPlane) await dataPlane.close();
+      await usage?.close();
       store.db.close();
     },
   };
@@ -208,7 +220,10 @@ export function buildDataPlane(
   store: DataPlaneDeps['store'],
   publish: (e: EventInput) => void,
   zones: ZoneCatalogue,
+  usage?: UsageHistory | null,
 ): DataPlane | null {
   const factory = opts.dataPlane === undefined ? createDataPlane : opts.dataPlane;
-  return factory ? factory({ store, events: { publish }, zones: { list: () => zones.list() }, log, config: config.dataPlane }) : null;
+  // The local data plane's bytes go to the history as the node `local`.
+  const usageSink = usage ? { add: (id: string, up: number, down: number) => usage.add(id, LOCAL_NODE, up, down) } : undefined;
+  return factory ? factory({ store, events: { publish }, zones: { list: () => zones.list() }, log, config: config.dataPlane, ...(usageSink ? { usage: usageSink } : {}) }) : null;
 }

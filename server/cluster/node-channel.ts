@@ -101,6 +101,8 @@ export function createNodeChannel(services: Services): NodeChannel {
     }
     // Counters and the node's last applied seq in one transaction: a resent report adds nothing.
     if (!(await data.applyNodeReport(node.id, msg.seq, adds))) return;
+    // Usage history: the report's deltas, once (a resent report returned above), as this node's.
+    for (const a of adds) services.usage?.add(a.id, node.name, a.uploaded_bytes, a.downloaded_bytes);
     // Events after the commit: a crash between the two drops them (never counts bytes twice).
     for (const e of (msg.events ?? []).slice(0, MAX_EVENTS_PER_REPORT)) {
       const row = e && placed.get(e.sessionId);

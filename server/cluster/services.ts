@@ -13,7 +13,7 @@ import type { EventInput } from '../domain.ts';
 import { PgEventFeed } from '../events/pg-feed.ts';
 import type { ResolvedConfig, ServerOptions } from '../http/config.ts';
 import { silentLogger } from '../log.ts';
-import { buildDataPlane, type Services, StreamRegistry } from '../services.ts';
+import { buildDataPlane, buildUsageHistory, type Services, StreamRegistry } from '../services.ts';
 import { SessionService } from '../sessions.ts';
 import { pgControlStore } from '../store/control.ts';
 import { PgListener } from '../store/pg/listener.ts';
@@ -57,7 +57,8 @@ export async function createClusterServices(opts: ServerOptions, config: Resolve
   const publishLocal = (e: EventInput) => {
     chain = chain.then(() => feed.publish(e)).catch((err: unknown) => log.warn({ err: String(err), type: e.type }, 'publishing a session event failed'));
   };
-  const dataPlane = buildDataPlane(opts, config, log, view, publishLocal, zones);
+  const usage = buildUsageHistory(opts, data, log);
+  const dataPlane = buildDataPlane(opts, config, log, view, publishLocal, zones, usage);
   view.attach(dataPlane);
   const sessions = new SessionService({ store: data, zones: placement, link: config.settings.link, dataPlane: () => dataPlane });
 
@@ -115,11 +116,13 @@ export async function createClusterServices(opts: ServerOptions, config: Resolve
     // Caps per token and customer hold per instance.
     streams: new StreamRegistry(revocations, config.settings.sse),
     tokens: { create: () => sqliteOnly('tokens.create') },
+    usage,
     close: () =>
       (closing ??= (async () => {
         if (dataPlane) await dataPlane.close();
         await chain;
         await view.close();
+        await usage?.close();
         await feed.close();
         tokenLookup.close();
         await listener.close();

@@ -27,6 +27,11 @@ export interface DataPlaneDeps {
   zones: { list(): ZoneInfo[] };
   log: Logger;
   config: DataPlaneConfig;
+  /**
+   * Optional (usage history, issue 11): told, after each successful counter save, the bytes that
+   * save added. Must be cheap and never throw (it only adds to memory; the writer batches).
+   */
+  usage?: { add(sessionId: string, up: number, down: number): void };
 }
 
 export interface DataPlaneConfig {

@@ -9,21 +9,25 @@ import { type SessionState, durationOf, nowMs } from './meters.ts';
 const FLUSH_INTERVAL_MS = 500;
 
 export class Reporter {
-  private readonly deps: Pick<DataPlaneDeps, 'store' | 'events' | 'log'>;
+  private readonly deps: Pick<DataPlaneDeps, 'store' | 'events' | 'log' | 'usage'>;
   private lastFlush = 0;
 
-  constructor(deps: Pick<DataPlaneDeps, 'store' | 'events' | 'log'>) {
+  constructor(deps: Pick<DataPlaneDeps, 'store' | 'events' | 'log' | 'usage'>) {
     this.deps = deps;
   }
 
-  /** Persists the session's counters, status and connection count when any of them changed. */
+  /** Persists the session's counters, status and connection count when any of them changed; the
+   *  bytes the save added go to the usage history (deps.usage), once, only when it succeeded. */
   save(session: SessionState): void {
     const duration = durationOf(session, nowMs());
     const last = session.lastSaved;
     if (last.up === session.totals.up && last.down === session.totals.down && last.duration === duration && last.status === session.status && last.connections === session.connections) return;
     try {
       this.deps.store.saveRuntime(session.id, { status: session.status, uploaded_bytes: session.totals.up, downloaded_bytes: session.totals.down, duration, connections: session.connections });
+      const up = session.totals.up - last.up;
+      const down = session.totals.down - last.down;
       session.lastSaved = { up: session.totals.up, down: session.totals.down, duration, status: session.status, connections: session.connections };
+      if (up > 0 || down > 0) this.deps.usage?.add(session.id, up, down);
     } catch (err) {
       this.deps.log.error({ session: session.short, err: String(err) }, 'saving session runtime failed');
     }

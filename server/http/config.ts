@@ -5,6 +5,7 @@ import type { DataPlane, DataPlaneConfig, DataPlaneDeps } from '../dataplane/api
 import type { Logger } from '../domain.ts';
 import type { SseOptions } from '../events/sse.ts';
 import type { LinkSettings } from '../links.ts';
+import type { UsageHistoryOptions } from '../usage/history.ts';
 import { applyTlsToLink, type ServerTlsOptions, type TlsCertificates, type TlsStatus } from '../tls/index.ts';
 
 export interface ServerOptions extends ServerTlsOptions {
@@ -48,6 +49,11 @@ export interface ServerOptions extends ServerTlsOptions {
   httpTimeouts?: Partial<HttpTimeouts>;
   /** Folder of the built renderer, served at `/`. */
   rendererDir?: string;
+  /**
+   * Usage history (issue 11; server/usage/history.ts): on by default; `false` records nothing
+   * (GET /v2/usage then answers empty buckets); an object sets its clock and intervals (tests).
+   */
+  usageHistory?: boolean | UsageHistoryOptions;
   /** Replaces the data plane (tests of the control plane alone pass `null`). */
   dataPlane?: ((deps: DataPlaneDeps) => DataPlane) | null;
 }

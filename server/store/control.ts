@@ -57,6 +57,13 @@ const OPS = [
   'sessionsOnNode',
   'applyNodeReport',
   'nodeReportSeq',
+  // usage history (issue 11)
+  'addUsage',
+  'usageBuckets',
+  'usageTopClients',
+  'rollupUsage',
+  'pruneUsage',
+  'usageRowCounts',
 ] as const satisfies readonly SharedStoreOps[];
 // Compile-time: OPS names every shared operation (a new one added to SharedStoreOps fails here).
 type Missing = Exclude<SharedStoreOps, (typeof OPS)[number]>;

@@ -101,6 +101,28 @@ const MIGRATIONS: string[] = [
   // 4: the last report (by sequence number) applied per node (`node run`), so that a report
   // resent after a lost acknowledgement is not counted twice, whichever process receives it.
   `ALTER TABLE nodes ADD COLUMN report_seq INTEGER NOT NULL DEFAULT 0;`,
+  // 5 (usage history, issue 11): traffic per session and node in time buckets (server/usage/history.ts).
+  // `step` is minute, hour or day; `start` the bucket's start in epoch milliseconds (UTC). The
+  // writer adds to minute buckets; compaction rolls minutes older than a day into hours, hours
+  // older than 90 days into days, and prunes days past the retention. customer, client and zone
+  // are copied from the session so that the dashboards filter and group without a join.
+  `
+  CREATE TABLE usage_buckets (
+    step TEXT NOT NULL CHECK (step IN ('minute', 'hour', 'day')),
+    start INTEGER NOT NULL,
+    session_id TEXT NOT NULL,
+    node TEXT NOT NULL,
+    customer_id TEXT NOT NULL,
+    client_id TEXT NOT NULL,
+    zone TEXT NOT NULL,
+    uploaded_bytes INTEGER NOT NULL,
+    downloaded_bytes INTEGER NOT NULL,
+    UNIQUE (session_id, step, start, node)
+  );
+  CREATE INDEX usage_by_customer ON usage_buckets (customer_id, step, start);
+  CREATE INDEX usage_by_client ON usage_buckets (customer_id, client_id, step, start);
+  CREATE INDEX usage_by_age ON usage_buckets (step, start);
+  `,
 ];
 
 /** The database file's name inside the data folder. */

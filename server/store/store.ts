@@ -46,6 +46,50 @@ export interface NodeReportAdd {
   connections?: number;
 }
 
+// Usage history (issue 11): traffic buckets per session and node (server/usage/history.ts).
+export type UsageStep = 'minute' | 'hour' | 'day';
+export const USAGE_STEP_MS: Record<UsageStep, number> = { minute: 60_000, hour: 3_600_000, day: 86_400_000 };
+
+/** Bytes one session moved through one node within one minute (start: epoch ms, minute-aligned). */
+export interface UsageAdd {
+  session_id: string;
+  node: string;
+  start: number;
+  uploaded_bytes: number;
+  downloaded_bytes: number;
+}
+
+/** A read of the history: rows of `steps` (none coarser than `stepMs`) in [from, to), summed per `stepMs`. */
+export interface UsageQuery {
+  customer_id: string;
+  client_id?: string;
+  session_id?: string;
+  zone?: string;
+  node?: string;
+  from: number;
+  to: number;
+  stepMs: number;
+  steps: UsageStep[];
+}
+
+export interface UsageSum {
+  uploaded_bytes: number;
+  downloaded_bytes: number;
+}
+
+function usageWhere(q: UsageQuery): { where: string; args: (string | number)[] } {
+  const where = ['customer_id = ?', `step IN (${q.steps.map(() => '?').join(',')})`, 'start >= ?', 'start < ?'];
+  const args: (string | number)[] = [q.customer_id, ...q.steps, q.from, q.to];
+  for (const key of ['client_id', 'session_id', 'zone', 'node'] as const) {
+    const v = q[key];
+    if (v !== undefined) {
+      where.push(`${key} = ?`);
+      args.push(v);
+    }
+  }
+  return { where: where.join(' AND '), args };
+}
+
 export interface NodeInfo {
   id: string;
   name: string;
@@ -515,6 +559,84 @@ export class Store {
        FROM session_placements p JOIN sessions s ON s.id = p.session_id WHERE p.node_id = ? ORDER BY s.seq`,
     ).all(nodeId) as unknown as RawSession[];
     return raw.map(toSessionRow);
+  }
+
+  // Usage history (issue 11)
+
+  /**
+   * Adds each entry to its minute bucket (created at 0 when missing), in one transaction. The
+   * session's customer, client and zone are copied from its row; an unknown session adds nothing.
+   */
+  addUsage(adds: UsageAdd[]): void {
+    if (adds.length === 0) return;
+    this.transaction(() => {
+      const insert = this.q(
+        `INSERT INTO usage_buckets (step, start, session_id, node, customer_id, client_id, zone, uploaded_bytes, downloaded_bytes)
+         SELECT 'minute', ?, s.id, ?, s.customer_id, s.client_id, s.zone, ?, ? FROM sessions s WHERE s.id = ?
+         ON CONFLICT (session_id, step, start, node) DO UPDATE SET
+           uploaded_bytes = uploaded_bytes + excluded.uploaded_bytes, downloaded_bytes = downloaded_bytes + excluded.downloaded_bytes`,
+      );
+      for (const a of adds) insert.run(a.start, a.node, a.uploaded_bytes, a.downloaded_bytes, a.session_id);
+    });
+  }
+
+  /** The history summed per q.stepMs bucket (only buckets with rows; `start` is epoch ms), oldest first. */
+  usageBuckets(q: UsageQuery): ({ start: number } & UsageSum)[] {
+    const { where, args } = usageWhere(q);
+    return this.q(
+      `SELECT (start / CAST(? AS INTEGER)) * CAST(? AS INTEGER) AS start, SUM(uploaded_bytes) AS uploaded_bytes, SUM(downloaded_bytes) AS downloaded_bytes
+       FROM usage_buckets WHERE ${where} GROUP BY 1 ORDER BY 1`,
+    ).all(q.stepMs, q.stepMs, ...args) as unknown as ({ start: number } & UsageSum)[];
+  }
+
+  /** The clients that moved the most bytes (both directions) in the range, at most `limit`. */
+  usageTopClients(q: UsageQuery, limit: number): ({ client_id: string } & UsageSum)[] {
+    const { where, args } = usageWhere(q);
+    return this.q(
+      `SELECT client_id, SUM(uploaded_bytes) AS uploaded_bytes, SUM(downloaded_bytes) AS downloaded_bytes
+       FROM usage_buckets WHERE ${where} GROUP BY client_id ORDER BY SUM(uploaded_bytes) + SUM(downloaded_bytes) DESC, client_id LIMIT ?`,
+    ).all(...args, limit) as unknown as ({ client_id: string } & UsageSum)[];
+  }
+
+  /**
+   * Rolls at most `limit` of the oldest `from` rows starting before `olderThan` up into `to`
+   * buckets (added to what is there) and deletes them, in one transaction; returns how many
+   * rows it moved. Any subset of rows may be moved at a time: the sums stay the same.
+   */
+  rollupUsage(from: UsageStep, to: UsageStep, olderThan: number, limit: number): number {
+    return this.transaction(() => {
+      const ids = (this.q('SELECT rowid AS r FROM usage_buckets WHERE step = ? AND start < ? ORDER BY start LIMIT ?').all(from, olderThan, limit) as { r: number }[]).map(
+        (x) => x.r,
+      );
+      if (ids.length === 0) return 0;
+      const list = JSON.stringify(ids);
+      const ms = USAGE_STEP_MS[to];
+      this.q(
+        `INSERT INTO usage_buckets (step, start, session_id, node, customer_id, client_id, zone, uploaded_bytes, downloaded_bytes)
+         SELECT ?, (start / CAST(? AS INTEGER)) * CAST(? AS INTEGER), session_id, node, customer_id, client_id, zone, SUM(uploaded_bytes), SUM(downloaded_bytes)
+         FROM usage_buckets WHERE rowid IN (SELECT value FROM json_each(?))
+         GROUP BY 2, session_id, node, customer_id, client_id, zone
+         ON CONFLICT (session_id, step, start, node) DO UPDATE SET
+           uploaded_bytes = uploaded_bytes + excluded.uploaded_bytes, downloaded_bytes = downloaded_bytes + excluded.downloaded_bytes`,
+      ).run(to, ms, ms, list);
+      this.q('DELETE FROM usage_buckets WHERE rowid IN (SELECT value FROM json_each(?))').run(list);
+      return ids.length;
+    });
+  }
+
+  /** Deletes at most `limit` of the oldest `step` rows starting before `olderThan`; returns how many. */
+  pruneUsage(step: UsageStep, olderThan: number, limit: number): number {
+    return Number(
+      this.q('DELETE FROM usage_buckets WHERE rowid IN (SELECT rowid FROM usage_buckets WHERE step = ? AND start < ? ORDER BY start LIMIT ?)').run(step, olderThan, limit)
+        .changes,
+    );
+  }
+
+  /** How many history rows there are of each step (tests and diagnostics: the table stays bounded). */
+  usageRowCounts(): Record<UsageStep, number> {
+    const out: Record<UsageStep, number> = { minute: 0, hour: 0, day: 0 };
+    for (const r of this.q('SELECT step, COUNT(*) AS n FROM usage_buckets GROUP BY step').all() as { step: UsageStep; n: number }[]) out[r.step] = r.n;
+    return out;
   }
 
   /** Deletes at most `limit` of the oldest events older than the cutoff; returns how many. One

@@ -102,6 +102,24 @@ export const PG_MIGRATIONS: string[] = [
   `,
   // 2: the last report (by sequence number) applied per node (`node run`): see SQLite's 4.
   `ALTER TABLE nodes ADD COLUMN report_seq BIGINT NOT NULL DEFAULT 0;`,
+  // 3 (usage history, issue 11): traffic buckets per session and node; see SQLite's 5.
+  `
+  CREATE TABLE usage_buckets (
+    step TEXT NOT NULL CHECK (step IN ('minute', 'hour', 'day')),
+    start BIGINT NOT NULL,
+    session_id TEXT NOT NULL,
+    node TEXT NOT NULL,
+    customer_id TEXT NOT NULL,
+    client_id TEXT NOT NULL,
+    zone TEXT NOT NULL,
+    uploaded_bytes BIGINT NOT NULL,
+    downloaded_bytes BIGINT NOT NULL,
+    UNIQUE (session_id, step, start, node)
+  );
+  CREATE INDEX usage_by_customer ON usage_buckets (customer_id, step, start);
+  CREATE INDEX usage_by_client ON usage_buckets (customer_id, client_id, step, start);
+  CREATE INDEX usage_by_age ON usage_buckets (step, start);
+  `,
 ];
 
 /** An arbitrary constant naming "the schema migration" among advisory locks. */

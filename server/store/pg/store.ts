@@ -25,8 +25,8 @@ import type pg from 'pg';
 import type { EventInsert, LimitScope, LimitValues, RuntimePatch, SessionRow } from '../../domain.ts';
 import type { EventType, LimitsRecord, SessionEvent } from '../../contract/schemas.ts';
 import { isoNow } from '../../time.ts';
-import type { EventFilter, NodeInfo, NodePorts, NodeReportAdd, Role, SessionFilter, Store, TokenInfo } from '../store.ts';
-import { hashToken, NODE_TOKEN_PREFIX, NODE_UP_SECONDS } from '../store.ts';
+import type { EventFilter, NodeInfo, NodePorts, NodeReportAdd, Role, SessionFilter, Store, TokenInfo, UsageAdd, UsageQuery, UsageStep, UsageSum } from '../store.ts';
+import { hashToken, NODE_TOKEN_PREFIX, NODE_UP_SECONDS, USAGE_STEP_MS } from '../store.ts';
 import { mapDatabaseError, openPool, type PoolOptions } from './pool.ts';
 import { migrate } from './schema.ts';
 
@@ -83,7 +83,14 @@ export type SharedStoreOps =
   | 'placedNodes'
   | 'sessionsOnNode'
   | 'applyNodeReport'
-  | 'nodeReportSeq';
+  | 'nodeReportSeq'
+  // usage history (issue 11)
+  | 'addUsage'
+  | 'usageBuckets'
+  | 'usageTopClients'
+  | 'rollupUsage'
+  | 'pruneUsage'
+  | 'usageRowCounts';
 
 /**
  * The SQLite Store's shared operations, Promise-returning: what services written for either
@@ -656,6 +663,97 @@ export class PgStore {
     );
     return raw.map(toSessionRow);
   }
+
+  // Usage history (issue 11): the SQLite Store's operations, same shapes.
+
+  /** Adds every entry to its minute bucket in one statement (several instances add to one row safely). */
+  async addUsage(adds: UsageAdd[]): Promise<void> {
+    if (adds.length === 0) return;
+    await this.rows(
+      `INSERT INTO usage_buckets (step, start, session_id, node, customer_id, client_id, zone, uploaded_bytes, downloaded_bytes)
+       SELECT 'minute', a.start, s.id, a.node, s.customer_id, s.client_id, s.zone, SUM(a.up), SUM(a.down)
+       FROM jsonb_to_recordset($1::jsonb) AS a(session_id text, node text, start bigint, up bigint, down bigint)
+       JOIN sessions s ON s.id = a.session_id
+       GROUP BY a.start, s.id, a.node, s.customer_id, s.client_id, s.zone
+       ON CONFLICT (session_id, step, start, node) DO UPDATE SET
+         uploaded_bytes = usage_buckets.uploaded_bytes + EXCLUDED.uploaded_bytes,
+         downloaded_bytes = usage_buckets.downloaded_bytes + EXCLUDED.downloaded_bytes`,
+      [JSON.stringify(adds.map((a) => ({ session_id: a.session_id, node: a.node, start: a.start, up: a.uploaded_bytes, down: a.downloaded_bytes })))],
+    );
+  }
+
+  async usageBuckets(q: UsageQuery): Promise<({ start: number } & UsageSum)[]> {
+    const args: unknown[] = [q.stepMs];
+    const where = pgUsageWhere(q, args);
+    return this.rows<{ start: number } & UsageSum>(
+      `SELECT (start / $1::bigint) * $1::bigint AS start, SUM(uploaded_bytes)::bigint AS uploaded_bytes, SUM(downloaded_bytes)::bigint AS downloaded_bytes
+       FROM usage_buckets WHERE ${where} GROUP BY 1 ORDER BY 1`,
+      args,
+    );
+  }
+
+  async usageTopClients(q: UsageQuery, limit: number): Promise<({ client_id: string } & UsageSum)[]> {
+    const args: unknown[] = [];
+    const where = pgUsageWhere(q, args);
+    args.push(limit);
+    return this.rows<{ client_id: string } & UsageSum>(
+      `SELECT client_id, SUM(uploaded_bytes)::bigint AS uploaded_bytes, SUM(downloaded_bytes)::bigint AS downloaded_bytes
+       FROM usage_buckets WHERE ${where} GROUP BY client_id
+       ORDER BY SUM(uploaded_bytes) + SUM(downloaded_bytes) DESC, client_id LIMIT $${args.length}`,
+      args,
+    );
+  }
+
+  /**
+   * One statement: the rows are deleted and their sums added to the coarser buckets together.
+   * SKIP LOCKED: two instances compacting at once take different rows, none twice.
+   */
+  async rollupUsage(from: UsageStep, to: UsageStep, olderThan: number, limit: number): Promise<number> {
+    const r = await this.row<{ n: number }>(
+      `WITH moved AS (
+         DELETE FROM usage_buckets WHERE ctid IN (
+           SELECT ctid FROM usage_buckets WHERE step = $1 AND start < $2 ORDER BY start LIMIT $3 FOR UPDATE SKIP LOCKED
+         ) RETURNING *
+       ), added AS (
+         INSERT INTO usage_buckets (step, start, session_id, node, customer_id, client_id, zone, uploaded_bytes, downloaded_bytes)
+         SELECT $4, (start / $5::bigint) * $5::bigint, session_id, node, customer_id, client_id, zone, SUM(uploaded_bytes), SUM(downloaded_bytes)
+         FROM moved GROUP BY 2, session_id, node, customer_id, client_id, zone
+         ON CONFLICT (session_id, step, start, node) DO UPDATE SET
+           uploaded_bytes = usage_buckets.uploaded_bytes + EXCLUDED.uploaded_bytes,
+           downloaded_bytes = usage_buckets.downloaded_bytes + EXCLUDED.downloaded_bytes
+         RETURNING 1
+       )
+       SELECT (SELECT COUNT(*) FROM moved)::int AS n, (SELECT COUNT(*) FROM added)::int AS _added`,
+      [from, olderThan, limit, to, USAGE_STEP_MS[to]],
+    );
+    return r?.n ?? 0;
+  }
+
+  async pruneUsage(step: UsageStep, olderThan: number, limit: number): Promise<number> {
+    return this.count(
+      'DELETE FROM usage_buckets WHERE ctid IN (SELECT ctid FROM usage_buckets WHERE step = $1 AND start < $2 ORDER BY start LIMIT $3 FOR UPDATE SKIP LOCKED)',
+      [step, olderThan, limit],
+    );
+  }
+
+  async usageRowCounts(): Promise<Record<UsageStep, number>> {
+    const out: Record<UsageStep, number> = { minute: 0, hour: 0, day: 0 };
+    for (const r of await this.rows<{ step: UsageStep; n: number }>('SELECT step, COUNT(*)::int AS n FROM usage_buckets GROUP BY step')) out[r.step] = r.n;
+    return out;
+  }
+}
+
+function pgUsageWhere(q: UsageQuery, args: unknown[]): string {
+  const add = (v: unknown) => {
+    args.push(v);
+    return `$${args.length}`;
+  };
+  const where = [`customer_id = ${add(q.customer_id)}`, `step = ANY(${add(q.steps)}::text[])`, `start >= ${add(q.from)}`, `start < ${add(q.to)}`];
+  for (const key of ['client_id', 'session_id', 'zone', 'node'] as const) {
+    const v = q[key];
+    if (v !== undefined) where.push(`${key} = ${add(v)}`);
+  }
+  return where.join(' AND ');
 }
 
 // Compile-time proof that PgStore keeps the SQLite Store's shapes.
