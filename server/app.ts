@@ -19,6 +19,7 @@ import { registerOpenApi } from './http/openapi.ts';
 import { startEventRetention } from './http/retention.ts';
 import { V2Guard } from './http/v2-guard.ts';
 import { registerWebUi } from './http/web-ui.ts';
+import { registerMetrics } from './http/metrics.ts';
 import { installErrorHandling } from './plugins/errors.ts';
 import { eventRoutes } from './routes/events.ts';
 import { limitRoutes } from './routes/limits.ts';
@@ -88,6 +89,8 @@ export async function buildServer(opts: ServerOptions): Promise<BuiltServer> {
   }
 
   await registerOpenApi(app);
+  // Before the routes: its onResponse hook measures every request (server/http/metrics.ts).
+  await registerMetrics(app, services.metrics, opts.metricsToken);
   await guard.register(app, {
     tokens: services.tokenLookup,
     rateLimit: config.rateLimit,

@@ -62,6 +62,8 @@ serve options (environment variable in brackets):
                          idle keep-alive, and with no byte either way; default 10/30/65/120  [VPN_ACCESS_HTTP_TIMEOUTS]
   --idle-timeout SECONDS  close a relayed connection after this long with no byte either way,
                          default 300 (v2ray's connIdle)                 [VPN_ACCESS_IDLE_TIMEOUT]
+  --metrics-token TOKEN  the bearer token GET /metrics asks for; unset: /metrics answers
+                         this machine (loopback) only                   [VPN_ACCESS_METRICS_TOKEN]
   --no-ui                do not serve the web UI at /
   --quiet                no request log
 `;

@@ -21,6 +21,7 @@ import { type Role, Store, type TokenInfo } from './store/store.ts';
 import { ZoneCatalogue } from './zones/catalogue.ts';
 import { ZonePlacement } from './cluster/placement.ts';
 import { LOCAL_NODE, UsageHistory } from './usage/history.ts';
+import { Metrics, timedStore } from './metrics.ts';
 
 /** Settings live with the rest of the resolved configuration; re-exported for the routes' callers. */
 export type { Settings } from './http/config.ts';
@@ -157,6 +158,14 @@ export interface Services {
   close(): Promise<void>;
   /** Usage history writer (issue 11); null with `usageHistory: false`. */
   usage: UsageHistory | null;
+  /** This instance's Prometheus metrics (server/metrics.ts), served at GET /metrics. */
+  metrics: Metrics;
+}
+
+/** The metrics of a new instance, with its event streams and its data plane's open connections. */
+export function instanceMetrics(metrics: Metrics, streams: StreamRegistry, dataPlane: DataPlane | null): void {
+  metrics.subscribers(() => streams.size);
+  if (dataPlane?.openByZone) metrics.openConnections(() => dataPlane.openByZone!().map((o) => ({ ...o, node: LOCAL_NODE })));
 }
 
 /** The usage history writer the options ask for (server/usage/history.ts), or null. */
@@ -175,13 +184,16 @@ export async function createServices(opts: ServerOptions, config: ResolvedConfig
   }
   const log = opts.logger ?? silentLogger;
   const store = new Store(openDatabase(opts.dataDir));
-  const data = sqliteControlStore(store);
+  const metrics = new Metrics();
+  const data = timedStore(sqliteControlStore(store), metrics);
   const zones = ZoneCatalogue.load(opts.zonesFile);
   const placement = new ZonePlacement(zones, data);
   const bus = new EventBus(store);
   const usage = buildUsageHistory(opts, data, log);
-  const dataPlane = buildDataPlane(opts, config, log, store, (e) => void bus.publish(e), zones, usage);
+  const dataPlane = buildDataPlane(opts, config, log, store, (e) => void bus.publish(e), zones, usage, metrics);
   const sessions = new SessionService({ store: data, zones: placement, link: config.settings.link, dataPlane: () => dataPlane });
+  const streams = new StreamRegistry(store, config.settings.sse);
+  instanceMetrics(metrics, streams, dataPlane);
   return {
     database: 'sqlite',
     data,
@@ -201,9 +213,10 @@ export async function createServices(opts: ServerOptions, config: ResolvedConfig
     tls,
     log,
     settings: config.settings,
-    streams: new StreamRegistry(store, config.settings.sse),
+    streams,
     tokens: { create: ({ customer, role }) => store.createToken(customer, role).token },
     usage,
+    metrics,
     close: async () => {
       if (dataPlane) await dataPlane.close();
       await usage?.close();
@@ -221,9 +234,14 @@ export function buildDataPlane(
   publish: (e: EventInput) => void,
   zones: ZoneCatalogue,
   usage?: UsageHistory | null,
+  metrics?: Metrics,
 ): DataPlane | null {
   const factory = opts.dataPlane === undefined ? createDataPlane : opts.dataPlane;
   // The local data plane's bytes go to the history as the node `local`.
   const usageSink = usage ? { add: (id: string, up: number, down: number) => usage.add(id, LOCAL_NODE, up, down) } : undefined;
-  return factory ? factory({ store, events: { publish }, zones: { list: () => zones.list() }, log, config: config.dataPlane, ...(usageSink ? { usage: usageSink } : {}) }) : null;
+  // Its refusals and bytes go to the metrics, as the node `local`.
+  const observe = metrics ? { refused: (reason: string) => metrics.refused(reason), moved: (zone: string, up: number, down: number) => metrics.moved(zone, LOCAL_NODE, up, down) } : undefined;
+  return factory
+    ? factory({ store, events: { publish }, zones: { list: () => zones.list() }, log, config: config.dataPlane, ...(usageSink ? { usage: usageSink } : {}), ...(observe ? { observe } : {}) })
+    : null;
 }

@@ -4,7 +4,7 @@
 // through services.data. Messages are JSON, one per frame:
 //
 //   node → control plane
-//     {type:'report', seq, ports, counters:{[session]:{up,down,status?,duration?,connections?}}, events:[...]}
+//     {type:'report', seq, ports, open:[{zone,count}], counters:{[session]:{up,down,status?,duration?,connections?}}, events:[...]}
 //       at least every second: it is the node's contact (touchNode with its ports); seq 0 is
 //       contact only (nothing to count), not acknowledged.
 //       `up`/`down` are bytes moved since the node's previous report: they are ADDED to the
@@ -57,6 +57,20 @@ export interface NodeChannel {
   close(): void;
 }
 
+/**
+ * A report's open connections, summed: every session placed on a node is in the node's zone, so
+ * the count is labelled with the zone the catalogue gives the node, never one the node names.
+ */
+function openCount(v: unknown): number {
+  if (!Array.isArray(v)) return 0;
+  let total = 0;
+  for (const o of v.slice(0, 1000)) {
+    const count = (o as { count?: unknown })?.count;
+    if (typeof count === 'number' && Number.isSafeInteger(count) && count > 0) total += count;
+  }
+  return Math.min(total, Number.MAX_SAFE_INTEGER);
+}
+
 const nonNeg = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) && v > 0 ? Math.floor(v) : 0);
 
 export function createNodeChannel(services: Services): NodeChannel {
@@ -64,6 +78,9 @@ export function createNodeChannel(services: Services): NodeChannel {
   const wss = new WebSocketServer({ noServer: true, maxPayload: 16 * 1024 * 1024 });
   /** Reports are applied one at a time per node (a resend must see the seq of the one before). */
   const chains = new Map<string, Promise<void>>();
+  /** Each connected node's open connections per zone, from its last report (metrics). */
+  const openOf = new Map<string, { zone: string; node: string; count: number }>();
+  services.metrics.openConnections(() => [...openOf.values()]);
 
   async function buildState(node: NodeInfo): Promise<NodeState> {
     const sessions = await data.sessionsOnNode(node.id);
@@ -103,6 +120,8 @@ export function createNodeChannel(services: Services): NodeChannel {
     if (!(await data.applyNodeReport(node.id, msg.seq, adds))) return;
     // Usage history: the report's deltas, once (a resent report returned above), as this node's.
     for (const a of adds) services.usage?.add(a.id, node.name, a.uploaded_bytes, a.downloaded_bytes);
+    // Metrics: the report's bytes by zone and node, once.
+    for (const a of adds) services.metrics.moved(placed.get(a.id)!.zone, node.name, a.uploaded_bytes, a.downloaded_bytes);
     // Events after the commit: a crash between the two drops them (never counts bytes twice).
     for (const e of (msg.events ?? []).slice(0, MAX_EVENTS_PER_REPORT)) {
       const row = e && placed.get(e.sessionId);
@@ -168,6 +187,7 @@ export function createNodeChannel(services: Services): NodeChannel {
       }
       if (msg.type !== 'report' || typeof msg.seq !== 'number' || !Number.isSafeInteger(msg.seq) || msg.seq < 0) return;
       const seq = msg.seq;
+      openOf.set(node.id, { zone: node.zone, node: node.name, count: openCount((msg as { open?: unknown }).open) });
       const p = msg.ports ?? {};
       const ports = {
         vless_ws_port: typeof p.vless_ws_port === 'number' ? p.vless_ws_port : null,
@@ -187,6 +207,7 @@ export function createNodeChannel(services: Services): NodeChannel {
     });
     ws.on('close', () => {
       closed = true;
+      openOf.delete(node.id);
       clearInterval(timer);
       clusterSignals.off('changed', onSignal);
       log.info({ node: node.name, id: short }, 'node disconnected');

@@ -13,7 +13,8 @@ import type { EventInput } from '../domain.ts';
 import { PgEventFeed } from '../events/pg-feed.ts';
 import type { ResolvedConfig, ServerOptions } from '../http/config.ts';
 import { silentLogger } from '../log.ts';
-import { buildDataPlane, buildUsageHistory, type Services, StreamRegistry } from '../services.ts';
+import { buildDataPlane, buildUsageHistory, instanceMetrics, type Services, StreamRegistry } from '../services.ts';
+import { Metrics, timedStore } from '../metrics.ts';
 import { SessionService } from '../sessions.ts';
 import { pgControlStore } from '../store/control.ts';
 import { PgListener } from '../store/pg/listener.ts';
@@ -31,11 +32,15 @@ const LISTEN_WAIT_MS = 5_000;
 export async function createClusterServices(opts: ServerOptions, config: ResolvedConfig, tls: TlsCertificates, url: string): Promise<Services> {
   const log = opts.logger ?? silentLogger;
   // Migrations run here, under an advisory lock: several instances may start at once.
-  const data = pgControlStore(
-    await PgStore.open(url, {
-      applicationName: 'vpn-access serve',
-      onIdleError: (err) => log.warn({ err: err.message }, 'database connection lost'),
-    }),
+  const metrics = new Metrics();
+  const data = timedStore(
+    pgControlStore(
+      await PgStore.open(url, {
+        applicationName: 'vpn-access serve',
+        onIdleError: (err) => log.warn({ err: err.message }, 'database connection lost'),
+      }),
+    ),
+    metrics,
   );
   const listener = new PgListener(url, Object.values(CHANNELS), {
     applicationName: 'vpn-access listen',
@@ -58,7 +63,7 @@ export async function createClusterServices(opts: ServerOptions, config: Resolve
     chain = chain.then(() => feed.publish(e)).catch((err: unknown) => log.warn({ err: String(err), type: e.type }, 'publishing a session event failed'));
   };
   const usage = buildUsageHistory(opts, data, log);
-  const dataPlane = buildDataPlane(opts, config, log, view, publishLocal, zones, usage);
+  const dataPlane = buildDataPlane(opts, config, log, view, publishLocal, zones, usage, metrics);
   view.attach(dataPlane);
   const sessions = new SessionService({ store: data, zones: placement, link: config.settings.link, dataPlane: () => dataPlane });
 
@@ -89,6 +94,9 @@ export async function createClusterServices(opts: ServerOptions, config: Resolve
   const sqliteOnly = (what: string): never => {
     throw new Error(`services.${what} exists only on the SQLite store; on PostgreSQL use services.data`);
   };
+  // Caps per token and customer hold per instance.
+  const streams = new StreamRegistry(revocations, config.settings.sse);
+  instanceMetrics(metrics, streams, dataPlane);
   let closing: Promise<void> | undefined;
   const services: Services = {
     database: 'postgres',
@@ -113,10 +121,10 @@ export async function createClusterServices(opts: ServerOptions, config: Resolve
     tls,
     log,
     settings: config.settings,
-    // Caps per token and customer hold per instance.
-    streams: new StreamRegistry(revocations, config.settings.sse),
+    streams,
     tokens: { create: () => sqliteOnly('tokens.create') },
     usage,
+    metrics,
     close: () =>
       (closing ??= (async () => {
         if (dataPlane) await dataPlane.close();

@@ -32,6 +32,11 @@ export interface DataPlaneDeps {
    * save added. Must be cheap and never throw (it only adds to memory; the writer batches).
    */
   usage?: { add(sessionId: string, up: number, down: number): void };
+  /**
+   * Optional (metrics, issue 11): told of each refused admission (its reason) and, after each
+   * successful counter save, the bytes that save added with the session's zone. Cheap, never throws.
+   */
+  observe?: { refused(reason: string): void; moved(zone: string, up: number, down: number): void };
 }
 
 export interface DataPlaneConfig {
@@ -107,4 +112,6 @@ export interface DataPlane {
   runtimeSize?(): { customers: number; clients: number; sessions: number };
   /** Flushes counters and closes every connection and listener. */
   close(): Promise<void>;
+  /** Connections relaying now, per zone of their sessions (metrics). */
+  openByZone?(): Array<{ zone: string; count: number }>;
 }

@@ -51,6 +51,8 @@ export interface ClientState {
 export interface SessionState {
   id: string;
   short: string;
+  /** The session's zone (metrics label). */
+  zone: string;
   reusable: boolean;
   customer: CustomerState;
   client: ClientState;

@@ -9,10 +9,10 @@ import { type SessionState, durationOf, nowMs } from './meters.ts';
 const FLUSH_INTERVAL_MS = 500;
 
 export class Reporter {
-  private readonly deps: Pick<DataPlaneDeps, 'store' | 'events' | 'log' | 'usage'>;
+  private readonly deps: Pick<DataPlaneDeps, 'store' | 'events' | 'log' | 'usage' | 'observe'>;
   private lastFlush = 0;
 
-  constructor(deps: Pick<DataPlaneDeps, 'store' | 'events' | 'log' | 'usage'>) {
+  constructor(deps: Pick<DataPlaneDeps, 'store' | 'events' | 'log' | 'usage' | 'observe'>) {
     this.deps = deps;
   }
 
@@ -27,7 +27,10 @@ export class Reporter {
       const up = session.totals.up - last.up;
       const down = session.totals.down - last.down;
       session.lastSaved = { up: session.totals.up, down: session.totals.down, duration, status: session.status, connections: session.connections };
-      if (up > 0 || down > 0) this.deps.usage?.add(session.id, up, down);
+      if (up > 0 || down > 0) {
+        this.deps.usage?.add(session.id, up, down);
+        this.deps.observe?.moved(session.zone, up, down);
+      }
     } catch (err) {
       this.deps.log.error({ session: session.short, err: String(err) }, 'saving session runtime failed');
     }

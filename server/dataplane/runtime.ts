@@ -107,12 +107,22 @@ export class Runtime implements LeaseOwner {
    * refusal ('unavailable') and a log line, not an uncaught exception.
    */
   admit(sessionId: string, conn: ConnHandle): AdmitResult {
+    let result: AdmitResult;
     try {
-      return this.tryAdmit(sessionId, conn);
+      result = this.tryAdmit(sessionId, conn);
     } catch (err) {
       this.deps.log.error({ session: idShort(sessionId), err: String(err) }, 'admission failed: store unavailable');
-      return { ok: false, reason: 'unavailable' };
+      result = { ok: false, reason: 'unavailable' };
     }
+    if (!result.ok) this.deps.observe?.refused(result.reason);
+    return result;
+  }
+
+  /** Connections relaying now, per zone (metrics). */
+  openByZone(): Array<{ zone: string; count: number }> {
+    const byZone = new Map<string, number>();
+    for (const s of this.sessions.values()) if (s.open.size) byZone.set(s.zone, (byZone.get(s.zone) ?? 0) + s.open.size);
+    return [...byZone].map(([zone, count]) => ({ zone, count }));
   }
 
   private tryAdmit(sessionId: string, conn: ConnHandle): AdmitResult {
@@ -130,6 +140,7 @@ export class Runtime implements LeaseOwner {
       session = {
         id: row.id,
         short: idShort(row.id),
+        zone: row.zone,
         reusable: row.reusable,
         customer,
         client,

@@ -64,6 +64,8 @@ export function openEventStream(
     options: SseOptions;
     /** The first replay batch, already read by the caller (so a failing store still gets a 500 answer). */
     firstBatch?: SessionEvent[];
+    /** Told of each event written live (not replayed): the delivery-lag metric. */
+    onDelivered?: (e: SessionEvent) => void;
   },
 ): StreamHandle {
   const { source, customerId, filter, options } = deps;
@@ -92,6 +94,7 @@ export function openEventStream(
     if (e.id <= lastSent) return;
     lastSent = e.id;
     write(frame(e), replay);
+    if (!replay) deps.onDelivered?.(e);
   };
 
   // While replaying, live events are not kept: they are stored before they are published, so

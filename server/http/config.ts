@@ -45,6 +45,11 @@ export interface ServerOptions extends ServerTlsOptions {
   logger?: Logger;
   /** One readable log line per request. */
   logRequests?: boolean;
+  /**
+   * Extension (metrics): the bearer token GET /metrics asks for. Unset: /metrics answers only
+   * clients on this machine (loopback), without a token.
+   */
+  metricsToken?: string;
   /** How long a client may take over its headers, its whole request, and between requests. */
   httpTimeouts?: Partial<HttpTimeouts>;
   /** Folder of the built renderer, served at `/`. */

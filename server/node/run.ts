@@ -199,7 +199,7 @@ export async function runNode(opts: NodeRunOptions): Promise<RunningNode> {
   const send = (r: Report) => {
     if (!ws || !connected || !greeted) return;
     sealed.add(r.seq);
-    ws.send(JSON.stringify({ type: 'report', seq: r.seq, ports, counters: r.counters, events: r.events }));
+    ws.send(JSON.stringify({ type: 'report', seq: r.seq, ports, open: dataPlane.openByZone?.() ?? [], counters: r.counters, events: r.events }));
   };
   const tick = () => {
     const hasData = view.pending.size > 0 || view.events.length > 0;
@@ -228,7 +228,7 @@ export async function runNode(opts: NodeRunOptions): Promise<RunningNode> {
       }
       send(r);
     } else if (ws && connected) {
-      ws.send(JSON.stringify({ type: 'report', seq: 0, ports }));
+      ws.send(JSON.stringify({ type: 'report', seq: 0, ports, open: dataPlane.openByZone?.() ?? [] }));
     }
   };
   const timer = setInterval(tick, REPORT_MS);

@@ -75,6 +75,7 @@ export async function eventRoutes(app: FastifyInstance, ctx: Services): Promise<
           lastEventId,
           options: ctx.settings.sse,
           firstBatch,
+          onDelivered: (e) => ctx.metrics.delivered(e.created_at),
         }),
         reply.raw,
         { tokenId, customerId },

@@ -1,0 +1,137 @@
+// Prometheus metrics of one server instance (issue 11), with prom-client: one Registry per
+// instance (several servers in one process, as in tests, never share a metric). Served at
+// GET /metrics by http/metrics.ts. What is measured, and where it is fed from:
+//
+//   vad_http_requests_total{method,route,status}            every answered request (onResponse;
+//   vad_http_request_duration_seconds{method,route,status}   route is the pattern, never the raw URL)
+//   vad_relayed_bytes_total{zone,node,direction}             bytes moved, counted where counters are
+//                                                            saved: the local data plane (node "local")
+//                                                            and each node's applied reports
+//   vad_open_connections{zone,node}                          connections relaying now: the local data
+//                                                            plane, and the last report of each node
+//                                                            connected to this instance (scrape every
+//                                                            instance and sum)
+//   vad_admission_refusals_total{reason}                     connections refused at admission (caps,
+//                                                            pause, max_sessions, flood...), local data plane
+//   vad_event_stream_subscribers                             open event streams of this instance
+//   vad_event_delivery_lag_seconds                           from an event's creation to its write on a stream
+//   vad_db_query_duration_seconds{op,outcome}                each control-store call (SQLite or PostgreSQL)
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+export interface OpenConnections {
+  zone: string;
+  node: string;
+  count: number;
+}
+
+const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
+
+export class Metrics {
+  readonly registry = new Registry();
+  private readonly requests: Counter<'method' | 'route' | 'status'>;
+  private readonly durations: Histogram<'method' | 'route' | 'status'>;
+  private readonly bytes: Counter<'zone' | 'node' | 'direction'>;
+  private readonly refusals: Counter<'reason'>;
+  private readonly lag: Histogram;
+  private readonly db: Histogram<'op' | 'outcome'>;
+  private readonly openSources: Array<() => OpenConnections[]> = [];
+  private subscriberSource: () => number = () => 0;
+
+  constructor() {
+    const registers = [this.registry];
+    this.requests = new Counter({ name: 'vad_http_requests_total', help: 'HTTP requests answered, by method, route pattern and status code.', labelNames: ['method', 'route', 'status'], registers });
+    this.durations = new Histogram({ name: 'vad_http_request_duration_seconds', help: 'Time to answer an HTTP request.', labelNames: ['method', 'route', 'status'], buckets: LATENCY_BUCKETS, registers });
+    this.bytes = new Counter({ name: 'vad_relayed_bytes_total', help: 'Bytes relayed for sessions, by zone, node and direction (up: client to destination).', labelNames: ['zone', 'node', 'direction'], registers });
+    this.refusals = new Counter({ name: 'vad_admission_refusals_total', help: 'Connections refused at admission, by reason (caps, pause, max_sessions, connection flood...).', labelNames: ['reason'], registers });
+    this.lag = new Histogram({ name: 'vad_event_delivery_lag_seconds', help: 'From an event being recorded to its write on an event stream (live delivery).', buckets: LATENCY_BUCKETS, registers });
+    this.db = new Histogram({ name: 'vad_db_query_duration_seconds', help: 'Control-store calls (SQLite or PostgreSQL), by operation and outcome.', labelNames: ['op', 'outcome'], buckets: LATENCY_BUCKETS, registers });
+    const sources = this.openSources;
+    new Gauge({
+      name: 'vad_open_connections',
+      help: 'Connections relaying now, by zone and node.',
+      labelNames: ['zone', 'node'],
+      registers,
+      collect() {
+        this.reset();
+        for (const source of sources) {
+          for (const o of source()) this.inc({ zone: o.zone, node: o.node }, o.count);
+        }
+      },
+    });
+    const self = this;
+    new Gauge({
+      name: 'vad_event_stream_subscribers',
+      help: 'Event streams (Server-Sent Events) open on this instance.',
+      registers,
+      collect() {
+        this.set(self.subscriberSource());
+      },
+    });
+  }
+
+  request(method: string, route: string, status: number, seconds: number): void {
+    const labels = { method, route, status: String(status) };
+    this.requests.inc(labels);
+    this.durations.observe(labels, seconds);
+  }
+
+  moved(zone: string, node: string, up: number, down: number): void {
+    if (up > 0) this.bytes.inc({ zone, node, direction: 'up' }, up);
+    if (down > 0) this.bytes.inc({ zone, node, direction: 'down' }, down);
+  }
+
+  refused(reason: string): void {
+    this.refusals.inc({ reason });
+  }
+
+  delivered(createdAt: string): void {
+    const t = Date.parse(createdAt);
+    if (Number.isFinite(t)) this.lag.observe(Math.max(0, Date.now() - t) / 1000);
+  }
+
+  dbCall(op: string, outcome: 'ok' | 'error', seconds: number): void {
+    this.db.observe({ op, outcome }, seconds);
+  }
+
+  /** Adds a source of open-connection counts read at each scrape. */
+  openConnections(source: () => OpenConnections[]): void {
+    this.openSources.push(source);
+  }
+
+  subscribers(source: () => number): void {
+    this.subscriberSource = source;
+  }
+
+  text(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+}
+
+/**
+ * The control store with every call timed: each method that returns a Promise is observed when
+ * it settles (SQLite's answers are already settled, PostgreSQL's are round trips).
+ */
+export function timedStore<T extends object>(store: T, metrics: Metrics): T {
+  return new Proxy(store, {
+    get(target, prop) {
+      // Read on the store itself: its getters and private fields see the real object.
+      const value = Reflect.get(target, prop) as unknown;
+      if (typeof value !== 'function' || typeof prop !== 'string') return value;
+      return function (this: unknown, ...args: unknown[]) {
+        const started = performance.now();
+        const out = (value as (...a: unknown[]) => unknown).apply(target, args);
+        if (out && typeof (out as Promise<unknown>).then === 'function') {
+          (out as Promise<unknown>).then(
+            () => metrics.dbCall(prop, 'ok', (performance.now() - started) / 1000),
+            () => metrics.dbCall(prop, 'error', (performance.now() - started) / 1000),
+          );
+        }
+        return out;
+      };
+    },
+  });
+}

@@ -1,0 +1,228 @@
+// GET /metrics (issue 11): scraped and parsed as the Prometheus text format after real
+// traffic through the data plane of a listening server (raw VLESS over TCP to a loopback echo
+// server). Requests by route pattern and status; bytes by zone and node equal the session's
+// counters; open connections while one relays; refusals by reason; event-stream subscribers and
+// delivery lag; control-store latency. Protection: loopback only without a metrics token, the
+// token (and nothing else) with one. On PostgreSQL the same scrape works on a cluster instance.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { connect, type Socket } from 'node:net';
+import { startServer, type RunningServer } from '../../server/serve.ts';
+import { buildVlessHeader } from '../../server/dataplane/vless-header.ts';
+import { isLoopback } from '../../server/http/metrics.ts';
+import { callApi } from '../helpers/http.ts';
+import { makeServer, removeDir, tempDir, waitFor } from '../helpers/server.ts';
+import { openRaw } from '../helpers/sse.ts';
+import { startPostgres } from '../helpers/postgres.ts';
+import { startTcpEcho } from '../dataplane/helpers/targets.ts';
+
+interface Sample {
+  name: string;
+  labels: Record<string, string>;
+  value: number;
+}
+
+/**
+ * Parses the Prometheus text exposition format (0.0.4): HELP/TYPE comments, then
+ * `name{label="value",...} number` lines. Any other line fails the test: the format is checked,
+ * not only searched.
+ */
+function parseMetrics(text: string): { samples: Sample[]; types: Map<string, string> } {
+  const samples: Sample[] = [];
+  const types = new Map<string, string>();
+  for (const line of text.split('\n')) {
+    if (line === '') continue;
+    if (line.startsWith('# HELP ')) continue;
+    const type = /^# TYPE ([a-zA-Z_:][a-zA-Z0-9_:]*) (counter|gauge|histogram|summary|untyped)$/.exec(line);
+    if (type) {
+      types.set(type[1], type[2]);
+      continue;
+    }
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? ([-+]?(?:\d+(?:\.\d*)?(?:e[-+]?\d+)?|Inf|NaN))$/.exec(line);
+    assert.ok(m, `not a metrics line: ${JSON.stringify(line)}`);
+    const labels: Record<string, string> = {};
+    if (m[2]) {
+      const re = /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)",?/gy;
+      let l: RegExpExecArray | null;
+      let consumed = 0;
+      while ((l = re.exec(m[2]))) {
+        labels[l[1]] = l[2].replace(/\\(.)/g, '$1');
+        consumed = re.lastIndex;
+      }
+      assert.equal(consumed, m[2].length, `bad labels in ${line}`);
+    }
+    samples.push({ name: m[1], labels, value: Number(m[3].replace('Inf', 'Infinity')) });
+  }
+  return { samples, types };
+}
+
+const pick = (samples: Sample[], name: string, labels: Record<string, string> = {}): Sample[] =>
+  samples.filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v));
+const valueOf = (samples: Sample[], name: string, labels: Record<string, string> = {}): number => pick(samples, name, labels).reduce((a, s) => a + s.value, 0);
+
+let srv: RunningServer;
+let echo: Awaited<ReturnType<typeof startTcpEcho>>;
+let dir: string;
+let owner: string;
+
+before(async () => {
+  dir = tempDir('vad-metrics-');
+  srv = await startServer({ dataDir: dir, port: 0, egress: 'allow-all', statsIntervalMs: 300, rateLimit: { max: 100_000, windowMs: 60_000 } });
+  owner = srv.ownerToken!;
+  echo = await startTcpEcho();
+});
+after(async () => {
+  await srv?.close();
+  await echo?.close();
+  if (dir) removeDir(dir);
+});
+
+async function scrape(base = srv.origin, headers: Record<string, string> = {}): Promise<{ samples: Sample[]; types: Map<string, string> }> {
+  const res = await fetch(`${base}/metrics`, { headers });
+  assert.equal(res.status, 200, await res.clone().text());
+  assert.match(res.headers.get('content-type') ?? '', /^text\/plain; version=0\.0\.4/);
+  return parseMetrics(await res.text());
+}
+
+/** A VLESS connection to the echo server; resolves once `n` bytes came back. */
+async function relay(id: string, n: number): Promise<Socket> {
+  const s = connect(srv.vlessTcpPort!, '127.0.0.1');
+  s.on('error', () => {});
+  let got = 0;
+  await new Promise<void>((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error(`echo of ${n} bytes not back (got ${got})`)), 10_000);
+    s.on('data', (b: Buffer) => {
+      got += b.length;
+      if (got >= n + 2) {
+        clearTimeout(t);
+        resolve();
+      }
+    });
+    s.write(Buffer.concat([buildVlessHeader({ id, command: 'tcp', port: echo.port, address: '127.0.0.1' }), Buffer.alloc(n, 3)]));
+  });
+  return s;
+}
+
+test('metrics after real traffic: requests, bytes by zone and node, open connections, refusals, streams, store latency', async () => {
+  // Requests by route pattern: three reads of /v2/zones, one 404 of a session id (the pattern, not the id).
+  for (let i = 0; i < 3; i++) assert.equal((await callApi(srv.baseUrl, owner, 'GET', '/zones')).status, 200);
+  assert.equal((await callApi(srv.baseUrl, owner, 'GET', '/sessions/00000000-0000-4000-8000-000000000000')).status, 404);
+
+  const created = await callApi(srv.baseUrl, owner, 'POST', '/sessions', { client_id: 'metrics-bob', zone: 'de-fra', reusable: true });
+  assert.equal(created.status, 201);
+  const id: string = created.json.id;
+
+  // An event stream open while the traffic runs: a subscriber, and live deliveries (lag).
+  const stream = await openRaw(`${srv.baseUrl}/sessions/events`, { authorization: `Bearer ${owner}` });
+  assert.equal(stream.status, 200);
+  try {
+    const open = await relay(id, 300_000);
+    // One connection relays now.
+    await waitFor(async () => valueOf((await scrape()).samples, 'vad_open_connections', { zone: 'de-fra', node: 'local' }) === 1, 5000, 'one open connection');
+    const live = await scrape();
+    assert.equal(valueOf(live.samples, 'vad_event_stream_subscribers'), 1);
+    open.destroy();
+    await relay(id, 100_000).then((s) => s.destroy());
+    await waitFor(async () => valueOf((await scrape()).samples, 'vad_open_connections') === 0, 5000, 'no open connection');
+
+    // The bytes counted by zone and node equal the session's counters once they are saved.
+    let status: { uploaded_bytes: number; downloaded_bytes: number; status: string } = { uploaded_bytes: 0, downloaded_bytes: 0, status: '' };
+    await waitFor(async () => {
+      status = (await callApi(srv.baseUrl, owner, 'GET', `/sessions/${id}/status`)).json;
+      const m = (await scrape()).samples;
+      return status.uploaded_bytes === 400_000 && valueOf(m, 'vad_relayed_bytes_total', { zone: 'de-fra', node: 'local', direction: 'up' }) === status.uploaded_bytes &&
+        valueOf(m, 'vad_relayed_bytes_total', { zone: 'de-fra', node: 'local', direction: 'down' }) === status.downloaded_bytes;
+    }, 10_000, 'bytes metrics equal the counters');
+    await waitFor(() => stream.events().some((e) => e.event_type === 'session_start'), 5000, 'a live event');
+  } finally {
+    stream.close();
+  }
+
+  // A refusal: the session paused, a new connection is refused at admission.
+  assert.equal((await callApi(srv.baseUrl, owner, 'PATCH', `/sessions/${id}/pause`)).status, 200);
+  const refused = connect(srv.vlessTcpPort!, '127.0.0.1');
+  refused.on('error', () => {});
+  refused.write(Buffer.concat([buildVlessHeader({ id, command: 'tcp', port: echo.port, address: '127.0.0.1' }), Buffer.alloc(10)]));
+  await new Promise((r) => refused.once('close', r));
+
+  const { samples, types } = await scrape();
+  assert.equal(types.get('vad_http_requests_total'), 'counter');
+  assert.equal(types.get('vad_http_request_duration_seconds'), 'histogram');
+  assert.equal(valueOf(samples, 'vad_http_requests_total', { method: 'GET', route: '/v2/zones', status: '200' }), 3);
+  assert.equal(valueOf(samples, 'vad_http_requests_total', { method: 'GET', route: '/v2/sessions/:id', status: '404' }), 1);
+  assert.equal(valueOf(samples, 'vad_http_request_duration_seconds_count', { method: 'GET', route: '/v2/zones', status: '200' }), 3);
+  assert.ok(samples.every((s) => !(s.labels.route ?? '').includes('00000000')), 'no raw ids in route labels');
+  assert.equal(valueOf(samples, 'vad_admission_refusals_total', { reason: 'paused' }), 1);
+  assert.ok(valueOf(samples, 'vad_event_delivery_lag_seconds_count') >= 1, 'delivery lag observed');
+  assert.equal(valueOf(samples, 'vad_event_stream_subscribers'), 0);
+  assert.ok(valueOf(samples, 'vad_db_query_duration_seconds_count', { op: 'getSessionOf', outcome: 'ok' }) >= 1, 'store latency observed');
+  // Histogram buckets are cumulative and end with +Inf equal to the count.
+  const inf = pick(samples, 'vad_http_request_duration_seconds_bucket', { route: '/v2/zones', le: '+Inf' });
+  assert.equal(inf.length, 1);
+  assert.equal(inf[0].value, 3);
+  // No token, secret or session id in the whole scrape.
+  const text = await (await fetch(`${srv.origin}/metrics`)).text();
+  assert.ok(!text.includes(owner) && !text.includes(id), 'no token or session id in the metrics');
+});
+
+test('protection: loopback only without a metrics token; with one, the token and nothing else', async () => {
+  assert.equal(isLoopback('127.0.0.1'), true);
+  assert.equal(isLoopback('127.8.9.10'), true);
+  assert.equal(isLoopback('::1'), true);
+  assert.equal(isLoopback('::ffff:127.0.0.1'), true);
+  assert.equal(isLoopback('10.0.0.5'), false);
+  assert.equal(isLoopback('::ffff:192.168.1.2'), false);
+  assert.equal(isLoopback(undefined), false);
+
+  const open = await makeServer();
+  try {
+    const here = await open.app.inject({ method: 'GET', url: '/metrics', remoteAddress: '127.0.0.1' });
+    assert.equal(here.statusCode, 200);
+    const far = await open.app.inject({ method: 'GET', url: '/metrics', remoteAddress: '10.0.0.5' });
+    assert.equal(far.statusCode, 403);
+    assert.equal(far.json().error.code, 'forbidden');
+    assert.match(far.json().error.message, /metrics token/);
+    // An API token is not a metrics credential.
+    const api = await open.app.inject({ method: 'GET', url: '/metrics', remoteAddress: '10.0.0.5', headers: { authorization: `Bearer ${open.owner}` } });
+    assert.equal(api.statusCode, 403);
+  } finally {
+    await open.close();
+  }
+
+  const guarded = await makeServer({ metricsToken: 'scrape-secret-123' });
+  try {
+    for (const headers of [{}, { authorization: 'Bearer wrong' }, { authorization: `Bearer ${guarded.owner}` }, { authorization: 'scrape-secret-123' }]) {
+      const r = await guarded.app.inject({ method: 'GET', url: '/metrics', remoteAddress: '127.0.0.1', headers });
+      assert.equal(r.statusCode, 401, JSON.stringify(headers));
+      assert.equal(r.json().error.code, 'unauthorized');
+    }
+    const ok = await guarded.app.inject({ method: 'GET', url: '/metrics', remoteAddress: '10.0.0.5', headers: { authorization: 'Bearer scrape-secret-123' } });
+    assert.equal(ok.statusCode, 200);
+    const parsed = parseMetrics(ok.body);
+    // The refused scrapes were answered and counted like any request.
+    assert.equal(valueOf(parsed.samples, 'vad_http_requests_total', { route: '/metrics', status: '401' }), 4);
+    assert.ok(!ok.body.includes('scrape-secret-123'));
+  } finally {
+    await guarded.close();
+  }
+});
+
+test('on PostgreSQL: a cluster instance serves its metrics, store latency of PostgreSQL calls included', async (t) => {
+  const pg = await startPostgres(t);
+  const url = await pg.createDatabase('metrics');
+  const d = tempDir('vad-metrics-pg-');
+  const pgSrv = await startServer({ dataDir: d, database: url, port: 0, vlessTcpPort: null, proxyPort: null, rateLimit: { max: 100_000, windowMs: 60_000 } });
+  try {
+    const token = (await pgSrv.services.data.createToken('pgco', 'owner')).token;
+    const made = await callApi(pgSrv.baseUrl, token, 'POST', '/sessions', { client_id: 'pg-metrics', zone: 'de-fra' });
+    assert.equal(made.status, 201, JSON.stringify(made.json));
+    assert.equal((await callApi(pgSrv.baseUrl, token, 'GET', `/sessions/${made.json.id}`)).status, 200);
+    const { samples } = await scrape(pgSrv.origin);
+    assert.equal(valueOf(samples, 'vad_http_requests_total', { method: 'POST', route: '/v2/sessions', status: '201' }), 1);
+    assert.ok(valueOf(samples, 'vad_db_query_duration_seconds_count', { op: 'getSessionOf', outcome: 'ok' }) >= 1);
+    assert.ok(valueOf(samples, 'vad_db_query_duration_seconds_sum', { op: 'getSessionOf' }) > 0, 'a PostgreSQL round trip takes time');
+  } finally {
+    await pgSrv.close();
+    removeDir(d);
+  }
+});
