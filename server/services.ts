@@ -137,6 +137,8 @@ export interface Services {
   events: EventLogSource;
   /** Persists an event and wakes its readers (the data plane's events go through here). */
   publish(e: EventInput): Promise<SessionEvent>;
+  /** Wakes the readers of events already stored (a node report's, stored with its counters). */
+  announce(stored: Array<{ customerId: string; event: SessionEvent }>): void;
   /** The API's token look-ups (cached). */
   tokenLookup: TokenLookup;
   /** SQLite mode only: the synchronous store (tests and subscriptions use it). Throws on PostgreSQL. */
@@ -203,6 +205,9 @@ export async function createServices(opts: ServerOptions, config: ResolvedConfig
       fromLog: false,
     },
     publish: (e) => Promise.resolve(bus.publish(e)),
+    announce: (stored) => {
+      for (const s of stored) bus.fanOut(s.customerId, s.event);
+    },
     tokenLookup: new TokenCache(store),
     store,
     bus,

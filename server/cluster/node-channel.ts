@@ -21,12 +21,14 @@
 //
 // A node may act only on sessions placed on it: counters and events of any other session are dropped.
 // The last applied seq per node is stored with the node (nodes.report_seq), in the transaction
-// that adds the report's counters, so no instance of the cluster counts a report twice.
+// that adds the report's counters and stores its events, so no instance of the cluster counts a
+// report or records its events twice, and a report resent after a crash loses none.
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { EventEmitter } from 'node:events';
 import { WebSocketServer, type WebSocket } from 'ws';
-import type { EventInput, EventType, LimitScope, LimitValues, SessionRow } from '../domain.ts';
+import { eventInsert, type EventInput, type EventInsert, type EventType, type LimitScope, type LimitValues, type SessionRow } from '../domain.ts';
+import { isoNow } from '../time.ts';
 import type { NodeInfo, NodeReportAdd } from '../store/store.ts';
 import type { Services } from '../services.ts';
 
@@ -116,25 +118,30 @@ export function createNodeChannel(services: Services): NodeChannel {
         ...(typeof d.connections === 'number' ? { connections: nonNeg(d.connections) } : {}),
       });
     }
-    // Counters and the node's last applied seq in one transaction: a resent report adds nothing.
-    if (!(await data.applyNodeReport(node.id, msg.seq, adds))) return;
-    // Usage history: the report's deltas, once (a resent report returned above), as this node's.
-    for (const a of adds) services.usage?.add(a.id, node.name, a.uploaded_bytes, a.downloaded_bytes);
-    // Metrics: the report's bytes by zone and node, once.
-    for (const a of adds) services.metrics.moved(placed.get(a.id)!.zone, node.name, a.uploaded_bytes, a.downloaded_bytes);
-    // Events after the commit: a crash between the two drops them (never counts bytes twice).
+    // The report's events, stamped now, for the same transaction.
+    const createdAt = isoNow();
+    const events: EventInsert[] = [];
     for (const e of (msg.events ?? []).slice(0, MAX_EVENTS_PER_REPORT)) {
       const row = e && placed.get(e.sessionId);
       if (!row || !EVENT_TYPES.has(e.type)) continue;
-      await services.publish({
+      events.push(eventInsert({
         customerId: row.customer_id,
         sessionId: row.id,
         type: e.type,
         duration: nonNeg(e.duration),
         uploaded_bytes: nonNeg(e.uploaded_bytes),
         downloaded_bytes: nonNeg(e.downloaded_bytes),
-      });
+      }, createdAt));
     }
+    // Counters, events and the node's last applied seq in one transaction: a report resent after
+    // a lost acknowledgement (or a crash before it) adds no byte and no event twice, loses none.
+    const stored = await data.applyNodeReport(node.id, msg.seq, adds, events);
+    if (stored === false) return;
+    services.announce(stored.map((e, i) => ({ customerId: events[i].customer_id, event: e })));
+    // Usage history: the report's deltas, once (a resent report returned above), as this node's.
+    for (const a of adds) services.usage?.add(a.id, node.name, a.uploaded_bytes, a.downloaded_bytes);
+    // Metrics: the report's bytes by zone and node, once.
+    for (const a of adds) services.metrics.moved(placed.get(a.id)!.zone, node.name, a.uploaded_bytes, a.downloaded_bytes);
   }
 
   function serveNode(ws: WebSocket, first: NodeInfo): void {

@@ -107,6 +107,8 @@ export async function createClusterServices(opts: ServerOptions, config: Resolve
       fromLog: true,
     },
     publish: (e): Promise<SessionEvent> => feed.publish(e),
+    // Stored in a transaction whose NOTIFY (delivered at the commit) wakes every instance's feed.
+    announce: () => {},
     tokenLookup,
     get store() {
       return sqliteOnly('store');

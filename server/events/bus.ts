@@ -29,10 +29,15 @@ export class EventBus {
 
   publish(input: PublishInput): SessionEvent {
     const event = this.store.insertEvent(eventInsert(input, isoNow()));
-    for (const sub of this.subscribers) {
-      if (sub.customerId === input.customerId && matches(sub.filter, event)) sub.deliver(event);
-    }
+    this.fanOut(input.customerId, event);
     return event;
+  }
+
+  /** Hands an event already stored (by publish, or in a node report's transaction) to the live subscribers. */
+  fanOut(customerId: string, event: SessionEvent): void {
+    for (const sub of this.subscribers) {
+      if (sub.customerId === customerId && matches(sub.filter, event)) sub.deliver(event);
+    }
   }
 
   subscribe(sub: Subscriber): () => void {

@@ -512,7 +512,13 @@ export class Store {
    * skipped), sets their other runtime fields and records `seq`, in one transaction. Returns
    * false (and changes nothing) for a report already applied.
    */
-  applyNodeReport(nodeId: string, seq: number, adds: NodeReportAdd[]): boolean {
+  /**
+   * Applies one report of a node at most once: its counter additions, its events and the node's
+   * last applied seq in one transaction, so a report resent after a lost acknowledgement (or a
+   * crash before it) adds neither bytes nor events twice, and none is lost. Returns the stored
+   * events (to wake the readers), or false when the seq was already applied.
+   */
+  applyNodeReport(nodeId: string, seq: number, adds: NodeReportAdd[], events: EventInsert[] = []): SessionEvent[] | false {
     return this.transaction(() => {
       const r = this.q('UPDATE nodes SET report_seq = ? WHERE id = ? AND report_seq < ?').run(seq, nodeId, seq);
       if (Number(r.changes) === 0) return false;
@@ -523,7 +529,7 @@ export class Store {
            WHERE id = ? AND id IN (SELECT session_id FROM session_placements WHERE node_id = ?)`,
         ).run(a.uploaded_bytes, a.downloaded_bytes, a.status ?? null, a.duration ?? null, a.connections ?? null, a.id, nodeId);
       }
-      return true;
+      return events.map((e) => this.insertEvent(e));
     });
   }
 

@@ -615,8 +615,8 @@ export class PgStore {
     return r ? Number(r.report_seq) : undefined;
   }
 
-  /** Applies one report of a node at most once (see the SQLite Store's applyNodeReport). */
-  async applyNodeReport(nodeId: string, seq: number, adds: NodeReportAdd[]): Promise<boolean> {
+  /** Applies one report of a node at most once, its events included (see the SQLite Store's applyNodeReport). */
+  async applyNodeReport(nodeId: string, seq: number, adds: NodeReportAdd[], events: EventInsert[] = []): Promise<SessionEvent[] | false> {
     return this.transaction(async (tx) => {
       const done = await tx.rows<{ id: string }>('UPDATE nodes SET report_seq = $1 WHERE id = $2 AND report_seq < $1 RETURNING id', [seq, nodeId]);
       if (done.length === 0) return false;
@@ -628,7 +628,9 @@ export class PgStore {
           [a.uploaded_bytes, a.downloaded_bytes, a.status ?? null, a.duration ?? null, a.connections ?? null, a.id, nodeId],
         );
       }
-      return true;
+      // The events under the same transaction: their ids come from the locked counter row and
+      // their NOTIFY is delivered at the commit, so readers on every instance see them then.
+      return tx.insertEvents(events);
     });
   }
 
