@@ -142,6 +142,18 @@ test('on PostgreSQL, local data planes of two instances and a node: buckets sum 
   // one row per (session, node, minute): both instances added into the same 'local' rows
   const rows = await a.services.data.usageRowCounts();
   assert.ok(rows.minute >= 2 && rows.minute <= 4, JSON.stringify(rows));
+
+  // Metrics (GET /metrics, issue 11) count the same bytes: the node's on the instance it reports
+  // to (A), labelled with its name and zone; the local data planes' on each instance, summed.
+  const relayed = async (srv: RunningServer, labels: string) => {
+    const text = await (await fetch(`${srv.origin}/metrics`)).text();
+    const line = text.split('\n').find((l) => l.startsWith(`vad_relayed_bytes_total{${labels}}`));
+    return line ? Number(line.split(' ').at(-1)) : 0;
+  };
+  assert.equal(await relayed(a, 'zone="br-sao",node="sao-1",direction="up"'), cn.up);
+  assert.equal(await relayed(a, 'zone="br-sao",node="sao-1",direction="down"'), cn.down);
+  assert.equal(await relayed(b, 'zone="br-sao",node="sao-1",direction="up"'), 0);
+  assert.equal((await relayed(a, 'zone="de-fra",node="local",direction="up"')) + (await relayed(b, 'zone="de-fra",node="local",direction="up"')), ca.up);
 });
 
 test('on PostgreSQL, two instances compacting at once move every row once; the table stays bounded', async () => {
