@@ -27,6 +27,7 @@ import { metaRoutes } from './routes/meta.ts';
 import { sessionRoutes } from './routes/sessions.ts';
 import { zoneRoutes } from './routes/zones.ts';
 import { usageRoutes } from './routes/usage.ts';
+import { auditRoutes } from './routes/audit.ts';
 import { createNodeChannel } from './cluster/node-channel.ts';
 import { createServices, type Services } from './services.ts';
 import { createSubscriptions, subscriptionFeedRoutes, subscriptionRoutes } from './routes/subscriptions.ts';
@@ -101,7 +102,8 @@ export async function buildServer(opts: ServerOptions): Promise<BuiltServer> {
       await limitRoutes(v2, services);
       await metaRoutes(v2, services);
       await usageRoutes(v2, services);
-      if (subscriptions) await subscriptionRoutes(v2, subscriptions);
+      await auditRoutes(v2, services);
+      if (subscriptions) await subscriptionRoutes(v2, subscriptions, services.audit);
     },
   });
   // Outside /v2 and without a token: the URL's secret is the credential (server/subscriptions).

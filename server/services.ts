@@ -22,6 +22,7 @@ import { ZoneCatalogue } from './zones/catalogue.ts';
 import { ZonePlacement } from './cluster/placement.ts';
 import { LOCAL_NODE, UsageHistory } from './usage/history.ts';
 import { Metrics, timedStore } from './metrics.ts';
+import { AuditTrail } from './audit/trail.ts';
 
 /** Settings live with the rest of the resolved configuration; re-exported for the routes' callers. */
 export type { Settings } from './http/config.ts';
@@ -162,6 +163,8 @@ export interface Services {
   usage: UsageHistory | null;
   /** This instance's Prometheus metrics (server/metrics.ts), served at GET /metrics. */
   metrics: Metrics;
+  /** The audit trail (server/audit/trail.ts): who changed what, read at GET /v2/audit. */
+  audit: AuditTrail;
 }
 
 /** The metrics of a new instance, with its event streams and its data plane's open connections. */
@@ -196,6 +199,7 @@ export async function createServices(opts: ServerOptions, config: ResolvedConfig
   const sessions = new SessionService({ store: data, zones: placement, link: config.settings.link, dataPlane: () => dataPlane });
   const streams = new StreamRegistry(store, config.settings.sse);
   instanceMetrics(metrics, streams, dataPlane);
+  const audit = new AuditTrail(data, log);
   return {
     database: 'sqlite',
     data,
@@ -222,7 +226,9 @@ export async function createServices(opts: ServerOptions, config: ResolvedConfig
     tokens: { create: ({ customer, role }) => store.createToken(customer, role).token },
     usage,
     metrics,
+    audit,
     close: async () => {
+      audit.close();
       if (dataPlane) await dataPlane.close();
       await usage?.close();
       store.db.close();

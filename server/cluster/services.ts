@@ -15,6 +15,7 @@ import type { ResolvedConfig, ServerOptions } from '../http/config.ts';
 import { silentLogger } from '../log.ts';
 import { buildDataPlane, buildUsageHistory, instanceMetrics, type Services, StreamRegistry } from '../services.ts';
 import { Metrics, timedStore } from '../metrics.ts';
+import { AuditTrail } from '../audit/trail.ts';
 import { SessionService } from '../sessions.ts';
 import { pgControlStore } from '../store/control.ts';
 import { PgListener } from '../store/pg/listener.ts';
@@ -97,6 +98,7 @@ export async function createClusterServices(opts: ServerOptions, config: Resolve
   // Caps per token and customer hold per instance.
   const streams = new StreamRegistry(revocations, config.settings.sse);
   instanceMetrics(metrics, streams, dataPlane);
+  const audit = new AuditTrail(data, log);
   let closing: Promise<void> | undefined;
   const services: Services = {
     database: 'postgres',
@@ -127,8 +129,10 @@ export async function createClusterServices(opts: ServerOptions, config: Resolve
     tokens: { create: () => sqliteOnly('tokens.create') },
     usage,
     metrics,
+    audit,
     close: () =>
       (closing ??= (async () => {
+        audit.close();
         if (dataPlane) await dataPlane.close();
         await chain;
         await view.close();

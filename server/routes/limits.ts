@@ -11,6 +11,7 @@ import {
   SessionLimitsUpdate,
 } from '../contract/schemas.ts';
 import { callerOf } from '../plugins/auth.ts';
+import { apiActor } from '../audit/trail.ts';
 import type { Services } from '../services.ts';
 import { bearer, responses } from './common.ts';
 
@@ -44,10 +45,13 @@ export async function limitRoutes(app: FastifyInstance, ctx: Services): Promise<
         response: responses({ 200: record }, 400, 401, 403, 404, 413, 415, 429, 500),
       },
       handler: async (request) => {
-        const { customerId } = callerOf(request);
+        const caller = callerOf(request);
+        const { customerId } = caller;
+        const before = await ctx.data.getLimitsRecord(customerId, scope);
         const saved = await ctx.data.patchLimits(customerId, scope, request.body);
         ctx.dataPlane?.limitsChanged(customerId);
         clusterSignals.emit('changed');
+        await ctx.audit.record(customerId, apiActor(caller), { action: 'limits.update', target: { type: 'limits', id: scope }, before: before ?? null, after: saved });
         return saved;
       },
     });
@@ -56,10 +60,13 @@ export async function limitRoutes(app: FastifyInstance, ctx: Services): Promise<
       config,
       schema: { summary: `Delete the ${what}`, tags: ['limits'], security: bearer, response: responses({ 204: { type: 'null' } }, 401, 403, 404, 429, 500) },
       handler: async (request, reply) => {
-        const { customerId } = callerOf(request);
+        const caller = callerOf(request);
+        const { customerId } = caller;
+        const before = await ctx.data.getLimitsRecord(customerId, scope);
         if (!(await ctx.data.deleteLimits(customerId, scope))) throw notSet();
         ctx.dataPlane?.limitsChanged(customerId);
         clusterSignals.emit('changed');
+        await ctx.audit.record(customerId, apiActor(caller), { action: 'limits.delete', target: { type: 'limits', id: scope }, before: before ?? null, after: null });
         return reply.code(204).send();
       },
     });

@@ -11,6 +11,7 @@ import {
 } from '../contract/schemas.ts';
 import { ApiError } from '../contract/errors.ts';
 import { callerOf } from '../plugins/auth.ts';
+import { apiActor } from '../audit/trail.ts';
 import type { Services } from '../services.ts';
 import { bearer, noBody, responses } from './common.ts';
 
@@ -25,7 +26,18 @@ export async function sessionRoutes(app: FastifyInstance, ctx: Services): Promis
       body: SessionCreateRequest,
       response: responses({ 201: Session }, 400, 401, 404, 413, 415, 422, 429, 500),
     },
-    handler: async (request, reply) => reply.code(201).send(await ctx.sessions.create(callerOf(request).customerId, request.body)),
+    handler: async (request, reply) => {
+      const caller = callerOf(request);
+      const made = await ctx.sessions.create(caller.customerId, request.body);
+      await ctx.audit.record(caller.customerId, apiActor(caller), {
+        action: 'session.create',
+        target: { type: 'session', id: made.id },
+        sessionId: made.id,
+        clientId: made.client_id,
+        after: { client_id: made.client_id, zone: made.zone, reusable: made.reusable },
+      });
+      return reply.code(201).send(made);
+    },
   });
 
   app.get<{ Querystring: SessionListQuery }>('/sessions', {
@@ -77,7 +89,19 @@ export async function sessionRoutes(app: FastifyInstance, ctx: Services): Promis
       },
       handler: async (request) => {
         noBody(request.body);
-        return ctx.sessions.setPaused(callerOf(request).customerId, request.params.id, action === 'pause');
+        const caller = callerOf(request);
+        const id = request.params.id;
+        const before = await ctx.data.getSessionOf(caller.customerId, id);
+        const result = await ctx.sessions.setPaused(caller.customerId, id, action === 'pause');
+        await ctx.audit.record(caller.customerId, apiActor(caller), {
+          action: `session.${action}`,
+          target: { type: 'session', id },
+          sessionId: id,
+          clientId: before?.client_id,
+          before: { paused: before?.paused ?? null },
+          after: { paused: result.paused },
+        });
+        return result;
       },
     });
   }

@@ -11,6 +11,7 @@ import {
 } from '../contract/subscriptions.ts';
 import { ErrorRecord } from '../contract/schemas.ts';
 import { callerOf } from '../plugins/auth.ts';
+import { apiActor, type AuditTrail } from '../audit/trail.ts';
 import { sendError } from '../plugins/errors.ts';
 import type { Services } from '../services.ts';
 import { formatForUserAgent, USER_AGENT_TABLE } from '../subscriptions/formats.ts';
@@ -25,7 +26,16 @@ export function createSubscriptions(ctx: Services, dataDir: string, missLimit?: 
 type P = { Params: SubscriptionParams };
 
 /** Under the /v2 prefix: auth, token rate limit and tenancy come from that context. */
-export async function subscriptionRoutes(app: FastifyInstance, subs: SubscriptionService): Promise<void> {
+export async function subscriptionRoutes(app: FastifyInstance, subs: SubscriptionService, audit?: AuditTrail): Promise<void> {
+  /** Whether the client's subscription is on now (its URL is never recorded: it is the credential). */
+  const isOn = async (customerId: string, clientId: string) => {
+    try {
+      await subs.get(customerId, clientId);
+      return true;
+    } catch {
+      return false;
+    }
+  };
   const url = '/subscriptions/:client_id';
   const tags = ['subscriptions'];
 
@@ -41,7 +51,18 @@ export async function subscriptionRoutes(app: FastifyInstance, subs: Subscriptio
     } as object,
     handler: async (request) => {
       noBody(request.body);
-      return subs.enableOrRotate(callerOf(request).customerId, request.params.client_id);
+      const caller = callerOf(request);
+      const clientId = request.params.client_id;
+      const wasOn = await isOn(caller.customerId, clientId);
+      const sub = await subs.enableOrRotate(caller.customerId, clientId);
+      await audit?.record(caller.customerId, apiActor(caller), {
+        action: wasOn ? 'subscription.rotate' : 'subscription.enable',
+        target: { type: 'subscription', id: clientId },
+        clientId,
+        before: { enabled: wasOn },
+        after: { enabled: true },
+      });
+      return sub;
     },
   });
 
@@ -67,7 +88,16 @@ export async function subscriptionRoutes(app: FastifyInstance, subs: Subscriptio
       'x-extension': true,
     } as object,
     handler: async (request, reply) => {
-      subs.disable(callerOf(request).customerId, request.params.client_id);
+      const caller = callerOf(request);
+      const clientId = request.params.client_id;
+      subs.disable(caller.customerId, clientId);
+      await audit?.record(caller.customerId, apiActor(caller), {
+        action: 'subscription.disable',
+        target: { type: 'subscription', id: clientId },
+        clientId,
+        before: { enabled: true },
+        after: { enabled: false },
+      });
       return reply.code(204).send();
     },
   });

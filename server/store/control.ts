@@ -64,6 +64,10 @@ const OPS = [
   'rollupUsage',
   'pruneUsage',
   'usageRowCounts',
+  // audit trail (issue 11)
+  'recordAudit',
+  'auditEntries',
+  'pruneAuditBatch',
 ] as const satisfies readonly SharedStoreOps[];
 // Compile-time: OPS names every shared operation (a new one added to SharedStoreOps fails here).
 type Missing = Exclude<SharedStoreOps, (typeof OPS)[number]>;

@@ -123,6 +123,27 @@ const MIGRATIONS: string[] = [
   CREATE INDEX usage_by_client ON usage_buckets (customer_id, client_id, step, start);
   CREATE INDEX usage_by_age ON usage_buckets (step, start);
   `,
+  // 6 (audit trail, issue 11): every change made through the API or the command line, with who
+  // made it (token id and role, never the token), what, and the values before and after (JSON).
+  `
+  CREATE TABLE audit_log (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    customer_id TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    actor_token_id TEXT,
+    actor_role TEXT NOT NULL,
+    action TEXT NOT NULL,
+    target_type TEXT NOT NULL,
+    target_id TEXT NOT NULL,
+    session_id TEXT,
+    client_id TEXT,
+    before_json TEXT,
+    after_json TEXT
+  );
+  CREATE INDEX audit_by_customer ON audit_log (customer_id, id);
+  CREATE INDEX audit_by_session ON audit_log (customer_id, session_id, id);
+  CREATE INDEX audit_by_age ON audit_log (created_at);
+  `,
 ];
 
 /** The database file's name inside the data folder. */

@@ -36,6 +36,100 @@ export const NODE_TOKEN_PREFIX = 'vadn_';
 export const NODE_UP_SECONDS = 10;
 
 /** A data-plane node of the catalogue (the same shape from SQLite and from PostgreSQL). */
+/** One change to record in the audit trail (server/audit.ts). */
+export interface AuditInsert {
+  customer_id: string;
+  created_at: string;
+  /** The API token's id (never the token); null for the command line. */
+  actor_token_id: string | null;
+  actor_role: 'owner' | 'agent' | 'cli';
+  action: string;
+  target_type: string;
+  target_id: string;
+  session_id: string | null;
+  client_id: string | null;
+  before: unknown;
+  after: unknown;
+}
+
+export interface AuditEntry {
+  id: number;
+  created_at: string;
+  actor: { token_id: string | null; role: string };
+  action: string;
+  target: { type: string; id: string };
+  session_id: string | null;
+  client_id: string | null;
+  before: unknown;
+  after: unknown;
+}
+
+export interface AuditFilter {
+  session_id?: string;
+  client_id?: string;
+  action?: string;
+  actor_token_id?: string;
+  /** ISO times: from inclusive, to exclusive. */
+  from?: string;
+  to?: string;
+}
+
+type RawAudit = {
+  id: number;
+  created_at: string;
+  actor_token_id: string | null;
+  actor_role: string;
+  action: string;
+  target_type: string;
+  target_id: string;
+  session_id: string | null;
+  client_id: string | null;
+  before_json: string | null;
+  after_json: string | null;
+};
+
+const parseJson = (t: string | null): unknown => (t === null ? null : JSON.parse(t));
+
+export function toAuditEntry(r: RawAudit): AuditEntry {
+  return {
+    id: Number(r.id),
+    created_at: r.created_at,
+    actor: { token_id: r.actor_token_id, role: r.actor_role },
+    action: r.action,
+    target: { type: r.target_type, id: r.target_id },
+    session_id: r.session_id,
+    client_id: r.client_id,
+    before: parseJson(r.before_json),
+    after: parseJson(r.after_json),
+  };
+}
+
+/** The WHERE clause of an audit read; `ph(i)` writes the i-th placeholder (SQLite `?`, PostgreSQL `$i`). */
+export function auditWhere(customerId: string, f: AuditFilter, beforeId: number | undefined, ph: (i: number) => string): { where: string; args: (string | number)[] } {
+  const args: (string | number)[] = [customerId];
+  const where = [`customer_id = ${ph(1)}`];
+  const add = (sql: string, v: string | number) => {
+    args.push(v);
+    where.push(sql.replace('?', ph(args.length)));
+  };
+  if (f.session_id !== undefined) add('session_id = ?', f.session_id);
+  if (f.client_id !== undefined) add('client_id = ?', f.client_id);
+  if (f.action !== undefined) add('action = ?', f.action);
+  if (f.actor_token_id !== undefined) add('actor_token_id = ?', f.actor_token_id);
+  if (f.from !== undefined) add('created_at >= ?', f.from);
+  if (f.to !== undefined) add('created_at < ?', f.to);
+  if (beforeId !== undefined) add('id < ?', beforeId);
+  return { where: where.join(' AND '), args };
+}
+
+const AUDIT_COLUMNS = 'id, created_at, actor_token_id, actor_role, action, target_type, target_id, session_id, client_id, before_json, after_json';
+const AUDIT_VALUES = (a: AuditInsert): (string | null)[] => [
+  a.customer_id, a.created_at, a.actor_token_id, a.actor_role, a.action, a.target_type, a.target_id, a.session_id, a.client_id,
+  a.before === undefined ? null : JSON.stringify(a.before), a.after === undefined ? null : JSON.stringify(a.after),
+];
+export const AUDIT_INSERT_COLUMNS = 'customer_id, created_at, actor_token_id, actor_role, action, target_type, target_id, session_id, client_id, before_json, after_json';
+export { AUDIT_COLUMNS, AUDIT_VALUES };
+
 /** What one report of a node adds to one session (store.applyNodeReport). */
 export interface NodeReportAdd {
   id: string;
@@ -652,4 +746,24 @@ export class Store {
       this.q('DELETE FROM events WHERE id IN (SELECT id FROM events WHERE created_at < ? ORDER BY id LIMIT ?)').run(olderThanIso, limit).changes,
     );
   }
+
+  // Audit trail (issue 11)
+
+  recordAudit(a: AuditInsert): number {
+    return Number(this.q(`INSERT INTO audit_log (${AUDIT_INSERT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`).run(...AUDIT_VALUES(a)).lastInsertRowid);
+  }
+
+  /** Newest first; `beforeId` pages on (the id of the last entry of the previous page). */
+  auditEntries(customerId: string, filter: AuditFilter, limit: number, beforeId?: number): { rows: AuditEntry[]; nextId: number | null } {
+    const { where, args } = auditWhere(customerId, filter, beforeId, () => '?');
+    const raw = this.q(`SELECT ${AUDIT_COLUMNS} FROM audit_log WHERE ${where} ORDER BY id DESC LIMIT ?`).all(...args, limit + 1) as RawAudit[];
+    const more = raw.length > limit;
+    const rows = raw.slice(0, limit).map(toAuditEntry);
+    return { rows, nextId: more ? rows[rows.length - 1].id : null };
+  }
+
+  pruneAuditBatch(olderThanIso: string, limit: number): number {
+    return Number(this.q('DELETE FROM audit_log WHERE id IN (SELECT id FROM audit_log WHERE created_at < ? ORDER BY id LIMIT ?)').run(olderThanIso, limit).changes);
+  }
+
 }

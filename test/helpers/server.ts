@@ -187,6 +187,8 @@ export function allRoutes(sessionId: string): { method: 'GET' | 'POST' | 'PUT' |
     { method: 'PUT', url: '/v2/subscriptions/client-1' },
     { method: 'GET', url: '/v2/subscriptions/client-1' },
     { method: 'DELETE', url: '/v2/subscriptions/client-1' },
+    { method: 'GET', url: '/v2/usage' },
+    { method: 'GET', url: '/v2/audit' },
   ];
   for (const scope of ['global', 'client', 'session']) {
     out.push({ method: 'GET', url: `/v2/customer/limits/${scope}` });

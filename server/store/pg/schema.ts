@@ -120,6 +120,26 @@ export const PG_MIGRATIONS: string[] = [
   CREATE INDEX usage_by_client ON usage_buckets (customer_id, client_id, step, start);
   CREATE INDEX usage_by_age ON usage_buckets (step, start);
   `,
+  // 4 (audit trail, issue 11): as SQLite's migration 6 (server/store/db.ts).
+  `
+  CREATE TABLE audit_log (
+    id BIGSERIAL PRIMARY KEY,
+    customer_id TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    actor_token_id TEXT,
+    actor_role TEXT NOT NULL,
+    action TEXT NOT NULL,
+    target_type TEXT NOT NULL,
+    target_id TEXT NOT NULL,
+    session_id TEXT,
+    client_id TEXT,
+    before_json TEXT,
+    after_json TEXT
+  );
+  CREATE INDEX audit_by_customer ON audit_log (customer_id, id);
+  CREATE INDEX audit_by_session ON audit_log (customer_id, session_id, id);
+  CREATE INDEX audit_by_age ON audit_log (created_at);
+  `,
 ];
 
 /** An arbitrary constant naming "the schema migration" among advisory locks. */

@@ -25,8 +25,8 @@ import type pg from 'pg';
 import type { EventInsert, LimitScope, LimitValues, RuntimePatch, SessionRow } from '../../domain.ts';
 import type { EventType, LimitsRecord, SessionEvent } from '../../contract/schemas.ts';
 import { isoNow } from '../../time.ts';
-import type { EventFilter, NodeInfo, NodePorts, NodeReportAdd, Role, SessionFilter, Store, TokenInfo, UsageAdd, UsageQuery, UsageStep, UsageSum } from '../store.ts';
-import { hashToken, NODE_TOKEN_PREFIX, NODE_UP_SECONDS, USAGE_STEP_MS } from '../store.ts';
+import type { AuditEntry, AuditFilter, AuditInsert, EventFilter, NodeInfo, NodePorts, NodeReportAdd, Role, SessionFilter, Store, TokenInfo, UsageAdd, UsageQuery, UsageStep, UsageSum } from '../store.ts';
+import { AUDIT_COLUMNS, AUDIT_INSERT_COLUMNS, AUDIT_VALUES, auditWhere, toAuditEntry, hashToken, NODE_TOKEN_PREFIX, NODE_UP_SECONDS, USAGE_STEP_MS } from '../store.ts';
 import { mapDatabaseError, openPool, type PoolOptions } from './pool.ts';
 import { migrate } from './schema.ts';
 
@@ -90,7 +90,11 @@ export type SharedStoreOps =
   | 'usageTopClients'
   | 'rollupUsage'
   | 'pruneUsage'
-  | 'usageRowCounts';
+  | 'usageRowCounts'
+  // audit trail (issue 11)
+  | 'recordAudit'
+  | 'auditEntries'
+  | 'pruneAuditBatch';
 
 /**
  * The SQLite Store's shared operations, Promise-returning: what services written for either
@@ -742,6 +746,25 @@ export class PgStore {
     const out: Record<UsageStep, number> = { minute: 0, hour: 0, day: 0 };
     for (const r of await this.rows<{ step: UsageStep; n: number }>('SELECT step, COUNT(*)::int AS n FROM usage_buckets GROUP BY step')) out[r.step] = r.n;
     return out;
+  }
+
+  // Audit trail (issue 11), as on SQLite
+
+  async recordAudit(a: AuditInsert): Promise<number> {
+    const r = await this.row<{ id: string }>(`INSERT INTO audit_log (${AUDIT_INSERT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id`, AUDIT_VALUES(a));
+    return Number(r!.id);
+  }
+
+  async auditEntries(customerId: string, filter: AuditFilter, limit: number, beforeId?: number): Promise<{ rows: AuditEntry[]; nextId: number | null }> {
+    const { where, args } = auditWhere(customerId, filter, beforeId, (i) => `$${i}`);
+    const raw = await this.rows<Parameters<typeof toAuditEntry>[0]>(`SELECT ${AUDIT_COLUMNS} FROM audit_log WHERE ${where} ORDER BY id DESC LIMIT $${args.length + 1}`, [...args, limit + 1]);
+    const more = raw.length > limit;
+    const rows = raw.slice(0, limit).map(toAuditEntry);
+    return { rows, nextId: more ? rows[rows.length - 1].id : null };
+  }
+
+  async pruneAuditBatch(olderThanIso: string, limit: number): Promise<number> {
+    return this.count('DELETE FROM audit_log WHERE id IN (SELECT id FROM audit_log WHERE created_at < $1 ORDER BY id LIMIT $2)', [olderThanIso, limit]);
   }
 }
 
