@@ -17,6 +17,7 @@ export type {
   LimitScope,
 } from '../server/contract/schemas.ts';
 export type { Subscription, SubscriptionFormat } from '../server/contract/subscriptions.ts';
+export type { AuditPage, AuditQuery } from '../server/contract/audit.ts';
 
 import type { ClientLimits, ClientLimitsUpdate, SessionStatusValue, EventType } from '../server/contract/schemas.ts';
 

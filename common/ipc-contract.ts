@@ -23,6 +23,8 @@ import type {
   StreamState,
   Subscription,
   ZoneList,
+  AuditPage,
+  AuditQuery,
 } from './api-types.ts';
 import type { Result } from './result.ts';
 
@@ -50,6 +52,8 @@ export interface AppOps {
   putSubscription(clientId: string): Promise<Result<Subscription>>;
   /** Turns the client's subscription off: its URL stops working. */
   deleteSubscription(clientId: string): Promise<Result<true>>;
+  /** The audit trail (who changed what), newest first; filters as GET /v2/audit. */
+  listAudit(query: AuditQuery): Promise<Result<AuditPage>>;
   /** Desktop: "Let other devices connect", its state and this machine's addresses. */
   lanSharing(): Promise<Result<LanSharing>>;
   /** Desktop: turns sharing on (on an address) or off; main restarts the embedded server. */

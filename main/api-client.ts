@@ -4,6 +4,8 @@
 import { buildQuery } from '../server/contract/query-string.ts';
 import { errorInfoFrom } from '../common/error-info.ts';
 import type {
+  AuditPage,
+  AuditQuery,
   LimitScope,
   LimitsRecord,
   LimitsUpdate,
@@ -74,6 +76,7 @@ export class ApiClient {
   getSubscription = (c: string) => this.request<Subscription>('GET', `/subscriptions/${encodeURIComponent(c)}`);
   putSubscription = (c: string) => this.request<Subscription>('PUT', `/subscriptions/${encodeURIComponent(c)}`);
   deleteSubscription = (c: string) => this.request<true>('DELETE', `/subscriptions/${encodeURIComponent(c)}`);
+  listAudit = (q: AuditQuery) => this.request<AuditPage>('GET', `/audit${query(q as Record<string, unknown>)}`);
 }
 
 /** Query strings as the API reads them (shared with the renderer). */

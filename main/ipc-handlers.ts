@@ -39,6 +39,7 @@ export function createHandlers({ api, endpoints, streams, clipboard }: HandlerDe
     getSubscription: (c) => api.getSubscription(c),
     putSubscription: (c) => api.putSubscription(c),
     deleteSubscription: (c) => api.deleteSubscription(c),
+    listAudit: (q) => api.listAudit(q),
     lanSharing: async () => ({ ok: true, value: endpoints.lanSharing() }),
     setLanSharing: (r) => endpoints.setLanSharing({ enabled: r.enabled, address: r.address }),
     openStream: async (streamId, filter) => streams.open(streamId, filter),

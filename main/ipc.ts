@@ -26,6 +26,7 @@ export const OP_NAMES = [
   'getSubscription',
   'putSubscription',
   'deleteSubscription',
+  'listAudit',
   'lanSharing',
   'setLanSharing',
   'openStream',
@@ -83,6 +84,7 @@ function validArgs(name: AppOpName, a: unknown[]): boolean {
     case 'closeStream':
       return a.length === 1 && isStr(a[0], 200);
     case 'listSessions':
+    case 'listAudit':
     case 'createSession':
     case 'saveConnection':
       return a.length === 1 && isObj(a[0]);

@@ -39,6 +39,7 @@ const bridge: AppBridge = {
   getSubscription: op('getSubscription'),
   putSubscription: op('putSubscription'),
   deleteSubscription: op('deleteSubscription'),
+  listAudit: op('listAudit'),
   lanSharing: op('lanSharing'),
   setLanSharing: op('setLanSharing'),
   openStream: op('openStream'),

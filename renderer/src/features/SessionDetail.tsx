@@ -4,7 +4,7 @@
 import QRCode from 'qrcode';
 import { useEffect, useState } from 'react';
 import { getPlatform } from '../platform/index.ts';
-import type { SessionEvent } from '../../../common/api-types.ts';
+import type { AuditPage, SessionEvent } from '../../../common/api-types.ts';
 import { formatBytes, formatDateTime, formatDuration, formatSpeed, formatTime } from '../lib/format.ts';
 import { pollStatus, fetchSession, setPaused, useStore, watchHistory } from '../store/index.ts';
 import { CopyButton, EmptyState, ErrorBanner, Field, Screen, Spinner, StatusBadge } from '../components/ui.tsx';
@@ -59,6 +59,43 @@ function useTimeline(id: string) {
   return events;
 }
 
+type AuditEntry = AuditPage['entries'][number];
+
+/**
+ * Who changed this session (the audit trail: created, paused, resumed), read again whenever the
+ * session's paused flag changes (by this window or anyone else) and every 10 s while open.
+ */
+function useAudit(id: string, paused: boolean | undefined) {
+  const [entries, setEntries] = useState<AuditEntry[]>([]);
+  useEffect(() => {
+    let live = true;
+    const load = () =>
+      getPlatform()
+        .ops.listAudit({ session_id: id, limit: 100 })
+        .then((page) => live && setEntries(page.entries))
+        .catch(() => {
+          /* the trail is a complement: the timeline shows the traffic events without it */
+        });
+    void load();
+    const t = setInterval(() => void load(), 10_000);
+    return () => {
+      live = false;
+      clearInterval(t);
+    };
+  }, [id, paused]);
+  return entries;
+}
+
+const AUDIT_VERB: Record<string, string> = { 'session.create': 'created', 'session.pause': 'paused', 'session.resume': 'resumed' };
+
+/** "owner · token 1a2b3c4d", or "the command line". */
+export function actorLabel(actor: AuditEntry['actor']): string {
+  if (actor.role === 'cli') return 'the command line';
+  return actor.token_id ? `${actor.role} · token ${actor.token_id.slice(0, 8)}` : actor.role;
+}
+
+type TimelineItem = { kind: 'event'; at: string; key: string; ev: SessionEvent } | { kind: 'audit'; at: string; key: string; entry: AuditEntry };
+
 export function SessionDetail({ id }: { id: string }) {
   const s = useStore((st) => st.sessions[id]);
   const history = useStore((st) => st.speedHistory[id]);
@@ -68,7 +105,13 @@ export function SessionDetail({ id }: { id: string }) {
   const [loadError, setLoadError] = useState<string | null>(null);
   const [attempt, setAttempt] = useState(0);
   const qr = useQr(s?.configuration_link, '#111111');
-  const timeline = useTimeline(id);
+  const events = useTimeline(id);
+  const audit = useAudit(id, s?.paused);
+  // Traffic events and changes made to the session, newest first.
+  const timeline: TimelineItem[] = [
+    ...events.map((ev): TimelineItem => ({ kind: 'event', at: ev.created_at, key: `e${ev.id}`, ev })),
+    ...audit.filter((a) => AUDIT_VERB[a.action]).map((entry): TimelineItem => ({ kind: 'audit', at: entry.created_at, key: `a${entry.id}`, entry })),
+  ].sort((a, b) => (a.at < b.at ? 1 : a.at > b.at ? -1 : 0));
 
   useEffect(() => {
     watchHistory(id, true);
@@ -194,15 +237,25 @@ export function SessionDetail({ id }: { id: string }) {
           <p className="muted">No events yet: they appear when a client connects.</p>
         ) : (
           <ol className="timeline" aria-label="Session events">
-            {timeline.map((ev) => (
-              <li key={ev.id}>
-                <span className="mono muted">{formatTime(ev.created_at)}</span>
-                <span className={`evtype ev-${ev.event_type}`}>{ev.event_type.replace('session_', '')}</span>
-                <span>
-                  ↑ {formatBytes(ev.uploaded_bytes)} · ↓ {formatBytes(ev.downloaded_bytes)} · {formatDuration(ev.duration)}
-                </span>
-              </li>
-            ))}
+            {timeline.map((item) =>
+              item.kind === 'event' ? (
+                <li key={item.key}>
+                  <span className="mono muted">{formatTime(item.ev.created_at)}</span>
+                  <span className={`evtype ev-${item.ev.event_type}`}>{item.ev.event_type.replace('session_', '')}</span>
+                  <span>
+                    ↑ {formatBytes(item.ev.uploaded_bytes)} · ↓ {formatBytes(item.ev.downloaded_bytes)} · {formatDuration(item.ev.duration)}
+                  </span>
+                </li>
+              ) : (
+                <li key={item.key} className="audit-item" data-audit-action={item.entry.action}>
+                  <span className="mono muted">{formatTime(item.entry.created_at)}</span>
+                  <span className="evtype ev-audit">{AUDIT_VERB[item.entry.action]}</span>
+                  <span>
+                    {AUDIT_VERB[item.entry.action]} by {actorLabel(item.entry.actor)}
+                  </span>
+                </li>
+              ),
+            )}
           </ol>
         )}
       </div>

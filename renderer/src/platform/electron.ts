@@ -48,6 +48,7 @@ export function createElectronPlatform(bridge: AppBridge): Platform {
     getSubscription: (c) => unwrap(bridge.getSubscription(c)),
     putSubscription: (c) => unwrap(bridge.putSubscription(c)),
     deleteSubscription: (c) => unwrap(bridge.deleteSubscription(c)),
+    listAudit: (q) => unwrap(bridge.listAudit(q)),
     lanSharing: () => unwrap(bridge.lanSharing()),
     setLanSharing: (r) => unwrap(bridge.setLanSharing(r)),
   };

@@ -123,6 +123,7 @@ export function createWebPlatform(): Platform {
     deleteLimits: (scope) => call('DELETE', limitsPath(scope)),
     getSubscription: (clientId) => call('GET', subscriptionPath(clientId)),
     putSubscription: (clientId) => call('PUT', subscriptionPath(clientId)),
+    listAudit: (q) => call('GET', `/audit${qs({ ...q })}`),
     deleteSubscription: (clientId) => call('DELETE', subscriptionPath(clientId)),
     // The browser cannot rebind the server: `vpn-access serve --host/--public-host/--egress lan` does.
     lanSharing: async () => ({ supported: false, reason: WEB_LAN_REASON, enabled: false, address: null, addresses: [], suggested: null }),
