@@ -30,6 +30,7 @@ import { usageRoutes } from './routes/usage.ts';
 import { auditRoutes } from './routes/audit.ts';
 import { createNodeChannel } from './cluster/node-channel.ts';
 import { createServices, type Services } from './services.ts';
+import { startExpirySweep } from './sessions.ts';
 import { createSubscriptions, subscriptionFeedRoutes, subscriptionRoutes } from './routes/subscriptions.ts';
 import { openTls, wireTls } from './tls/index.ts';
 import { silentLogger } from './log.ts';
@@ -119,6 +120,7 @@ export async function buildServer(opts: ServerOptions): Promise<BuiltServer> {
     if (!dataPlane?.handleUpgrade(req, socket, head)) socket.destroy();
   });
 
+  const stopExpiry = startExpirySweep(services.data, log);
   const stopRetention = startEventRetention(services.database === 'sqlite' ? services.store : services.data, config.eventRetentionMs);
 
   app.addHook('preClose', async () => {
@@ -127,6 +129,7 @@ export async function buildServer(opts: ServerOptions): Promise<BuiltServer> {
   });
   app.addHook('onClose', async () => {
     stopRetention();
+    stopExpiry();
     await services.close();
     releaseDataDir();
   });

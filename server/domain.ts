@@ -19,9 +19,13 @@ export interface SessionRow {
   duration: number;
   connections: number;
   created_at: string;
+  /** Extension (issue 11): when the session ends by itself (ISO time), or null. */
+  expires_at: string | null;
 }
 
 export interface LimitValues {
+  /** Session scope only (issue 11): the lifetime a new session gets when it names no expires_at. */
+  default_lifetime_seconds?: number;
   downloaded_bytes?: number;
   uploaded_bytes?: number;
   download_speed?: number;

@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { ApiError } from './contract/errors.ts';
 import type { Session, SessionCreateRequest, SessionList, SessionListQuery, SessionStatusResponse } from './contract/schemas.ts';
 import type { DataPlane } from './dataplane/api.ts';
-import type { SessionRow } from './domain.ts';
+import type { Logger, SessionRow } from './domain.ts';
 import { buildConfiguration, buildLink, type LinkSettings } from './links.ts';
 import type { ControlStore } from './store/control.ts';
 import type { NodeInfo } from './store/store.ts';
@@ -33,6 +33,9 @@ export function nodeLink(local: LinkSettings, node: NodeInfo): LinkSettings {
   };
 }
 
+/** The furthest a session's expires_at may be. */
+const MAX_LIFETIME_MS = 10 * 365 * 86_400_000;
+
 export class SessionService {
   private readonly store: ControlStore;
   private readonly zones: ZonePlacement;
@@ -56,6 +59,7 @@ export class SessionService {
         supported: ['vless'],
       });
     }
+    const expiresAt = await this.expiryOf(customerId, body.expires_at);
     const placement = await this.zones.place(zone);
     if (!placement) {
       throw new ApiError('zone_unavailable', `Zone "${zone.code}" has no active nodes right now.`, { zone: zone.code });
@@ -67,9 +71,28 @@ export class SessionService {
       zone: zone.code,
       reusable: body.reusable ?? false,
       created_at: isoNow(),
+      expires_at: expiresAt,
     });
     if (placement.kind === 'node') await this.store.placeSession(row.id, placement.node.id);
     return this.view(row, placement.kind === 'node' ? placement.node : undefined);
+  }
+
+  /**
+   * When a new session ends by itself: the expires_at it names (in the future, at most ten years
+   * ahead), else now plus the session limits' default_lifetime_seconds, else never (null).
+   */
+  private async expiryOf(customerId: string, requested: string | undefined): Promise<string | null> {
+    const now = Date.now();
+    if (requested !== undefined) {
+      const at = Date.parse(requested);
+      if (!Number.isFinite(at) || at <= now) {
+        throw new ApiError('invalid_request', 'expires_at must be a time in the future.', { field: 'expires_at', value: requested });
+      }
+      if (at > now + MAX_LIFETIME_MS) throw new ApiError('invalid_request', 'expires_at may be at most ten years ahead.', { field: 'expires_at', value: requested });
+      return new Date(at).toISOString();
+    }
+    const lifetime = (await this.store.getLimits(customerId, 'session'))?.default_lifetime_seconds;
+    return lifetime ? new Date(now + lifetime * 1000).toISOString() : null;
   }
 
   /** The row with counters and status from live connections, when the data plane has them. */
@@ -97,6 +120,7 @@ export class SessionService {
       duration: row.duration,
       uploaded_bytes: row.uploaded_bytes,
       downloaded_bytes: row.downloaded_bytes,
+      ...(row.expires_at ? { expires_at: row.expires_at } : {}),
     };
   }
 
@@ -126,6 +150,7 @@ export class SessionService {
       uploaded_bytes: row.uploaded_bytes,
       downloaded_bytes: row.downloaded_bytes,
       paused: row.paused,
+      ...(row.expires_at ? { expires_at: row.expires_at } : {}),
     };
   }
 
@@ -161,4 +186,24 @@ export class SessionService {
     clusterSignals.emit('changed');
     return { session_id: id, paused };
   }
+}
+
+/**
+ * Ends, once a second, the sessions whose expires_at passed while nothing carried them (created
+ * or idle): their status turns `ended`. A session with open connections is ended by the data
+ * plane carrying it, at its expiry (connections cut, session_end), like a session over its cap.
+ * Returns the stop function.
+ */
+export function startExpirySweep(store: Pick<ControlStore, 'expireIdleSessions'>, log: Logger, everyMs = 1000): () => void {
+  let running = false;
+  const timer = setInterval(() => {
+    if (running) return;
+    running = true;
+    store
+      .expireIdleSessions(isoNow())
+      .catch((err: unknown) => log.warn({ err: String(err) }, 'ending expired sessions failed; retrying'))
+      .finally(() => (running = false));
+  }, everyMs);
+  timer.unref();
+  return () => clearInterval(timer);
 }

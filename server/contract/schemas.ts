@@ -53,6 +53,13 @@ export const SessionCreateRequest = Type.Object(
     connection_type: Type.Optional(Type.String({ description: 'Only `vless` is supported (default).' })),
     zone: Type.String({ description: 'Zone code.' }),
     reusable: Type.Optional(Type.Boolean({ description: 'Default false.' })),
+    expires_at: Type.Optional({
+      ...DateTime,
+      ...ext,
+      description:
+        'Extension: when the session ends by itself (in the future, at most 10 years ahead). Its connections are cut then and it ends as over a cap. ' +
+        'Absent: the session limits\' default_lifetime_seconds, if set; else never.',
+    }),
   },
   { additionalProperties: false },
 );
@@ -93,6 +100,7 @@ export const Session = Type.Object({
   duration: Type.Integer(ext),
   uploaded_bytes: Type.Integer(ext),
   downloaded_bytes: Type.Integer(ext),
+  expires_at: Type.Optional({ ...DateTime, ...ext, description: 'Extension: when the session ends by itself; absent when it never does.' }),
 });
 
 export const SessionList = Type.Object(
@@ -121,6 +129,7 @@ export const SessionStatusResponse = Type.Object({
   uploaded_bytes: Type.Integer(),
   downloaded_bytes: Type.Integer(),
   paused: Type.Boolean(ext),
+  expires_at: Type.Optional({ ...DateTime, ...ext, description: 'Extension: when the session ends by itself; absent when it never does.' }),
 });
 
 export const PauseResult = Type.Object({ session_id: Type.String(), paused: Type.Boolean() });
@@ -184,18 +193,28 @@ function updateOf<F extends Record<string, TSchema>>(fields: F) {
   return Type.Object(props as Nullables<F>, { additionalProperties: false, minProperties: 1 });
 }
 
+const sessionFields = {
+  ...trafficFields,
+  default_lifetime_seconds: Type.Integer({
+    minimum: 60,
+    maximum: 10 * 365 * 86_400,
+    ...ext,
+    description: 'Extension: the lifetime of a new session that names no expires_at (seconds from its creation).',
+  }),
+};
+
 export const LIMIT_FIELDS = {
   global: Object.keys(trafficFields),
   client: Object.keys(clientFields),
-  session: Object.keys(trafficFields),
+  session: Object.keys(sessionFields),
 } as const;
 
 export const GlobalLimits = recordOf(trafficFields);
 export const ClientLimits = recordOf(clientFields);
-export const SessionLimits = recordOf(trafficFields);
+export const SessionLimits = recordOf(sessionFields);
 export const GlobalLimitsUpdate = updateOf(trafficFields);
 export const ClientLimitsUpdate = updateOf(clientFields);
-export const SessionLimitsUpdate = updateOf(trafficFields);
+export const SessionLimitsUpdate = updateOf(sessionFields);
 
 export const ServerInfo = Type.Object(
   {

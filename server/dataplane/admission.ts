@@ -15,6 +15,8 @@ export type Refusal =
   | 'too_many_connections'
   | 'connection_rate'
   | 'session_cap'
+  // its expires_at has passed (issue 11): the session ends
+  | 'expired'
   | 'client_cap'
   | 'global_cap'
   // the store could not be read (disk error, locked database): refused, nothing counted

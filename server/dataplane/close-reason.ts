@@ -29,8 +29,9 @@ export type CloseReason =
   | 'shutdown';
 
 /** A byte cap reached at one level of the limits. */
-export type CapReason = 'session_cap' | 'client_cap' | 'global_cap';
+/** A byte cap reached, or the session's expires_at passed (issue 11): the session ends, cut by a reset. */
+export type CapReason = 'session_cap' | 'client_cap' | 'global_cap' | 'expired';
 
 export function isCapReason(reason: CloseReason): reason is CapReason {
-  return reason === 'session_cap' || reason === 'client_cap' || reason === 'global_cap';
+  return reason === 'session_cap' || reason === 'client_cap' || reason === 'global_cap' || reason === 'expired';
 }

@@ -53,6 +53,8 @@ export interface SessionState {
   short: string;
   /** The session's zone (metrics label). */
   zone: string;
+  /** When the session ends by itself (epoch ms, from its row's expires_at); 0: never. */
+  expiresAt: number;
   reusable: boolean;
   customer: CustomerState;
   client: ClientState;

@@ -5,7 +5,7 @@
 // admit() and then moves its bytes through its Lease, so all traffic is counted and limited
 // the same way.
 import type { DataPlaneDeps, LiveCounters } from './api.ts';
-import { type CloseReason, isCapReason } from './close-reason.ts';
+import { type CapReason, type CloseReason, isCapReason } from './close-reason.ts';
 import { type Refusal, isFloodRefusal, refusalByLimits, refusalOfSession } from './admission.ts';
 import { cutOverCaps, cutSession } from './enforcement.ts';
 import { Lease, type LeaseOwner } from './lease.ts';
@@ -141,6 +141,7 @@ export class Runtime implements LeaseOwner {
         id: row.id,
         short: idShort(row.id),
         zone: row.zone,
+        expiresAt: 0,
         reusable: row.reusable,
         customer,
         client,
@@ -162,6 +163,15 @@ export class Runtime implements LeaseOwner {
         lastStatsAt: now,
         lastHeartbeatAt: now,
       };
+    }
+    // The row is read at every admission: its expires_at holds from now (ticks end it on time).
+    session.expiresAt = row.expires_at ? Date.parse(row.expires_at) || 0 : 0;
+    if (session.expiresAt && Date.now() >= session.expiresAt) {
+      this.sessions.set(session.id, session);
+      customer.sessions.add(session);
+      session.capped = true;
+      this.endSession(session, 'expired');
+      return { ok: false, reason: 'expired' };
     }
     const refusal = refusalByLimits({
       reusable: session.reusable,
@@ -290,10 +300,10 @@ export class Runtime implements LeaseOwner {
     this.forget(session);
   }
 
-  /** Ends a session with no open connection (cap found at admission). */
-  private endSession(session: SessionState): void {
+  /** Ends a session: a cap found at admission, or its expiry (cuts what is still open). */
+  private endSession(session: SessionState, reason: CapReason = 'session_cap'): void {
     if (inUse(session)) {
-      cutSession(session, 'session_cap');
+      cutSession(session, reason);
       return;
     }
     if (session.lingerUntil) {
@@ -301,10 +311,15 @@ export class Runtime implements LeaseOwner {
       return;
     }
     if (session.status === 'ended') return;
+    // Expired with nothing open: a created session never started, an idle one already
+    // published its session_end when its last connection closed; only its status changes.
+    const quiet = reason === 'expired' && session.status !== 'active';
     session.status = 'ended';
     this.reporter.save(session);
-    this.reporter.publish(session, 'session_stats');
-    this.reporter.publish(session, 'session_end');
+    if (!quiet) {
+      this.reporter.publish(session, 'session_stats');
+      this.reporter.publish(session, 'session_end');
+    }
     this.forget(session);
   }
 
@@ -361,6 +376,14 @@ export class Runtime implements LeaseOwner {
 
   private tick(): void {
     const now = nowMs();
+    // Sessions whose expires_at passed: cut now, and ended like a session over its cap.
+    const wall = Date.now();
+    for (const session of this.sessions.values()) {
+      if (session.expiresAt && wall >= session.expiresAt && !session.capped) {
+        session.capped = true;
+        this.endSession(session, 'expired');
+      }
+    }
     const flush = this.reporter.flushDue(now);
     for (const customer of this.customers.values()) {
       if (customer.sessions.size > 0 && now - customer.limitsReadAt >= LIMITS_MAX_AGE_MS) {

@@ -68,6 +68,8 @@ const OPS = [
   'recordAudit',
   'auditEntries',
   'pruneAuditBatch',
+  // session expiry (issue 11)
+  'expireIdleSessions',
 ] as const satisfies readonly SharedStoreOps[];
 // Compile-time: OPS names every shared operation (a new one added to SharedStoreOps fails here).
 type Missing = Exclude<SharedStoreOps, (typeof OPS)[number]>;

@@ -144,6 +144,11 @@ const MIGRATIONS: string[] = [
   CREATE INDEX audit_by_session ON audit_log (customer_id, session_id, id);
   CREATE INDEX audit_by_age ON audit_log (created_at);
   `,
+  // 7 (session expiry, issue 11): when a session ends by itself (ISO time), or NULL.
+  `
+  ALTER TABLE sessions ADD COLUMN expires_at TEXT;
+  CREATE INDEX sessions_by_expiry ON sessions (expires_at) WHERE expires_at IS NOT NULL;
+  `,
 ];
 
 /** The database file's name inside the data folder. */

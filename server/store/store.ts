@@ -226,7 +226,7 @@ function toSessionRow(r: RawSession): SessionRow {
 }
 
 const SESSION_COLUMNS =
-  'seq, id, customer_id, client_id, zone, reusable, paused, status, uploaded_bytes, downloaded_bytes, duration, connections, created_at';
+  'seq, id, customer_id, client_id, zone, reusable, paused, status, uploaded_bytes, downloaded_bytes, duration, connections, created_at, expires_at';
 
 export class Store {
   readonly db: DatabaseSync;
@@ -332,12 +332,23 @@ export class Store {
 
   // Sessions
 
-  insertSession(s: { id: string; customer_id: string; client_id: string; zone: string; reusable: boolean; created_at: string }): SessionRow {
+  insertSession(s: { id: string; customer_id: string; client_id: string; zone: string; reusable: boolean; created_at: string; expires_at?: string | null }): SessionRow {
     this.q(
-      `INSERT INTO sessions (id, customer_id, client_id, zone, connection_type, reusable, created_at)
-       VALUES (?, ?, ?, ?, 'vless', ?, ?)`,
-    ).run(s.id, s.customer_id, s.client_id, s.zone, s.reusable ? 1 : 0, s.created_at);
+      `INSERT INTO sessions (id, customer_id, client_id, zone, connection_type, reusable, created_at, expires_at)
+       VALUES (?, ?, ?, ?, 'vless', ?, ?, ?)`,
+    ).run(s.id, s.customer_id, s.client_id, s.zone, s.reusable ? 1 : 0, s.created_at, s.expires_at ?? null);
     return this.getSession(s.id)!;
+  }
+
+  /**
+   * Ends the sessions whose expires_at has passed and that no connection carries (created or
+   * idle; an active one is ended by the data plane carrying it, which cuts its connections and
+   * publishes session_end). Idempotent, safe from several processes. Returns how many.
+   */
+  expireIdleSessions(nowIso: string): number {
+    return Number(
+      this.q(`UPDATE sessions SET status = 'ended' WHERE expires_at IS NOT NULL AND expires_at <= ? AND status IN ('created', 'idle')`).run(nowIso).changes,
+    );
   }
 
   getSession(id: string): SessionRow | undefined {

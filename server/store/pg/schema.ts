@@ -140,6 +140,11 @@ export const PG_MIGRATIONS: string[] = [
   CREATE INDEX audit_by_session ON audit_log (customer_id, session_id, id);
   CREATE INDEX audit_by_age ON audit_log (created_at);
   `,
+  // 5 (session expiry, issue 11): as SQLite's migration 7.
+  `
+  ALTER TABLE sessions ADD COLUMN expires_at TEXT;
+  CREATE INDEX sessions_by_expiry ON sessions (expires_at) WHERE expires_at IS NOT NULL;
+  `,
 ];
 
 /** An arbitrary constant naming "the schema migration" among advisory locks. */

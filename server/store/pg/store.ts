@@ -94,7 +94,9 @@ export type SharedStoreOps =
   // audit trail (issue 11)
   | 'recordAudit'
   | 'auditEntries'
-  | 'pruneAuditBatch';
+  | 'pruneAuditBatch'
+  // session expiry (issue 11)
+  | 'expireIdleSessions';
 
 /**
  * The SQLite Store's shared operations, Promise-returning: what services written for either
@@ -114,7 +116,7 @@ function toSessionRow(r: RawSession): SessionRow {
 }
 
 const SESSION_COLUMNS =
-  'seq, id, customer_id, client_id, zone, reusable, paused, status, uploaded_bytes, downloaded_bytes, duration, connections, created_at';
+  'seq, id, customer_id, client_id, zone, reusable, paused, status, uploaded_bytes, downloaded_bytes, duration, connections, created_at, expires_at';
 const TOKEN_SELECT = `SELECT t.id, t.customer_id, c.name AS customer_name, t.role, t.prefix, t.created_at, t.revoked_at
        FROM tokens t JOIN customers c ON c.id = t.customer_id`;
 const EVENT_COLUMNS = 'id, session_id, event_type, created_at, duration, downloaded_bytes, uploaded_bytes';
@@ -283,13 +285,18 @@ export class PgStore {
 
   // Sessions
 
-  async insertSession(s: { id: string; customer_id: string; client_id: string; zone: string; reusable: boolean; created_at: string }): Promise<SessionRow> {
+  async insertSession(s: { id: string; customer_id: string; client_id: string; zone: string; reusable: boolean; created_at: string; expires_at?: string | null }): Promise<SessionRow> {
     const r = await this.row<RawSession>(
-      `INSERT INTO sessions (id, customer_id, client_id, zone, connection_type, reusable, created_at)
-       VALUES ($1, $2, $3, $4, 'vless', $5, $6) RETURNING ${SESSION_COLUMNS}`,
-      [s.id, s.customer_id, s.client_id, s.zone, s.reusable, s.created_at],
+      `INSERT INTO sessions (id, customer_id, client_id, zone, connection_type, reusable, created_at, expires_at)
+       VALUES ($1, $2, $3, $4, 'vless', $5, $6, $7) RETURNING ${SESSION_COLUMNS}`,
+      [s.id, s.customer_id, s.client_id, s.zone, s.reusable, s.created_at, s.expires_at ?? null],
     );
     return toSessionRow(r!);
+  }
+
+  /** As on SQLite (a connection to such a session is refused from its row's expires_at anyway). */
+  async expireIdleSessions(nowIso: string): Promise<number> {
+    return this.count(`UPDATE sessions SET status = 'ended' WHERE expires_at IS NOT NULL AND expires_at <= $1 AND status IN ('created', 'idle')`, [nowIso]);
   }
 
   async getSession(id: string): Promise<SessionRow | undefined> {

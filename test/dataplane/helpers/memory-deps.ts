@@ -94,7 +94,7 @@ export class MemoryDeps {
     };
   }
 
-  createSession(o: { customer?: string; client?: string; reusable?: boolean; zone?: string } = {}): string {
+  createSession(o: { customer?: string; client?: string; reusable?: boolean; zone?: string; expiresAt?: string } = {}): string {
     const id = randomUUID();
     this.sessions.set(id, {
       id,
@@ -109,6 +109,7 @@ export class MemoryDeps {
       duration: 0,
       connections: 0,
       created_at: new Date().toISOString(),
+      expires_at: o.expiresAt ?? null,
     });
     return id;
   }
