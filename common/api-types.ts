@@ -17,6 +17,8 @@ export type {
   LimitScope,
 } from '../server/contract/schemas.ts';
 export type { Subscription, SubscriptionFormat } from '../server/contract/subscriptions.ts';
+// Usage history (issue 11, extension): GET /v2/usage.
+export type { UsageQuery, UsageReport, UsageStepValue } from '../server/contract/usage.ts';
 
 import type { ClientLimits, ClientLimitsUpdate, SessionStatusValue, EventType } from '../server/contract/schemas.ts';
 

@@ -15,6 +15,8 @@ import type {
   SessionListQuery,
   SessionStatusResponse,
   Subscription,
+  UsageQuery,
+  UsageReport,
   ZoneList,
 } from '../common/api-types.ts';
 import { fail, type Result } from '../common/result.ts';
@@ -74,6 +76,7 @@ export class ApiClient {
   getSubscription = (c: string) => this.request<Subscription>('GET', `/subscriptions/${encodeURIComponent(c)}`);
   putSubscription = (c: string) => this.request<Subscription>('PUT', `/subscriptions/${encodeURIComponent(c)}`);
   deleteSubscription = (c: string) => this.request<true>('DELETE', `/subscriptions/${encodeURIComponent(c)}`);
+  usage = (q: UsageQuery) => this.request<UsageReport>('GET', `/usage${query(q as Record<string, unknown>)}`);
 }
 
 /** Query strings as the API reads them (shared with the renderer). */

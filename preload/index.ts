@@ -41,6 +41,7 @@ const bridge: AppBridge = {
   deleteSubscription: op('deleteSubscription'),
   lanSharing: op('lanSharing'),
   setLanSharing: op('setLanSharing'),
+  usage: op('usage'),
   openStream: op('openStream'),
   closeStream: op('closeStream'),
   onStreamMessage: (l) => listen<StreamMessage>(STREAM, l),

@@ -50,6 +50,7 @@ export function createElectronPlatform(bridge: AppBridge): Platform {
     deleteSubscription: (c) => unwrap(bridge.deleteSubscription(c)),
     lanSharing: () => unwrap(bridge.lanSharing()),
     setLanSharing: (r) => unwrap(bridge.setLanSharing(r)),
+    usage: (q) => unwrap(bridge.usage(q)),
   };
 
   return {
