@@ -1,0 +1,89 @@
+// Usage history (issue 11): the ranges a person picks for the charts, the query each one sends
+// to GET /v2/usage, and the words and time labels of the buckets. Pure: no React, no platform.
+import type { UsageQuery, UsageReport, UsageStepValue } from '../../../common/api-types.ts';
+
+export type RangeKey = '1h' | '24h' | '7d' | '30d' | '90d';
+
+export interface RangeDef {
+  key: RangeKey;
+  /** The button's words ("Last hour"), also its accessible name. */
+  label: string;
+  ms: number;
+  /** The bucket size asked for: the finest one the server keeps for the whole range within 400 buckets. */
+  step: UsageStepValue;
+}
+
+const H = 3_600_000;
+const D = 24 * H;
+
+export const RANGES: readonly RangeDef[] = [
+  { key: '1h', label: 'Last hour', ms: H, step: 'minute' },
+  { key: '24h', label: 'Last 24 hours', ms: D, step: 'hour' },
+  { key: '7d', label: 'Last 7 days', ms: 7 * D, step: 'hour' },
+  { key: '30d', label: 'Last 30 days', ms: 30 * D, step: 'day' },
+  { key: '90d', label: 'Last 90 days', ms: 90 * D, step: 'day' },
+];
+
+export const DEFAULT_RANGE: RangeKey = '24h';
+
+export function rangeDef(key: RangeKey): RangeDef {
+  return RANGES.find((r) => r.key === key) ?? RANGES[1]!;
+}
+
+/** Which traffic a chart shows: the whole customer, one client or one session. */
+export type UsageFilter = { client_id?: string; session_id?: string };
+
+/** The query of a range ending now. */
+export function usageQuery(filter: UsageFilter, key: RangeKey, now = Date.now()): UsageQuery {
+  const r = rangeDef(key);
+  return { ...filter, from: new Date(now - r.ms).toISOString(), to: new Date(now).toISOString(), step: r.step };
+}
+
+/** "minute", "hour", "day": for "bytes per minute". */
+export function stepWord(step: UsageStepValue): string {
+  return step;
+}
+
+/** A bucket's start as an axis tick: times for minute and hour buckets within a day, dates beyond. */
+export function tickLabel(t: number, step: UsageStepValue, key: RangeKey): string {
+  const d = new Date(t);
+  if (step === 'day') return d.toLocaleDateString(undefined, { month: 'short', day: 'numeric' });
+  if (key === '7d') return d.toLocaleString(undefined, { weekday: 'short', hour: '2-digit', minute: '2-digit' });
+  return d.toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit' });
+}
+
+/** A bucket in full, for the tooltip and the table: "Nov 22, 14:05 – 14:06", or the day. */
+export function bucketLabel(t: number, step: UsageStepValue): string {
+  const d = new Date(t);
+  if (step === 'day') return d.toLocaleDateString(undefined, { weekday: 'short', year: 'numeric', month: 'short', day: 'numeric' });
+  const end = new Date(t + (step === 'minute' ? 60_000 : H));
+  const date = d.toLocaleDateString(undefined, { month: 'short', day: 'numeric' });
+  const hm = (x: Date) => x.toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit' });
+  return `${date}, ${hm(d)} – ${hm(end)}`;
+}
+
+/** The local time zone's name, for "times in Europe/Berlin". */
+export function localZone(): string {
+  try {
+    return Intl.DateTimeFormat().resolvedOptions().timeZone || 'local time';
+  } catch {
+    return 'local time';
+  }
+}
+
+export interface ChartPoint {
+  t: number;
+  up: number;
+  down: number;
+}
+
+export function chartPoints(report: UsageReport): ChartPoint[] {
+  return report.buckets.map((b) => ({ t: Date.parse(b.start), up: b.uploaded_bytes, down: b.downloaded_bytes }));
+}
+
+/** The bucket that moved the most bytes (both directions), or null when nothing moved. */
+export function busiest(points: ChartPoint[]): ChartPoint | null {
+  let best: ChartPoint | null = null;
+  for (const p of points) if (p.up + p.down > 0 && (!best || p.up + p.down > best.up + best.down)) best = p;
+  return best;
+}
