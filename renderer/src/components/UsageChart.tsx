@@ -10,7 +10,7 @@ import type { UsageReport } from '../../../common/api-types.ts';
 import type { ApiErrorInfo } from '../../../common/result.ts';
 import { humanError } from '../lib/errors.ts';
 import { formatBytes } from '../lib/format.ts';
-import { DEFAULT_RANGE, bucketLabel, busiest, chartPoints, localZone, rangeDef, RANGES, tickLabel, usageQuery, type ChartPoint, type RangeKey, type UsageFilter } from '../lib/usage.ts';
+import { DEFAULT_RANGE, niceTicks, bucketLabel, busiest, chartPoints, localZone, rangeDef, RANGES, tickLabel, usageQuery, type ChartPoint, type RangeKey, type UsageFilter } from '../lib/usage.ts';
 import { getPlatform, toApiError } from '../platform/index.ts';
 import { Spinner } from './ui.tsx';
 
@@ -91,6 +91,8 @@ function UsageTooltip({ active, payload, step }: { active?: boolean; payload?: R
 /** The bars of one answer (never empty: the caller shows the empty state when nothing moved). */
 function Bars({ points, report, range, describedBy }: { points: ChartPoint[]; report: UsageReport; range: RangeKey; describedBy: string }) {
   const ids = useId().replace(/[^A-Za-z0-9]/g, '');
+  // The bars stand side by side, so the axis reaches the largest single value.
+  const ticks = niceTicks(Math.max(0, ...points.map((p) => Math.max(p.up, p.down))));
   return (
     <div className="usage-plot" aria-describedby={describedBy}>
       <ResponsiveContainer width="100%" height={240}>
@@ -111,6 +113,9 @@ function Bars({ points, report, range, describedBy }: { points: ChartPoint[]; re
           />
           <YAxis
             tickFormatter={(v: number) => formatBytes(v)}
+            ticks={ticks}
+            domain={[0, ticks[ticks.length - 1]!]}
+            interval={0}
             width={72}
             allowDecimals={false}
             className="usage-axis"
@@ -182,10 +187,11 @@ export function UsageView({ usage, range, subject }: { usage: UsageState; range:
   const points = chartPoints(report);
   const { uploaded_bytes: up, downloaded_bytes: down } = report.totals;
   const peak = busiest(points);
+  const Subject = subject.charAt(0).toUpperCase() + subject.slice(1);
   const summary =
     up + down === 0
       ? `No traffic of ${subject} in the ${r.label.toLowerCase()}.`
-      : `${subject}, ${r.label.toLowerCase()}: downloaded ${formatBytes(down)} and uploaded ${formatBytes(up)}, in ${report.step} buckets. ` +
+      : `${Subject}, ${r.label.toLowerCase()}: downloaded ${formatBytes(down)} and uploaded ${formatBytes(up)}, in ${report.step} buckets. ` +
         (peak ? `Busiest ${report.step}: ${bucketLabel(peak.t, report.step)} with ${formatBytes(peak.up + peak.down)}.` : '');
   return (
     <figure className="usage-figure" data-testid="usage-chart" data-range={range} data-step={report.step} data-uploaded={up} data-downloaded={down}>

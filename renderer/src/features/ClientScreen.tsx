@@ -164,7 +164,7 @@ export function ClientScreen({ id }: { id: string }) {
         </>
       }
     >
-      <UsagePanel filter={{ client_id: id }} subject={id} title="Usage history" />
+      <UsagePanel filter={{ client_id: id }} subject={`client ${id}`} title="Usage history" />
       <div className="card">
         <h2>Subscription</h2>
         <SubscriptionPanel clientId={id} />
