@@ -60,7 +60,7 @@ async function shoot(page: Page, testInfo: TestInfo, name: string, focus: Locato
   await page.emulateMedia({ colorScheme: 'light' });
 }
 
-test('usage charts: session detail, client page, dashboard, ranges, hover values and the empty state', async ({ app, backend }, testInfo) => {
+test('usage charts: session detail, client page, dashboard, ranges, hover values and the empty state', async ({ app, backend, desktop }, testInfo) => {
   test.setTimeout(120_000);
   const page = app.page;
   await app.waitReady();
@@ -128,6 +128,15 @@ test('usage charts: session detail, client page, dashboard, ranges, hover values
   await expect(table.getByRole('cell').nth(2)).toHaveAttribute('data-value', String(aTotals.downloaded_bytes));
   await card.getByText('Show the numbers as a table').click();
   await shoot(page, testInfo, 'session-detail', card);
+  if (desktop) {
+    // The desktop window asked main through the preload bridge (`app:usage`), and main answered
+    // from the API with this session's buckets.
+    const calls = desktop.state.invoked.filter((i) => i.channel === 'app:usage');
+    const mine = calls.find((c) => (c.args[0] as { session_id?: string }).session_id === a.id);
+    expect(mine, 'an app:usage call for the session').toBeTruthy();
+    expect(mine!.args[0]).toMatchObject({ session_id: a.id, step: 'hour' });
+    expect(mine!.result).toMatchObject({ ok: true, value: { step: 'hour', totals: aTotals } });
+  }
 
   // 2. Range switching: by mouse to the last hour (minute bars), by keyboard (arrow keys in the radio group) on.
   await card.getByRole('radio', { name: 'Last hour' }).click();
@@ -208,4 +217,17 @@ test('usage chart: a refused request is said in words, and Try again asks again'
   await expect(card.getByRole('alert')).toContainText(/client.id/i);
   await card.getByRole('button', { name: 'Try again' }).click();
   await expect(card.getByRole('alert')).toContainText('The usage could not be loaded');
+});
+
+test('desktop: main refuses a usage call with unknown keys or non-string values', async ({ app, desktop }, testInfo) => {
+  test.skip(testInfo.project.name !== 'desktop', 'the IPC router is the desktop app\'s');
+  await app.waitReady();
+  const answers = await app.page.evaluate(async () => {
+    const bridge = (window as unknown as { app: { usage(q: unknown): Promise<{ ok: boolean; error?: { code: string } }> } }).app;
+    return [await bridge.usage({ client_id: 'x', evil: 'y' }), await bridge.usage({ from: 5 }), await bridge.usage({ step: 'hour' })];
+  });
+  expect(answers[0]).toMatchObject({ ok: false, error: { code: 'invalid_request' } });
+  expect(answers[1]).toMatchObject({ ok: false, error: { code: 'invalid_request' } });
+  expect(answers[2]).toMatchObject({ ok: true });
+  expect(desktop!.state.invoked.filter((i) => i.channel === 'app:usage').length).toBeGreaterThanOrEqual(3);
 });
