@@ -44,6 +44,17 @@ function uploadViaSocks(socksPort: number, url: string, bytes: number): Promise<
   );
 }
 
+// As in a11y.spec.ts, plus tables; the rows of a data table are read by their cells, not named.
+const CONTROL_ROLES = new Set(['button', 'textbox', 'searchbox', 'combobox', 'checkbox', 'switch', 'link', 'tab', 'radio', 'spinbutton', 'slider', 'menuitem', 'table']);
+
+/** Controls (and tables) without an accessible name, from Chromium's accessibility tree. */
+async function unnamed(page: Page): Promise<string[]> {
+  const cdp = await page.context().newCDPSession(page);
+  const { nodes } = (await cdp.send('Accessibility.getFullAXTree')) as { nodes: Array<{ ignored: boolean; role?: { value: string }; name?: { value: string } }> };
+  await cdp.detach();
+  return nodes.filter((n) => !n.ignored && CONTROL_ROLES.has(n.role?.value ?? '') && !(n.name?.value ?? '').trim()).map((n) => n.role!.value);
+}
+
 /** The window with `focus` scrolled into view, and `focus` alone, in light and dark. */
 async function shoot(page: Page, testInfo: TestInfo, name: string, focus: Locator): Promise<void> {
   await page.mouse.move(0, 0); // no tooltip or hover left over
@@ -126,6 +137,7 @@ test('usage charts: session detail, client page, dashboard, ranges, hover values
   const table = card.getByRole('table', { name: /Usage of this session per hour, last 24 hours/ });
   await expect(table.getByRole('row')).toHaveCount(2);
   await expect(table.getByRole('cell').nth(2)).toHaveAttribute('data-value', String(aTotals.downloaded_bytes));
+  expect(await unnamed(page)).toEqual([]);
   await card.getByText('Show the numbers as a table').click();
   await shoot(page, testInfo, 'session-detail', card);
   if (desktop) {
@@ -184,6 +196,7 @@ test('usage charts: session detail, client page, dashboard, ranges, hover values
   await expect(top.locator(`tr[data-client-id="${bob}"]`)).toBeVisible();
   await expect(top.locator(`tr[data-client-id="${quiet}"]`)).toHaveCount(0);
   await expect(page.getByTestId('usage-chart')).toHaveAttribute('data-downloaded', String(all.downloaded_bytes));
+  expect(await unnamed(page)).toEqual([]);
   await shoot(page, testInfo, 'dashboard', page.locator('main'));
   // The range picker of the dashboard by keyboard too.
   await page.getByRole('radio', { name: 'Last 24 hours' }).focus();
