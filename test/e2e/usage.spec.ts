@@ -218,7 +218,7 @@ test('usage charts: session detail, client page, dashboard, ranges, hover values
   await shoot(page, testInfo, 'session-empty', quietCard);
 });
 
-test('usage chart: a refused request is said in words, and Try again asks again', async ({ app }) => {
+test('usage chart: a refused request is said in words, and Try again asks again', async ({ app }, testInfo) => {
   const page = app.page;
   await app.waitReady();
   // A client id the API refuses (spaces are not in its pattern): GET /v2/usage answers 400.
@@ -228,6 +228,7 @@ test('usage chart: a refused request is said in words, and Try again asks again'
   const card = page.getByRole('region', { name: 'Usage history' });
   await expect(card.getByRole('alert')).toContainText('The usage could not be loaded');
   await expect(card.getByRole('alert')).toContainText(/client.id/i);
+  await shoot(page, testInfo, 'client-error', card);
   await card.getByRole('button', { name: 'Try again' }).click();
   await expect(card.getByRole('alert')).toContainText('The usage could not be loaded');
 });

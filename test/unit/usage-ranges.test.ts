@@ -30,6 +30,7 @@ test('ticks are round numbers of the unit and reach the largest value', () => {
   assert.deepEqual(niceTicks(3 * MiB), [0, MiB, 2 * MiB, 3 * MiB]);
   assert.deepEqual(niceTicks(3.05 * MiB), [0, MiB, 2 * MiB, 3 * MiB, 4 * MiB]);
   assert.deepEqual(niceTicks(700), [0, 200, 400, 600, 800]);
+  assert.deepEqual(niceTicks(4 * MiB + 300), [0, MiB, 2 * MiB, 3 * MiB, 4 * MiB, 5 * MiB]);
   assert.deepEqual(niceTicks(0), [0, 1024]);
   for (const max of [1, 5, 999, 1024, 1500, 9 * MiB, 123456789, 7.3 * 1024 ** 3]) {
     const t = niceTicks(max);

@@ -88,10 +88,10 @@ export function busiest(points: ChartPoint[]): ChartPoint | null {
   return best;
 }
 
-const NICE = [0.1, 0.2, 0.25, 0.5, 1, 2, 2.5, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000];
+const NICE = [0.5, 1, 2, 2.5, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000];
 
 /**
- * Round ticks for a bytes axis from 0 to at least `max`: four or five steps of 1, 2, 2.5 or 5
+ * Round ticks for a bytes axis from 0 to at least `max`: at most five steps of 1, 2, 2.5 or 5
  * times a power of ten of the unit the labels use (B, KB, MB, ... at 1024), so the labels read
  * "0 B, 1.00 MB, 2.00 MB, 3.00 MB" rather than "781 KB, 1.53 MB".
  */
@@ -100,7 +100,7 @@ export function niceTicks(max: number): number[] {
   let unit = 1;
   while (max / unit >= 1024) unit *= 1024;
   const v = max / unit;
-  const step = NICE.find((s) => (unit === 1 ? s >= 1 : true) && s * 4 >= v) ?? 1000;
+  const step = NICE.find((s) => (unit === 1 ? s >= 1 : true) && s * 5 >= v) ?? 1000;
   const count = Math.max(1, Math.ceil(v / step - 1e-9));
   return Array.from({ length: count + 1 }, (_, i) => Math.round(i * step * unit));
 }
