@@ -164,6 +164,8 @@ test('usage charts: session detail, client page, dashboard, ranges, hover values
   await expect(card.getByRole('radio', { name: 'Last 7 days' })).toBeChecked();
   await expect(chart).toHaveAttribute('data-range', '7d');
   await expect(chart).toHaveAttribute('data-step', 'hour');
+  await shoot(page, testInfo, 'session-7-days', card);
+  await card.getByRole('radio', { name: 'Last 7 days' }).focus();
   await page.keyboard.press('ArrowRight');
   await expect(chart).toHaveAttribute('data-range', '30d');
   await expect(chart).toHaveAttribute('data-step', 'day');

@@ -10,7 +10,7 @@ import type { UsageReport } from '../../../common/api-types.ts';
 import type { ApiErrorInfo } from '../../../common/result.ts';
 import { humanError } from '../lib/errors.ts';
 import { formatBytes } from '../lib/format.ts';
-import { DEFAULT_RANGE, niceTicks, bucketLabel, busiest, chartPoints, localZone, rangeDef, RANGES, tickLabel, usageQuery, type ChartPoint, type RangeKey, type UsageFilter } from '../lib/usage.ts';
+import { DEFAULT_RANGE, niceTicks, timeTicks, bucketLabel, busiest, chartPoints, localZone, rangeDef, RANGES, tickLabel, usageQuery, type ChartPoint, type RangeKey, type UsageFilter } from '../lib/usage.ts';
 import { getPlatform, toApiError } from '../platform/index.ts';
 import { Spinner } from './ui.tsx';
 
@@ -107,7 +107,9 @@ function Bars({ points, report, range, describedBy }: { points: ChartPoint[]; re
           <XAxis
             dataKey="t"
             tickFormatter={(t: number) => tickLabel(t, report.step, range)}
-            minTickGap={24}
+            ticks={timeTicks(points, range)}
+            interval="preserveStartEnd"
+            minTickGap={16}
             tickLine={false}
             className="usage-axis"
           />

@@ -44,11 +44,11 @@ export function stepWord(step: UsageStepValue): string {
   return step;
 }
 
-/** A bucket's start as an axis tick: times for minute and hour buckets within a day, dates beyond. */
+/** A bucket's start as an axis tick: times within a day, dates beyond (7 days: ticks stand at midnight). */
 export function tickLabel(t: number, step: UsageStepValue, key: RangeKey): string {
   const d = new Date(t);
   if (step === 'day') return d.toLocaleDateString(undefined, { month: 'short', day: 'numeric' });
-  if (key === '7d') return d.toLocaleString(undefined, { weekday: 'short', hour: '2-digit', minute: '2-digit' });
+  if (key === '7d') return d.toLocaleDateString(undefined, { weekday: 'short', month: 'short', day: 'numeric' });
   return d.toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit' });
 }
 
@@ -103,4 +103,22 @@ export function niceTicks(max: number): number[] {
   const step = NICE.find((s) => (unit === 1 ? s >= 1 : true) && s * 5 >= v) ?? 1000;
   const count = Math.max(1, Math.ceil(v / step - 1e-9));
   return Array.from({ length: count + 1 }, (_, i) => Math.round(i * step * unit));
+}
+
+/**
+ * Where the time axis puts its labels: on round local times (every 10 minutes, every 3 hours,
+ * each midnight) or every 5th / 14th day counted back from today; undefined lets the chart choose
+ * (fewer than two such points).
+ */
+export function timeTicks(points: ChartPoint[], key: RangeKey): number[] | undefined {
+  const pick = (keep: (d: Date, fromEnd: number) => boolean) => points.filter((p, i) => keep(new Date(p.t), points.length - 1 - i)).map((p) => p.t);
+  const ticks =
+    key === '1h'
+      ? pick((d) => d.getMinutes() % 10 === 0)
+      : key === '24h'
+        ? pick((d) => d.getHours() % 3 === 0)
+        : key === '7d'
+          ? pick((d) => d.getHours() === 0)
+          : pick((_, back) => back % (key === '30d' ? 5 : 14) === 0);
+  return ticks.length >= 2 ? ticks : undefined;
 }
