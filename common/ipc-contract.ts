@@ -22,6 +22,8 @@ import type {
   SessionStatusResponse,
   StreamState,
   Subscription,
+  UsageQuery,
+  UsageReport,
   ZoneList,
   AuditPage,
   AuditQuery,
@@ -58,6 +60,8 @@ export interface AppOps {
   lanSharing(): Promise<Result<LanSharing>>;
   /** Desktop: turns sharing on (on an address) or off; main restarts the embedded server. */
   setLanSharing(request: LanSharingRequest): Promise<Result<LanSharing>>;
+  /** Usage history (issue 11): GET /v2/usage with the query's filters, range and step. */
+  usage(query: UsageQuery): Promise<Result<UsageReport>>;
   /** Starts an event subscription in main; events arrive through `onStreamMessage`. */
   openStream(streamId: string, filter: EventFilter): Promise<Result<true>>;
   closeStream(streamId: string): Promise<Result<true>>;

@@ -17,6 +17,8 @@ import type {
   SessionListQuery,
   SessionStatusResponse,
   Subscription,
+  UsageQuery,
+  UsageReport,
   ZoneList,
 } from '../common/api-types.ts';
 import { fail, type Result } from '../common/result.ts';
@@ -77,6 +79,7 @@ export class ApiClient {
   putSubscription = (c: string) => this.request<Subscription>('PUT', `/subscriptions/${encodeURIComponent(c)}`);
   deleteSubscription = (c: string) => this.request<true>('DELETE', `/subscriptions/${encodeURIComponent(c)}`);
   listAudit = (q: AuditQuery) => this.request<AuditPage>('GET', `/audit${query(q as Record<string, unknown>)}`);
+  usage = (q: UsageQuery) => this.request<UsageReport>('GET', `/usage${query(q as Record<string, unknown>)}`);
 }
 
 /** Query strings as the API reads them (shared with the renderer). */

@@ -42,6 +42,7 @@ export function createHandlers({ api, endpoints, streams, clipboard }: HandlerDe
     listAudit: (q) => api.listAudit(q),
     lanSharing: async () => ({ ok: true, value: endpoints.lanSharing() }),
     setLanSharing: (r) => endpoints.setLanSharing({ enabled: r.enabled, address: r.address }),
+    usage: (q) => api.usage(q),
     openStream: async (streamId, filter) => streams.open(streamId, filter),
     closeStream: async (streamId) => {
       streams.close(streamId);

@@ -29,6 +29,7 @@ export const OP_NAMES = [
   'listAudit',
   'lanSharing',
   'setLanSharing',
+  'usage',
   'openStream',
   'closeStream',
 ] as const satisfies readonly AppOpName[];
@@ -74,6 +75,10 @@ const isLanRequest = (v: unknown) =>
   Object.keys(v).every((k) => k === 'enabled' || k === 'address') &&
   (v.address === undefined || (isStr(v.address, 64) && /^[0-9A-Fa-f.:]+$/.test(v.address)));
 
+const USAGE_KEYS = new Set(['client_id', 'session_id', 'zone', 'node', 'from', 'to', 'step']);
+/** The usage query: only its known keys, each a short string (the API checks the values). */
+const isUsageQuery = (v: unknown) => isObj(v) && Object.entries(v).every(([k, x]) => USAGE_KEYS.has(k) && (x === undefined || isStr(x, 200)));
+
 /** Cheap shape checks: the renderer is not trusted to send what the types promise. */
 function validArgs(name: AppOpName, a: unknown[]): boolean {
   switch (name) {
@@ -97,6 +102,8 @@ function validArgs(name: AppOpName, a: unknown[]): boolean {
       return a.length === 1 && isClientId(a[0]);
     case 'setLanSharing':
       return a.length === 1 && isLanRequest(a[0]);
+    case 'usage':
+      return a.length === 1 && isUsageQuery(a[0]);
     case 'updateLimits':
       return a.length === 2 && isScope(a[0]) && isObj(a[1]);
     case 'openStream':

@@ -42,6 +42,7 @@ const bridge: AppBridge = {
   listAudit: op('listAudit'),
   lanSharing: op('lanSharing'),
   setLanSharing: op('setLanSharing'),
+  usage: op('usage'),
   openStream: op('openStream'),
   closeStream: op('closeStream'),
   onStreamMessage: (l) => listen<StreamMessage>(STREAM, l),

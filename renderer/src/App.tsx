@@ -14,12 +14,14 @@ import { ClientScreen } from './features/ClientScreen.tsx';
 import { LimitsScreen } from './features/LimitsScreen.tsx';
 import { EventsScreen } from './features/EventsScreen.tsx';
 import { ProxyScreen } from './features/ProxyScreen.tsx';
+import { DashboardScreen } from './features/DashboardScreen.tsx';
 import { EndpointForm, SettingsScreen } from './features/SettingsScreen.tsx';
 import { getPlatform } from './platform/index.ts';
 
 const NAV: Array<{ label: string; route: Route; match: Route['name'][] }> = [
   { label: 'Sessions', route: { name: 'sessions' }, match: ['sessions', 'session', 'client'] },
   { label: 'New session', route: { name: 'new' }, match: ['new'] },
+  { label: 'Dashboard', route: { name: 'dashboard' }, match: ['dashboard'] },
   { label: 'Limits', route: { name: 'limits', scope: 'global' }, match: ['limits'] },
   { label: 'Events', route: { name: 'events' }, match: ['events'] },
   { label: 'Proxy', route: { name: 'proxy' }, match: ['proxy'] },
@@ -32,6 +34,8 @@ function Screen({ route }: { route: Route }) {
       return <SessionsScreen />;
     case 'new':
       return <NewSessionScreen />;
+    case 'dashboard':
+      return <DashboardScreen />;
     case 'session':
       return <SessionDetail id={route.id} />;
     case 'client':

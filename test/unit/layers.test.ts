@@ -36,7 +36,7 @@ const LAYERS: Record<string, Layer> = {
   renderer: {
     files: ['renderer/'],
     may: ['common', 'contract'],
-    packages: ['react', 'react-dom', 'react-dom/client', 'react/jsx-runtime', 'zustand', 'eventsource', 'qrcode', '@tanstack/react-virtual'],
+    packages: ['react', 'react-dom', 'react-dom/client', 'react/jsx-runtime', 'zustand', 'eventsource', 'qrcode', '@tanstack/react-virtual', 'recharts'],
   },
   // Main may start the embedded server (server/serve.ts) and nothing else of the server but its contract.
   main: { files: ['main/'], may: ['common', 'contract', 'serve'] },

@@ -1,4 +1,4 @@
-// One client: its subscription (the URL with a QR code, copy, one-click import links, rotate
+// One client: its usage history chart (all of its sessions), its subscription (the URL with a QR code, copy, one-click import links, rotate
 // with a confirmation, turn off; or the empty state with "Turn on subscription") and the
 // client's sessions. The subscription URL carries its own secret, so nothing here needs the
 // API token (in Electron the renderer never has it).
@@ -10,6 +10,7 @@ import { routeHref } from '../store/routing.ts';
 import { selectSubscription, useClientSessionIds } from '../store/selectors.ts';
 import { CopyButton, EmptyState, ErrorBanner, Screen, Spinner, StatusBadge } from '../components/ui.tsx';
 import { QrImage } from '../components/Qr.tsx';
+import { UsagePanel } from '../components/UsageChart.tsx';
 
 /** Loads the client's subscription when the id changes (and once more on demand). */
 export function useSubscription(clientId: string) {
@@ -163,6 +164,7 @@ export function ClientScreen({ id }: { id: string }) {
         </>
       }
     >
+      <UsagePanel filter={{ client_id: id }} subject={`client ${id}`} title="Usage history" />
       <div className="card">
         <h2>Subscription</h2>
         <SubscriptionPanel clientId={id} />

@@ -1,4 +1,4 @@
-// One session: status, live counters and speed chart, the configuration link (copy + QR),
+// One session: status, live counters and speed chart, its usage history chart, the configuration link (copy + QR),
 // the configuration as fields, Pause and Resume, the client's subscription (in short, with a
 // link to the client view) and the session's own event timeline.
 import QRCode from 'qrcode';
@@ -11,6 +11,7 @@ import { CopyButton, EmptyState, ErrorBanner, Field, Screen, Spinner, StatusBadg
 import { SpeedChart } from '../components/SpeedChart.tsx';
 import { navigate, routeHref } from '../store/routing.ts';
 import { SubscriptionSummary } from './ClientScreen.tsx';
+import { UsagePanel } from '../components/UsageChart.tsx';
 
 function useQr(text: string | undefined, dark: string) {
   const [svg, setSvg] = useState('');
@@ -228,6 +229,8 @@ export function SessionDetail({ id }: { id: string }) {
           </dl>
         </div>
       </div>
+
+      <UsagePanel filter={{ session_id: id }} subject="this session" title="Usage history" />
 
       <SubscriptionSummary clientId={s.client_id} />
 

@@ -43,7 +43,7 @@ function ClientLinks() {
   if (clients.length === 0) return null;
   return (
     <details className="clients">
-      <summary>Clients and subscriptions ({clients.length})</summary>
+      <summary>Clients and subscriptions ({clients.length}): each client's sessions and usage</summary>
       <ul aria-label="Clients">
         {clients.slice(0, 200).map((c) => (
           <li key={c}>

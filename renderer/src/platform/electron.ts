@@ -51,6 +51,7 @@ export function createElectronPlatform(bridge: AppBridge): Platform {
     listAudit: (q) => unwrap(bridge.listAudit(q)),
     lanSharing: () => unwrap(bridge.lanSharing()),
     setLanSharing: (r) => unwrap(bridge.setLanSharing(r)),
+    usage: (q) => unwrap(bridge.usage(q)),
   };
 
   return {

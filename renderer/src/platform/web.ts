@@ -130,6 +130,7 @@ export function createWebPlatform(): Platform {
     setLanSharing: async () => {
       throw new ApiError({ status: 400, code: 'not_supported', message: WEB_LAN_REASON, details: {} });
     },
+    usage: (q) => call('GET', `/usage${qs({ ...q })}`),
   } satisfies Omit<PlatformOps, 'openStream' | 'closeStream'>;
 
   function subscribe(filter: EventFilter, h: StreamHandlers): () => void {

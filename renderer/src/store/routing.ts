@@ -6,6 +6,7 @@ import { useStore } from './index.ts';
 
 export type Route =
   | { name: 'sessions' }
+  | { name: 'dashboard' }
   | { name: 'new' }
   | { name: 'session'; id: string }
   | { name: 'client'; id: string }
@@ -19,6 +20,8 @@ export function parseHash(hash: string): Route {
   switch (parts[0]) {
     case 'new':
       return { name: 'new' };
+    case 'dashboard':
+      return { name: 'dashboard' };
     case 'sessions':
       return parts[1] ? { name: 'session', id: parts[1] } : { name: 'sessions' };
     case 'clients':
