@@ -52,8 +52,8 @@ export async function buildServer(opts: ServerOptions): Promise<BuiltServer> {
   const tls = await openTls({ ...opts, publicHost: opts.publicHost ?? '127.0.0.1', log: opts.logger ?? silentLogger });
   const config = resolveConfig(opts, pkg.version, tls);
   const services = await createServices(opts, config, tls);
-  // Subscriptions keep their rows in SQLite: not offered on the PostgreSQL control plane yet.
-  const subscriptions = services.database === 'sqlite' ? createSubscriptions(services, opts.dataDir) : null;
+  // Subscriptions: beside the SQLite store, or in the shared PostgreSQL database (cluster).
+  const subscriptions = await createSubscriptions(services, opts.dataDir);
   const { dataPlane, log } = services;
   // The folder's lock (one server per folder) and the repair of what a crash left behind, before
   // any connection can be accepted. SQLite only: on PostgreSQL other instances share the

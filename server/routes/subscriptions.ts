@@ -19,8 +19,11 @@ import type { MissLimiterOptions } from '../subscriptions/miss-limiter.ts';
 import { SubscriptionService } from '../subscriptions/service.ts';
 import { bearer, noBody, responses } from './common.ts';
 
-export function createSubscriptions(ctx: Services, dataDir: string, missLimit?: Partial<MissLimiterOptions>): SubscriptionService {
-  return new SubscriptionService(ctx, dataDir, missLimit);
+export async function createSubscriptions(ctx: Services, dataDir: string, missLimit?: Partial<MissLimiterOptions>): Promise<SubscriptionService> {
+  if (ctx.database === 'sqlite') return new SubscriptionService(ctx, dataDir, missLimit);
+  // PostgreSQL: the rows and the cluster's key in the shared database (loaded only in this mode).
+  const { PgSubscriptionData } = await import('../store/pg/subscriptions.ts');
+  return new SubscriptionService(ctx, dataDir, missLimit, new PgSubscriptionData((ctx.data as unknown as { pool: import('pg').Pool }).pool));
 }
 
 type P = { Params: SubscriptionParams };
@@ -90,7 +93,7 @@ export async function subscriptionRoutes(app: FastifyInstance, subs: Subscriptio
     handler: async (request, reply) => {
       const caller = callerOf(request);
       const clientId = request.params.client_id;
-      subs.disable(caller.customerId, clientId);
+      await subs.disable(caller.customerId, clientId);
       await audit?.record(caller.customerId, apiActor(caller), {
         action: 'subscription.disable',
         target: { type: 'subscription', id: clientId },
@@ -130,14 +133,14 @@ export async function subscriptionFeedRoutes(app: FastifyInstance, subs: Subscri
       const address = request.ip;
       const blocked = subs.misses.blockedFor(address);
       if (blocked) return tooMany(request, reply, blocked, subs.misses.limit);
-      const row = subs.findBySecret(request.params.secret);
+      const row = await subs.findBySecret(request.params.secret);
       if (!row) {
         const now = subs.misses.miss(address);
         if (now) return tooMany(request, reply, now, subs.misses.limit);
         return sendError(request, reply, new ApiError('subscription_not_found', 'No subscription at this address (unknown or revoked).', {}));
       }
       const format = request.query.format ?? formatForUserAgent(request.headers['user-agent']);
-      const feed = subs.feed(row, format);
+      const feed = await subs.feed(row, format);
       reply.headers(feed.headers);
       return reply.code(200).type(feed.contentType).send(feed.body);
     },

@@ -16,7 +16,38 @@ export interface SubscriptionRow {
 
 const COLUMNS = 'customer_id, client_id, nonce, secret_hash, created_at, rotated_at';
 const SESSION_COLUMNS =
-  'id, customer_id, client_id, zone, reusable, paused, status, uploaded_bytes, downloaded_bytes, duration, connections, created_at';
+  'id, customer_id, client_id, zone, reusable, paused, status, uploaded_bytes, downloaded_bytes, duration, connections, created_at, expires_at';
+
+/**
+ * What the subscription service needs of a database, Promise-returning: the SQLite
+ * SubscriptionStore below (through sqliteSubscriptionData) or the PostgreSQL one
+ * (server/store/pg/subscriptions.ts), so that subscriptions work in both modes.
+ */
+export interface SubscriptionData {
+  get(customerId: string, clientId: string): Promise<SubscriptionRow | undefined>;
+  findBySecretHash(hash: string): Promise<SubscriptionRow | undefined>;
+  upsert(customerId: string, clientId: string, nonce: string, secretHash: string): Promise<SubscriptionRow>;
+  delete(customerId: string, clientId: string): Promise<boolean>;
+  usableSessions(customerId: string, clientId: string, limit?: number): Promise<SessionRow[]>;
+}
+
+/** The SQLite store behind the async interface (its answers are already settled). */
+export function sqliteSubscriptionData(store: SubscriptionStore): SubscriptionData {
+  const wrap = <A extends unknown[], R>(fn: (...a: A) => R) => (...a: A): Promise<R> => {
+    try {
+      return Promise.resolve(fn(...a));
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  };
+  return {
+    get: wrap((c: string, k: string) => store.get(c, k)),
+    findBySecretHash: wrap((h: string) => store.findBySecretHash(h)),
+    upsert: wrap((c: string, k: string, n: string, h: string) => store.upsert(c, k, n, h)),
+    delete: wrap((c: string, k: string) => store.delete(c, k)),
+    usableSessions: wrap((c: string, k: string, limit?: number) => store.usableSessions(c, k, limit)),
+  };
+}
 
 export class SubscriptionStore {
   private readonly db: DatabaseSync;

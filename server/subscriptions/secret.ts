@@ -15,7 +15,7 @@ import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 export const KEY_FILE = 'subscription.key';
-const KEY_BYTES = 32;
+export const KEY_BYTES = 32;
 /** base64url of 32 bytes. Anything else in /sub/<...> is not ours (answered like an unknown secret). */
 export const SECRET_SHAPE = /^[A-Za-z0-9_-]{43}$/;
 

@@ -5,10 +5,11 @@ import { ApiError } from '../contract/errors.ts';
 import { SUBSCRIPTION_FORMATS, type Subscription, type SubscriptionFormat } from '../contract/subscriptions.ts';
 import { buildLink } from '../links.ts';
 import type { Services } from '../services.ts';
-import { SubscriptionStore, type SubscriptionRow } from '../store/subscriptions.ts';
+import { SubscriptionStore, sqliteSubscriptionData, type SubscriptionData, type SubscriptionRow } from '../store/subscriptions.ts';
+import type { PgSubscriptionData } from '../store/pg/subscriptions.ts';
 import { render, type RenderedSubscription, type SubscriptionEntry } from './formats.ts';
 import { MissLimiter, type MissLimiterOptions } from './miss-limiter.ts';
-import { loadServerKey, SECRET_SHAPE, SubscriptionSecrets } from './secret.ts';
+import { KEY_BYTES, loadServerKey, SECRET_SHAPE, SubscriptionSecrets } from './secret.ts';
 
 /** Hours between two polls, as clients read `profile-update-interval`. */
 export const UPDATE_INTERVAL_HOURS = 12;
@@ -18,22 +19,36 @@ export interface SubscriptionFeed extends RenderedSubscription {
 }
 
 export class SubscriptionService {
-  readonly store: SubscriptionStore;
+  readonly store: SubscriptionData;
   readonly misses: MissLimiter;
   private readonly ctx: Services;
-  private readonly dataDir: string;
-  private secretsCache: SubscriptionSecrets | undefined;
+  private readonly loadKey: () => Promise<Buffer>;
+  private secretsCache: Promise<SubscriptionSecrets> | undefined;
 
-  constructor(ctx: Services, dataDir: string, missLimit: Partial<MissLimiterOptions> = {}) {
+  /**
+   * SQLite: the rows beside the store, the key in a file of the data folder. PostgreSQL (`pg`
+   * given): the rows in the shared database and the cluster's key there too, so that every
+   * instance gives and serves the same URLs.
+   */
+  constructor(ctx: Services, dataDir: string, missLimit: Partial<MissLimiterOptions> = {}, pg?: PgSubscriptionData) {
     this.ctx = ctx;
-    this.dataDir = dataDir;
-    this.store = new SubscriptionStore(ctx.store.db);
+    if (pg) {
+      this.store = pg;
+      this.loadKey = () => pg.clusterKey(KEY_BYTES);
+    } else {
+      this.store = sqliteSubscriptionData(new SubscriptionStore(ctx.store.db));
+      this.loadKey = async () => loadServerKey(dataDir);
+    }
     this.misses = new MissLimiter(missLimit);
   }
 
-  /** The key file is read (or made) on first use, not at start: servers without subscriptions never write it. */
-  private get secrets(): SubscriptionSecrets {
-    return (this.secretsCache ??= new SubscriptionSecrets(loadServerKey(this.dataDir)));
+  /** The key is read (or made) on first use, not at start: servers without subscriptions never write it. */
+  private secrets(): Promise<SubscriptionSecrets> {
+    const made = (this.secretsCache ??= this.loadKey().then((key) => new SubscriptionSecrets(key)));
+    made.catch(() => {
+      if (this.secretsCache === made) this.secretsCache = undefined; // try again next time
+    });
+    return made;
   }
 
   /** scheme://public-host:api-port, where clients reach this server (known once it listens). */
@@ -43,8 +58,8 @@ export class SubscriptionService {
     return `${link.tls ? 'https' : 'http'}://${host}:${link.wsPort}`;
   }
 
-  private record(row: SubscriptionRow): Subscription {
-    const url = `${this.publicOrigin()}/sub/${this.secrets.secretOf(row.nonce)}`;
+  private async record(row: SubscriptionRow): Promise<Subscription> {
+    const url = `${this.publicOrigin()}/sub/${(await this.secrets()).secretOf(row.nonce)}`;
     return {
       client_id: row.client_id,
       url,
@@ -55,33 +70,34 @@ export class SubscriptionService {
   }
 
   /** On, or a new URL when already on (the old secret stops working at once). */
-  enableOrRotate(customerId: string, clientId: string): Subscription {
+  async enableOrRotate(customerId: string, clientId: string): Promise<Subscription> {
     const nonce = SubscriptionSecrets.newNonce();
-    const row = this.store.upsert(customerId, clientId, nonce, SubscriptionSecrets.hash(this.secrets.secretOf(nonce)));
+    const row = await this.store.upsert(customerId, clientId, nonce, SubscriptionSecrets.hash((await this.secrets()).secretOf(nonce)));
     return this.record(row);
   }
 
-  get(customerId: string, clientId: string): Subscription {
-    const row = this.store.get(customerId, clientId);
+  async get(customerId: string, clientId: string): Promise<Subscription> {
+    const row = await this.store.get(customerId, clientId);
     if (!row) throw notFound(clientId);
     return this.record(row);
   }
 
-  disable(customerId: string, clientId: string): void {
-    if (!this.store.delete(customerId, clientId)) throw notFound(clientId);
+  async disable(customerId: string, clientId: string): Promise<void> {
+    if (!(await this.store.delete(customerId, clientId))) throw notFound(clientId);
   }
 
   /** The subscription a URL secret opens, or undefined (unknown, malformed or revoked). */
-  findBySecret(secret: string): SubscriptionRow | undefined {
+  async findBySecret(secret: string): Promise<SubscriptionRow | undefined> {
     if (!SECRET_SHAPE.test(secret)) return undefined;
     return this.store.findBySecretHash(SubscriptionSecrets.hash(secret));
   }
 
-  /** Sessions that can carry traffic now: not ended, not paused, with live status taken into account. */
-  entries(row: SubscriptionRow): SubscriptionEntry[] {
+  /** Sessions that can carry traffic now: not ended, not paused, with live status taken into account;
+   *  each links to the node it is placed on. */
+  async entries(row: SubscriptionRow): Promise<SubscriptionEntry[]> {
     const out: SubscriptionEntry[] = [];
-    for (const stored of this.store.usableSessions(row.customer_id, row.client_id)) {
-      const s = this.ctx.sessions.view(stored);
+    const views = await this.ctx.sessions.views(await this.store.usableSessions(row.customer_id, row.client_id));
+    for (const s of views) {
       if (s.status === 'ended' || s.paused) continue;
       const name = `${s.zone} ${s.id.slice(0, 8)}`;
       const pinned = 'pcs' in s.configuration && s.configuration.pcs ? this.ctx.tls.current?.cert : undefined;
@@ -90,11 +106,11 @@ export class SubscriptionService {
     return out;
   }
 
-  feed(row: SubscriptionRow, format: SubscriptionFormat): SubscriptionFeed {
+  async feed(row: SubscriptionRow, format: SubscriptionFormat): Promise<SubscriptionFeed> {
     const title = `VPN Access Desk: ${row.client_id}`;
-    const rendered = render(format, this.entries(row), title);
-    const used = this.ctx.store.sumCounters(row.customer_id, row.client_id);
-    const caps = this.ctx.store.getLimits(row.customer_id, 'client') ?? {};
+    const rendered = render(format, await this.entries(row), title);
+    const used = await this.ctx.data.sumCounters(row.customer_id, row.client_id);
+    const caps = (await this.ctx.data.getLimits(row.customer_id, 'client')) ?? {};
     // `total` is the client's byte allowance: the sum of its upload and download caps (0 when
     // neither is set, which clients read as "no limit"). No expiry exists, so no `expire`.
     const total = (caps.uploaded_bytes ?? 0) + (caps.downloaded_bytes ?? 0);

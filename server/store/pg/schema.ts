@@ -145,6 +145,23 @@ export const PG_MIGRATIONS: string[] = [
   ALTER TABLE sessions ADD COLUMN expires_at TEXT;
   CREATE INDEX sessions_by_expiry ON sessions (expires_at) WHERE expires_at IS NOT NULL;
   `,
+  // 6 (subscriptions in the cluster): as SQLite's migration 2, plus the cluster's key the URL
+  // secrets are derived from (server/store/pg/subscriptions.ts; on SQLite a file in the data folder).
+  `
+  CREATE TABLE subscriptions (
+    customer_id TEXT NOT NULL REFERENCES customers(id),
+    client_id TEXT NOT NULL,
+    nonce TEXT NOT NULL,
+    secret_hash TEXT NOT NULL UNIQUE,
+    created_at TEXT NOT NULL,
+    rotated_at TEXT,
+    PRIMARY KEY (customer_id, client_id)
+  );
+  CREATE TABLE cluster_keys (
+    name TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+  );
+  `,
 ];
 
 /** An arbitrary constant naming "the schema migration" among advisory locks. */
