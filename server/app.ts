@@ -31,6 +31,7 @@ import { auditRoutes } from './routes/audit.ts';
 import { createNodeChannel } from './cluster/node-channel.ts';
 import { createServices, type Services } from './services.ts';
 import { startExpirySweep } from './sessions.ts';
+import { startQuotaJob } from './quota/job.ts';
 import { createSubscriptions, subscriptionFeedRoutes, subscriptionRoutes } from './routes/subscriptions.ts';
 import { openTls, wireTls } from './tls/index.ts';
 import { silentLogger } from './log.ts';
@@ -121,6 +122,7 @@ export async function buildServer(opts: ServerOptions): Promise<BuiltServer> {
   });
 
   const stopExpiry = startExpirySweep(services.data, log);
+  const quotaJob = startQuotaJob(services.data, log);
   const stopRetention = startEventRetention(services.database === 'sqlite' ? services.store : services.data, config.eventRetentionMs);
 
   app.addHook('preClose', async () => {
@@ -130,6 +132,7 @@ export async function buildServer(opts: ServerOptions): Promise<BuiltServer> {
   app.addHook('onClose', async () => {
     stopRetention();
     stopExpiry();
+    quotaJob.stop();
     await services.close();
     releaseDataDir();
   });

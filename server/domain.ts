@@ -24,6 +24,10 @@ export interface SessionRow {
 }
 
 export interface LimitValues {
+  /** Issue 11: when the byte caps renew (none: they count the lifetime); see server/quota/period.ts. */
+  reset_period?: 'none' | 'day' | 'week' | 'month' | 'rolling_30d';
+  /** Issue 11: where fixed periods start counting from (ISO time). */
+  reset_anchor?: string;
   /** Session scope only (issue 11): the lifetime a new session gets when it names no expires_at. */
   default_lifetime_seconds?: number;
   downloaded_bytes?: number;

@@ -7,11 +7,13 @@ import { ApiError } from './contract/errors.ts';
 import type { Session, SessionCreateRequest, SessionList, SessionListQuery, SessionStatusResponse } from './contract/schemas.ts';
 import type { DataPlane } from './dataplane/api.ts';
 import type { Logger, SessionRow } from './domain.ts';
+import { isPeriodic, periodOf } from './contract/period.ts';
+import { recordQuotaBases } from './quota/job.ts';
 import { buildConfiguration, buildLink, type LinkSettings } from './links.ts';
 import type { ControlStore } from './store/control.ts';
 import type { NodeInfo } from './store/store.ts';
 import type { ZonePlacement } from './cluster/placement.ts';
-import { isoNow } from './time.ts';
+import { isoNow, wallClock } from './time.ts';
 
 /**
  * A catalogue node's link: its public host and ports; transport as this server's. Without TLS:
@@ -74,6 +76,8 @@ export class SessionService {
       expires_at: expiresAt,
     });
     if (placement.kind === 'node') await this.store.placeSession(row.id, placement.node.id);
+    // Periodic caps: the new session's (and a new client's) bases, before it can move a byte.
+    await recordQuotaBases(this.store, customerId);
     return this.view(row, placement.kind === 'node' ? placement.node : undefined);
   }
 
@@ -82,7 +86,7 @@ export class SessionService {
    * ahead), else now plus the session limits' default_lifetime_seconds, else never (null).
    */
   private async expiryOf(customerId: string, requested: string | undefined): Promise<string | null> {
-    const now = Date.now();
+    const now = wallClock();
     if (requested !== undefined) {
       const at = Date.parse(requested);
       if (!Number.isFinite(at) || at <= now) {
@@ -138,12 +142,45 @@ export class SessionService {
   }
 
   async getView(customerId: string, id: string): Promise<Session> {
-    return (await this.views([await this.get(customerId, id)]))[0];
+    const row = await this.get(customerId, id);
+    const view = (await this.views([row]))[0];
+    return { ...view, ...(await this.quotaOf({ ...row, uploaded_bytes: view.uploaded_bytes, downloaded_bytes: view.downloaded_bytes })) };
+  }
+
+  /**
+   * Whether a periodic byte cap of the session, its client or its customer is reached now, and
+   * until when (the period's end; none for a rolling window): what was counted since the
+   * period's recorded base (server/quota/job.ts) against the cap.
+   */
+  private async quotaOf(row: SessionRow): Promise<{ over_quota?: true; over_quota_until?: string }> {
+    const now = wallClock();
+    let over: { over_quota?: true; over_quota_until?: string } = {};
+    for (const scope of ['session', 'client', 'global'] as const) {
+      const values = await this.store.getLimits(row.customer_id, scope);
+      const period = periodOf(values, now);
+      if (!period || !isPeriodic(values)) continue;
+      const totals =
+        scope === 'session'
+          ? { up: row.uploaded_bytes, down: row.downloaded_bytes }
+          : await this.store.sumCounters(row.customer_id, scope === 'client' ? row.client_id : undefined).then((s) => ({ up: s.uploaded_bytes, down: s.downloaded_bytes }));
+      const entity = scope === 'global' ? row.customer_id : scope === 'client' ? row.client_id : row.id;
+      const base = await this.store.quotaBase(row.customer_id, scope, entity, period.kind === 'rolling_30d' ? 0 : period.start);
+      if (!base) continue; // nothing recorded yet: the period counts from now
+      const reached = totals.up - base.up >= (values!.uploaded_bytes ?? Infinity) || totals.down - base.down >= (values!.downloaded_bytes ?? Infinity);
+      if (!reached) continue;
+      const until = period.end === null ? undefined : new Date(period.end).toISOString();
+      // The latest renewal is when the session serves again.
+      if (!over.over_quota || (until && (!over.over_quota_until || until > over.over_quota_until))) over = { over_quota: true, ...(until ? { over_quota_until: until } : {}) };
+      if (!until) over = { over_quota: true };
+    }
+    return over;
   }
 
   async status(customerId: string, id: string): Promise<SessionStatusResponse> {
     const row = this.withLive(await this.get(customerId, id));
+    const quota = await this.quotaOf(row);
     return {
+      ...quota,
       client_id: row.client_id,
       status: row.status,
       duration: row.duration,
@@ -200,7 +237,7 @@ export function startExpirySweep(store: Pick<ControlStore, 'expireIdleSessions'>
     if (running) return;
     running = true;
     store
-      .expireIdleSessions(isoNow())
+      .expireIdleSessions(new Date(wallClock()).toISOString())
       .catch((err: unknown) => log.warn({ err: String(err) }, 'ending expired sessions failed; retrying'))
       .finally(() => (running = false));
   }, everyMs);

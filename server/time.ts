@@ -1,3 +1,16 @@
+/**
+ * The wall clock that periodic caps and session expiry read (epoch ms). Injectable for tests:
+ * setWallClock(() => Date.now() + aDay) moves this process a day ahead without a sleep;
+ * setWallClock() puts the system clock back.
+ */
+let wall: () => number = Date.now;
+export function wallClock(): number {
+  return wall();
+}
+export function setWallClock(fn?: () => number): void {
+  wall = fn ?? Date.now;
+}
+
 /** ISO 8601 UTC with milliseconds and `Z`, the one date-time format of the API. */
 export function isoNow(): string {
   return new Date().toISOString();

@@ -17,6 +17,8 @@ import type { LimitScope, LimitValues, Logger, RuntimePatch, SessionRow } from '
 import type { PgListener } from '../store/pg/listener.ts';
 import { CHANNELS, type PgStore } from '../store/pg/store.ts';
 import { CounterBaselines } from './counter-baselines.ts';
+import { periodOf } from '../contract/period.ts';
+import { wallClock } from '../time.ts';
 
 type Counters = { up: number; down: number };
 const SCOPES: LimitScope[] = ['global', 'client', 'session'];
@@ -24,8 +26,15 @@ const SCOPES: LimitScope[] = ['global', 'client', 'session'];
 const FLUSH_MS = 250;
 /** Sessions kept in the cache beyond those with open connections. */
 const MAX_CACHED = 20_000;
+/** How often the bases of relaying sessions are read again. */
+const BASES_MS = 2_000;
 
-export class LocalView implements Pick<DataPlaneDeps['store'], 'getSession' | 'saveRuntime' | 'getLimits' | 'sumCounters' | 'prepare'> {
+const baseKey = (customerId: string, scope: LimitScope, entityId: string, periodKey: number) => `${customerId}\u0000${scope}\u0000${entityId}\u0000${periodKey}`;
+
+export class LocalView implements Pick<DataPlaneDeps['store'], 'getSession' | 'saveRuntime' | 'getLimits' | 'sumCounters' | 'prepare' | 'quotaBase'> {
+  /** Periodic caps' bases (server/quota/job.ts) of the entities of sessions loaded here. */
+  private readonly bases = new Map<string, { up: number; down: number }>();
+  private readonly basesTimer: NodeJS.Timeout;
   private readonly store: PgStore;
   private readonly log: Logger;
   private dataPlane: DataPlane | null = null;
@@ -58,6 +67,11 @@ export class LocalView implements Pick<DataPlaneDeps['store'], 'getSession' | 's
     }
     this.timer = setInterval(() => void this.flush(), FLUSH_MS);
     this.timer.unref();
+    // Bases of the sessions relaying here, read again: a period that turned, a rolling window.
+    this.basesTimer = setInterval(() => {
+      for (const [id, row] of this.sessions) if (this.live(id)) void this.loadBases(row).catch(() => {});
+    }, BASES_MS);
+    this.basesTimer.unref();
   }
 
   /** The data plane this view feeds (built after the view). */
@@ -104,6 +118,28 @@ export class LocalView implements Pick<DataPlaneDeps['store'], 'getSession' | 's
     return this.limits.get(customerId)?.[scope];
   }
 
+  quotaBase(customerId: string, scope: LimitScope, entityId: string, periodStart: number): { up: number; down: number } | undefined {
+    return this.bases.get(baseKey(customerId, scope, entityId, periodStart));
+  }
+
+  /** The recorded bases of the row's customer, client and session for their current periods. */
+  private async loadBases(row: SessionRow): Promise<void> {
+    const limits = this.limits.get(row.customer_id);
+    if (!limits) return;
+    const now = wallClock();
+    if (this.bases.size > 100_000) this.bases.clear();
+    await Promise.all(
+      SCOPES.map(async (scope) => {
+        const period = periodOf(limits[scope], now);
+        if (!period) return;
+        const key = period.kind === 'rolling_30d' ? 0 : period.start;
+        const entity = scope === 'global' ? row.customer_id : scope === 'client' ? row.client_id : row.id;
+        const base = await this.store.quotaBase(row.customer_id, scope, entity, key);
+        if (base) this.bases.set(baseKey(row.customer_id, scope, entity, key), base);
+      }),
+    );
+  }
+
   sumCounters(customerId: string, clientId?: string): { uploaded_bytes: number; downloaded_bytes: number } {
     const s = this.sums.get(clientId === undefined ? customerId : `${customerId}\u0000${clientId}`);
     return { uploaded_bytes: s?.up ?? 0, downloaded_bytes: s?.down ?? 0 };
@@ -130,6 +166,7 @@ export class LocalView implements Pick<DataPlaneDeps['store'], 'getSession' | 's
       );
     }
     await Promise.all(loads);
+    await this.loadBases(row);
   }
 
   private evict(): void {
@@ -205,6 +242,7 @@ export class LocalView implements Pick<DataPlaneDeps['store'], 'getSession' | 's
   /** Stops listening and writes what is pending (once; a failure is logged). */
   async close(): Promise<void> {
     clearInterval(this.timer);
+    clearInterval(this.basesTimer);
     for (const off of this.unlisten) off();
     // A flush already running took its batch before the data plane's last reports: flush again.
     for (let i = 0; i < 3 && (this.pending.size > 0 || this.flushing); i++) await this.flush();

@@ -29,6 +29,8 @@ import { EventEmitter } from 'node:events';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { eventInsert, type EventInput, type EventInsert, type EventType, type LimitScope, type LimitValues, type SessionRow } from '../domain.ts';
 import { isoNow } from '../time.ts';
+import { periodOf } from '../contract/period.ts';
+import { wallClock } from '../time.ts';
 import type { NodeInfo, NodeReportAdd } from '../store/store.ts';
 import type { Services } from '../services.ts';
 
@@ -49,7 +51,11 @@ export interface NodeState {
   limits: Record<string, Partial<Record<LimitScope, LimitValues | null>>>;
   /** Counter sums by customer id, and by `customer\u0000client`. */
   sums: Record<string, { up: number; down: number }>;
+  /** Periodic caps (issue 11): the recorded bases of the current periods, by quotaBaseKey. */
+  bases?: Record<string, { up: number; down: number }>;
 }
+
+export const quotaBaseKey = (customerId: string, scope: LimitScope, entityId: string, periodKey: number) => `${customerId}\u0000${scope}\u0000${entityId}\u0000${periodKey}`;
 
 type CounterDelta = { up?: number; down?: number; status?: SessionRow['status']; duration?: number; connections?: number };
 
@@ -101,7 +107,22 @@ export function createNodeChannel(services: Services): NodeChannel {
         sums[key] = { up: c.uploaded_bytes, down: c.downloaded_bytes };
       }
     }
-    return { type: 'state', sessions, limits, sums };
+    // Periodic caps: the bases of the current periods of every entity a session here counts for.
+    const bases: NonNullable<NodeState['bases']> = {};
+    const now = wallClock();
+    for (const s of sessions) {
+      for (const scope of SCOPES) {
+        const period = periodOf(limits[s.customer_id]?.[scope] ?? undefined, now);
+        if (!period) continue;
+        const periodKey = period.kind === 'rolling_30d' ? 0 : period.start;
+        const entity = scope === 'global' ? s.customer_id : scope === 'client' ? s.client_id : s.id;
+        const key = quotaBaseKey(s.customer_id, scope, entity, periodKey);
+        if (key in bases) continue;
+        const base = await data.quotaBase(s.customer_id, scope, entity, periodKey);
+        if (base) bases[key] = base;
+      }
+    }
+    return { type: 'state', sessions, limits, sums, ...(Object.keys(bases).length ? { bases } : {}) };
   }
 
   async function apply(node: NodeInfo, msg: { seq: number; counters?: Record<string, CounterDelta>; events?: EventInput[] }): Promise<void> {

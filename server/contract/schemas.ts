@@ -101,6 +101,8 @@ export const Session = Type.Object({
   uploaded_bytes: Type.Integer(ext),
   downloaded_bytes: Type.Integer(ext),
   expires_at: Type.Optional({ ...DateTime, ...ext, description: 'Extension: when the session ends by itself; absent when it never does.' }),
+  over_quota: Type.Optional(Type.Boolean({ ...ext, description: 'Extension: present (true) while a periodic byte cap of the session, its client or the customer is reached: connections are refused until it renews.' })),
+  over_quota_until: Type.Optional({ ...DateTime, ...ext, description: 'Extension: when that periodic cap renews (absent for a rolling 30-day window).' }),
 });
 
 export const SessionList = Type.Object(
@@ -130,6 +132,8 @@ export const SessionStatusResponse = Type.Object({
   downloaded_bytes: Type.Integer(),
   paused: Type.Boolean(ext),
   expires_at: Type.Optional({ ...DateTime, ...ext, description: 'Extension: when the session ends by itself; absent when it never does.' }),
+  over_quota: Type.Optional(Type.Boolean({ ...ext, description: 'Extension: present (true) while a periodic byte cap of the session, its client or the customer is reached: connections are refused until it renews.' })),
+  over_quota_until: Type.Optional({ ...DateTime, ...ext, description: 'Extension: when that periodic cap renews (absent for a rolling 30-day window).' }),
 });
 
 export const PauseResult = Type.Object({ session_id: Type.String(), paused: Type.Boolean() });
@@ -168,8 +172,15 @@ export const EventStreamQuery = Type.Object(
 const bytes = (description: string) => Type.Integer({ minimum: 0, maximum: MAX_SAFE, description });
 const speed = (description: string) => Type.Integer({ minimum: 1, maximum: MAX_SAFE, description });
 const trafficFields = {
-  downloaded_bytes: bytes('Download limit in bytes (lifetime total).'),
-  uploaded_bytes: bytes('Upload limit in bytes (lifetime total).'),
+  downloaded_bytes: bytes('Download limit in bytes (lifetime total, or per period with reset_period).'),
+  uploaded_bytes: bytes('Upload limit in bytes (lifetime total, or per period with reset_period).'),
+  reset_period: Type.Union([Type.Literal('none'), Type.Literal('day'), Type.Literal('week'), Type.Literal('month'), Type.Literal('rolling_30d')], {
+    ...ext,
+    description:
+      'Extension: when the byte caps renew. none (default): they count the lifetime. day, week, month: they count from the start of the current period ' +
+      '(counted from reset_anchor) and renew by themselves when it turns. rolling_30d: they count the last 30 days.',
+  }),
+  reset_anchor: Type.String({ format: 'date-time', ...ext, description: 'Extension: where day, week and month periods count from; default 2000-01-01T00:00:00Z (midnight UTC).' }),
   download_speed: speed('Download speed limit in bytes per second.'),
   upload_speed: speed('Upload speed limit in bytes per second.'),
 };

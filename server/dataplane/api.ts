@@ -19,6 +19,13 @@ export interface DataPlaneDeps {
      * needs loading. The SQLite store has none and admission stays synchronous.
      */
     prepare?(sessionId: string): Promise<void> | null;
+    /**
+     * Optional (periodic caps, issue 11): an entity's lifetime totals at the start of the period
+     * its caps count in (the customer for `global`, a client id, a session id), as the control
+     * plane recorded them; undefined when none is recorded (the runtime then counts from its
+     * totals now). Without it, periodic caps count from when the runtime first saw the entity.
+     */
+    quotaBase?(customerId: string, scope: LimitScope, entityId: string, periodStart: number): { up: number; down: number } | undefined;
   };
   events: {
     /** Persists the event, then fans it out to subscribers. */

@@ -12,17 +12,20 @@ export function cutSession(session: SessionState, reason: CloseReason): void {
 
 /** Closes what is over a cap: the session's own cap ends the session. */
 export function cutOverCaps(customer: CustomerState, log: Logger): void {
-  const globalOver = overCap(customer.limits.global, customer.totals);
+  const globalOver = overCap(customer.limits.global, customer.totals, customer.capBase);
   for (const session of [...customer.sessions]) {
     if (!inUse(session)) continue;
     let reason: CapReason | undefined;
-    if (overCap(customer.limits.session, session.totals)) {
-      session.capped = true;
-      if (session.status !== 'ended') {
-        log.info({ session: session.short }, 'session byte cap reached; ending session');
+    if (overCap(customer.limits.session, session.totals, session.capBase)) {
+      // A lifetime cap ends the session; a periodic one only cuts it until the period turns.
+      if (session.capPeriod < 0) {
+        session.capped = true;
+        if (session.status !== 'ended') {
+          log.info({ session: session.short }, 'session byte cap reached; ending session');
+        }
       }
       reason = 'session_cap';
-    } else if (overCap(customer.limits.client, session.client.totals)) reason = 'client_cap';
+    } else if (overCap(customer.limits.client, session.client.totals, session.client.capBase)) reason = 'client_cap';
     else if (globalOver) reason = 'global_cap';
     if (reason) cutSession(session, reason);
   }

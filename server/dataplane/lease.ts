@@ -36,9 +36,9 @@ export class Lease {
     if (this.released) return 0;
     const session = this.session, client = session.client, customer = session.customer;
     const room = Math.min(
-      capOf(customer.limits.session, dir) - session.totals[dir],
-      capOf(customer.limits.client, dir) - client.totals[dir],
-      capOf(customer.limits.global, dir) - customer.totals[dir],
+      capOf(customer.limits.session, dir) + session.capBase[dir] - session.totals[dir],
+      capOf(customer.limits.client, dir) + client.capBase[dir] - client.totals[dir],
+      capOf(customer.limits.global, dir) + customer.capBase[dir] - customer.totals[dir],
     );
     return Math.max(0, Math.min(n, room));
   }
@@ -87,9 +87,9 @@ export class Lease {
     client.totals[dir] += n;
     customer.totals[dir] += n;
     if (
-      session.totals[dir] >= capOf(customer.limits.session, dir) ||
-      client.totals[dir] >= capOf(customer.limits.client, dir) ||
-      customer.totals[dir] >= capOf(customer.limits.global, dir)
+      session.totals[dir] - session.capBase[dir] >= capOf(customer.limits.session, dir) ||
+      client.totals[dir] - client.capBase[dir] >= capOf(customer.limits.client, dir) ||
+      customer.totals[dir] - customer.capBase[dir] >= capOf(customer.limits.global, dir)
     ) {
       this.owner.enforceCaps(customer);
     }

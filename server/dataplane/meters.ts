@@ -29,7 +29,7 @@ export interface CustomerLimits {
   session?: LimitValues;
 }
 
-export interface CustomerState {
+export interface CustomerState extends CapCounting {
   id: string;
   totals: Counters;
   buckets: Buckets;
@@ -39,7 +39,7 @@ export interface CustomerState {
   limitsReadAt: number;
 }
 
-export interface ClientState {
+export interface ClientState extends CapCounting {
   id: string;
   customer: CustomerState;
   totals: Counters;
@@ -48,7 +48,7 @@ export interface ClientState {
   active: Set<SessionState>;
 }
 
-export interface SessionState {
+export interface SessionState extends CapCounting {
   id: string;
   short: string;
   /** The session's zone (metrics label). */
@@ -94,8 +94,18 @@ export function capOf(limits: LimitValues | undefined, dir: Dir): number {
   return value === undefined || value === null ? Infinity : value;
 }
 
-export function overCap(limits: LimitValues | undefined, totals: Counters): boolean {
-  return totals.up >= capOf(limits, 'up') || totals.down >= capOf(limits, 'down');
+/** Whether the totals (minus the period's base, for periodic caps) reached a byte cap. */
+export function overCap(limits: LimitValues | undefined, totals: Counters, base: Counters = ZERO): boolean {
+  return totals.up - base.up >= capOf(limits, 'up') || totals.down - base.down >= capOf(limits, 'down');
+}
+
+const ZERO: Counters = { up: 0, down: 0 };
+
+/** What the caps of an entity count from: its totals at its period's start (zero for lifetime caps). */
+export interface CapCounting {
+  capBase: Counters;
+  /** The start (epoch ms) of the period capBase belongs to; -1: lifetime caps. */
+  capPeriod: number;
 }
 
 export function makeBuckets(limits: LimitValues | undefined, now: number): Buckets {

@@ -6,11 +6,16 @@
 // the same way.
 import type { DataPlaneDeps, LiveCounters } from './api.ts';
 import { type CapReason, type CloseReason, isCapReason } from './close-reason.ts';
+import { isPeriodic, periodOf } from '../contract/period.ts';
+import type { LimitScope } from '../domain.ts';
+import { wallClock } from '../time.ts';
 import { type Refusal, isFloodRefusal, refusalByLimits, refusalOfSession } from './admission.ts';
 import { cutOverCaps, cutSession } from './enforcement.ts';
 import { Lease, type LeaseOwner } from './lease.ts';
 import {
   type Buckets,
+  type CapCounting,
+  type Counters,
   type ClientState,
   type ConnHandle,
   type CustomerState,
@@ -37,6 +42,11 @@ export const DEFAULT_CONNECTION_BURST = 100;
 export const DEFAULT_RECONNECT_GRACE_MS = 2000;
 /** At most one log line per session per this interval for refusals by the connection rate. */
 const RATE_LOG_INTERVAL_MS = 10_000;
+
+/** What a periodic cap has counted for an entity: its totals since its period's base. */
+const sinceBase = (e: CapCounting & { totals: Counters }): Counters => ({ up: e.totals.up - e.capBase.up, down: e.totals.down - e.capBase.down });
+/** The period key under which a rolling window's base is recorded (one base, rewritten: server/quota/job.ts). */
+const ROLLING_KEY = 0;
 
 export class Runtime implements LeaseOwner {
   private readonly deps: DataPlaneDeps;
@@ -69,6 +79,8 @@ export class Runtime implements LeaseOwner {
         clients: new Map(),
         sessions: new Set(),
         limitsReadAt: 0,
+        capBase: { up: 0, down: 0 },
+        capPeriod: -1,
       };
       this.customers.set(id, customer);
       this.readLimits(customer);
@@ -80,8 +92,9 @@ export class Runtime implements LeaseOwner {
     let client = customer.clients.get(id);
     if (!client) {
       const sum = this.deps.store.sumCounters(customer.id, id);
-      client = { id, customer, totals: { up: sum.uploaded_bytes, down: sum.downloaded_bytes }, buckets: makeBuckets(customer.limits.client, nowMs()), active: new Set() };
+      client = { id, customer, totals: { up: sum.uploaded_bytes, down: sum.downloaded_bytes }, buckets: makeBuckets(customer.limits.client, nowMs()), active: new Set(), capBase: { up: 0, down: 0 }, capPeriod: -1 };
       customer.clients.set(id, client);
+      this.countFrom(customer, 'client', client, wallClock());
     }
     return client;
   }
@@ -94,10 +107,35 @@ export class Runtime implements LeaseOwner {
       session: store.getLimits(customer.id, 'session') ?? undefined,
     };
     customer.limitsReadAt = nowMs();
+    const wall = wallClock();
+    this.countFrom(customer, 'global', customer, wall);
+    for (const client of customer.clients.values()) this.countFrom(customer, 'client', client, wall);
+    for (const session of customer.sessions) this.countFrom(customer, 'session', session, wall);
     const now = nowMs();
     setRates(customer.buckets, customer.limits.global, now);
     for (const client of customer.clients.values()) setRates(client.buckets, customer.limits.client, now);
     for (const session of customer.sessions) setRates(session.buckets, customer.limits.session, now);
+  }
+
+  /**
+   * Where an entity's caps count from (periodic caps, issue 11): lifetime caps from zero; a
+   * periodic cap from the entity's totals at the start of the current period, as the control
+   * plane recorded them, or else, when the runtime first sees the entity in this period (or sees
+   * the period turn while it is in memory), from its totals now. A rolling window's base moves
+   * with the usage history, so it is read again each time.
+   */
+  private countFrom(customer: CustomerState, scope: LimitScope, entity: CapCounting & { id: string; totals: Counters }, wall: number): void {
+    const period = periodOf(customer.limits[scope], wall);
+    if (!period || !isPeriodic(customer.limits[scope])) {
+      entity.capPeriod = -1;
+      entity.capBase = { up: 0, down: 0 };
+      return;
+    }
+    if (entity.capPeriod === period.start && period.kind !== 'rolling_30d') return;
+    const entityId = scope === 'global' ? customer.id : entity.id;
+    const recorded = this.deps.store.quotaBase?.(customer.id, scope, entityId, period.kind === 'rolling_30d' ? ROLLING_KEY : period.start);
+    entity.capBase = recorded ? { up: Math.min(recorded.up, entity.totals.up), down: Math.min(recorded.down, entity.totals.down) } : { ...entity.totals };
+    entity.capPeriod = period.start;
   }
 
   /**
@@ -162,11 +200,14 @@ export class Runtime implements LeaseOwner {
         lastStats: { up: row.uploaded_bytes, down: row.downloaded_bytes },
         lastStatsAt: now,
         lastHeartbeatAt: now,
+        capBase: { up: 0, down: 0 },
+        capPeriod: -1,
       };
+      this.countFrom(customer, 'session', session, wallClock());
     }
     // The row is read at every admission: its expires_at holds from now (ticks end it on time).
     session.expiresAt = row.expires_at ? Date.parse(row.expires_at) || 0 : 0;
-    if (session.expiresAt && Date.now() >= session.expiresAt) {
+    if (session.expiresAt && wallClock() >= session.expiresAt) {
       this.sessions.set(session.id, session);
       customer.sessions.add(session);
       session.capped = true;
@@ -181,9 +222,14 @@ export class Runtime implements LeaseOwner {
       activeSessionsOfClient: client.active.size,
       maxOpenConnections: this.deps.config.maxConnectionsPerSession ?? DEFAULT_MAX_CONNECTIONS_PER_SESSION,
       limits: customer.limits,
-      totals: { session: session.totals, client: client.totals, customer: customer.totals },
+      totals: {
+        session: sinceBase(session),
+        client: sinceBase(client),
+        customer: sinceBase(customer),
+      },
     });
-    if (refusal === 'session_cap') {
+    // A lifetime session cap ends the session; a periodic one refuses until the period turns.
+    if (refusal === 'session_cap' && session.capPeriod < 0) {
       // Over its own cap: the session ends now, not only this connection.
       this.sessions.set(session.id, session);
       customer.sessions.add(session);
@@ -377,7 +423,7 @@ export class Runtime implements LeaseOwner {
   private tick(): void {
     const now = nowMs();
     // Sessions whose expires_at passed: cut now, and ended like a session over its cap.
-    const wall = Date.now();
+    const wall = wallClock();
     for (const session of this.sessions.values()) {
       if (session.expiresAt && wall >= session.expiresAt && !session.capped) {
         session.capped = true;

@@ -19,7 +19,7 @@ import WebSocket from 'ws';
 import { createDataPlane } from '../dataplane/index.ts';
 import type { DataPlane, DataPlaneDeps } from '../dataplane/api.ts';
 import type { EventInput, LimitScope, LimitValues, Logger, RuntimePatch, SessionRow } from '../domain.ts';
-import { NODE_CHANNEL_PATH, type NodeState } from '../cluster/node-channel.ts';
+import { NODE_CHANNEL_PATH, quotaBaseKey, type NodeState } from '../cluster/node-channel.ts';
 import { CounterBaselines } from '../cluster/counter-baselines.ts';
 
 export interface NodeRunOptions {
@@ -53,10 +53,11 @@ interface Report {
 }
 
 /** The node's synchronous store for the data plane: the last state the control plane sent. */
-class NodeView implements Pick<DataPlaneDeps['store'], 'getSession' | 'saveRuntime' | 'getLimits' | 'sumCounters'> {
+class NodeView implements Pick<DataPlaneDeps['store'], 'getSession' | 'saveRuntime' | 'getLimits' | 'sumCounters' | 'quotaBase'> {
   sessions = new Map<string, SessionRow>();
   limits: NodeState['limits'] = {};
   sums: NodeState['sums'] = {};
+  bases: NonNullable<NodeState['bases']> = {};
   /** Deltas not yet put in a report. */
   pending = new Map<string, Delta>();
   events: EventInput[] = [];
@@ -90,6 +91,10 @@ class NodeView implements Pick<DataPlaneDeps['store'], 'getSession' | 'saveRunti
   sumCounters(customerId: string, clientId?: string): { uploaded_bytes: number; downloaded_bytes: number } {
     const s = this.sums[clientId === undefined ? customerId : `${customerId}\u0000${clientId}`];
     return { uploaded_bytes: s?.up ?? 0, downloaded_bytes: s?.down ?? 0 };
+  }
+
+  quotaBase(customerId: string, scope: LimitScope, entityId: string, periodStart: number): { up: number; down: number } | undefined {
+    return this.bases[quotaBaseKey(customerId, scope, entityId, periodStart)];
   }
 }
 
@@ -182,6 +187,7 @@ export async function runNode(opts: NodeRunOptions): Promise<RunningNode> {
     view.sessions = new Map(state.sessions.map((s) => [s.id, s]));
     view.limits = state.limits;
     view.sums = state.sums;
+    view.bases = state.bases ?? {};
     for (const [id] of before) {
       const now = view.sessions.get(id);
       // No longer placed here, or paused: cut its connections here.

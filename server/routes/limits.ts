@@ -12,6 +12,7 @@ import {
 } from '../contract/schemas.ts';
 import { callerOf } from '../plugins/auth.ts';
 import { apiActor } from '../audit/trail.ts';
+import { recordQuotaBases } from '../quota/job.ts';
 import type { Services } from '../services.ts';
 import { bearer, responses } from './common.ts';
 
@@ -49,6 +50,8 @@ export async function limitRoutes(app: FastifyInstance, ctx: Services): Promise<
         const { customerId } = caller;
         const before = await ctx.data.getLimitsRecord(customerId, scope);
         const saved = await ctx.data.patchLimits(customerId, scope, request.body);
+        // A periodic cap counts from now: its entities' bases are recorded before the data planes re-read it.
+        await recordQuotaBases(ctx.data, customerId, scope);
         ctx.dataPlane?.limitsChanged(customerId);
         clusterSignals.emit('changed');
         await ctx.audit.record(customerId, apiActor(caller), { action: 'limits.update', target: { type: 'limits', id: scope }, before: before ?? null, after: saved });

@@ -70,6 +70,11 @@ const OPS = [
   'pruneAuditBatch',
   // session expiry (issue 11)
   'expireIdleSessions',
+  // periodic caps (issue 11)
+  'quotaBase',
+  'snapshotQuotaBases',
+  'pruneQuotaBases',
+  'periodicLimits',
 ] as const satisfies readonly SharedStoreOps[];
 // Compile-time: OPS names every shared operation (a new one added to SharedStoreOps fails here).
 type Missing = Exclude<SharedStoreOps, (typeof OPS)[number]>;

@@ -149,6 +149,20 @@ const MIGRATIONS: string[] = [
   ALTER TABLE sessions ADD COLUMN expires_at TEXT;
   CREATE INDEX sessions_by_expiry ON sessions (expires_at) WHERE expires_at IS NOT NULL;
   `,
+  // 8 (periodic caps, issue 11): each entity's lifetime totals at the start of its current period
+  // (server/quota/*): global (entity: the customer), client (client_id) or session (id).
+  `
+  CREATE TABLE quota_bases (
+    customer_id TEXT NOT NULL,
+    scope TEXT NOT NULL,
+    entity_id TEXT NOT NULL,
+    period_start INTEGER NOT NULL,
+    up INTEGER NOT NULL,
+    down INTEGER NOT NULL,
+    PRIMARY KEY (customer_id, scope, entity_id, period_start)
+  );
+  CREATE INDEX quota_bases_by_age ON quota_bases (period_start);
+  `,
 ];
 
 /** The database file's name inside the data folder. */

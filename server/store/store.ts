@@ -36,6 +36,15 @@ export const NODE_TOKEN_PREFIX = 'vadn_';
 export const NODE_UP_SECONDS = 10;
 
 /** A data-plane node of the catalogue (the same shape from SQLite and from PostgreSQL). */
+/** The fields of a limits record that are not limits. */
+const RECORD_META = new Set(['id', 'created_at', 'updated_at']);
+
+/** Where a periodic cap's period started for one entity: its lifetime totals then (issue 11). */
+export interface QuotaBase {
+  up: number;
+  down: number;
+}
+
 /** One change to record in the audit trail (server/audit.ts). */
 export interface AuditInsert {
   customer_id: string;
@@ -227,6 +236,28 @@ function toSessionRow(r: RawSession): SessionRow {
 
 const SESSION_COLUMNS =
   'seq, id, customer_id, client_id, zone, reusable, paused, status, uploaded_bytes, downloaded_bytes, duration, connections, created_at, expires_at';
+
+/**
+ * The INSERT that records quota bases (QuotaBase) for every entity of a scope of one customer:
+ * its stored lifetime totals, minus, for a rolling window, its traffic in the usage history since
+ * the window's start. Parameters, in order: period start, [window start, window start,]
+ * customer id. Fixed periods keep the first base recorded; rolling windows overwrite it. The
+ * same text runs on SQLite and PostgreSQL (placeholders $1.. are turned into ? for SQLite).
+ */
+export function quotaSnapshotSql(scope: LimitScope, rolling: boolean, _style: '?' | '$'): string {
+  const entity = scope === 'global' ? 's.customer_id' : scope === 'client' ? 's.client_id' : 's.id';
+  const match = scope === 'global' ? '' : scope === 'client' ? ' AND u.client_id = s.client_id' : ' AND u.session_id = s.id';
+  const used = (col: string, p: string) => (rolling ? `(SELECT COALESCE(SUM(u.${col}), 0) FROM usage_buckets u WHERE u.customer_id = s.customer_id AND u.start >= ${p}${match})` : '0');
+  const sum = (col: string) => (scope === 'session' ? `s.${col}` : `SUM(s.${col})`);
+  const p = rolling ? { up: 'CAST($2 AS BIGINT)', down: 'CAST($3 AS BIGINT)', customer: '$4' } : { up: '', down: '', customer: '$2' };
+  const up = rolling ? `${sum('uploaded_bytes')} - ${used('uploaded_bytes', p.up)}` : sum('uploaded_bytes');
+  const down = rolling ? `${sum('downloaded_bytes')} - ${used('downloaded_bytes', p.down)}` : sum('downloaded_bytes');
+  return `INSERT INTO quota_bases (customer_id, scope, entity_id, period_start, up, down)
+    SELECT s.customer_id, '${scope}', ${entity}, CAST($1 AS BIGINT), ${up}, ${down}
+    FROM sessions s WHERE s.customer_id = ${p.customer}${scope === 'session' ? " AND s.status <> 'ended'" : ''}
+    ${scope === 'session' ? '' : `GROUP BY s.customer_id${scope === 'client' ? ', s.client_id' : ''}`}
+    ON CONFLICT (customer_id, scope, entity_id, period_start) DO ${rolling ? 'UPDATE SET up = excluded.up, down = excluded.down' : 'NOTHING'}`;
+}
 
 export class Store {
   readonly db: DatabaseSync;
@@ -441,13 +472,13 @@ export class Store {
   }
 
   /** Merges `patch` into the record (null removes a field), creating it on first use. */
-  patchLimits(customerId: string, scope: LimitScope, patch: Record<string, number | null>): LimitsRecord {
+  patchLimits(customerId: string, scope: LimitScope, patch: Record<string, number | string | null>): LimitsRecord {
     return this.transaction(() => {
       const now = isoNow();
       const existing = this.getLimitsRecord(customerId, scope);
-      const fields: Record<string, number> = {};
+      const fields: Record<string, number | string> = {};
       if (existing) {
-        for (const [k, v] of Object.entries(existing)) if (typeof v === 'number') fields[k] = v;
+        for (const [k, v] of Object.entries(existing)) if (!RECORD_META.has(k) && (typeof v === 'number' || typeof v === 'string')) fields[k] = v;
       }
       for (const [k, v] of Object.entries(patch)) {
         if (v === null) delete fields[k];
@@ -775,6 +806,37 @@ export class Store {
 
   pruneAuditBatch(olderThanIso: string, limit: number): number {
     return Number(this.q('DELETE FROM audit_log WHERE id IN (SELECT id FROM audit_log WHERE created_at < ? ORDER BY id LIMIT ?)').run(olderThanIso, limit).changes);
+  }
+
+
+  // Periodic caps (issue 11): each entity's lifetime totals at the start of its current period.
+
+  quotaBase(customerId: string, scope: LimitScope, entityId: string, periodStart: number): QuotaBase | undefined {
+    return this.q('SELECT up, down FROM quota_bases WHERE customer_id = ? AND scope = ? AND entity_id = ? AND period_start = ?').get(customerId, scope, entityId, periodStart) as
+      | QuotaBase
+      | undefined;
+  }
+
+  /**
+   * Records the bases of the period starting at `periodStart` for every entity of the scope that
+   * has none yet (their stored totals now); with `usedSince` (rolling windows) every base is
+   * rewritten as the totals minus the traffic of the usage history since then.
+   */
+  snapshotQuotaBases(customerId: string, scope: LimitScope, periodStart: number, usedSince?: number): number {
+    const sql = quotaSnapshotSql(scope, usedSince !== undefined, '?');
+    const args = usedSince === undefined ? [periodStart, customerId] : [periodStart, usedSince, usedSince, customerId];
+    return Number(this.q(sql.replace(/\$\d+/g, '?')).run(...args).changes);
+  }
+
+  pruneQuotaBases(before: number): number {
+    return Number(this.q('DELETE FROM quota_bases WHERE period_start > 0 AND period_start < ?').run(before).changes);
+  }
+
+
+  /** Every limits record whose caps renew (reset_period set and not none): the quota job's work. */
+  periodicLimits(): Array<{ customer_id: string; scope: LimitScope; values: LimitValues }> {
+    const rows = this.q(`SELECT customer_id, scope, fields FROM limits WHERE fields LIKE '%reset_period%'`).all() as { customer_id: string; scope: LimitScope; fields: string }[];
+    return rows.map((r) => ({ customer_id: r.customer_id, scope: r.scope, values: JSON.parse(r.fields) as LimitValues })).filter((r) => r.values.reset_period && r.values.reset_period !== 'none');
   }
 
 }

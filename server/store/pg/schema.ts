@@ -162,6 +162,19 @@ export const PG_MIGRATIONS: string[] = [
     value TEXT NOT NULL
   );
   `,
+  // 7 (periodic caps, issue 11): as SQLite's migration 8.
+  `
+  CREATE TABLE quota_bases (
+    customer_id TEXT NOT NULL,
+    scope TEXT NOT NULL,
+    entity_id TEXT NOT NULL,
+    period_start BIGINT NOT NULL,
+    up BIGINT NOT NULL,
+    down BIGINT NOT NULL,
+    PRIMARY KEY (customer_id, scope, entity_id, period_start)
+  );
+  CREATE INDEX quota_bases_by_age ON quota_bases (period_start);
+  `,
 ];
 
 /** An arbitrary constant naming "the schema migration" among advisory locks. */

@@ -25,8 +25,8 @@ import type pg from 'pg';
 import type { EventInsert, LimitScope, LimitValues, RuntimePatch, SessionRow } from '../../domain.ts';
 import type { EventType, LimitsRecord, SessionEvent } from '../../contract/schemas.ts';
 import { isoNow } from '../../time.ts';
-import type { AuditEntry, AuditFilter, AuditInsert, EventFilter, NodeInfo, NodePorts, NodeReportAdd, Role, SessionFilter, Store, TokenInfo, UsageAdd, UsageQuery, UsageStep, UsageSum } from '../store.ts';
-import { AUDIT_COLUMNS, AUDIT_INSERT_COLUMNS, AUDIT_VALUES, auditWhere, toAuditEntry, hashToken, NODE_TOKEN_PREFIX, NODE_UP_SECONDS, USAGE_STEP_MS } from '../store.ts';
+import type { QuotaBase, AuditEntry, AuditFilter, AuditInsert, EventFilter, NodeInfo, NodePorts, NodeReportAdd, Role, SessionFilter, Store, TokenInfo, UsageAdd, UsageQuery, UsageStep, UsageSum } from '../store.ts';
+import { quotaSnapshotSql, AUDIT_COLUMNS, AUDIT_INSERT_COLUMNS, AUDIT_VALUES, auditWhere, toAuditEntry, hashToken, NODE_TOKEN_PREFIX, NODE_UP_SECONDS, USAGE_STEP_MS } from '../store.ts';
 import { mapDatabaseError, openPool, type PoolOptions } from './pool.ts';
 import { migrate } from './schema.ts';
 
@@ -96,7 +96,12 @@ export type SharedStoreOps =
   | 'auditEntries'
   | 'pruneAuditBatch'
   // session expiry (issue 11)
-  | 'expireIdleSessions';
+  | 'expireIdleSessions'
+  // periodic caps (issue 11)
+  | 'quotaBase'
+  | 'snapshotQuotaBases'
+  | 'pruneQuotaBases'
+  | 'periodicLimits';
 
 /**
  * The SQLite Store's shared operations, Promise-returning: what services written for either
@@ -406,7 +411,7 @@ export class PgStore {
    * created empty if missing and then locked, so concurrent patches from several instances
    * apply one after the other and none is lost.
    */
-  async patchLimits(customerId: string, scope: LimitScope, patch: Record<string, number | null>): Promise<LimitsRecord> {
+  async patchLimits(customerId: string, scope: LimitScope, patch: Record<string, number | string | null>): Promise<LimitsRecord> {
     return this.transaction(async (tx) => {
       const now = isoNow();
       await tx.rows(
@@ -418,8 +423,8 @@ export class PgStore {
         customerId,
         scope,
       ]))!;
-      const fields: Record<string, number> = {};
-      for (const [k, v] of Object.entries(JSON.parse(current.fields) as Record<string, unknown>)) if (typeof v === 'number') fields[k] = v;
+      const fields: Record<string, number | string> = {};
+      for (const [k, v] of Object.entries(JSON.parse(current.fields) as Record<string, unknown>)) if (typeof v === 'number' || typeof v === 'string') fields[k] = v;
       for (const [k, v] of Object.entries(patch)) {
         if (v === null) delete fields[k];
         else fields[k] = v;
@@ -772,6 +777,27 @@ export class PgStore {
 
   async pruneAuditBatch(olderThanIso: string, limit: number): Promise<number> {
     return this.count('DELETE FROM audit_log WHERE id IN (SELECT id FROM audit_log WHERE created_at < $1 ORDER BY id LIMIT $2)', [olderThanIso, limit]);
+  }
+
+  // Periodic caps (issue 11), as on SQLite
+
+  async quotaBase(customerId: string, scope: LimitScope, entityId: string, periodStart: number): Promise<QuotaBase | undefined> {
+    const r = await this.row<{ up: string; down: string }>('SELECT up, down FROM quota_bases WHERE customer_id = $1 AND scope = $2 AND entity_id = $3 AND period_start = $4', [customerId, scope, entityId, periodStart]);
+    return r ? { up: Number(r.up), down: Number(r.down) } : undefined;
+  }
+
+  async snapshotQuotaBases(customerId: string, scope: LimitScope, periodStart: number, usedSince?: number): Promise<number> {
+    const sql = quotaSnapshotSql(scope, usedSince !== undefined, '$');
+    return this.count(sql, usedSince === undefined ? [periodStart, customerId] : [periodStart, usedSince, usedSince, customerId]);
+  }
+
+  async pruneQuotaBases(before: number): Promise<number> {
+    return this.count('DELETE FROM quota_bases WHERE period_start > 0 AND period_start < $1', [before]);
+  }
+
+  async periodicLimits(): Promise<Array<{ customer_id: string; scope: LimitScope; values: LimitValues }>> {
+    const rows = await this.rows<{ customer_id: string; scope: LimitScope; fields: string }>(`SELECT customer_id, scope, fields FROM limits WHERE fields LIKE '%reset_period%'`);
+    return rows.map((r) => ({ customer_id: r.customer_id, scope: r.scope, values: JSON.parse(r.fields) as LimitValues })).filter((r) => r.values.reset_period && r.values.reset_period !== 'none');
   }
 }
 
