@@ -32,6 +32,8 @@ import { openTls, wireTls } from './tls/index.ts';
 import { silentLogger } from './log.ts';
 import { takeDataDir } from './store/recovery.ts';
 import { redactIds } from './time.ts';
+import { webhookRoutes } from './routes/webhooks.ts';
+import { createWebhooks } from './webhooks/index.ts';
 
 export type { ServerOptions } from './http/config.ts';
 
@@ -51,6 +53,7 @@ export async function buildServer(opts: ServerOptions): Promise<BuiltServer> {
   // Subscriptions keep their rows in SQLite: not offered on the PostgreSQL control plane yet.
   const subscriptions = services.database === 'sqlite' ? createSubscriptions(services, opts.dataDir) : null;
   const { dataPlane, log } = services;
+  const webhooks = await createWebhooks(opts, services);
   // The folder's lock (one server per folder) and the repair of what a crash left behind, before
   // any connection can be accepted. SQLite only: on PostgreSQL other instances share the
   // database, and one starting must not close the sessions they carry.
@@ -97,6 +100,7 @@ export async function buildServer(opts: ServerOptions): Promise<BuiltServer> {
       await limitRoutes(v2, services);
       await metaRoutes(v2, services);
       if (subscriptions) await subscriptionRoutes(v2, subscriptions);
+      if (webhooks) await webhookRoutes(v2, webhooks);
     },
   });
   // Outside /v2 and without a token: the URL's secret is the credential (server/subscriptions).
@@ -118,8 +122,10 @@ export async function buildServer(opts: ServerOptions): Promise<BuiltServer> {
     services.streams.closeAll();
     nodeChannel.close();
   });
+  await webhooks?.start();
   app.addHook('onClose', async () => {
     stopRetention();
+    await webhooks?.close();
     await services.close();
     releaseDataDir();
   });
