@@ -17,6 +17,8 @@ export type {
   LimitScope,
 } from '../server/contract/schemas.ts';
 export type { Subscription, SubscriptionFormat } from '../server/contract/subscriptions.ts';
+// Webhooks (issue 11).
+export type { Webhook, WebhookCreate, WebhookDelivery, WebhookEventKind } from '../server/contract/webhooks.ts';
 
 import type { ClientLimits, ClientLimitsUpdate, SessionStatusValue, EventType } from '../server/contract/schemas.ts';
 

@@ -22,6 +22,9 @@ import type {
   SessionStatusResponse,
   StreamState,
   Subscription,
+  Webhook,
+  WebhookCreate,
+  WebhookDelivery,
   ZoneList,
 } from './api-types.ts';
 import type { Result } from './result.ts';
@@ -50,6 +53,13 @@ export interface AppOps {
   putSubscription(clientId: string): Promise<Result<Subscription>>;
   /** Turns the client's subscription off: its URL stops working. */
   deleteSubscription(clientId: string): Promise<Result<true>>;
+  /** Webhooks (issue 11): the customer's endpoints (owner token). */
+  listWebhooks(): Promise<Result<{ webhooks: Webhook[] }>>;
+  /** Registers an endpoint; the answer carries its secret, this once. */
+  createWebhook(body: WebhookCreate): Promise<Result<Webhook & { secret: string }>>;
+  deleteWebhook(id: string): Promise<Result<true>>;
+  /** The endpoint's last deliveries, newest first. */
+  webhookDeliveries(id: string): Promise<Result<{ deliveries: WebhookDelivery[] }>>;
   /** Desktop: "Let other devices connect", its state and this machine's addresses. */
   lanSharing(): Promise<Result<LanSharing>>;
   /** Desktop: turns sharing on (on an address) or off; main restarts the embedded server. */

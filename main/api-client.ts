@@ -15,6 +15,9 @@ import type {
   SessionListQuery,
   SessionStatusResponse,
   Subscription,
+  Webhook,
+  WebhookCreate,
+  WebhookDelivery,
   ZoneList,
 } from '../common/api-types.ts';
 import { fail, type Result } from '../common/result.ts';
@@ -74,6 +77,10 @@ export class ApiClient {
   getSubscription = (c: string) => this.request<Subscription>('GET', `/subscriptions/${encodeURIComponent(c)}`);
   putSubscription = (c: string) => this.request<Subscription>('PUT', `/subscriptions/${encodeURIComponent(c)}`);
   deleteSubscription = (c: string) => this.request<true>('DELETE', `/subscriptions/${encodeURIComponent(c)}`);
+  listWebhooks = () => this.request<{ webhooks: Webhook[] }>('GET', '/webhooks');
+  createWebhook = (b: WebhookCreate) => this.request<Webhook & { secret: string }>('POST', '/webhooks', b);
+  deleteWebhook = (id: string) => this.request<true>('DELETE', `/webhooks/${encodeURIComponent(id)}`);
+  webhookDeliveries = (id: string) => this.request<{ deliveries: WebhookDelivery[] }>('GET', `/webhooks/${encodeURIComponent(id)}/deliveries`);
 }
 
 /** Query strings as the API reads them (shared with the renderer). */

@@ -26,6 +26,10 @@ export const OP_NAMES = [
   'getSubscription',
   'putSubscription',
   'deleteSubscription',
+  'listWebhooks',
+  'createWebhook',
+  'deleteWebhook',
+  'webhookDeliveries',
   'lanSharing',
   'setLanSharing',
   'openStream',
@@ -81,10 +85,13 @@ function validArgs(name: AppOpName, a: unknown[]): boolean {
     case 'pauseSession':
     case 'resumeSession':
     case 'closeStream':
+    case 'deleteWebhook':
+    case 'webhookDeliveries':
       return a.length === 1 && isStr(a[0], 200);
     case 'listSessions':
     case 'createSession':
     case 'saveConnection':
+    case 'createWebhook':
       return a.length === 1 && isObj(a[0]);
     case 'getLimits':
     case 'deleteLimits':

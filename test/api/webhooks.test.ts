@@ -23,6 +23,8 @@ interface Received {
   body: string;
   json: { id: string; type: string; created_at: string; data: Record<string, unknown> };
   answered: number;
+  /** When it arrived (ms). */
+  at: number;
 }
 
 /** A webhook receiver: records every request, answers what `answer()` says (200 by default). */
@@ -39,7 +41,7 @@ async function startReceiver(): Promise<{ url: string; got: Received[]; answer: 
     let body = '';
     req.on('data', (c: Buffer) => (body += c.toString('utf8')));
     req.on('end', () => {
-      const r: Received = { headers: req.headers, body, json: JSON.parse(body), answered: 0 };
+      const r: Received = { headers: req.headers, body, json: JSON.parse(body), answered: 0, at: Date.now() };
       r.answered = recv.answer(r, got.length);
       got.push(r);
       res.writeHead(r.answered, { 'content-type': 'text/plain' }).end('ok');
@@ -203,9 +205,10 @@ function suite(kind: 'sqlite' | 'postgres') {
         assert.deepEqual(eventIds, [...eventIds].sort((a, b) => a - b), 'in event order');
         assert.equal(ok.at(-1)!.json.type, 'session_end');
         assert.ok(ok.some((r) => r.json.type === 'session_stats'));
-        // Backoff: the retries were spaced by at least the base delay, then twice it.
-        const times = attempts.map((r) => Date.parse(String(r.headers['date'] ?? '')) || 0);
-        void times;
+        // Backoff: the retries were spaced by at least the base delay (100 ms), then twice it
+        // (lower bounds only: a loaded machine can only make them later).
+        assert.ok(attempts[1]!.at - attempts[0]!.at >= 90, `first retry after ${attempts[1]!.at - attempts[0]!.at} ms`);
+        assert.ok(attempts[2]!.at - attempts[1]!.at >= 190, `second retry after ${attempts[2]!.at - attempts[1]!.at} ms`);
         // The deliveries API shows the answers.
         const deliveries = (await api('GET', `/webhooks/${hook.id}/deliveries`)).json.deliveries as { id: string; status: string; attempts: number; response_status: number; event: string }[];
         const first = deliveries.find((d) => d.id === attempts[0]!.json.id)!;
@@ -225,7 +228,7 @@ function suite(kind: 'sqlite' | 'postgres') {
         recv.answer = () => 500;
         const hook = (await api('POST', '/webhooks', { url: recv.url, events: ['limits_changed', 'session_paused', 'session_resumed'] })).json;
         const session = (await api('POST', '/sessions', { client_id: 'wh-restart', zone: 'de-fra', reusable: true })).json as { id: string };
-        assert.equal((await api('PATCH', '/customer/limits/global', { max_upload_bytes: 1_000_000 })).status, 200);
+        assert.equal((await api('PATCH', '/customer/limits/global', { uploaded_bytes: 1_000_000 })).status, 200);
         assert.equal((await api('PATCH', `/sessions/${session.id}/pause`)).status, 200);
         assert.equal((await api('PATCH', `/sessions/${session.id}/resume`)).status, 200);
         assert.equal((await api('DELETE', '/customer/limits/global')).status, 204);
@@ -255,12 +258,14 @@ function suite(kind: 'sqlite' | 'postgres') {
     test('the default egress policy refuses loopback destinations', async () => {
       const recv = await startReceiver();
       const dir2 = tempDir('vad-wh-egress-');
-      const strict = await startServer({ ...opts({ dataDir: dir2, egress: undefined, vlessTcpPort: null, webhooks: { ...FAST, key: KEY, maxAttempts: 2 } }) });
+      // Its own database on PostgreSQL: the allow-all instance above would otherwise send from the same outbox.
+      const own = pg ? { database: await pg.createDatabase('strict_egress') } : {};
+      const strict = await startServer({ ...opts({ dataDir: dir2, egress: undefined, vlessTcpPort: null, webhooks: { ...FAST, key: KEY, maxAttempts: 2 } }), ...own });
       try {
         const token = strict.ownerToken ?? (await strict.services.data.createToken('default', 'owner')).token;
         const call = (m: string, p: string, b?: unknown) => callApi(strict.baseUrl, token, m, p, b);
         const hook = (await call('POST', '/webhooks', { url: recv.url, events: ['limits_changed'] })).json;
-        await call('PATCH', '/customer/limits/global', { max_upload_bytes: 5 });
+        await call('PATCH', '/customer/limits/global', { uploaded_bytes: 5 });
         const failed = await until('the delivery marked failed', async () => {
           const d = (await call('GET', `/webhooks/${hook.id}/deliveries`)).json.deliveries[0];
           return d?.status === 'failed' ? d : undefined;
@@ -286,14 +291,14 @@ function suite(kind: 'sqlite' | 'postgres') {
           await api('POST', '/webhooks', { url: recv.url, events: ['limits_changed'] });
           for (let i = 0; i < 20; i++) {
             const via = i % 2 ? b : srv;
-            assert.equal((await callApi(via.baseUrl, owner, 'PATCH', '/customer/limits/global', { max_upload_bytes: 1000 + i })).status, 200);
+            assert.equal((await callApi(via.baseUrl, owner, 'PATCH', '/customer/limits/global', { uploaded_bytes: 1000 + i })).status, 200);
           }
           await until('20 deliveries', () => recv.got.length >= 20);
           await new Promise((r) => setTimeout(r, 800));
           assert.equal(recv.got.length, 20, 'no delivery sent twice');
           assert.equal(new Set(recv.got.map((r) => r.json.id)).size, 20);
           // One order key (the customer): in the order queued.
-          assert.deepEqual(recv.got.map((r) => (r.json.data.limits as { max_upload_bytes: number }).max_upload_bytes), Array.from({ length: 20 }, (_, i) => 1000 + i));
+          assert.deepEqual(recv.got.map((r) => (r.json.data.limits as { uploaded_bytes: number }).uploaded_bytes), Array.from({ length: 20 }, (_, i) => 1000 + i));
         } finally {
           await b.close();
           await recv.close();

@@ -48,6 +48,10 @@ export function createElectronPlatform(bridge: AppBridge): Platform {
     getSubscription: (c) => unwrap(bridge.getSubscription(c)),
     putSubscription: (c) => unwrap(bridge.putSubscription(c)),
     deleteSubscription: (c) => unwrap(bridge.deleteSubscription(c)),
+    listWebhooks: () => unwrap(bridge.listWebhooks()),
+    createWebhook: (b) => unwrap(bridge.createWebhook(b)),
+    deleteWebhook: (id) => unwrap(bridge.deleteWebhook(id)),
+    webhookDeliveries: (id) => unwrap(bridge.webhookDeliveries(id)),
     lanSharing: () => unwrap(bridge.lanSharing()),
     setLanSharing: (r) => unwrap(bridge.setLanSharing(r)),
   };
