@@ -135,7 +135,12 @@ export function WebhooksCard() {
   const [hooks, setHooks] = useState<Webhook[] | null>(null);
   const [err, setErr] = useState<string | null>(null);
   const [secret, setSecret] = useState<string | null>(null);
-  const [open, setOpen] = useState<string | null>(null);
+  const [open, setOpen] = useState<ReadonlySet<string>>(new Set());
+  const toggle = (id: string) => {
+    const next = new Set(open);
+    if (!next.delete(id)) next.add(id);
+    setOpen(next);
+  };
   const load = useCallback(async () => {
     try {
       setHooks((await getPlatform().ops.listWebhooks()).webhooks);
@@ -194,15 +199,15 @@ export function WebhooksCard() {
                 <span className="muted">{h.events.join(', ')}</span>
                 <span className="muted">secret {h.secret_prefix}…</span>
                 <div className="actions">
-                  <button type="button" className="btn btn-small" aria-expanded={open === h.id} onClick={() => setOpen(open === h.id ? null : h.id)}>
-                    {open === h.id ? 'Hide deliveries' : 'Show deliveries'}
+                  <button type="button" className="btn btn-small" aria-expanded={open.has(h.id)} onClick={() => toggle(h.id)}>
+                    {open.has(h.id) ? 'Hide deliveries' : 'Show deliveries'}
                   </button>
                   <button type="button" className="btn btn-small btn-danger" aria-label={`Delete webhook ${h.url}`} onClick={() => void remove(h)}>
                     Delete
                   </button>
                 </div>
               </div>
-              {open === h.id ? <Deliveries hook={h} /> : null}
+              {open.has(h.id) ? <Deliveries hook={h} /> : null}
             </li>
           ))}
         </ul>
