@@ -12,7 +12,6 @@ export const ERROR_STATUS = {
   session_not_found: 404,
   limits_not_found: 404,
   subscription_not_found: 404,
-  webhook_not_found: 404,
   method_not_allowed: 405,
   payload_too_large: 413,
   unsupported_media_type: 415,

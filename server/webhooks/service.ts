@@ -255,7 +255,7 @@ function deliveryView(d: DeliveryRow): WebhookDelivery {
 }
 
 function notFound(id: string): ApiError {
-  return new ApiError('webhook_not_found', 'No webhook with this id.', { id: id.slice(0, 8) });
+  return new ApiError('not_found', 'No webhook with this id.', { resource: 'webhook', id: id.slice(0, 8) });
 }
 
 /** http:// or https:// with a host, no user name or password in it. */

@@ -149,7 +149,8 @@ function suite(kind: 'sqlite' | 'postgres') {
         assert.deepEqual((await api('GET', '/webhooks', undefined, other)).json.webhooks, []);
         const hidden = await api('GET', `/webhooks/${id}`, undefined, other);
         assert.equal(hidden.status, 404);
-        assert.equal(hidden.json.error.code, 'webhook_not_found');
+        assert.equal(hidden.json.error.code, 'not_found');
+        assert.equal(hidden.json.error.details.resource, 'webhook');
 
         // The secret is not in the database in plain text (SQLite: the files of the data folder).
         if (kind === 'sqlite') {
