@@ -156,7 +156,7 @@ export interface Services {
   tokens: { create(opts: { customer: string; role: Role }): string };
   /** Webhooks (issue 11), set by buildServer unless `webhooks: false`: emit() queues an event kind
    *  outside the event log (pause, resume, limits changed, cap reached, expired). */
-  webhooks?: WebhookEmitter & { emitQuietly(customerId: string, kind: WebhookEventKind, data: Record<string, unknown>, sessionId?: string): void };
+  webhooks?: WebhookEmitter & { emitQuietly(customerId: string, kind: WebhookEventKind, data: Record<string, unknown>, sessionId?: string): Promise<void> };
   /** Releases the store (and on PostgreSQL the listener, the event feed, the data plane's view). */
   close(): Promise<void>;
 }

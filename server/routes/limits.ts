@@ -47,7 +47,7 @@ export async function limitRoutes(app: FastifyInstance, ctx: Services): Promise<
         const { customerId } = callerOf(request);
         const saved = await ctx.data.patchLimits(customerId, scope, request.body);
         ctx.dataPlane?.limitsChanged(customerId);
-        ctx.webhooks?.emitQuietly(customerId, 'limits_changed', { scope, action: 'updated', limits: saved as Record<string, unknown> });
+        await ctx.webhooks?.emitQuietly(customerId, 'limits_changed', { scope, action: 'updated', limits: saved as Record<string, unknown> });
         clusterSignals.emit('changed');
         return saved;
       },
@@ -60,7 +60,7 @@ export async function limitRoutes(app: FastifyInstance, ctx: Services): Promise<
         const { customerId } = callerOf(request);
         if (!(await ctx.data.deleteLimits(customerId, scope))) throw notSet();
         ctx.dataPlane?.limitsChanged(customerId);
-        ctx.webhooks?.emitQuietly(customerId, 'limits_changed', { scope, action: 'deleted', limits: null });
+        await ctx.webhooks?.emitQuietly(customerId, 'limits_changed', { scope, action: 'deleted', limits: null });
         clusterSignals.emit('changed');
         return reply.code(204).send();
       },

@@ -80,7 +80,7 @@ export async function sessionRoutes(app: FastifyInstance, ctx: Services): Promis
         const { customerId } = callerOf(request);
         const result = await ctx.sessions.setPaused(customerId, request.params.id, action === 'pause');
         // Webhooks (issue 11): queued once the change is made.
-        ctx.webhooks?.emitQuietly(customerId, action === 'pause' ? 'session_paused' : 'session_resumed', { session_id: result.session_id, paused: result.paused }, result.session_id);
+        await ctx.webhooks?.emitQuietly(customerId, action === 'pause' ? 'session_paused' : 'session_resumed', { session_id: result.session_id, paused: result.paused }, result.session_id);
         return result;
       },
     });

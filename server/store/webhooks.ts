@@ -96,6 +96,8 @@ export interface WebhookStore {
   deliveries(customerId: string, webhookId: string, limit: number): Promise<DeliveryRow[]>;
   /** Drops every lease (SQLite at start: one process per folder, so no lease can be live). */
   releaseLeases(): Promise<void>;
+  /** Deletes up to `limit` finished (delivered or failed) deliveries created before `beforeIso`; returns how many. */
+  prune(beforeIso: string, limit: number): Promise<number>;
 }
 
 export const DELIVERY_COLUMNS =
@@ -244,5 +246,11 @@ export class SqliteWebhookStore implements WebhookStore {
 
   async releaseLeases(): Promise<void> {
     this.q('UPDATE webhook_deliveries SET lease_until = NULL WHERE lease_until IS NOT NULL').run();
+  }
+
+  async prune(beforeIso: string, limit: number): Promise<number> {
+    return Number(
+      this.q(`DELETE FROM webhook_deliveries WHERE seq IN (SELECT seq FROM webhook_deliveries WHERE status <> 'pending' AND created_at < ? LIMIT ?)`).run(beforeIso, limit).changes,
+    );
   }
 }

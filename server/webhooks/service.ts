@@ -45,6 +45,10 @@ export interface WebhookEmitter {
 }
 
 const LEASE_MARGIN_MS = 5_000;
+/** Finished deliveries are kept this long (the API and Settings show the last ones), then pruned. */
+const KEEP_FINISHED_MS = 7 * 24 * 3_600_000;
+const PRUNE_EVERY_MS = 3_600_000;
+const PRUNE_BATCH = 5_000;
 const CLAIM_BATCH = 32;
 const FANOUT_BATCH = 500;
 
@@ -57,6 +61,7 @@ export class WebhookService implements WebhookEmitter {
   private running: Promise<void> | undefined;
   private stopped = false;
   private readonly inFlight = new Set<Promise<void>>();
+  private lastPrune = 0;
 
   constructor(store: WebhookStore, key: Buffer, log: Logger, opts: WebhookOptions & { egress: EgressPolicy }) {
     this.store = store;
@@ -135,9 +140,12 @@ export class WebhookService implements WebhookEmitter {
     this.kick();
   }
 
-  /** emit() that logs instead of failing the caller (routes call this after their change is made). */
-  emitQuietly(customerId: string, kind: WebhookEventKind, data: Record<string, unknown>, sessionId?: string): void {
-    this.emit(customerId, kind, data, sessionId).catch((err: unknown) => this.log.warn({ err: String(err), kind }, 'queueing a webhook event failed'));
+  /**
+   * emit() that logs instead of failing the caller. Routes await it after their change is made
+   * and before they answer, so changes made one after the other are queued in that order.
+   */
+  emitQuietly(customerId: string, kind: WebhookEventKind, data: Record<string, unknown>, sessionId?: string): Promise<void> {
+    return this.emit(customerId, kind, data, sessionId).catch((err: unknown) => this.log.warn({ err: String(err), kind }, 'queueing a webhook event failed'));
   }
 
   // ---- the sender ----
@@ -169,6 +177,10 @@ export class WebhookService implements WebhookEmitter {
   /** One pass: fan out new events, then send what is due (bounded batches). */
   async pass(): Promise<void> {
     for (let i = 0; i < 10 && (await this.store.fanOut(toQueued, FANOUT_BATCH, Date.now())) === FANOUT_BATCH; i++);
+    if (Date.now() - this.lastPrune > PRUNE_EVERY_MS) {
+      this.lastPrune = Date.now();
+      await this.store.prune(new Date(Date.now() - KEEP_FINISHED_MS).toISOString(), PRUNE_BATCH);
+    }
     const due = await this.store.claimDue(Date.now(), this.o.timeoutMs + LEASE_MARGIN_MS, CLAIM_BATCH);
     await Promise.all(due.map((d) => this.track(this.attempt(d))));
   }

@@ -13,6 +13,7 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { join } from 'node:path';
 import { startServer, type RunningServer, type StartOptions } from '../../server/serve.ts';
 import { verifySignature } from '../../server/webhooks/secret.ts';
+import type { WebhookService } from '../../server/webhooks/service.ts';
 import { callApi } from '../helpers/http.ts';
 import { removeDir, tempDir } from '../helpers/server.ts';
 import { startPostgres, type PgServer } from '../helpers/postgres.ts';
@@ -250,6 +251,11 @@ function suite(kind: 'sqlite' | 'postgres') {
         for (const r of delivered) assert.ok(verifySignature(hook.secret, String(r.headers['x-vad-signature']), r.body, Math.floor(Date.now() / 1000)));
         const limits = delivered.filter((r) => r.json.type === 'limits_changed').map((r) => r.json.data.action);
         assert.deepEqual(limits, ['updated', 'deleted']);
+        // Retention: finished deliveries older than the cut are pruned, pending ones never.
+        const store = (srv.services.webhooks as unknown as WebhookService).store;
+        assert.equal(await store.prune('2000-01-01T00:00:00.000Z', 100), 0);
+        assert.equal(await store.prune('2999-01-01T00:00:00.000Z', 100), 4);
+        assert.deepEqual((await api('GET', `/webhooks/${hook.id}/deliveries`)).json.deliveries, []);
         await api('DELETE', `/webhooks/${hook.id}`);
       } finally {
         await recv.close();

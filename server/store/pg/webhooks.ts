@@ -109,7 +109,13 @@ export class PgWebhookStore implements WebhookStore {
   }
 
   async enqueue(event: QueuedEvent, now: number): Promise<number> {
-    return this.tx((db) => this.insertFor(db, event, now));
+    return this.tx(async (db) => {
+      // The cursor row's lock serialises every insert into the outbox, cluster-wide, so a
+      // delivery's seq order is its commit order: a sender never sends seq N+1 and then sees N
+      // appear behind it (the order per session would break).
+      await this.rows('SELECT 1 FROM webhook_cursor WHERE id = 1 FOR UPDATE', [], db);
+      return this.insertFor(db, event, now);
+    });
   }
 
   async fanOut(toQueued: (e: LoggedEvent) => QueuedEvent, limit: number, now: number): Promise<number> {
@@ -175,5 +181,14 @@ export class PgWebhookStore implements WebhookStore {
 
   async releaseLeases(): Promise<void> {
     // Other instances may hold live leases: on PostgreSQL leases only run out.
+  }
+
+  async prune(beforeIso: string, limit: number): Promise<number> {
+    return (
+      await this.rows<{ seq: string }>(
+        `DELETE FROM webhook_deliveries WHERE seq IN (SELECT seq FROM webhook_deliveries WHERE status <> 'pending' AND created_at < $1 LIMIT $2) RETURNING seq`,
+        [beforeIso, limit],
+      )
+    ).length;
   }
 }
