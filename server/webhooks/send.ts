@@ -29,10 +29,14 @@ export function postDelivery(url: string, headers: Record<string, string>, body:
     };
     const target = new URL(url);
     // The lookup the socket uses: resolve, check the policy, dial the checked address.
-    const lookup: LookupFunction = (hostname, _opts, cb) => {
+    // Node asks with `all: true` when it may try several addresses (autoSelectFamily): answer
+    // the one checked address in the shape asked for.
+    const lookup: LookupFunction = (hostname, opts, cb) => {
+      const all = (opts as { all?: boolean }).all === true;
+      const done = cb as (e: Error | null, a: string | { address: string; family: number }[], f?: number) => void;
       resolveDestination(hostname.replace(/^\[|\]$/g, ''), egress).then(
-        ({ address, family }) => (cb as (e: Error | null, a: string, f: number) => void)(null, address, family),
-        (err: Error) => (cb as (e: Error | null, a: string, f: number) => void)(err, '', 4),
+        ({ address, family }) => (all ? done(null, [{ address, family }]) : done(null, address, family)),
+        (err: Error) => (all ? done(err, []) : done(err, '', 4)),
       );
     };
     const send = target.protocol === 'https:' ? httpsRequest : httpRequest;
@@ -62,8 +66,7 @@ export function postDelivery(url: string, headers: Record<string, string>, body:
       finish({ statusCode: null, ok: false, error: `timed out after ${timeoutMs} ms` });
     }, timeoutMs);
     req.on('error', (err: Error & { code?: string }) => {
-      // IP literals skip the lookup in node: check them here too (below).
-      if (err instanceof EgressRefused) finish({ statusCode: null, ok: false, error: `egress refused: ${err.message}`, refused: true });
+      if (err instanceof EgressRefused || err.code === 'EGRESS_REFUSED') finish({ statusCode: null, ok: false, error: `egress refused: ${err.message}`, refused: true });
       else finish({ statusCode: null, ok: false, error: err.code ? `${err.code}: ${err.message}` : err.message });
     });
     req.end(body);

@@ -177,10 +177,12 @@ function suite(kind: 'sqlite' | 'postgres') {
 
     test('real session traffic: signed deliveries, 500s retried with backoff, order kept per session', async () => {
       const recv = await startReceiver();
+      let hookId = '';
       try {
         // The first two requests fail: the first delivery is retried and nothing behind it overtakes it.
         recv.answer = (_r, n) => (n < 2 ? 500 : 200);
         const hook = (await api('POST', '/webhooks', { url: recv.url, events: ['session_start', 'session_stats', 'session_end'] })).json;
+        hookId = hook.id;
         const session = (await api('POST', '/sessions', { client_id: 'wh-client', zone: 'de-fra' })).json as { id: string };
         const conn = await openVlessEcho(srv.vlessTcpPort!, session.id, echo.port);
         assert.equal(conn.got(), 4, 'relayed');
@@ -218,17 +220,19 @@ function suite(kind: 'sqlite' | 'postgres') {
         assert.equal(first.attempts, 3);
         assert.equal(first.response_status, 200);
         assert.ok(deliveries.every((d) => d.status === 'delivered'));
-        await api('DELETE', `/webhooks/${hook.id}`);
       } finally {
+        await api('DELETE', '/webhooks/' + hookId);
         await recv.close();
       }
     });
 
     test('a restart mid-retry loses nothing and sends no new id for an old delivery', async () => {
       const recv = await startReceiver();
+      let hookId = '';
       try {
         recv.answer = () => 500;
         const hook = (await api('POST', '/webhooks', { url: recv.url, events: ['limits_changed', 'session_paused', 'session_resumed'] })).json;
+        hookId = hook.id;
         const session = (await api('POST', '/sessions', { client_id: 'wh-restart', zone: 'de-fra', reusable: true })).json as { id: string };
         assert.equal((await api('PATCH', '/customer/limits/global', { uploaded_bytes: 1_000_000 })).status, 200);
         assert.equal((await api('PATCH', `/sessions/${session.id}/pause`)).status, 200);
@@ -256,8 +260,8 @@ function suite(kind: 'sqlite' | 'postgres') {
         assert.equal(await store.prune('2000-01-01T00:00:00.000Z', 100), 0);
         assert.equal(await store.prune('2999-01-01T00:00:00.000Z', 100), 4);
         assert.deepEqual((await api('GET', `/webhooks/${hook.id}/deliveries`)).json.deliveries, []);
-        await api('DELETE', `/webhooks/${hook.id}`);
       } finally {
+        await api('DELETE', '/webhooks/' + hookId);
         await recv.close();
       }
     });
@@ -281,6 +285,15 @@ function suite(kind: 'sqlite' | 'postgres') {
         assert.equal(failed.response_status, null);
         assert.match(failed.error, /egress refused/);
         assert.equal(recv.got.length, 0, 'nothing reached the loopback receiver');
+        // A host name is resolved, and the address it resolves to is checked (localhost: loopback).
+        const byName = (await call('POST', '/webhooks', { url: recv.url.replace('127.0.0.1', 'localhost'), events: ['limits_changed'] })).json;
+        await call('PATCH', '/customer/limits/global', { uploaded_bytes: 6 });
+        const failedByName = await until('the delivery by name marked failed', async () => {
+          const d = (await call('GET', `/webhooks/${byName.id}/deliveries`)).json.deliveries[0];
+          return d?.status === 'failed' ? d : undefined;
+        });
+        assert.match(failedByName.error, /egress refused/);
+        assert.equal(recv.got.length, 0);
         await call('DELETE', '/customer/limits/global');
       } finally {
         await strict.close();
