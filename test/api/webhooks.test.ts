@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import { lookup } from 'node:dns/promises';
 import { join } from 'node:path';
 import { startServer, type RunningServer, type StartOptions } from '../../server/serve.ts';
 import { verifySignature } from '../../server/webhooks/secret.ts';
@@ -29,7 +30,7 @@ interface Received {
 }
 
 /** A webhook receiver: records every request, answers what `answer()` says (200 by default). */
-async function startReceiver(): Promise<{ url: string; got: Received[]; answer: (r: Received, n: number) => number; close(): Promise<void>; server: Server }> {
+async function startReceiver(host = '127.0.0.1'): Promise<{ url: string; got: Received[]; answer: (r: Received, n: number) => number; close(): Promise<void>; server: Server }> {
   const got: Received[] = [];
   const recv = {
     url: '',
@@ -48,8 +49,8 @@ async function startReceiver(): Promise<{ url: string; got: Received[]; answer: 
       res.writeHead(r.answered, { 'content-type': 'text/plain' }).end('ok');
     });
   });
-  await new Promise<void>((r) => recv.server.listen(0, '127.0.0.1', () => r()));
-  recv.url = `http://127.0.0.1:${(recv.server.address() as { port: number }).port}/hook`;
+  await new Promise<void>((r) => recv.server.listen(0, host, () => r()));
+  recv.url = `http://${host.includes(':') ? `[${host}]` : host}:${(recv.server.address() as { port: number }).port}/hook`;
   return recv;
 }
 
@@ -260,6 +261,26 @@ function suite(kind: 'sqlite' | 'postgres') {
         assert.equal(await store.prune('2000-01-01T00:00:00.000Z', 100), 0);
         assert.equal(await store.prune('2999-01-01T00:00:00.000Z', 100), 4);
         assert.deepEqual((await api('GET', `/webhooks/${hook.id}/deliveries`)).json.deliveries, []);
+      } finally {
+        await api('DELETE', '/webhooks/' + hookId);
+        await recv.close();
+      }
+    });
+
+    test('a host name is resolved and the checked address dialled', async () => {
+      // Listen where `localhost` resolves here (127.0.0.1 or ::1: loopback either way).
+      const { address } = await lookup('localhost', { verbatim: true });
+      const recv = await startReceiver(address);
+      let hookId = '';
+      try {
+        const hook = (await api('POST', '/webhooks', { url: recv.url.replace(address.includes(':') ? `[${address}]` : address, 'localhost'), events: ['limits_changed'] })).json;
+        hookId = hook.id;
+        assert.match(hook.url, /^http:\/\/localhost:/);
+        await api('PATCH', '/customer/limits/global', { uploaded_bytes: 77 });
+        const r = await until('a delivery by host name', () => recv.got[0]);
+        assert.ok(verifySignature(hook.secret, String(r.headers['x-vad-signature']), r.body, Math.floor(Date.now() / 1000)));
+        assert.equal(r.json.type, 'limits_changed');
+        await api('DELETE', '/customer/limits/global');
       } finally {
         await api('DELETE', '/webhooks/' + hookId);
         await recv.close();
