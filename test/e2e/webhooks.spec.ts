@@ -75,6 +75,30 @@ test('webhooks in Settings: empty state, add with the secret shown once, deliver
   }
 });
 
+test('adding by keyboard only: type the URL, Space toggles a kind, Enter submits', async ({ app, backend }) => {
+  await removeAll(backend);
+  const page = app.page;
+  await app.waitReady();
+  await app.go('Settings');
+  const card = page.getByRole('region', { name: 'Webhooks' });
+  const limits = card.getByRole('checkbox', { name: 'Limits changed' });
+  await limits.focus();
+  await page.keyboard.press('Space');
+  await expect(limits).toBeChecked();
+  await card.getByLabel('Endpoint URL').focus();
+  await page.keyboard.type('https://hooks.example.com/vpn');
+  await page.keyboard.press('Enter');
+  await expect(card.getByTestId('webhook-secret')).toBeVisible();
+  await expect(card.getByTestId('webhook-row')).toContainText('limits_changed');
+  // The secret's buttons are reachable by Tab from the copy button.
+  await card.getByRole('button', { name: 'Copy secret' }).focus();
+  await page.keyboard.press('Tab');
+  await expect(card.getByRole('button', { name: 'Done' })).toBeFocused();
+  await page.keyboard.press('Enter');
+  await expect(card.getByTestId('webhook-secret')).toHaveCount(0);
+  await removeAll(backend);
+});
+
 test('a bad URL gets a clear message', async ({ app }) => {
   const page = app.page;
   await app.waitReady();
