@@ -198,6 +198,9 @@ export class SqliteWebhookStore implements WebhookStore {
   }
 
   async fanOut(toQueued: (e: LoggedEvent) => QueuedEvent, limit: number, now: number): Promise<number> {
+    // A plain read first: an idle pass takes no write lock (the relay's counters share the file).
+    const behind = this.q('SELECT 1 AS x FROM events WHERE id > (SELECT last_event_id FROM webhook_cursor WHERE id = 1) LIMIT 1').get();
+    if (!behind) return 0;
     return this.tx(() => {
       const cursor = (this.q('SELECT last_event_id AS id FROM webhook_cursor WHERE id = 1').get() as { id: number }).id;
       const events = this.q(
