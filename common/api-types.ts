@@ -20,13 +20,17 @@ export type { Subscription, SubscriptionFormat } from '../server/contract/subscr
 export type { AuditPage, AuditQuery } from '../server/contract/audit.ts';
 // Usage history (issue 11, extension): GET /v2/usage.
 export type { UsageQuery, UsageReport, UsageStepValue } from '../server/contract/usage.ts';
+// Webhooks (issue 11).
+export type { Webhook, WebhookCreate, WebhookDelivery, WebhookEventKind } from '../server/contract/webhooks.ts';
 
 import type { ClientLimits, ClientLimitsUpdate, SessionStatusValue, EventType } from '../server/contract/schemas.ts';
 
 /** The client record has every limit field; the other two scopes have a subset of them. */
 export type LimitsRecord = ClientLimits;
 export type LimitValues = Omit<ClientLimits, 'id' | 'created_at' | 'updated_at'>;
-export type LimitField = keyof LimitValues;
+/** The amounts of a limits record (its reset period and anchor are not amounts). */
+export type LimitField = Exclude<keyof LimitValues, 'reset_period' | 'reset_anchor'>;
+export type ResetPeriod = NonNullable<LimitValues['reset_period']>;
 /** PATCH body: a field set to null is removed. */
 export type LimitsUpdate = ClientLimitsUpdate;
 

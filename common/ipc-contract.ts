@@ -24,6 +24,9 @@ import type {
   Subscription,
   UsageQuery,
   UsageReport,
+  Webhook,
+  WebhookCreate,
+  WebhookDelivery,
   ZoneList,
   AuditPage,
   AuditQuery,
@@ -56,6 +59,13 @@ export interface AppOps {
   deleteSubscription(clientId: string): Promise<Result<true>>;
   /** The audit trail (who changed what), newest first; filters as GET /v2/audit. */
   listAudit(query: AuditQuery): Promise<Result<AuditPage>>;
+  /** Webhooks (issue 11): the customer's endpoints (owner token). */
+  listWebhooks(): Promise<Result<{ webhooks: Webhook[] }>>;
+  /** Registers an endpoint; the answer carries its secret, this once. */
+  createWebhook(body: WebhookCreate): Promise<Result<Webhook & { secret: string }>>;
+  deleteWebhook(id: string): Promise<Result<true>>;
+  /** The endpoint's last deliveries, newest first. */
+  webhookDeliveries(id: string): Promise<Result<{ deliveries: WebhookDelivery[] }>>;
   /** Desktop: "Let other devices connect", its state and this machine's addresses. */
   lanSharing(): Promise<Result<LanSharing>>;
   /** Desktop: turns sharing on (on an address) or off; main restarts the embedded server. */

@@ -19,6 +19,9 @@ import type {
   Subscription,
   UsageQuery,
   UsageReport,
+  Webhook,
+  WebhookCreate,
+  WebhookDelivery,
   ZoneList,
 } from '../common/api-types.ts';
 import { fail, type Result } from '../common/result.ts';
@@ -80,6 +83,10 @@ export class ApiClient {
   deleteSubscription = (c: string) => this.request<true>('DELETE', `/subscriptions/${encodeURIComponent(c)}`);
   listAudit = (q: AuditQuery) => this.request<AuditPage>('GET', `/audit${query(q as Record<string, unknown>)}`);
   usage = (q: UsageQuery) => this.request<UsageReport>('GET', `/usage${query(q as Record<string, unknown>)}`);
+  listWebhooks = () => this.request<{ webhooks: Webhook[] }>('GET', '/webhooks');
+  createWebhook = (b: WebhookCreate) => this.request<Webhook & { secret: string }>('POST', '/webhooks', b);
+  deleteWebhook = (id: string) => this.request<true>('DELETE', `/webhooks/${encodeURIComponent(id)}`);
+  webhookDeliveries = (id: string) => this.request<{ deliveries: WebhookDelivery[] }>('GET', `/webhooks/${encodeURIComponent(id)}/deliveries`);
 }
 
 /** Query strings as the API reads them (shared with the renderer). */

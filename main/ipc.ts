@@ -27,6 +27,10 @@ export const OP_NAMES = [
   'putSubscription',
   'deleteSubscription',
   'listAudit',
+  'listWebhooks',
+  'createWebhook',
+  'deleteWebhook',
+  'webhookDeliveries',
   'lanSharing',
   'setLanSharing',
   'usage',
@@ -87,11 +91,14 @@ function validArgs(name: AppOpName, a: unknown[]): boolean {
     case 'pauseSession':
     case 'resumeSession':
     case 'closeStream':
+    case 'deleteWebhook':
+    case 'webhookDeliveries':
       return a.length === 1 && isStr(a[0], 200);
     case 'listSessions':
     case 'listAudit':
     case 'createSession':
     case 'saveConnection':
+    case 'createWebhook':
       return a.length === 1 && isObj(a[0]);
     case 'getLimits':
     case 'deleteLimits':

@@ -37,6 +37,8 @@ import { openTls, wireTls } from './tls/index.ts';
 import { silentLogger } from './log.ts';
 import { takeDataDir } from './store/recovery.ts';
 import { redactIds } from './time.ts';
+import { webhookRoutes } from './routes/webhooks.ts';
+import { createWebhooks } from './webhooks/index.ts';
 
 export type { ServerOptions } from './http/config.ts';
 
@@ -56,6 +58,7 @@ export async function buildServer(opts: ServerOptions): Promise<BuiltServer> {
   // Subscriptions: beside the SQLite store, or in the shared PostgreSQL database (cluster).
   const subscriptions = await createSubscriptions(services, opts.dataDir);
   const { dataPlane, log } = services;
+  const webhooks = await createWebhooks(opts, services);
   // The folder's lock (one server per folder) and the repair of what a crash left behind, before
   // any connection can be accepted. SQLite only: on PostgreSQL other instances share the
   // database, and one starting must not close the sessions they carry.
@@ -106,6 +109,7 @@ export async function buildServer(opts: ServerOptions): Promise<BuiltServer> {
       await usageRoutes(v2, services);
       await auditRoutes(v2, services);
       if (subscriptions) await subscriptionRoutes(v2, subscriptions, services.audit);
+      if (webhooks) await webhookRoutes(v2, webhooks);
     },
   });
   // Outside /v2 and without a token: the URL's secret is the credential (server/subscriptions).
@@ -129,10 +133,12 @@ export async function buildServer(opts: ServerOptions): Promise<BuiltServer> {
     services.streams.closeAll();
     nodeChannel.close();
   });
+  await webhooks?.start();
   app.addHook('onClose', async () => {
     stopRetention();
     stopExpiry();
     quotaJob.stop();
+    await webhooks?.close();
     await services.close();
     releaseDataDir();
   });

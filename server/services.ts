@@ -23,6 +23,8 @@ import { ZonePlacement } from './cluster/placement.ts';
 import { LOCAL_NODE, UsageHistory } from './usage/history.ts';
 import { Metrics, timedStore } from './metrics.ts';
 import { AuditTrail } from './audit/trail.ts';
+import type { WebhookEventKind } from './contract/webhooks.ts';
+import type { WebhookEmitter } from './webhooks/service.ts';
 
 /** Settings live with the rest of the resolved configuration; re-exported for the routes' callers. */
 export type { Settings } from './http/config.ts';
@@ -157,6 +159,9 @@ export interface Services {
   streams: StreamRegistry;
   /** SQLite mode only (synchronous); on either database use `data.createToken`. */
   tokens: { create(opts: { customer: string; role: Role }): string };
+  /** Webhooks (issue 11), set by buildServer unless `webhooks: false`: emit() queues an event kind
+   *  outside the event log (pause, resume, limits changed, cap reached, expired). */
+  webhooks?: WebhookEmitter & { emitQuietly(customerId: string, kind: WebhookEventKind, data: Record<string, unknown>, sessionId?: string): Promise<void> };
   /** Releases the store (and on PostgreSQL the listener, the event feed, the data plane's view). */
   close(): Promise<void>;
   /** Usage history writer (issue 11); null with `usageHistory: false`. */

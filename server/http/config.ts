@@ -1,6 +1,7 @@
 // The options a caller gives buildServer, and the settings resolved from them with every
 // default filled in: link settings (what session configurations say), the service settings
 // the routes read, the data plane's configuration, the rate limit and event retention.
+import type { WebhookOptions } from '../webhooks/service.ts';
 import type { DataPlane, DataPlaneConfig, DataPlaneDeps } from '../dataplane/api.ts';
 import type { Logger } from '../domain.ts';
 import type { SseOptions } from '../events/sse.ts';
@@ -36,6 +37,9 @@ export interface ServerOptions extends ServerTlsOptions {
   heartbeatIntervalMs?: number;
   /** Egress policy of the data plane; default 'public-only' (see server/dataplane/egress.ts). */
   egress?: 'public-only' | 'lan' | 'allow-all';
+  /** Webhooks (issue 11): `false` turns them off (no routes, no sender); an object tunes the sender
+   *  (server/webhooks/service.ts WebhookOptions). Default: on. */
+  webhooks?: false | WebhookOptions;
   /** Connection hardening of the data plane (issue 8): idle timeout, ws pings, keep-alive,
    *  connections per session, connection rate, reconnection grace, DNS timeout. Defaults in dataplane/. */
   connectionLimits?: ConnectionLimits;

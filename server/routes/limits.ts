@@ -53,6 +53,7 @@ export async function limitRoutes(app: FastifyInstance, ctx: Services): Promise<
         // A periodic cap counts from now: its entities' bases are recorded before the data planes re-read it.
         await recordQuotaBases(ctx.data, customerId, scope);
         ctx.dataPlane?.limitsChanged(customerId);
+        await ctx.webhooks?.emitQuietly(customerId, 'limits_changed', { scope, action: 'updated', limits: saved as Record<string, unknown> });
         clusterSignals.emit('changed');
         await ctx.audit.record(customerId, apiActor(caller), { action: 'limits.update', target: { type: 'limits', id: scope }, before: before ?? null, after: saved });
         return saved;
@@ -68,6 +69,7 @@ export async function limitRoutes(app: FastifyInstance, ctx: Services): Promise<
         const before = await ctx.data.getLimitsRecord(customerId, scope);
         if (!(await ctx.data.deleteLimits(customerId, scope))) throw notSet();
         ctx.dataPlane?.limitsChanged(customerId);
+        await ctx.webhooks?.emitQuietly(customerId, 'limits_changed', { scope, action: 'deleted', limits: null });
         clusterSignals.emit('changed');
         await ctx.audit.record(customerId, apiActor(caller), { action: 'limits.delete', target: { type: 'limits', id: scope }, before: before ?? null, after: null });
         return reply.code(204).send();

@@ -163,6 +163,44 @@ const MIGRATIONS: string[] = [
   );
   CREATE INDEX quota_bases_by_age ON quota_bases (period_start);
   `,
+  // 9 (webhooks, issue 11): the endpoints (secret AES-GCM encrypted, server/webhooks/secret.ts), the
+  // durable outbox of deliveries (times in epoch ms; one lease per sender), and the cursor of the
+  // event log the outbox has read up to (starting at the newest event: nothing older is sent).
+  `
+  CREATE TABLE webhooks (
+    id TEXT PRIMARY KEY,
+    customer_id TEXT NOT NULL REFERENCES customers(id),
+    url TEXT NOT NULL,
+    events TEXT NOT NULL,
+    enabled INTEGER NOT NULL DEFAULT 1,
+    secret_enc TEXT NOT NULL,
+    secret_prefix TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+  );
+  CREATE INDEX webhooks_by_customer ON webhooks (customer_id, created_at);
+  CREATE TABLE webhook_deliveries (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    webhook_id TEXT NOT NULL REFERENCES webhooks(id) ON DELETE CASCADE,
+    customer_id TEXT NOT NULL,
+    event_type TEXT NOT NULL,
+    order_key TEXT NOT NULL,
+    body TEXT NOT NULL,
+    status TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'delivered', 'failed')),
+    attempts INTEGER NOT NULL DEFAULT 0,
+    next_attempt_at INTEGER NOT NULL,
+    lease_until INTEGER,
+    last_status_code INTEGER,
+    last_error TEXT,
+    created_at TEXT NOT NULL,
+    delivered_at TEXT
+  );
+  CREATE INDEX webhook_deliveries_due ON webhook_deliveries (status, next_attempt_at);
+  CREATE INDEX webhook_deliveries_order ON webhook_deliveries (webhook_id, order_key, status, seq);
+  CREATE TABLE webhook_cursor (id INTEGER PRIMARY KEY CHECK (id = 1), last_event_id INTEGER NOT NULL);
+  INSERT INTO webhook_cursor (id, last_event_id) SELECT 1, COALESCE(MAX(id), 0) FROM events;
+  `,
 ];
 
 /** The database file's name inside the data folder. */

@@ -9,6 +9,7 @@ import { CopyButton, Field, FormRow, Screen, Spinner } from '../components/ui.ts
 import { formatDateTime } from '../lib/format.ts';
 import type { ServerInfo } from '../../../common/api-types.ts';
 import { LanSharingCard } from './LanSharing.tsx';
+import { WebhooksCard } from './WebhooksCard.tsx';
 
 const CERT_SOURCE = {
   files: 'Certificate files (--tls-cert / --tls-key), reloaded when they change',
@@ -209,6 +210,7 @@ export function SettingsScreen() {
         </div>
       </div>
       <LanSharingCard />
+      <WebhooksCard />
       <div className="card">
         <h2>Support</h2>
         <p className="muted">Support staff may need the API token to call the API directly. Treat it like a password.</p>

@@ -125,6 +125,10 @@ export function createWebPlatform(): Platform {
     putSubscription: (clientId) => call('PUT', subscriptionPath(clientId)),
     listAudit: (q) => call('GET', `/audit${qs({ ...q })}`),
     deleteSubscription: (clientId) => call('DELETE', subscriptionPath(clientId)),
+    listWebhooks: () => call('GET', '/webhooks'),
+    createWebhook: (body) => call('POST', '/webhooks', body),
+    deleteWebhook: (id) => call('DELETE', `/webhooks/${encodeURIComponent(id)}`),
+    webhookDeliveries: (id) => call('GET', `/webhooks/${encodeURIComponent(id)}/deliveries`),
     // The browser cannot rebind the server: `vpn-access serve --host/--public-host/--egress lan` does.
     lanSharing: async () => ({ supported: false, reason: WEB_LAN_REASON, enabled: false, address: null, addresses: [], suggested: null }),
     setLanSharing: async () => {

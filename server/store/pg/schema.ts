@@ -175,6 +175,42 @@ export const PG_MIGRATIONS: string[] = [
   );
   CREATE INDEX quota_bases_by_age ON quota_bases (period_start);
   `,
+  // 8 (webhooks, issue 11): endpoints, the durable outbox, the event-log cursor (see SQLite's entry).
+  `
+  CREATE TABLE webhooks (
+    id TEXT PRIMARY KEY,
+    customer_id TEXT NOT NULL REFERENCES customers(id),
+    url TEXT NOT NULL,
+    events TEXT NOT NULL,
+    enabled BOOLEAN NOT NULL DEFAULT TRUE,
+    secret_enc TEXT NOT NULL,
+    secret_prefix TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+  );
+  CREATE INDEX webhooks_by_customer ON webhooks (customer_id, created_at);
+  CREATE TABLE webhook_deliveries (
+    seq BIGSERIAL PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    webhook_id TEXT NOT NULL REFERENCES webhooks(id) ON DELETE CASCADE,
+    customer_id TEXT NOT NULL,
+    event_type TEXT NOT NULL,
+    order_key TEXT NOT NULL,
+    body TEXT NOT NULL,
+    status TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'delivered', 'failed')),
+    attempts INTEGER NOT NULL DEFAULT 0,
+    next_attempt_at BIGINT NOT NULL,
+    lease_until BIGINT,
+    last_status_code INTEGER,
+    last_error TEXT,
+    created_at TEXT NOT NULL,
+    delivered_at TEXT
+  );
+  CREATE INDEX webhook_deliveries_due ON webhook_deliveries (status, next_attempt_at);
+  CREATE INDEX webhook_deliveries_order ON webhook_deliveries (webhook_id, order_key, status, seq);
+  CREATE TABLE webhook_cursor (id INTEGER PRIMARY KEY CHECK (id = 1), last_event_id BIGINT NOT NULL);
+  INSERT INTO webhook_cursor (id, last_event_id) SELECT 1, COALESCE(MAX(id), 0) FROM events;
+  `,
 ];
 
 /** An arbitrary constant naming "the schema migration" among advisory locks. */

@@ -1,0 +1,90 @@
+// Schemas of the webhook extension: /v2/webhooks (owner tokens only). Every schema here is an
+// extension of the contract (`x-extension: true`); documented clients never see these routes.
+import Type, { type Static } from 'typebox';
+import { DateTime } from './schemas.ts';
+
+const ext = { 'x-extension': true } as const;
+
+/** Every event kind an endpoint may subscribe to. The first four are the session events of the stream. */
+export const WEBHOOK_EVENT_KINDS = [
+  'session_start',
+  'session_stats',
+  'session_heartbeat',
+  'session_end',
+  'session_paused',
+  'session_resumed',
+  'cap_reached',
+  'expired',
+  'limits_changed',
+] as const;
+export type WebhookEventKind = (typeof WEBHOOK_EVENT_KINDS)[number];
+
+export const WebhookEventKindValue = Type.Union(
+  [
+    Type.Literal('session_start'),
+    Type.Literal('session_stats'),
+    Type.Literal('session_heartbeat'),
+    Type.Literal('session_end'),
+    Type.Literal('session_paused'),
+    Type.Literal('session_resumed'),
+    Type.Literal('cap_reached'),
+    Type.Literal('expired'),
+    Type.Literal('limits_changed'),
+  ],
+  { description: 'session_start, session_stats, session_heartbeat, session_end (the stream\'s events), session_paused, session_resumed, cap_reached, expired, limits_changed.' },
+);
+
+const Url = Type.String({ minLength: 1, maxLength: 2048, description: 'http:// or https:// URL the deliveries are POSTed to.' });
+const Events = Type.Array(WebhookEventKindValue, { minItems: 1, maxItems: WEBHOOK_EVENT_KINDS.length, uniqueItems: true });
+const Secret = Type.String({ minLength: 16, maxLength: 256, description: 'Signing secret (16 to 256 characters); generated when absent.' });
+
+export const WebhookCreate = Type.Object(
+  { url: Url, events: Events, secret: Type.Optional(Secret), enabled: Type.Optional(Type.Boolean()) },
+  { additionalProperties: false, ...ext },
+);
+export const WebhookUpdate = Type.Object(
+  { url: Type.Optional(Url), events: Type.Optional(Events), enabled: Type.Optional(Type.Boolean()) },
+  { additionalProperties: false, minProperties: 1, ...ext },
+);
+export const WebhookParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64 }) });
+
+export const Webhook = Type.Object(
+  {
+    id: Type.String(),
+    url: Type.String(),
+    events: Type.Array(WebhookEventKindValue),
+    enabled: Type.Boolean(),
+    secret_prefix: Type.String({ description: 'The first characters of the secret, to tell secrets apart; the secret itself is shown once.' }),
+    created_at: DateTime,
+    updated_at: DateTime,
+  },
+  ext,
+);
+/** The answer of POST /webhooks: the endpoint with its secret, shown this once. */
+export const WebhookCreated = Type.Object(
+  { ...Webhook.properties, secret: Type.String({ description: 'The signing secret: shown only in this answer.' }) },
+  ext,
+);
+export const WebhookList = Type.Object({ webhooks: Type.Array(Webhook) }, ext);
+
+export const WebhookDelivery = Type.Object(
+  {
+    id: Type.String({ description: 'The delivery id (X-VAD-Delivery): the same on every attempt.' }),
+    event: WebhookEventKindValue,
+    status: Type.Union([Type.Literal('pending'), Type.Literal('delivered'), Type.Literal('failed')]),
+    attempts: Type.Integer(),
+    response_status: Type.Union([Type.Integer(), Type.Null()], { description: 'HTTP status of the last answer, null when none came.' }),
+    error: Type.Union([Type.String(), Type.Null()]),
+    next_attempt_at: Type.Union([DateTime, Type.Null()]),
+    created_at: DateTime,
+    delivered_at: Type.Union([DateTime, Type.Null()]),
+  },
+  ext,
+);
+export const WebhookDeliveryList = Type.Object({ deliveries: Type.Array(WebhookDelivery) }, ext);
+export const WebhookDeliveryQuery = Type.Object({ limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200 })) }, { additionalProperties: false });
+
+export type WebhookCreate = Static<typeof WebhookCreate>;
+export type WebhookUpdate = Static<typeof WebhookUpdate>;
+export type Webhook = Static<typeof Webhook>;
+export type WebhookDelivery = Static<typeof WebhookDelivery>;

@@ -1,0 +1,93 @@
+// Webhook routes (extension): /v2/webhooks, owner tokens only (agents get 403), each customer
+// seeing only its own endpoints. The secret appears in the POST answer and nowhere else.
+import type { FastifyInstance } from 'fastify';
+import {
+  Webhook,
+  WebhookCreate,
+  WebhookCreated,
+  WebhookDeliveryList,
+  WebhookDeliveryQuery,
+  WebhookList,
+  WebhookParams,
+  WebhookUpdate,
+} from '../contract/webhooks.ts';
+import { callerOf } from '../plugins/auth.ts';
+import type { WebhookService } from '../webhooks/service.ts';
+import { bearer, responses } from './common.ts';
+
+type P = { Params: { id: string } };
+const tags = ['webhooks'];
+const config = { ownerOnly: true };
+
+export async function webhookRoutes(app: FastifyInstance, hooks: WebhookService): Promise<void> {
+  app.post<{ Body: WebhookCreate }>('/webhooks', {
+    config,
+    schema: {
+      summary: 'Register a webhook endpoint (extension)',
+      description:
+        'Deliveries are POSTed as JSON {id, type, created_at, data} with X-VAD-Delivery (the same id on every attempt), X-VAD-Event and X-VAD-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>. The secret (generated when absent) is in this answer only.',
+      tags,
+      security: bearer,
+      body: WebhookCreate,
+      response: responses({ 201: WebhookCreated }, 400, 401, 403, 413, 415, 429, 500),
+      'x-extension': true,
+    } as object,
+    handler: async (request, reply) => reply.code(201).send(await hooks.create(callerOf(request).customerId, request.body)),
+  });
+
+  app.get('/webhooks', {
+    config,
+    schema: { summary: 'List webhook endpoints (extension)', tags, security: bearer, response: responses({ 200: WebhookList }, 401, 403, 429, 500), 'x-extension': true } as object,
+    handler: async (request) => ({ webhooks: await hooks.list(callerOf(request).customerId) }),
+  });
+
+  app.get<P>('/webhooks/:id', {
+    config,
+    schema: { summary: 'Read a webhook endpoint (extension)', tags, security: bearer, params: WebhookParams, response: responses({ 200: Webhook }, 400, 401, 403, 404, 429, 500), 'x-extension': true } as object,
+    handler: async (request) => hooks.get(callerOf(request).customerId, request.params.id),
+  });
+
+  app.patch<P & { Body: WebhookUpdate }>('/webhooks/:id', {
+    config,
+    schema: {
+      summary: 'Change a webhook endpoint\'s URL, kinds or enabled flag (extension)',
+      tags,
+      security: bearer,
+      params: WebhookParams,
+      body: WebhookUpdate,
+      response: responses({ 200: Webhook }, 400, 401, 403, 404, 413, 415, 429, 500),
+      'x-extension': true,
+    } as object,
+    handler: async (request) => hooks.update(callerOf(request).customerId, request.params.id, request.body),
+  });
+
+  app.delete<P>('/webhooks/:id', {
+    config,
+    schema: {
+      summary: 'Delete a webhook endpoint and its pending deliveries (extension)',
+      tags,
+      security: bearer,
+      params: WebhookParams,
+      response: responses({ 204: { type: 'null' } }, 400, 401, 403, 404, 429, 500),
+      'x-extension': true,
+    } as object,
+    handler: async (request, reply) => {
+      await hooks.delete(callerOf(request).customerId, request.params.id);
+      return reply.code(204).send();
+    },
+  });
+
+  app.get<P & { Querystring: { limit?: number } }>('/webhooks/:id/deliveries', {
+    config,
+    schema: {
+      summary: 'The last deliveries of a webhook endpoint, newest first (extension)',
+      tags,
+      security: bearer,
+      params: WebhookParams,
+      querystring: WebhookDeliveryQuery,
+      response: responses({ 200: WebhookDeliveryList }, 400, 401, 403, 404, 429, 500),
+      'x-extension': true,
+    } as object,
+    handler: async (request) => ({ deliveries: await hooks.deliveries(callerOf(request).customerId, request.params.id, request.query.limit ?? 50) }),
+  });
+}

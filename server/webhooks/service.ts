@@ -1,0 +1,288 @@
+// Webhooks: the endpoints an owner registers (CRUD, URL checks, the secret shown once) and the
+// sender that drains the durable outbox (server/store/webhooks.ts). Nothing here holds a
+// delivery only in memory: every event is in the database before anything is sent, each
+// delivery keeps its id across attempts and restarts (at-least-once with a stable
+// X-VAD-Delivery), and a session's deliveries to one endpoint go out one after the other.
+//
+// The loop, every `pollMs`: copy new session events from the event log into the outbox
+// (fanOut), lease the due deliveries (at most one per endpoint and session), POST each signed,
+// record the answer; a failure is retried after an exponential backoff (baseDelayMs · 2^(n-1),
+// at most maxDelayMs) until maxAttempts, then the delivery is `failed` and the next one of its
+// session goes.
+import { randomUUID } from 'node:crypto';
+import { isIP } from 'node:net';
+import { ApiError } from '../contract/errors.ts';
+import type { Webhook, WebhookCreate, WebhookDelivery, WebhookEventKind, WebhookUpdate } from '../contract/webhooks.ts';
+import type { EgressPolicy } from '../dataplane/egress.ts';
+import type { Logger } from '../domain.ts';
+import { isoNow } from '../time.ts';
+import type { DeliveryRow, DueDelivery, LoggedEvent, QueuedEvent, WebhookRow, WebhookStore } from '../store/webhooks.ts';
+import { generateSecret, SecretBox, signatureHeader } from './secret.ts';
+import { egressCheck, postDelivery } from './send.ts';
+
+export interface WebhookOptions {
+  /** How often the outbox is read (ms). Default 500. */
+  pollMs?: number;
+  /** First retry delay (ms); doubles each attempt. Default 2,000. */
+  baseDelayMs?: number;
+  /** Longest retry delay (ms). Default 1 hour. */
+  maxDelayMs?: number;
+  /** Attempts before a delivery is marked failed. Default 10. */
+  maxAttempts?: number;
+  /** Timeout of one attempt, connection to answer (ms). Default 10,000. */
+  timeoutMs?: number;
+  /** Where deliveries may go; default: the server's egress policy (public-only unless set). */
+  egress?: EgressPolicy;
+  /** The 32-byte key that encrypts secrets; default: `<data folder>/webhook.key`. */
+  key?: Buffer;
+  /** Endpoints per customer. Default 20. */
+  maxPerCustomer?: number;
+}
+
+/** Other features (quotas: caps and expiry) queue their events here. */
+export interface WebhookEmitter {
+  emit(customerId: string, kind: WebhookEventKind, data: Record<string, unknown>, sessionId?: string): Promise<void>;
+}
+
+const LEASE_MARGIN_MS = 5_000;
+/** Finished deliveries are kept this long (the API and Settings show the last ones), then pruned. */
+const KEEP_FINISHED_MS = 7 * 24 * 3_600_000;
+const PRUNE_EVERY_MS = 3_600_000;
+const PRUNE_BATCH = 5_000;
+const CLAIM_BATCH = 32;
+const FANOUT_BATCH = 500;
+
+export class WebhookService implements WebhookEmitter {
+  readonly store: WebhookStore;
+  private readonly box: SecretBox;
+  private readonly log: Logger;
+  private readonly o: Required<Omit<WebhookOptions, 'key' | 'egress'>> & { egress: EgressPolicy };
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private stopped = false;
+  private readonly inFlight = new Set<Promise<void>>();
+  private lastPrune = 0;
+
+  constructor(store: WebhookStore, key: Buffer, log: Logger, opts: WebhookOptions & { egress: EgressPolicy }) {
+    this.store = store;
+    this.box = new SecretBox(key);
+    this.log = log;
+    this.o = {
+      pollMs: opts.pollMs ?? 500,
+      baseDelayMs: opts.baseDelayMs ?? 2_000,
+      maxDelayMs: opts.maxDelayMs ?? 3_600_000,
+      maxAttempts: opts.maxAttempts ?? 10,
+      timeoutMs: opts.timeoutMs ?? 10_000,
+      maxPerCustomer: opts.maxPerCustomer ?? 20,
+      egress: opts.egress,
+    };
+  }
+
+  // ---- endpoints ----
+
+  async create(customerId: string, body: WebhookCreate): Promise<Webhook & { secret: string }> {
+    checkUrl(body.url);
+    if ((await this.store.count(customerId)) >= this.o.maxPerCustomer) {
+      throw new ApiError('invalid_request', `A customer may register at most ${this.o.maxPerCustomer} webhooks.`, { limit: this.o.maxPerCustomer });
+    }
+    const secret = body.secret ?? generateSecret();
+    const now = isoNow();
+    const row: WebhookRow = {
+      id: randomUUID(),
+      customer_id: customerId,
+      url: body.url,
+      events: [...body.events],
+      enabled: body.enabled ?? true,
+      secret_enc: this.box.seal(secret),
+      secret_prefix: secret.slice(0, secret.startsWith('whsec_') ? 10 : 4),
+      created_at: now,
+      updated_at: now,
+    };
+    await this.store.create(row);
+    return { ...view(row), secret };
+  }
+
+  async list(customerId: string): Promise<Webhook[]> {
+    return (await this.store.list(customerId)).map(view);
+  }
+
+  async get(customerId: string, id: string): Promise<Webhook> {
+    const row = await this.store.get(customerId, id);
+    if (!row) throw notFound(id);
+    return view(row);
+  }
+
+  async update(customerId: string, id: string, patch: WebhookUpdate): Promise<Webhook> {
+    if (patch.url !== undefined) checkUrl(patch.url);
+    const row = await this.store.update(customerId, id, patch, isoNow());
+    if (!row) throw notFound(id);
+    return view(row);
+  }
+
+  async delete(customerId: string, id: string): Promise<void> {
+    if (!(await this.store.delete(customerId, id))) throw notFound(id);
+  }
+
+  async deliveries(customerId: string, id: string, limit = 50): Promise<WebhookDelivery[]> {
+    if (!(await this.store.get(customerId, id))) throw notFound(id);
+    return (await this.store.deliveries(customerId, id, limit)).map(deliveryView);
+  }
+
+  // ---- events ----
+
+  /** Queues an event of a kind outside the event log (pause, resume, limits, caps, expiry). */
+  async emit(customerId: string, kind: WebhookEventKind, data: Record<string, unknown>, sessionId?: string): Promise<void> {
+    const createdAt = isoNow();
+    await this.store.enqueue(
+      { customerId, kind, orderKey: sessionId ? `session:${sessionId}` : `customer`, createdAt, body: (id) => envelope(id, kind, createdAt, data) },
+      Date.now(),
+    );
+    this.kick();
+  }
+
+  /**
+   * emit() that logs instead of failing the caller. Routes await it after their change is made
+   * and before they answer, so changes made one after the other are queued in that order.
+   */
+  emitQuietly(customerId: string, kind: WebhookEventKind, data: Record<string, unknown>, sessionId?: string): Promise<void> {
+    return this.emit(customerId, kind, data, sessionId).catch((err: unknown) => this.log.warn({ err: String(err), kind }, 'queueing a webhook event failed'));
+  }
+
+  // ---- the sender ----
+
+  async start(): Promise<void> {
+    await this.store.releaseLeases();
+    this.schedule(0);
+  }
+
+  /** Runs a pass soon (an event was just queued). */
+  kick(): void {
+    if (!this.stopped && !this.running) this.schedule(0);
+  }
+
+  private schedule(ms: number): void {
+    if (this.stopped) return;
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.running = this.pass()
+        .catch((err: unknown) => this.log.warn({ err: String(err) }, 'webhook outbox pass failed; retrying'))
+        .finally(() => {
+          this.running = undefined;
+          this.schedule(this.o.pollMs);
+        });
+    }, ms);
+    this.timer.unref();
+  }
+
+  /** One pass: fan out new events, then send what is due (bounded batches). */
+  async pass(): Promise<void> {
+    for (let i = 0; i < 10 && (await this.store.fanOut(toQueued, FANOUT_BATCH, Date.now())) === FANOUT_BATCH; i++);
+    if (Date.now() - this.lastPrune > PRUNE_EVERY_MS) {
+      this.lastPrune = Date.now();
+      await this.store.prune(new Date(Date.now() - KEEP_FINISHED_MS).toISOString(), PRUNE_BATCH);
+    }
+    const due = await this.store.claimDue(Date.now(), this.o.timeoutMs + LEASE_MARGIN_MS, CLAIM_BATCH);
+    await Promise.all(due.map((d) => this.track(this.attempt(d))));
+  }
+
+  private track(p: Promise<void>): Promise<void> {
+    this.inFlight.add(p);
+    return p.finally(() => this.inFlight.delete(p));
+  }
+
+  private async attempt(d: DueDelivery): Promise<void> {
+    let secret: string;
+    try {
+      secret = this.box.open(d.secret_enc);
+    } catch {
+      await this.store.complete(d.seq, { kind: 'failed', statusCode: null, error: 'the signing secret cannot be decrypted with this server\'s webhook key' });
+      return;
+    }
+    const refused = isIP(new URL(d.url).hostname.replace(/^\[|\]$/g, '')) ? await egressCheck(d.url, this.o.egress) : null;
+    const t = Math.floor(Date.now() / 1000);
+    const result = refused
+      ? { ok: false, statusCode: null, error: refused }
+      : await postDelivery(
+          d.url,
+          { 'x-vad-delivery': d.id, 'x-vad-event': d.event_type, 'x-vad-signature': signatureHeader(secret, t, d.body) },
+          d.body,
+          this.o.timeoutMs,
+          this.o.egress,
+        );
+    const attempts = d.attempts + 1;
+    if (result.ok) {
+      await this.store.complete(d.seq, { kind: 'delivered', statusCode: result.statusCode!, at: isoNow() });
+    } else if (attempts >= this.o.maxAttempts) {
+      await this.store.complete(d.seq, { kind: 'failed', statusCode: result.statusCode, error: result.error ?? 'failed' });
+      this.log.warn({ delivery: d.id.slice(0, 8), attempts, error: result.error }, 'webhook delivery failed for good');
+    } else {
+      const delay = Math.min(this.o.baseDelayMs * 2 ** (attempts - 1), this.o.maxDelayMs);
+      await this.store.complete(d.seq, { kind: 'retry', statusCode: result.statusCode, error: result.error ?? 'failed', nextAttemptAt: Date.now() + delay });
+    }
+  }
+
+  /** Stops the loop and waits for attempts in flight (their outcome is recorded; none is lost). */
+  async close(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.running;
+    await Promise.allSettled([...this.inFlight]);
+  }
+}
+
+function envelope(id: string, kind: string, createdAt: string, data: Record<string, unknown>): string {
+  return JSON.stringify({ id, type: kind, created_at: createdAt, data });
+}
+
+/** A session event of the log as an outbox entry: ordered per session. */
+function toQueued(e: LoggedEvent): QueuedEvent {
+  const data = {
+    event_id: e.id,
+    session_id: e.session_id,
+    event_type: e.event_type,
+    created_at: e.created_at,
+    duration: e.duration,
+    uploaded_bytes: e.uploaded_bytes,
+    downloaded_bytes: e.downloaded_bytes,
+  };
+  return { customerId: e.customer_id, kind: e.event_type, orderKey: `session:${e.session_id}`, createdAt: e.created_at, body: (id) => envelope(id, e.event_type, e.created_at, data) };
+}
+
+function view(r: WebhookRow): Webhook {
+  return { id: r.id, url: r.url, events: r.events as WebhookEventKind[], enabled: r.enabled, secret_prefix: r.secret_prefix, created_at: r.created_at, updated_at: r.updated_at };
+}
+
+function deliveryView(d: DeliveryRow): WebhookDelivery {
+  return {
+    id: d.id,
+    event: d.event_type as WebhookEventKind,
+    status: d.status,
+    attempts: d.attempts,
+    response_status: d.last_status_code,
+    error: d.last_error,
+    next_attempt_at: d.status === 'pending' ? new Date(d.next_attempt_at).toISOString() : null,
+    created_at: d.created_at,
+    delivered_at: d.delivered_at,
+  };
+}
+
+function notFound(id: string): ApiError {
+  return new ApiError('not_found', 'No webhook with this id.', { resource: 'webhook', id: id.slice(0, 8) });
+}
+
+/** http:// or https:// with a host, no user name or password in it. */
+export function checkUrl(url: string): void {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    throw badUrl('is not an absolute URL');
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw badUrl(`scheme ${u.protocol.replace(':', '')} is not allowed (http or https only)`);
+  if (!u.hostname) throw badUrl('has no host');
+  if (u.username || u.password) throw badUrl('must not carry a user name or password (sign with the secret instead)');
+}
+
+function badUrl(problem: string): ApiError {
+  return new ApiError('invalid_request', `Invalid request: url ${problem}.`, { location: 'body', fields: [{ field: 'url', problem }] });
+}

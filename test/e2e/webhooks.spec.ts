@@ -1,0 +1,155 @@
+// Settings → Webhooks (issue 11): the empty state, adding an endpoint by keyboard-reachable
+// controls (URL, event kinds), the secret shown once with a copy button, a real delivery to a
+// local receiver (node:http on 127.0.0.1; the backend's egress policy allows loopback) shown
+// with its answer, and deleting after a confirmation. Screenshots in light and dark are kept as
+// artifacts (test-results/webhooks-*/<scheme>-*.png).
+import { createServer, type Server } from 'node:http';
+import { test, expect } from './fixtures.ts';
+
+async function receiver(status = 200): Promise<{ url: string; bodies: string[]; close(): Promise<void> }> {
+  const bodies: string[] = [];
+  const server: Server = createServer((req, res) => {
+    let b = '';
+    req.on('data', (c: Buffer) => (b += c.toString()));
+    req.on('end', () => {
+      bodies.push(b);
+      res.writeHead(status).end();
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  return {
+    url: `http://127.0.0.1:${(server.address() as { port: number }).port}/hook`,
+    bodies,
+    close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }),
+  };
+}
+
+async function removeAll(backend: { api<T>(m: string, p: string, b?: unknown): Promise<{ body: T }> }): Promise<void> {
+  const { body } = await backend.api<{ webhooks: { id: string }[] }>('GET', '/webhooks');
+  for (const h of body.webhooks) await backend.api('DELETE', `/webhooks/${h.id}`);
+}
+
+test('webhooks in Settings: empty state, add with the secret shown once, deliveries with answers, delete', async ({ app, backend, readClipboard }) => {
+  await removeAll(backend);
+  const recv = await receiver();
+  try {
+    const page = app.page;
+    await app.waitReady();
+    await app.go('Settings');
+    const card = page.getByRole('region', { name: 'Webhooks' });
+    await expect(card.getByText('No webhooks yet')).toBeVisible();
+
+    await card.getByLabel('Endpoint URL').fill(recv.url);
+    await card.getByRole('checkbox', { name: 'Limits changed' }).check();
+    await card.getByRole('checkbox', { name: 'Session started' }).uncheck();
+    await card.getByRole('button', { name: 'Add webhook' }).click();
+    const secretBox = card.getByTestId('webhook-secret');
+    await expect(secretBox).toContainText(/whsec_[A-Za-z0-9_-]{43}/);
+    const secret = (await secretBox.locator('.mono').textContent())!.trim();
+    await secretBox.getByRole('button', { name: 'Copy secret' }).click();
+    expect(await readClipboard()).toBe(secret);
+    await expect(card.getByTestId('webhook-row')).toHaveCount(1);
+    await expect(card.getByTestId('webhook-row')).toContainText('limits_changed');
+    await secretBox.getByRole('button', { name: 'Done' }).click();
+    await expect(card.getByTestId('webhook-secret')).toHaveCount(0);
+    // The secret is never shown again (the list has only its prefix).
+    await expect(card).not.toContainText(secret);
+
+    // A real delivery, answered 200, appears with its answer.
+    await backend.api('PATCH', '/customer/limits/global', { uploaded_bytes: 123456 });
+    await expect.poll(() => recv.bodies.length, { timeout: 15_000 }).toBeGreaterThan(0);
+    await card.getByRole('button', { name: 'Show deliveries' }).click();
+    await expect(async () => {
+      await card.getByRole('button', { name: 'Refresh deliveries' }).click();
+      await expect(card.getByTestId('webhook-delivery').first()).toContainText('HTTP 200', { timeout: 1000 });
+    }).toPass({ timeout: 15_000 });
+    await expect(card.getByTestId('webhook-delivery').first()).toContainText('delivered');
+
+    // Delete, after the confirmation.
+    page.once('dialog', (d) => void d.accept());
+    await card.getByRole('button', { name: `Delete webhook ${recv.url}` }).click();
+    await expect(card.getByText('No webhooks yet')).toBeVisible();
+    await backend.api('DELETE', '/customer/limits/global');
+  } finally {
+    await recv.close();
+  }
+});
+
+test('adding by keyboard only: type the URL, Space toggles a kind, Enter submits', async ({ app, backend }) => {
+  await removeAll(backend);
+  const page = app.page;
+  await app.waitReady();
+  await app.go('Settings');
+  const card = page.getByRole('region', { name: 'Webhooks' });
+  const limits = card.getByRole('checkbox', { name: 'Limits changed' });
+  await limits.focus();
+  await page.keyboard.press('Space');
+  await expect(limits).toBeChecked();
+  await card.getByLabel('Endpoint URL').focus();
+  await page.keyboard.type('https://hooks.example.com/vpn');
+  await page.keyboard.press('Enter');
+  await expect(card.getByTestId('webhook-secret')).toBeVisible();
+  await expect(card.getByTestId('webhook-row')).toContainText('limits_changed');
+  // The secret's buttons are reachable by Tab from the copy button.
+  await card.getByRole('button', { name: 'Copy secret' }).focus();
+  await page.keyboard.press('Tab');
+  await expect(card.getByRole('button', { name: 'Done' })).toBeFocused();
+  await page.keyboard.press('Enter');
+  await expect(card.getByTestId('webhook-secret')).toHaveCount(0);
+  await removeAll(backend);
+});
+
+test('a bad URL gets a clear message', async ({ app }) => {
+  const page = app.page;
+  await app.waitReady();
+  await app.go('Settings');
+  const card = page.getByRole('region', { name: 'Webhooks' });
+  // type=url accepts ftp:, the server refuses it with its reason.
+  await card.getByLabel('Endpoint URL').fill('ftp://example.com/hook');
+  await card.getByRole('button', { name: 'Add webhook' }).click();
+  await expect(card.getByRole('alert')).toContainText(/http or https/);
+});
+
+for (const scheme of ['light', 'dark'] as const) {
+  test(`screenshots of Settings → Webhooks (${scheme})`, async ({ app, backend }, testInfo) => {
+    await removeAll(backend);
+    const ok = await receiver(200);
+    const failing = await receiver(500);
+    try {
+      const page = app.page;
+      await page.emulateMedia({ colorScheme: scheme });
+      await app.waitReady();
+      await app.go('Settings');
+      const card = page.getByRole('region', { name: 'Webhooks' });
+      const shot = async (name: string) => {
+        await card.scrollIntoViewIfNeeded();
+        await page.waitForTimeout(150);
+        const file = testInfo.outputPath(`${scheme}-${name}.png`);
+        await card.screenshot({ path: file });
+        await testInfo.attach(`${scheme} ${name}`, { path: file, contentType: 'image/png' });
+      };
+      await expect(card.getByText('No webhooks yet')).toBeVisible();
+      await shot('webhooks-empty');
+      await card.getByLabel('Endpoint URL').fill(ok.url);
+      await card.getByRole('checkbox', { name: 'Limits changed' }).check();
+      await card.getByRole('button', { name: 'Add webhook' }).click();
+      await expect(card.getByTestId('webhook-secret')).toBeVisible();
+      await shot('webhooks-secret');
+      await backend.api('POST', '/webhooks', { url: failing.url, events: ['limits_changed'] });
+      await backend.api('PATCH', '/customer/limits/global', { uploaded_bytes: 999 });
+      await expect.poll(() => ok.bodies.length + failing.bodies.length, { timeout: 15_000 }).toBeGreaterThan(1);
+      await page.reload();
+      await app.waitReady();
+      await app.go('Settings');
+      // Each click turns its button into "Hide deliveries": open the first one left, twice.
+      for (let i = 0; i < 2; i++) await card.getByRole('button', { name: 'Show deliveries' }).first().click();
+      await expect(card.getByTestId('webhook-delivery')).toHaveCount(2);
+      await shot('webhooks-deliveries');
+      await backend.api('DELETE', '/customer/limits/global');
+      await removeAll(backend);
+    } finally {
+      await ok.close();
+      await failing.close();
+    }
+  });
+}
