@@ -172,6 +172,15 @@ export interface Services {
   audit: AuditTrail;
 }
 
+/**
+ * What a data plane's cut by a cap or an expiry becomes: a webhook event (cap_reached, expired),
+ * through the services' webhooks once buildServer has set them (`self()` is read at the time).
+ */
+export function cappedToWebhooks(self: () => Services | undefined) {
+  return (customerId: string, sessionId: string, reason: 'session_cap' | 'client_cap' | 'global_cap' | 'expired') =>
+    void self()?.webhooks?.emitQuietly(customerId, reason === 'expired' ? 'expired' : 'cap_reached', { session_id: sessionId, reason }, sessionId);
+}
+
 /** The metrics of a new instance, with its event streams and its data plane's open connections. */
 export function instanceMetrics(metrics: Metrics, streams: StreamRegistry, dataPlane: DataPlane | null): void {
   metrics.subscribers(() => streams.size);
@@ -200,12 +209,13 @@ export async function createServices(opts: ServerOptions, config: ResolvedConfig
   const placement = new ZonePlacement(zones, data);
   const bus = new EventBus(store);
   const usage = buildUsageHistory(opts, data, log);
-  const dataPlane = buildDataPlane(opts, config, log, store, (e) => void bus.publish(e), zones, usage, metrics);
+  let self: Services | undefined;
+  const dataPlane = buildDataPlane(opts, config, log, store, (e) => void bus.publish(e), zones, usage, metrics, cappedToWebhooks(() => self));
   const sessions = new SessionService({ store: data, zones: placement, link: config.settings.link, dataPlane: () => dataPlane });
   const streams = new StreamRegistry(store, config.settings.sse);
   instanceMetrics(metrics, streams, dataPlane);
   const audit = new AuditTrail(data, log);
-  return {
+  self = {
     database: 'sqlite',
     data,
     events: {
@@ -239,6 +249,7 @@ export async function createServices(opts: ServerOptions, config: ResolvedConfig
       store.db.close();
     },
   };
+  return self;
 }
 
 /** The data plane of this process (unless the options replace or disable it). */
@@ -251,12 +262,16 @@ export function buildDataPlane(
   zones: ZoneCatalogue,
   usage?: UsageHistory | null,
   metrics?: Metrics,
+  /** A session cut by a byte cap or its expiry (webhooks cap_reached / expired). */
+  onCapped?: (customerId: string, sessionId: string, reason: 'session_cap' | 'client_cap' | 'global_cap' | 'expired') => void,
 ): DataPlane | null {
   const factory = opts.dataPlane === undefined ? createDataPlane : opts.dataPlane;
   // The local data plane's bytes go to the history as the node `local`.
   const usageSink = usage ? { add: (id: string, up: number, down: number) => usage.add(id, LOCAL_NODE, up, down) } : undefined;
   // Its refusals and bytes go to the metrics, as the node `local`.
-  const observe = metrics ? { refused: (reason: string) => metrics.refused(reason), moved: (zone: string, up: number, down: number) => metrics.moved(zone, LOCAL_NODE, up, down) } : undefined;
+  const observe = metrics
+    ? { refused: (reason: string) => metrics.refused(reason), moved: (zone: string, up: number, down: number) => metrics.moved(zone, LOCAL_NODE, up, down), ...(onCapped ? { capped: onCapped } : {}) }
+    : undefined;
   return factory
     ? factory({ store, events: { publish }, zones: { list: () => zones.list() }, log, config: config.dataPlane, ...(usageSink ? { usage: usageSink } : {}), ...(observe ? { observe } : {}) })
     : null;

@@ -13,7 +13,7 @@ import type { EventInput } from '../domain.ts';
 import { PgEventFeed } from '../events/pg-feed.ts';
 import type { ResolvedConfig, ServerOptions } from '../http/config.ts';
 import { silentLogger } from '../log.ts';
-import { buildDataPlane, buildUsageHistory, instanceMetrics, type Services, StreamRegistry } from '../services.ts';
+import { buildDataPlane, buildUsageHistory, cappedToWebhooks, instanceMetrics, type Services, StreamRegistry } from '../services.ts';
 import { Metrics, timedStore } from '../metrics.ts';
 import { AuditTrail } from '../audit/trail.ts';
 import { SessionService } from '../sessions.ts';
@@ -64,7 +64,8 @@ export async function createClusterServices(opts: ServerOptions, config: Resolve
     chain = chain.then(() => feed.publish(e)).catch((err: unknown) => log.warn({ err: String(err), type: e.type }, 'publishing a session event failed'));
   };
   const usage = buildUsageHistory(opts, data, log);
-  const dataPlane = buildDataPlane(opts, config, log, view, publishLocal, zones, usage, metrics);
+  let self: Services | undefined;
+  const dataPlane = buildDataPlane(opts, config, log, view, publishLocal, zones, usage, metrics, cappedToWebhooks(() => self));
   view.attach(dataPlane);
   const sessions = new SessionService({ store: data, zones: placement, link: config.settings.link, dataPlane: () => dataPlane });
 
@@ -143,5 +144,6 @@ export async function createClusterServices(opts: ServerOptions, config: Resolve
         await data.close();
       })()),
   };
+  self = services;
   return services;
 }

@@ -43,7 +43,12 @@ export interface DataPlaneDeps {
    * Optional (metrics, issue 11): told of each refused admission (its reason) and, after each
    * successful counter save, the bytes that save added with the session's zone. Cheap, never throws.
    */
-  observe?: { refused(reason: string): void; moved(zone: string, up: number, down: number): void };
+  observe?: {
+    refused(reason: string): void;
+    moved(zone: string, up: number, down: number): void;
+    /** A session's connections were cut by a byte cap, or it expired (webhooks: cap_reached, expired); at most once a minute per session and reason. */
+    capped?(customerId: string, sessionId: string, reason: 'session_cap' | 'client_cap' | 'global_cap' | 'expired'): void;
+  };
 }
 
 export interface DataPlaneConfig {

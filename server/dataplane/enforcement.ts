@@ -10,8 +10,9 @@ export function cutSession(session: SessionState, reason: CloseReason): void {
   for (const conn of [...session.pending, ...session.open]) conn.close(reason);
 }
 
-/** Closes what is over a cap: the session's own cap ends the session. */
-export function cutOverCaps(customer: CustomerState, log: Logger): void {
+/** Closes what is over a cap: the session's own cap ends the session. Returns what was cut, and why. */
+export function cutOverCaps(customer: CustomerState, log: Logger): Array<{ session: SessionState; reason: CapReason }> {
+  const cut: Array<{ session: SessionState; reason: CapReason }> = [];
   const globalOver = overCap(customer.limits.global, customer.totals, customer.capBase);
   for (const session of [...customer.sessions]) {
     if (!inUse(session)) continue;
@@ -27,6 +28,10 @@ export function cutOverCaps(customer: CustomerState, log: Logger): void {
       reason = 'session_cap';
     } else if (overCap(customer.limits.client, session.client.totals, session.client.capBase)) reason = 'client_cap';
     else if (globalOver) reason = 'global_cap';
-    if (reason) cutSession(session, reason);
+    if (reason) {
+      cutSession(session, reason);
+      cut.push({ session, reason });
+    }
   }
+  return cut;
 }

@@ -53,6 +53,8 @@ export class Runtime implements LeaseOwner {
   private readonly reporter: Reporter;
   private readonly customers = new Map<string, CustomerState>();
   private readonly sessions = new Map<string, SessionState>();
+  /** When a session's cap or expiry was last told to the observer (notifyCapped). */
+  private readonly cappedNotified = new Map<string, number>();
   private timer: NodeJS.Timeout | undefined;
   private closing = false;
   /** When a session's connection-rate refusals were last logged. */
@@ -211,6 +213,7 @@ export class Runtime implements LeaseOwner {
       this.sessions.set(session.id, session);
       customer.sessions.add(session);
       session.capped = true;
+      if (session.status === 'active') this.notifyCapped(session, 'expired');
       this.endSession(session, 'expired');
       return { ok: false, reason: 'expired' };
     }
@@ -380,7 +383,19 @@ export class Runtime implements LeaseOwner {
   }
 
   enforceCaps(customer: CustomerState): void {
-    cutOverCaps(customer, this.deps.log);
+    for (const { session, reason } of cutOverCaps(customer, this.deps.log)) this.notifyCapped(session, reason);
+  }
+
+  /** Tells the observer (webhooks) that a cap or the expiry cut a session: once a minute per session and reason. */
+  private notifyCapped(session: SessionState, reason: CapReason): void {
+    const capped = this.deps.observe?.capped;
+    if (!capped) return;
+    const key = `${session.id}:${reason}`;
+    const now = nowMs();
+    if ((this.cappedNotified.get(key) ?? -Infinity) > now - 60_000) return;
+    if (this.cappedNotified.size > 10_000) this.cappedNotified.clear();
+    this.cappedNotified.set(key, now);
+    capped(session.customer.id, session.id, reason);
   }
 
   live(id: string): LiveCounters | undefined {
@@ -427,6 +442,7 @@ export class Runtime implements LeaseOwner {
     for (const session of this.sessions.values()) {
       if (session.expiresAt && wall >= session.expiresAt && !session.capped) {
         session.capped = true;
+        this.notifyCapped(session, 'expired');
         this.endSession(session, 'expired');
       }
     }

@@ -2,7 +2,7 @@
 // validation (amounts readable as KB/MB/GB, sent as integers), deleted; the not-set and
 // the forbidden states explained.
 import { useEffect, useRef, useState, type FormEvent, type KeyboardEvent } from 'react';
-import type { LimitField, LimitScope, LimitsRecord, LimitsUpdate } from '../../../common/api-types.ts';
+import type { LimitField, LimitScope, LimitsRecord, LimitsUpdate, ResetPeriod } from '../../../common/api-types.ts';
 import { formatBytes, formatDateTime, formatSpeed, parseAmount } from '../lib/format.ts';
 import { navigate } from '../store/routing.ts';
 import { deleteLimits, loadLimits, saveLimits, scopeTitle, useStore } from '../store/index.ts';
@@ -28,6 +28,13 @@ const DESCRIPTION: Record<LimitScope, string> = {
   session: 'Session limits are the defaults every session gets.',
 };
 const MAX = Number.MAX_SAFE_INTEGER;
+const PERIODS: Array<{ value: ResetPeriod; label: string }> = [
+  { value: 'none', label: 'Never (lifetime totals)' },
+  { value: 'day', label: 'Every day (midnight UTC)' },
+  { value: 'week', label: 'Every week' },
+  { value: 'month', label: 'Every month' },
+  { value: 'rolling_30d', label: 'Rolling 30 days' },
+];
 
 function readable(field: LimitField, v: number | null): string {
   if (v === null || Number.isNaN(v)) return '';
@@ -56,8 +63,10 @@ function LimitsForm({ scope }: { scope: LimitScope }) {
   const [texts, setTexts] = useState<Record<string, string>>(() => toTexts(scope, st.record));
   const [submitted, setSubmitted] = useState(false);
   const [formError, setFormError] = useState<string | null>(null);
+  const [period, setPeriod] = useState<ResetPeriod>(st.record?.reset_period ?? 'none');
   useEffect(() => {
     setTexts(toTexts(scope, st.record));
+    setPeriod(st.record?.reset_period ?? 'none');
     setSubmitted(false);
   }, [scope, st.record]);
 
@@ -84,6 +93,7 @@ function LimitsForm({ scope }: { scope: LimitScope }) {
       if (v !== null) body[f] = v;
       else if (st.record && st.record[f] !== undefined) body[f] = null;
     }
+    if (period !== (st.record?.reset_period ?? 'none')) body.reset_period = period === 'none' ? null : period;
     if (!Object.keys(body).length) {
       setFormError('Enter at least one limit to save.');
       return;
@@ -125,6 +135,22 @@ function LimitsForm({ scope }: { scope: LimitScope }) {
           </FormRow>
         );
       })}
+      <FormRow label="Byte caps renew" htmlFor={`limit-${scope}-reset`}>
+        <select id={`limit-${scope}-reset`} value={period} aria-describedby={`limit-${scope}-reset-help`} onChange={(e) => setPeriod(e.target.value as ResetPeriod)}>
+          {PERIODS.map((p) => (
+            <option key={p.value} value={p.value}>
+              {p.label}
+            </option>
+          ))}
+        </select>
+        <p id={`limit-${scope}-reset-help`} className="help">
+          {period === 'none'
+            ? 'The byte caps count everything ever moved.'
+            : period === 'rolling_30d'
+              ? 'The byte caps count the last 30 days; over them, connections are refused until older traffic falls out of the window.'
+              : 'The byte caps count from the start of the period; over them, connections are refused until it renews, by itself.'}
+        </p>
+      </FormRow>
       {formError ? (
         <div className="error-banner" role="alert">
           {formError}

@@ -193,6 +193,11 @@ export function SessionDetail({ id }: { id: string }) {
       <div className="grid2">
         <div className="card">
           <h2>Traffic</h2>
+          {s.over_quota ? (
+            <p className="notice" role="status" data-testid="over-quota">
+              <strong>Over quota{s.over_quota_until ? ` until ${formatDateTime(s.over_quota_until)}` : ' (rolling 30 days)'}.</strong> A byte cap that renews is reached: new connections are refused until it renews, by itself.
+            </p>
+          ) : null}
           <dl className="kvs">
             <Field label="Client" value={<a href={routeHref({ name: 'client', id: s.client_id })} aria-label={`Client ${s.client_id}: subscription and sessions`}>{s.client_id}</a>} />
             <Field label="Zone" value={s.zone} />
@@ -203,6 +208,7 @@ export function SessionDetail({ id }: { id: string }) {
             <Field label="Duration" value={formatDuration(s.duration)} />
             <Field label="Created" value={formatDateTime(s.created_at)} />
             <Field label="Reusable" value={s.reusable ? 'yes' : 'no'} />
+            {s.expires_at ? <Field label="Expires" value={<span data-testid="expires-at">{formatDateTime(s.expires_at)}</span>} /> : null}
           </dl>
           <SpeedChart samples={history ?? []} />
         </div>

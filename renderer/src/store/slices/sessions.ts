@@ -104,7 +104,8 @@ export const createSessionsSlice: SliceCreator<SessionsSlice> = (set, get) => {
     applyStatus(id, st) {
       const cur = get().sessions[id];
       if (!cur) return;
-      get().upsertSession({ ...cur, ...st });
+      // A quota that renewed is absent from the answer: drop the old fields first.
+      get().upsertSession({ ...cur, over_quota: undefined, over_quota_until: undefined, ...st });
     },
     async fetchSession(id) {
       try {
