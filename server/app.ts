@@ -109,7 +109,7 @@ export async function buildServer(opts: ServerOptions): Promise<BuiltServer> {
       await usageRoutes(v2, services);
       await auditRoutes(v2, services);
       if (subscriptions) await subscriptionRoutes(v2, subscriptions, services.audit);
-      if (webhooks) await webhookRoutes(v2, webhooks);
+      if (webhooks) await webhookRoutes(v2, webhooks, services.audit);
     },
   });
   // Outside /v2 and without a token: the URL's secret is the credential (server/subscriptions).

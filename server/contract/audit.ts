@@ -17,6 +17,9 @@ export const AUDIT_ACTIONS = [
   'subscription.enable',
   'subscription.rotate',
   'subscription.disable',
+  'webhook.create',
+  'webhook.update',
+  'webhook.delete',
 ] as const;
 
 export const AuditQuery = Type.Object(

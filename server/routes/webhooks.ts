@@ -12,6 +12,7 @@ import {
   WebhookUpdate,
 } from '../contract/webhooks.ts';
 import { callerOf } from '../plugins/auth.ts';
+import { apiActor, type AuditTrail } from '../audit/trail.ts';
 import type { WebhookService } from '../webhooks/service.ts';
 import { bearer, responses } from './common.ts';
 
@@ -19,7 +20,9 @@ type P = { Params: { id: string } };
 const tags = ['webhooks'];
 const config = { ownerOnly: true };
 
-export async function webhookRoutes(app: FastifyInstance, hooks: WebhookService): Promise<void> {
+export async function webhookRoutes(app: FastifyInstance, hooks: WebhookService, audit?: AuditTrail): Promise<void> {
+  /** What the audit trail keeps of an endpoint: never its secret. */
+  const shown = (w: { url: string; events: readonly string[]; enabled?: boolean }) => ({ url: w.url, events: [...w.events], enabled: w.enabled });
   app.post<{ Body: WebhookCreate }>('/webhooks', {
     config,
     schema: {
@@ -32,7 +35,12 @@ export async function webhookRoutes(app: FastifyInstance, hooks: WebhookService)
       response: responses({ 201: WebhookCreated }, 400, 401, 403, 413, 415, 429, 500),
       'x-extension': true,
     } as object,
-    handler: async (request, reply) => reply.code(201).send(await hooks.create(callerOf(request).customerId, request.body)),
+    handler: async (request, reply) => {
+      const caller = callerOf(request);
+      const made = await hooks.create(caller.customerId, request.body);
+      await audit?.record(caller.customerId, apiActor(caller), { action: 'webhook.create', target: { type: 'webhook', id: made.id }, after: shown(made) });
+      return reply.code(201).send(made);
+    },
   });
 
   app.get('/webhooks', {
@@ -58,7 +66,13 @@ export async function webhookRoutes(app: FastifyInstance, hooks: WebhookService)
       response: responses({ 200: Webhook }, 400, 401, 403, 404, 413, 415, 429, 500),
       'x-extension': true,
     } as object,
-    handler: async (request) => hooks.update(callerOf(request).customerId, request.params.id, request.body),
+    handler: async (request) => {
+      const caller = callerOf(request);
+      const before = await hooks.get(caller.customerId, request.params.id);
+      const after = await hooks.update(caller.customerId, request.params.id, request.body);
+      await audit?.record(caller.customerId, apiActor(caller), { action: 'webhook.update', target: { type: 'webhook', id: after.id }, before: shown(before), after: shown(after) });
+      return after;
+    },
   });
 
   app.delete<P>('/webhooks/:id', {
@@ -72,7 +86,10 @@ export async function webhookRoutes(app: FastifyInstance, hooks: WebhookService)
       'x-extension': true,
     } as object,
     handler: async (request, reply) => {
-      await hooks.delete(callerOf(request).customerId, request.params.id);
+      const caller = callerOf(request);
+      const before = await hooks.get(caller.customerId, request.params.id);
+      await hooks.delete(caller.customerId, request.params.id);
+      await audit?.record(caller.customerId, apiActor(caller), { action: 'webhook.delete', target: { type: 'webhook', id: request.params.id }, before: shown(before), after: null });
       return reply.code(204).send();
     },
   });

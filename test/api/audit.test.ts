@@ -157,6 +157,16 @@ test('SQLite: the audit trail of a scripted sequence, and token changes made on 
     assert.ok(!JSON.stringify(tokens).includes(newToken), 'the token itself is never recorded');
     const revoked = (await callApi(srv.baseUrl, owner, 'GET', '/audit?action=token.revoke')).json.entries as Entry[];
     assert.deepEqual([revoked[0].before.revoked, revoked[0].after.revoked], [false, true]);
+    // Webhook endpoints managed through the API: recorded without their secret.
+    const hook = await callApi(srv.baseUrl, owner, 'POST', '/webhooks', { url: 'https://hooks.example.com/vad', events: ['session_end'] });
+    assert.equal(hook.status, 201, JSON.stringify(hook.json));
+    assert.equal((await callApi(srv.baseUrl, owner, 'PATCH', `/webhooks/${hook.json.id}`, { enabled: false })).status, 200);
+    assert.equal((await callApi(srv.baseUrl, owner, 'DELETE', `/webhooks/${hook.json.id}`)).status, 204);
+    const hooks = ((await callApi(srv.baseUrl, owner, 'GET', `/audit?limit=3`)).json.entries as Entry[]).reverse();
+    assert.deepEqual(hooks.map((e) => e.action), ['webhook.create', 'webhook.update', 'webhook.delete']);
+    assert.deepEqual(hooks[0].after, { url: 'https://hooks.example.com/vad', events: ['session_end'], enabled: true });
+    assert.deepEqual([hooks[1].before.enabled, hooks[1].after.enabled], [true, false]);
+    assert.ok(!JSON.stringify(hooks).includes(hook.json.secret), 'no webhook secret in the audit trail');
     // The OpenAPI document marks the route as an extension.
     const doc = (await callApi(srv.baseUrl, owner, 'GET', '/openapi.json')).json;
     assert.equal(doc.paths['/v2/audit'].get['x-extension'], true);
