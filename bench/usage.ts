@@ -1,11 +1,13 @@
-// Usage-history benchmark (issue 11; not a test): `node bench/usage.ts`, also run by `npm run bench`.
-// The relay's throughput with the usage history ON beside OFF, in the same run: two whole
-// servers (startServer on SQLite, each in its own child process so CPU is measured per server),
-// identical but for `usageHistory: false` on one, each with a session made through the API and
+// Usage-history and webhooks benchmark (issue 11; not a test): `node bench/usage.ts`, also run by
+// `npm run bench`. The relay's throughput with the usage history and webhooks ON beside OFF, in
+// the same run: two whole servers (startServer on SQLite, each in its own child process so CPU is
+// measured per server), identical but for `usageHistory: false, webhooks: false` on one (the ON
+// one has a webhook endpoint taking every session event, answered by a local receiver), each with
+// a session made through the API and
 // a Debian v2ray 4.34 client (SOCKS inbound, VLESS outbound) in front, downloading the same file
 // from a local HTTP target. Transfers alternate between the two servers, the order flipping every
 // round, so load from elsewhere on the (noisy, 2-core) box falls on both alike; best and median
-// are compared. Target: history ON within 5 % of OFF. Afterwards the ON server's history is read
+// are compared. Target: ON within 5 % of OFF. Afterwards the ON server's history is read
 // back through GET /v2/usage and compared with the session counters (it must hold every byte).
 // Env: BENCH_FILE_MIB (256), BENCH_TRANSFERS per row (8), BENCH_NETWORKS (ws,tcp).
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
@@ -80,7 +82,7 @@ async function main(): Promise<void> {
   const dataplaneBench = new URL('./dataplane.ts', import.meta.url).pathname;
   const cleanup: (() => Promise<void>)[] = [];
   try {
-    console.log(`usage-history benchmark: relay throughput with the history ON beside OFF, ${FILE_MIB} MiB transfers, ${TRANSFERS} per row, round-robin, Debian v2ray 4.34 client, loopback\n`);
+    console.log(`usage-history and webhooks benchmark: relay throughput with history and webhooks ON beside OFF, ${FILE_MIB} MiB transfers, ${TRANSFERS} per row, round-robin, Debian v2ray 4.34 client, loopback\n`);
     const target = await child([dataplaneBench, '--target'], { BENCH_FILE_MIB: String(FILE_MIB) });
     cleanup.push(() => kill(target.proc));
     const servers = { on: await child([self, '--server', 'on']), off: await child([self, '--server', 'off']) };
@@ -109,7 +111,7 @@ async function main(): Promise<void> {
     console.log('throughput (MiB/s, best and median transfer) and server CPU-seconds per GB (all transfers)');
     console.log('  ' + 'row'.padEnd(24) + 'best'.padStart(9) + 'median'.padStart(9) + 'CPU s/GB'.padStart(11));
     for (const r of rows) console.log('  ' + r.name.padEnd(24) + fmt(best(r)).padStart(9) + fmt(median(r)).padStart(9) + fmt(cpuPerGB(r), 2).padStart(11));
-    console.log('\nratios (history on / history off; target: throughput at least 0.95x)');
+    console.log('\nratios (history and webhooks on / off; target: throughput at least 0.95x)');
     for (const network of NETWORKS) {
       const on = rows.find((r) => r.name === `${network} history on`)!;
       const off = rows.find((r) => r.name === `${network} history off`)!;
@@ -138,8 +140,31 @@ if (process.argv[2] === '--server') {
   // One whole server (SQLite store, API, data plane), with or without the usage history.
   const { startServer } = await import('../server/serve.ts');
   const dir = mkdtempSync(join(tmpdir(), 'vad-bench-usage-'));
-  const srv = await startServer({ dataDir: dir, port: 0, proxyPort: null, egress: 'allow-all', usageHistory: process.argv[3] === 'on' });
+  const on = process.argv[3] === 'on';
+  // ON: a webhook endpoint taking every session event, answered 200 by a receiver in this process.
+  let received = 0;
+  const { createServer } = await import('node:http');
+  const receiver = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      received++;
+      res.writeHead(200).end();
+    });
+  });
+  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', () => r()));
+  const srv = await startServer({ dataDir: dir, port: 0, proxyPort: null, egress: 'allow-all', usageHistory: on, ...(on ? {} : { webhooks: false as const }) });
   const token = srv.ownerToken!;
+  if (on) {
+    const hook = await fetch(`${srv.baseUrl}/webhooks`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ url: `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hook`, events: ['session_start', 'session_stats', 'session_heartbeat', 'session_end'] }),
+    });
+    if (hook.status !== 201) throw new Error(`registering the bench webhook failed: ${hook.status}`);
+  }
+  process.on('exit', () => {
+    if (on) process.stderr.write(`webhooks ON: ${received} deliveries received\n`);
+  });
   const res = await fetch(`${srv.baseUrl}/sessions`, {
     method: 'POST',
     headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
@@ -148,6 +173,7 @@ if (process.argv[2] === '--server') {
   const session = (await res.json()) as { id: string };
   const stop = async () => {
     await srv.close();
+    receiver.close();
     rmSync(dir, { recursive: true, force: true });
     process.exit(0);
   };
