@@ -15,6 +15,8 @@ import { join } from 'node:path';
 
 export const WEBHOOK_KEY_FILE = 'webhook.key';
 const KEY_BYTES = 32;
+/** The size of the webhook secrets' AES-256-GCM key. */
+export const WEBHOOK_KEY_BYTES = KEY_BYTES;
 
 export function loadWebhookKey(dataDir: string): Buffer {
   const file = join(dataDir, WEBHOOK_KEY_FILE);

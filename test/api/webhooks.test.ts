@@ -84,7 +84,8 @@ function suite(kind: 'sqlite' | 'postgres') {
       statsIntervalMs: 200,
       heartbeatIntervalMs: 60_000,
       egress: 'allow-all',
-      webhooks: { ...FAST, key: KEY },
+      // On PostgreSQL the instances share the cluster's key from the database (no key given).
+      webhooks: kind === 'postgres' ? { ...FAST } : { ...FAST, key: KEY },
       ...extra,
     });
     const api = (method: string, path: string, body?: unknown, token = owner) => callApi(srv.baseUrl, token, method, path, body);
@@ -292,7 +293,7 @@ function suite(kind: 'sqlite' | 'postgres') {
       const dir2 = tempDir('vad-wh-egress-');
       // Its own database on PostgreSQL: the allow-all instance above would otherwise send from the same outbox.
       const own = pg ? { database: await pg.createDatabase('strict_egress') } : {};
-      const strict = await startServer({ ...opts({ dataDir: dir2, egress: undefined, vlessTcpPort: null, webhooks: { ...FAST, key: KEY, maxAttempts: 2 } }), ...own });
+      const strict = await startServer({ ...opts({ dataDir: dir2, egress: undefined, vlessTcpPort: null, webhooks: kind === 'postgres' ? { ...FAST, maxAttempts: 2 } : { ...FAST, key: KEY, maxAttempts: 2 } }), ...own });
       try {
         const token = strict.ownerToken ?? (await strict.services.data.createToken('default', 'owner')).token;
         const call = (m: string, p: string, b?: unknown) => callApi(strict.baseUrl, token, m, p, b);

@@ -5,11 +5,11 @@
 // needs it first. Whoever reads this database could derive the URLs from it, as they could read
 // the sessions' ids, which are the VLESS credentials themselves: the database is the cluster's
 // secret store and must be protected as such (README, Security notes).
-import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
 import type { SessionRow } from '../../domain.ts';
 import { isoNow } from '../../time.ts';
 import type { SubscriptionData, SubscriptionRow } from '../subscriptions.ts';
+import { clusterKey } from './cluster-keys.ts';
 
 const COLUMNS = 'customer_id, client_id, nonce, secret_hash, created_at, rotated_at';
 const SESSION_COLUMNS =
@@ -54,11 +54,7 @@ export class PgSubscriptionData implements SubscriptionData {
   }
 
   /** The cluster's subscription key: made once (the first instance to ask wins), then read. */
-  async clusterKey(bytes: number): Promise<Buffer> {
-    await this.pool.query(`INSERT INTO cluster_keys (name, value) VALUES ('subscriptions', $1) ON CONFLICT (name) DO NOTHING`, [randomBytes(bytes).toString('base64')]);
-    const r = await this.pool.query<{ value: string }>(`SELECT value FROM cluster_keys WHERE name = 'subscriptions'`);
-    const key = Buffer.from(r.rows[0].value, 'base64');
-    if (key.length !== bytes) throw new Error(`the cluster's subscription key is not ${bytes} bytes`);
-    return key;
+  clusterKey(bytes: number): Promise<Buffer> {
+    return clusterKey(this.pool, 'subscriptions', bytes);
   }
 }
