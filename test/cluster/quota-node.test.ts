@@ -1,0 +1,114 @@
+// Periodic caps and expiry on a data-plane node (issue 11 in cluster mode): a control plane on a
+// throwaway PostgreSQL and a real node (runNode, in process on 127.0.0.2, so the injected wall
+// clock moves both). A daily client cap set through the API cuts a transfer through the node and
+// refuses new connections there; the status says until when; when the day turns the node lets
+// the same session in again by itself. A session expiring while it relays through the node is cut
+// there at its expiry.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startServer, type RunningServer } from '../../server/serve.ts';
+import { runNode, type RunningNode } from '../../server/node/run.ts';
+import { silentLogger } from '../../server/log.ts';
+import { setWallClock } from '../../server/time.ts';
+import { callApi } from '../helpers/http.ts';
+import { startPostgres, type PgServer } from '../helpers/postgres.ts';
+import { removeDir, tempDir, waitFor } from '../helpers/server.ts';
+import { connect, type Socket } from 'node:net';
+import { buildVlessHeader } from '../../server/dataplane/vless-header.ts';
+import { startTcpEcho } from '../dataplane/helpers/targets.ts';
+
+const DAY = 86_400_000;
+let pg: PgServer;
+let srv: RunningServer;
+let node: RunningNode;
+let echo: Awaited<ReturnType<typeof startTcpEcho>>;
+let owner: string;
+let shift = 0;
+const dirs: string[] = [];
+
+before(async () => {
+  setWallClock(() => Date.now() + shift);
+  pg = await startPostgres();
+  const dir = tempDir('vad-quota-node-');
+  dirs.push(dir);
+  srv = await startServer({ dataDir: dir, database: pg.url(), port: 0, vlessTcpPort: null, proxyPort: null, rateLimit: { max: 100_000, windowMs: 60_000 } });
+  owner = (await srv.services.data.createToken('node-quota', 'owner')).token;
+  const added = await srv.services.data.addNode({ name: 'sao-1', zone: 'br-sao', public_host: '127.0.0.2' });
+  const nodeDir = tempDir('vad-quota-node-n-');
+  dirs.push(nodeDir);
+  node = await runNode({ controls: [srv.origin], token: added.token, host: '127.0.0.2', port: 0, vlessTcpPort: 0, proxyPort: null, egress: 'allow-all', dataDir: nodeDir, log: silentLogger });
+  echo = await startTcpEcho();
+});
+after(async () => {
+  setWallClock();
+  await node?.close();
+  await srv?.close();
+  await echo?.close();
+  await pg?.destroy();
+  for (const d of dirs) removeDir(d);
+});
+
+const call = (method: string, path: string, body?: unknown) => callApi(srv.baseUrl, owner, method, path, body);
+
+/** A VLESS-over-TCP connection to the echo through the node (127.0.0.2), once its answer header and 'hi' are back (or it closed). */
+async function openVlessEcho(port: number, id: string, echoPort: number): Promise<{ s: Socket; closed: Promise<void>; got: () => number }> {
+  const s = connect(port, '127.0.0.2');
+  s.on('error', () => {});
+  let got = 0;
+  s.on('data', (b: Buffer) => (got += b.length));
+  const closed = new Promise<void>((r) => s.once('close', () => r()));
+  s.write(Buffer.concat([buildVlessHeader({ id, command: 'tcp', port: echoPort, address: '127.0.0.1' }), Buffer.from('hi')]));
+  const end = performance.now() + 3000;
+  while (got < 4 && performance.now() < end && !s.destroyed && s.readyState !== 'closed') await new Promise((r) => setTimeout(r, 5));
+  return { s, closed, got: () => got };
+}
+
+/** Pushes `n` bytes through the node to the echo; resolves with what came back. */
+async function pushThrough(id: string, n: number): Promise<number> {
+  const conn = await openVlessEcho(node.ports.vless_tcp_port!, id, echo.port);
+  const chunk = Buffer.alloc(16 * 1024, 5);
+  for (let sent = 0; sent < n && !conn.s.destroyed; sent += chunk.length) {
+    conn.s.write(chunk);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  await Promise.race([conn.closed, new Promise((r) => setTimeout(r, 1500))]);
+  conn.s.destroy();
+  return conn.got();
+}
+
+test('a daily client cap holds on a node and renews there when the day turns', async () => {
+  await waitFor(async () => (await call('GET', '/zones')).json.zones.find((z: { code: string }) => z.code === 'br-sao')?.has_active_nodes === true, 10_000, 'node up');
+  assert.equal((await call('PATCH', '/customer/limits/client', { downloaded_bytes: 250_000, reset_period: 'day' })).status, 200);
+  const made = await call('POST', '/sessions', { client_id: 'node-bob', zone: 'br-sao', reusable: true });
+  assert.equal(made.json.configuration.address, '127.0.0.2');
+  const id: string = made.json.id;
+  // The node learns of the session (and the period's bases) from its state message.
+  await waitFor(async () => (await pushThrough(id, 16 * 1024)) > 0, 10_000, 'the node admits the session');
+  const got = await pushThrough(id, 600_000);
+  assert.ok(got < 600_000, `cut on the node (${got} back)`);
+  await waitFor(async () => (await call('GET', `/sessions/${id}/status`)).json.over_quota === true, 10_000, 'over quota (reported by the node)');
+  const status = (await call('GET', `/sessions/${id}/status`)).json;
+  assert.ok(status.downloaded_bytes < 250_000 + 64 * 1024, `at most a chunk over (${status.downloaded_bytes})`);
+  assert.equal(status.over_quota_until, new Date(Math.floor((Date.now() + shift) / DAY) * DAY + DAY).toISOString());
+  assert.equal(await pushThrough(id, 50_000), 0, 'refused on the node while over');
+
+  shift += Math.floor((Date.now() + shift) / DAY) * DAY + DAY - (Date.now() + shift) + 1000;
+  await waitFor(async () => (await pushThrough(id, 50_000)) > 40_000, 12_000, 'the node lets it in again the next day');
+  assert.equal((await call('DELETE', '/customer/limits/client')).status, 204);
+});
+
+test('a session expiring while it relays through a node is cut there at its expiry', async () => {
+  const expiresAt = new Date(Date.now() + shift + 3000).toISOString();
+  const made = await call('POST', '/sessions', { client_id: 'node-exp', zone: 'br-sao', reusable: true, expires_at: expiresAt });
+  const id: string = made.json.id;
+  let conn: Awaited<ReturnType<typeof openVlessEcho>> | undefined;
+  await waitFor(async () => {
+    conn = await openVlessEcho(node.ports.vless_tcp_port!, id, echo.port);
+    if (conn.got() >= 4) return true;
+    conn.s.destroy();
+    return false;
+  }, 10_000, 'the node admits the session');
+  await conn!.closed;
+  assert.ok(Date.now() + shift >= Date.parse(expiresAt) - 100, 'not cut before its expiry');
+  await waitFor(async () => (await call('GET', `/sessions/${id}/status`)).json.status === 'ended', 10_000, 'ended');
+});
