@@ -194,7 +194,7 @@ export function SessionDetail({ id }: { id: string }) {
         <div className="card">
           <h2>Traffic</h2>
           {s.over_quota ? (
-            <p className="notice" role="status" data-testid="over-quota">
+            <p className="notice quota-notice" role="status" data-testid="over-quota">
               <strong>Over quota{s.over_quota_until ? ` until ${formatDateTime(s.over_quota_until)}` : ' (rolling 30 days)'}.</strong> A byte cap that renews is reached: new connections are refused until it renews, by itself.
             </p>
           ) : null}
