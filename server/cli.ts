@@ -24,7 +24,7 @@ Usage:
   vpn-access node remove NAME [--data-dir DIR | --database URL]
   vpn-access node run --control URL[,URL...] --token NODE_TOKEN [--host ADDR] [--port N]
                      [--vless-tcp-port N|off] [--proxy-port N|off] [--egress POLICY]
-                     [--egress-address ADDR] [--data-dir DIR] [--control-ca FILE]
+                     [--egress-address ADDR] [--data-dir DIR] [--control-ca FILE] [--control-pin SHA256]
                          runs a data-plane node: VLESS (ws on --port, default 8787; tcp,
                          default 8789) and the proxy (default 8788), fed by the control
                          plane(s) at URL (failing over in the order given); --data-dir

@@ -27,6 +27,7 @@ async function nodeRun(argv: string[]): Promise<void> {
       'egress-address': { type: 'string' },
       'data-dir': { type: 'string' },
       'control-ca': { type: 'string' },
+      'control-pin': { type: 'string' },
     },
   });
   const controls = (values.control ?? '').split(',').map((u) => u.trim()).filter(Boolean);
@@ -39,7 +40,14 @@ async function nodeRun(argv: string[]): Promise<void> {
       /* reported below */
     }
     if (!ok) fail(`--control takes http(s):// or ws(s):// URLs, not "${u}"`);
+    // The node channel carries the node token and every session's state: TLS whenever it leaves loopback.
+    const url = new URL(u);
+    if ((url.protocol === 'http:' || url.protocol === 'ws:') && !isLoopbackHost(url.hostname)) {
+      fail(`--control ${u}: the node channel must use TLS (https://) beyond loopback; pin the control plane's certificate with --control-pin SHA256 or trust its CA with --control-ca FILE`);
+    }
   }
+  const controlPin = values['control-pin']?.replace(/:/g, '').toLowerCase();
+  if (controlPin !== undefined && !/^[0-9a-f]{64}$/.test(controlPin)) fail('--control-pin takes the SHA-256 of the control plane\'s certificate: 64 hex digits (colons allowed), as `pcs` in its links');
   const token = values.token ?? env.VPN_ACCESS_NODE_TOKEN;
   if (!token || !token.startsWith('vadn_')) fail('node run needs --token NODE_TOKEN (what `node add` printed)');
   const host = values.host ?? '127.0.0.1';
@@ -73,6 +81,7 @@ async function nodeRun(argv: string[]): Promise<void> {
     egressAddress,
     dataDir: resolve(values['data-dir'] ?? join(homedir(), '.local', 'share', 'vpn-access-node')),
     controlCa,
+    ...(controlPin ? { controlPin } : {}),
     log,
   }).catch((err: NodeJS.ErrnoException) => {
     if (err.code === 'EADDRINUSE') fail(`a port is already in use (${err.message}); choose another with --port, --vless-tcp-port or --proxy-port`);
@@ -86,6 +95,12 @@ async function nodeRun(argv: string[]): Promise<void> {
   const why = await node.stopped;
   process.stdout.write(why === 'removed' ? 'node removed from the catalogue; stopped\n' : 'node stopped\n');
   process.exit(0);
+}
+
+/** localhost, 127.0.0.0/8 and ::1. */
+function isLoopbackHost(host: string): boolean {
+  const h = host.replace(/^\[|\]$/g, '');
+  return h === 'localhost' || h === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
 }
 
 export async function node(argv: string[]): Promise<void> {

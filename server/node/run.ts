@@ -15,6 +15,8 @@
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
+import { isIP } from 'node:net';
+import { connect as tlsConnect, type TLSSocket } from 'node:tls';
 import WebSocket from 'ws';
 import { createDataPlane } from '../dataplane/index.ts';
 import type { DataPlane, DataPlaneDeps } from '../dataplane/api.ts';
@@ -34,6 +36,12 @@ export interface NodeRunOptions {
   dataDir: string;
   /** PEM CA certificate(s) trusted for an https/wss control URL (else the system's). */
   controlCa?: string;
+  /**
+   * The SHA-256 of the control plane's certificate (DER, 64 hex digits, as links' `pcs`): an
+   * https/wss control URL is then trusted by this pin alone (a self-signed certificate works),
+   * checked before anything, the node token included, is sent.
+   */
+  controlPin?: string;
   wsPath?: string;
   log: Logger;
 }
@@ -103,6 +111,35 @@ export interface RunningNode {
   /** Resolves with why the node stopped ('removed' when the control plane removed it, 'closed'). */
   stopped: Promise<'removed' | 'closed'>;
   close(): Promise<void>;
+}
+
+/**
+ * A TLS connection to the control plane whose certificate has the pinned SHA-256, verified
+ * before the caller sends a byte; rejects on another certificate, an error or a 5 s timeout.
+ */
+export function pinnedTls(url: URL, pin: string): Promise<TLSSocket> {
+  return new Promise((resolve, reject) => {
+    const host = url.hostname.replace(/^\[|\]$/g, '');
+    const s = tlsConnect({ host, port: Number(url.port || 443), ...(isIP(host) ? {} : { servername: host }), rejectUnauthorized: false, ALPNProtocols: ['http/1.1'] });
+    const timer = setTimeout(() => {
+      s.destroy();
+      reject(new Error('TLS handshake with the control plane timed out'));
+    }, 5000);
+    s.once('secureConnect', () => {
+      clearTimeout(timer);
+      const got = (s.getPeerCertificate().fingerprint256 ?? '').replace(/:/g, '').toLowerCase();
+      if (got !== pin) {
+        s.destroy();
+        reject(new Error(`the control plane's certificate (sha256 ${got.slice(0, 16)}…) does not match --control-pin; nothing was sent`));
+        return;
+      }
+      resolve(s);
+    });
+    s.once('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+  });
 }
 
 function channelUrl(control: string): string {
@@ -248,11 +285,36 @@ export async function runNode(opts: NodeRunOptions): Promise<RunningNode> {
   let retry: NodeJS.Timeout | null = null;
   const ca = opts.controlCa;
 
+  const pin = opts.controlPin?.replace(/:/g, '').toLowerCase();
+  const scheduleRetry = () => {
+    if (stopping) return;
+    // Trying the next URL at once after a failure, then waiting once all were tried.
+    const wait = attempt % opts.controls.length === 0 ? backoff : 0;
+    if (wait) backoff = Math.min(BACKOFF_MAX_MS, backoff * 2);
+    retry = setTimeout(connect, wait);
+  };
+
   const connect = () => {
     if (stopping) return;
     const url = channelUrl(opts.controls[attempt % opts.controls.length]);
     attempt++;
-    const sock = new WebSocket(url, { headers: { authorization: `Bearer ${opts.token}` }, handshakeTimeout: 5000, ...(ca ? { ca } : {}) });
+    if (pin && url.startsWith('wss:')) {
+      // The pin is checked on a TLS connection of our own before the upgrade (and the token) goes out.
+      pinnedTls(new URL(url), pin).then(
+        (tls) => open(url, () => tls),
+        (err: Error) => {
+          log.warn({ control: new URL(url).host, err: err.message }, 'the control plane could not be verified');
+          scheduleRetry();
+        },
+      );
+      return;
+    }
+    open(url);
+  };
+
+  const open = (url: string, createConnection?: () => TLSSocket) => {
+    if (stopping) return;
+    const sock = new WebSocket(url, { headers: { authorization: `Bearer ${opts.token}` }, handshakeTimeout: 5000, ...(ca ? { ca } : {}), ...(createConnection ? { createConnection } : {}) });
     ws = sock;
     sock.on('open', () => {
       connected = true;
@@ -304,11 +366,7 @@ export async function runNode(opts: NodeRunOptions): Promise<RunningNode> {
         ws = null;
         connected = false;
       }
-      if (stopping) return;
-      // Trying the next URL at once after a failure, then waiting once all were tried.
-      const wait = attempt % opts.controls.length === 0 ? backoff : 0;
-      if (wait) backoff = Math.min(BACKOFF_MAX_MS, backoff * 2);
-      retry = setTimeout(connect, wait);
+      scheduleRetry();
     });
   };
 

@@ -12,6 +12,7 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { X509Certificate } from 'node:crypto';
 import { request as httpsRequest } from 'node:https';
 import { createServer, type Server, type Socket } from 'node:net';
 import { after, before, test } from 'node:test';
@@ -425,6 +426,26 @@ test('node run to an https control plane: verified with --control-ca (its self-s
     child = untrusted.c;
     await waitFor(() => /self-signed certificate|unable to verify|certificate/i.test(untrusted.out()), 8000, 'a certificate error in the node log');
     untrusted.c.kill('SIGKILL');
+    // A wrong pin: refused before anything (the token included) is sent.
+    const wrongPin = run(['--control-pin', 'ab'.repeat(32)]);
+    child = wrongPin.c;
+    await waitFor(() => /does not match --control-pin; nothing was sent/.test(wrongPin.out()), 8000, 'the wrong pin refused');
+    assert.doesNotMatch(wrongPin.out(), /connected to the control plane/);
+    wrongPin.c.kill('SIGKILL');
+    // The right pin (the certificate's SHA-256 over its DER): connects, no CA needed.
+    const certPem = readFileSync(`${tdir}/tls/self-signed-cert.pem`, 'utf8');
+    const pin = new X509Certificate(certPem).fingerprint256.replace(/:/g, '').toLowerCase();
+    const pinned = run(['--control-pin', pin.replace(/(..)(?!$)/g, '$1:')]);
+    child = pinned.c;
+    await waitFor(() => /connected to the control plane/.test(pinned.out()), 8000, 'the node connects with --control-pin');
+    pinned.c.kill('SIGKILL');
+    // Plain text beyond loopback is refused outright; the pin must be 64 hex digits.
+    const plain = cli(['node', 'run', '--control', 'http://192.168.1.20:8787', '--token', added.stdout.trim(), '--host', '127.0.0.2', '--data-dir', tempDir('vad-node-tls-')]);
+    assert.equal(plain.status, 2);
+    assert.match(plain.stderr, /must use TLS \(https:\/\/\) beyond loopback/);
+    const badPin = cli(['node', 'run', '--control', `https://127.0.0.1:${tport}`, '--control-pin', 'xyz', '--token', added.stdout.trim(), '--host', '127.0.0.2', '--data-dir', tempDir('vad-node-tls-')]);
+    assert.equal(badPin.status, 2);
+    assert.match(badPin.stderr, /64 hex digits/);
     const trusted = run(['--control-ca', `${tdir}/tls/self-signed-cert.pem`]);
     child = trusted.c;
     await waitFor(() => /connected to the control plane/.test(trusted.out()), 8000, 'the node connects with --control-ca');
