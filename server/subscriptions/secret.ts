@@ -6,13 +6,13 @@
 // first use. So:
 // - GET /v2/subscriptions/{client_id} shows the same URL again (re-derived from the nonce);
 // - the database alone (a copied backup) cannot produce a working URL: it holds the nonce and
-//   SHA-256(secret), which finds a request's row by index without keeping the secret;
+//   SHA-256(secret), which finds a request's row by index without keeping the secret (in cluster
+//   mode the key is the cluster's, in the database: store/pg/cluster-keys.ts);
 // - rotation is a new nonce, so the old secret's hash no longer matches any row.
 // Deriving rather than encrypting needs no IV or cipher state. Losing the key file ends every
 // URL (a rotation issues new ones), as losing an encryption key would.
 import { createHash, createHmac, randomBytes } from 'node:crypto';
-import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { loadKeyFile } from '../key-file.ts';
 
 export const KEY_FILE = 'subscription.key';
 export const KEY_BYTES = 32;
@@ -21,16 +21,7 @@ export const SECRET_SHAPE = /^[A-Za-z0-9_-]{43}$/;
 
 /** Reads the server key from the data folder, creating it (0600) when it is missing. */
 export function loadServerKey(dataDir: string): Buffer {
-  const file = join(dataDir, KEY_FILE);
-  try {
-    writeFileSync(file, randomBytes(KEY_BYTES).toString('base64') + '\n', { flag: 'wx', mode: 0o600 });
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-  }
-  chmodSync(file, 0o600);
-  const key = Buffer.from(readFileSync(file, 'utf8').trim(), 'base64');
-  if (key.length !== KEY_BYTES) throw new Error(`${file} is not a ${KEY_BYTES}-byte base64 key`);
-  return key;
+  return loadKeyFile(dataDir, KEY_FILE, KEY_BYTES);
 }
 
 export class SubscriptionSecrets {

@@ -3,15 +3,14 @@
 // Choice: the signing secret must be readable again to sign (an HMAC needs the secret itself,
 // unlike a token that is only compared), so it is ENCRYPTED at rest, not hashed: AES-256-GCM
 // with a random 96-bit IV per secret, under a 32-byte key kept in `<data folder>/webhook.key`
-// (mode 0600, created on first use), never in the database. A copied database alone cannot
-// sign. In cluster mode every `serve` must hold the same key file (or pass the same
-// `webhooks.key`), as they share the rows. The secret is shown once (POST answer) and never logged.
+// (mode 0600, created on first use), never in the database: a copied database alone cannot sign.
+// In cluster mode the instances share the rows, so the key is the cluster's, kept in the
+// database (store/pg/cluster-keys.ts), unless `webhooks.key` is given. The secret is shown once (POST answer) and never logged.
 //
 // Signature (as Stripe and GitHub do): `X-VAD-Signature: t=<unix seconds>,v1=<hex>` where hex is
 // HMAC-SHA256(secret, `${t}.${body}`). The receiver recomputes it and refuses old timestamps.
 import { createCipheriv, createDecipheriv, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { loadKeyFile } from '../key-file.ts';
 
 export const WEBHOOK_KEY_FILE = 'webhook.key';
 const KEY_BYTES = 32;
@@ -19,16 +18,7 @@ const KEY_BYTES = 32;
 export const WEBHOOK_KEY_BYTES = KEY_BYTES;
 
 export function loadWebhookKey(dataDir: string): Buffer {
-  const file = join(dataDir, WEBHOOK_KEY_FILE);
-  try {
-    writeFileSync(file, randomBytes(KEY_BYTES).toString('base64') + '\n', { flag: 'wx', mode: 0o600 });
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-  }
-  chmodSync(file, 0o600);
-  const key = Buffer.from(readFileSync(file, 'utf8').trim(), 'base64');
-  if (key.length !== KEY_BYTES) throw new Error(`${file} is not a ${KEY_BYTES}-byte base64 key`);
-  return key;
+  return loadKeyFile(dataDir, WEBHOOK_KEY_FILE, KEY_BYTES);
 }
 
 /** A new secret: `whsec_` and 32 random bytes in base64url. */

@@ -12,7 +12,7 @@ import { periodOf } from '../../server/contract/period.ts';
 import { callApi } from '../helpers/http.ts';
 import { startPostgres } from '../helpers/postgres.ts';
 import { removeDir, tempDir, waitFor } from '../helpers/server.ts';
-import { openVlessEcho, startTcpEcho } from './helpers/targets.ts';
+import { pushThroughEcho, startTcpEcho } from './helpers/targets.ts';
 
 const DAY = 86_400_000;
 let srv: RunningServer;
@@ -38,19 +38,7 @@ after(async () => {
 
 const call = (method: string, path: string, body?: unknown, base = srv.baseUrl, token = owner) => callApi(base, token, method, path, body);
 
-/** Pushes `n` bytes through a VLESS connection to the echo (so about as many come back), 16 KiB at a time; resolves with what came back once it closes or stalls. */
-async function pushThrough(port: number, id: string, n: number): Promise<number> {
-  const conn = await openVlessEcho(port, id, echo.port);
-  if (conn.s.destroyed) return conn.got();
-  const chunk = Buffer.alloc(16 * 1024, 5);
-  for (let sent = 0; sent < n && !conn.s.destroyed; sent += chunk.length) {
-    conn.s.write(chunk);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-  await Promise.race([conn.closed, new Promise((r) => setTimeout(r, 1500))]);
-  conn.s.destroy();
-  return conn.got();
-}
+const pushThrough = (port: number, id: string, n: number) => pushThroughEcho(port, id, echo.port, n);
 
 test('a daily client cap cuts and refuses; the status says until when; the same session is let in again when the day turns', async () => {
   const set = await call('PATCH', '/customer/limits/client', { downloaded_bytes: 300_000, reset_period: 'day' });

@@ -99,8 +99,8 @@ export async function startTcpEcho(): Promise<{ port: number; server: Server; cl
  * `hi`, then waits up to 3 s for the echo. `got()` counts the bytes answered (the 2-byte VLESS
  * answer head plus the echo: 4 when relayed); the socket stays open for the caller.
  */
-export async function openVlessEcho(vlessTcpPort: number, id: string, echoPort: number): Promise<{ s: Socket; closed: Promise<void>; got: () => number }> {
-  const s = connect(vlessTcpPort, '127.0.0.1');
+export async function openVlessEcho(vlessTcpPort: number, id: string, echoPort: number, host = '127.0.0.1'): Promise<{ s: Socket; closed: Promise<void>; got: () => number }> {
+  const s = connect(vlessTcpPort, host);
   s.on('error', () => {});
   let got = 0;
   s.on('data', (b: Buffer) => {
@@ -111,4 +111,21 @@ export async function openVlessEcho(vlessTcpPort: number, id: string, echoPort: 
   const end = performance.now() + 3000;
   while (got < 4 && performance.now() < end && !s.destroyed && s.readyState !== 'closed') await new Promise((r) => setTimeout(r, 5));
   return { s, closed, got: () => got };
+}
+
+/**
+ * Pushes `n` bytes through a VLESS-over-TCP connection to the echo server (so about as many come
+ * back), 16 KiB every 5 ms; resolves with what came back once the connection closed (a cap, a
+ * pause) or 1.5 s after the last write.
+ */
+export async function pushThroughEcho(vlessTcpPort: number, id: string, echoPort: number, n: number, host = '127.0.0.1'): Promise<number> {
+  const conn = await openVlessEcho(vlessTcpPort, id, echoPort, host);
+  const chunk = Buffer.alloc(16 * 1024, 5);
+  for (let sent = 0; sent < n && !conn.s.destroyed; sent += chunk.length) {
+    conn.s.write(chunk);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  await Promise.race([conn.closed, new Promise((r) => setTimeout(r, 1500))]);
+  conn.s.destroy();
+  return conn.got();
 }
