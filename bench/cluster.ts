@@ -130,7 +130,14 @@ async function main(): Promise<void> {
       for (let i = 0; i < 300 && got < 4 && !s.destroyed; i++) await sleep(10);
       return { s, got: () => got, closed };
     };
+    // The node's zone turns active with its first report.
+    for (let i = 0; i < 100; i++) {
+      const zones = (await api(b.baseUrl, pgToken, 'GET', '/zones')).zones as Array<{ code: string; has_active_nodes: boolean }>;
+      if (zones.find((z) => z.code === 'br-sao')?.has_active_nodes) break;
+      await sleep(100);
+    }
     const session = await api(b.baseUrl, pgToken, 'POST', '/sessions', { client_id: 'bench-node', zone: 'br-sao', reusable: true });
+    if (!session?.id) throw new Error(`creating the node's session failed: ${JSON.stringify(session)}`);
     for (let i = 0; i < 100; i++) {
       const c = await open(session.id);
       const ok = c.got() >= 4;

@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { ApiError } from './contract/errors.ts';
 import type { Session, SessionCreateRequest, SessionList, SessionListQuery, SessionStatusResponse } from './contract/schemas.ts';
 import type { DataPlane } from './dataplane/api.ts';
-import type { Logger, SessionRow } from './domain.ts';
+import type { LimitValues, Logger, SessionRow } from './domain.ts';
 import { isPeriodic, periodOf } from './contract/period.ts';
 import { recordQuotaBases } from './quota/job.ts';
 import { buildConfiguration, buildLink, type LinkSettings } from './links.ts';
@@ -35,6 +35,8 @@ export function nodeLink(local: LinkSettings, node: NodeInfo): LinkSettings {
   };
 }
 
+/** How long a customer's periodic limits are reused by status reads (changes on other instances show within it). */
+const PERIODIC_CACHE_MS = 1000;
 /** The furthest a session's expires_at may be. */
 const MAX_LIFETIME_MS = 10 * 365 * 86_400_000;
 
@@ -43,6 +45,7 @@ export class SessionService {
   private readonly zones: ZonePlacement;
   private readonly link: LinkSettings;
   private readonly dataPlane: () => DataPlane | null;
+  private readonly periodicCache = new Map<string, { at: number; values: Partial<Record<'global' | 'client' | 'session', LimitValues>> }>();
 
   constructor(deps: { store: ControlStore; zones: ZonePlacement; link: LinkSettings; dataPlane: () => DataPlane | null }) {
     this.store = deps.store;
@@ -97,6 +100,28 @@ export class SessionService {
     }
     const lifetime = (await this.store.getLimits(customerId, 'session'))?.default_lifetime_seconds;
     return lifetime ? new Date(now + lifetime * 1000).toISOString() : null;
+  }
+
+  /**
+   * The customer's limits records whose caps renew, read at most once a second per customer (a
+   * status read must not cost three more queries for the many customers without any).
+   */
+  private async periodicLimitsOf(customerId: string): Promise<Partial<Record<'global' | 'client' | 'session', LimitValues>>> {
+    const cached = this.periodicCache.get(customerId);
+    if (cached && performance.now() - cached.at < PERIODIC_CACHE_MS) return cached.values;
+    const values: Partial<Record<'global' | 'client' | 'session', LimitValues>> = {};
+    const read = await Promise.all((['global', 'client', 'session'] as const).map((scope) => this.store.getLimits(customerId, scope)));
+    (['global', 'client', 'session'] as const).forEach((scope, i) => {
+      if (isPeriodic(read[i])) values[scope] = read[i];
+    });
+    if (this.periodicCache.size > 10_000) this.periodicCache.clear();
+    this.periodicCache.set(customerId, { at: performance.now(), values });
+    return values;
+  }
+
+  /** A limits change made here: the next status read sees it at once. */
+  limitsChanged(customerId: string): void {
+    this.periodicCache.delete(customerId);
   }
 
   /** The row with counters and status from live connections, when the data plane has them. */
@@ -155,8 +180,10 @@ export class SessionService {
   private async quotaOf(row: SessionRow): Promise<{ over_quota?: true; over_quota_until?: string }> {
     const now = wallClock();
     let over: { over_quota?: true; over_quota_until?: string } = {};
+    const periodic = await this.periodicLimitsOf(row.customer_id);
     for (const scope of ['session', 'client', 'global'] as const) {
-      const values = await this.store.getLimits(row.customer_id, scope);
+      const values = periodic[scope];
+      if (!values) continue;
       const period = periodOf(values, now);
       if (!period || !isPeriodic(values)) continue;
       const totals =
@@ -166,7 +193,7 @@ export class SessionService {
       const entity = scope === 'global' ? row.customer_id : scope === 'client' ? row.client_id : row.id;
       const base = await this.store.quotaBase(row.customer_id, scope, entity, period.kind === 'rolling_30d' ? 0 : period.start);
       if (!base) continue; // nothing recorded yet: the period counts from now
-      const reached = totals.up - base.up >= (values!.uploaded_bytes ?? Infinity) || totals.down - base.down >= (values!.downloaded_bytes ?? Infinity);
+      const reached = totals.up - base.up >= (values.uploaded_bytes ?? Infinity) || totals.down - base.down >= (values.downloaded_bytes ?? Infinity);
       if (!reached) continue;
       const until = period.end === null ? undefined : new Date(period.end).toISOString();
       // The latest renewal is when the session serves again.

@@ -52,6 +52,7 @@ export async function limitRoutes(app: FastifyInstance, ctx: Services): Promise<
         const saved = await ctx.data.patchLimits(customerId, scope, request.body);
         // A periodic cap counts from now: its entities' bases are recorded before the data planes re-read it.
         await recordQuotaBases(ctx.data, customerId, scope);
+        ctx.sessions.limitsChanged(customerId);
         ctx.dataPlane?.limitsChanged(customerId);
         await ctx.webhooks?.emitQuietly(customerId, 'limits_changed', { scope, action: 'updated', limits: saved as Record<string, unknown> });
         clusterSignals.emit('changed');
@@ -68,6 +69,7 @@ export async function limitRoutes(app: FastifyInstance, ctx: Services): Promise<
         const { customerId } = caller;
         const before = await ctx.data.getLimitsRecord(customerId, scope);
         if (!(await ctx.data.deleteLimits(customerId, scope))) throw notSet();
+        ctx.sessions.limitsChanged(customerId);
         ctx.dataPlane?.limitsChanged(customerId);
         await ctx.webhooks?.emitQuietly(customerId, 'limits_changed', { scope, action: 'deleted', limits: null });
         clusterSignals.emit('changed');
