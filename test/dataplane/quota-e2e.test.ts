@@ -88,6 +88,21 @@ test('a weekly session cap cuts without ending the session, and lets it in again
   assert.equal((await call('DELETE', '/customer/limits/session')).status, 204);
 });
 
+test('a rolling 30-day cap counts the usage history of the window: over it, refused', async () => {
+  assert.equal((await call('PATCH', '/customer/limits/client', { downloaded_bytes: 200_000, reset_period: 'rolling_30d' })).status, 200);
+  const id: string = (await call('POST', '/sessions', { client_id: 'q-roll', zone: 'de-fra', reusable: true })).json.id;
+  const got = await pushThrough(srv.vlessTcpPort!, id, 500_000);
+  assert.ok(got < 500_000, 'cut at the cap');
+  await waitFor(async () => (await call('GET', `/sessions/${id}/status`)).json.over_quota === true, 8000, 'over the rolling quota');
+  const status = (await call('GET', `/sessions/${id}/status`)).json;
+  assert.equal(status.over_quota_until, undefined, 'a rolling window has no fixed renewal');
+  // The window's base is rewritten from the history each second: still over once it has run again.
+  await new Promise((r) => setTimeout(r, 2500));
+  assert.equal((await call('GET', `/sessions/${id}/status`)).json.over_quota, true);
+  assert.equal(await pushThrough(srv.vlessTcpPort!, id, 50_000), 0, 'refused while the window holds the traffic');
+  assert.equal((await call('DELETE', '/customer/limits/client')).status, 204);
+});
+
 test('bad periods and anchors are 400', async () => {
   for (const body of [{ reset_period: 'hourly' }, { reset_period: 3 }, { downloaded_bytes: 1, reset_anchor: 'monday' }]) {
     const r = await call('PATCH', '/customer/limits/global', body);
@@ -127,6 +142,10 @@ test('on PostgreSQL: a daily client cap cuts, and renews when the day turns', as
     const nextDay = Math.floor((Date.now() + shift) / DAY) * DAY + DAY;
     shift += nextDay - (Date.now() + shift) + 1000;
     await waitFor(async () => (await pushThrough(pgSrv.vlessTcpPort!, id, 50_000)) > 40_000, 12_000, 'served again on PostgreSQL');
+    // A rolling window on PostgreSQL: its base is written from the usage history (the job's SQL runs there too).
+    assert.equal((await pgCall('PATCH', '/customer/limits/client', { downloaded_bytes: 250_000, reset_period: 'rolling_30d' })).status, 200);
+    const customerId = (await pgSrv.services.tokenLookup.find(token))!.customer_id;
+    await waitFor(async () => (await pgSrv.services.data.quotaBase(customerId, 'client', 'pg-q', 0)) !== undefined, 5000, 'rolling base recorded on PostgreSQL');
   } finally {
     await pgSrv.close();
     removeDir(d);
