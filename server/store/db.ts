@@ -201,6 +201,24 @@ const MIGRATIONS: string[] = [
   CREATE TABLE webhook_cursor (id INTEGER PRIMARY KEY CHECK (id = 1), last_event_id INTEGER NOT NULL);
   INSERT INTO webhook_cursor (id, last_event_id) SELECT 1, COALESCE(MAX(id), 0) FROM events;
   `,
+  // 10 (cluster limits and node TLS, issue 10): byte grants per node and capped entity
+  // (server/cluster/grants.ts: a node moves at most \`granted - used\` more bytes of a customer, or
+  // of one client with client_id set; both cumulative per node, never reset), and what a node
+  // reported of its listeners' TLS (its certificate's SHA-256 when it is self-signed, for links' pcs).
+  `
+  CREATE TABLE node_grants (
+    node_id TEXT NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,
+    customer_id TEXT NOT NULL,
+    client_id TEXT NOT NULL,
+    used_up INTEGER NOT NULL DEFAULT 0,
+    used_down INTEGER NOT NULL DEFAULT 0,
+    granted_up INTEGER NOT NULL DEFAULT 0,
+    granted_down INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (customer_id, client_id, node_id)
+  );
+  ALTER TABLE nodes ADD COLUMN tls INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE nodes ADD COLUMN tls_pcs TEXT;
+  `,
 ];
 
 /** The database file's name inside the data folder. */

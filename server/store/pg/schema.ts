@@ -211,6 +211,21 @@ export const PG_MIGRATIONS: string[] = [
   CREATE TABLE webhook_cursor (id INTEGER PRIMARY KEY CHECK (id = 1), last_event_id BIGINT NOT NULL);
   INSERT INTO webhook_cursor (id, last_event_id) SELECT 1, COALESCE(MAX(id), 0) FROM events;
   `,
+  // 9 (cluster limits and node TLS, issue 10): as SQLite's migration 10.
+  `
+  CREATE TABLE node_grants (
+    node_id TEXT NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,
+    customer_id TEXT NOT NULL,
+    client_id TEXT NOT NULL,
+    used_up BIGINT NOT NULL DEFAULT 0,
+    used_down BIGINT NOT NULL DEFAULT 0,
+    granted_up BIGINT NOT NULL DEFAULT 0,
+    granted_down BIGINT NOT NULL DEFAULT 0,
+    PRIMARY KEY (customer_id, client_id, node_id)
+  );
+  ALTER TABLE nodes ADD COLUMN tls BOOLEAN NOT NULL DEFAULT FALSE;
+  ALTER TABLE nodes ADD COLUMN tls_pcs TEXT;
+  `,
 ];
 
 /** An arbitrary constant naming "the schema migration" among advisory locks. */
