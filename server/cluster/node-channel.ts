@@ -12,11 +12,13 @@
 //       seq; a seq at or below the last one applied for this node is acknowledged again and
 //       otherwise ignored, so a report resent after a lost acknowledgement is not counted twice.
 //   control plane → node
-//     {type:'state', sessions, limits, sums}  the sessions placed on the node, their customers'
-//       limits and counter sums; sent on connect and whenever it changed (checked every
+//     {type:'state', sessions, limits, sums, bases?, shares?, shareSeq?}  the sessions placed on
+//       the node, their customers' limits, counter sums and the node's shares of them (shares.ts); sent on connect and whenever it changed (checked every
 //       STATE_MS, and at once after a pause or limits change made through this process or,
 //       on PostgreSQL, announced by another instance's NOTIFY on vad_sessions/vad_limits/vad_nodes);
 //     {type:'ack', seq}  (also on connect, with hello: the last seq applied for the node);
+//     {type:'claimed', id, ok}  the answer to a node's {type:'claim', id, session, active:[ids]}:
+//       may the session's first connection open (central max_sessions, store.claimSession);
 //     {type:'removed'}  the node was removed from the catalogue: it cuts all and stops.
 //
 // A node may act only on sessions placed on it: counters and events of any other session are dropped.
@@ -33,6 +35,7 @@ import { periodOf } from '../contract/period.ts';
 import { wallClock } from '../time.ts';
 import type { NodeInfo, NodeReportAdd } from '../store/store.ts';
 import type { Services } from '../services.ts';
+import { GrantPace, nodeShares, type WireShare } from './shares.ts';
 
 export const NODE_CHANNEL_PATH = '/v2/node/channel';
 /** How often the state sent to a node is rebuilt and compared with the last one sent. */
@@ -53,6 +56,13 @@ export interface NodeState {
   sums: Record<string, { up: number; down: number }>;
   /** Periodic caps (issue 11): the recorded bases of the current periods, by quotaBaseKey. */
   bases?: Record<string, { up: number; down: number }>;
+  /**
+   * The node's share of each limited customer (key its id) and client (`customer\u0000client`):
+   * byte grants and speed shares (shares.ts). A grant's `left` is counted from the node's
+   * reports up to `shareSeq`: the node takes off what it moved after that.
+   */
+  shares?: Record<string, WireShare>;
+  shareSeq?: number;
 }
 
 export const quotaBaseKey = (customerId: string, scope: LimitScope, entityId: string, periodKey: number) => `${customerId}\u0000${scope}\u0000${entityId}\u0000${periodKey}`;
@@ -90,7 +100,7 @@ export function createNodeChannel(services: Services): NodeChannel {
   const openOf = new Map<string, { zone: string; node: string; count: number }>();
   services.metrics.openConnections(() => [...openOf.values()]);
 
-  async function buildState(node: NodeInfo): Promise<NodeState> {
+  async function buildState(node: NodeInfo, pace: GrantPace): Promise<NodeState> {
     const sessions = await data.sessionsOnNode(node.id);
     const limits: NodeState['limits'] = {};
     const sums: NodeState['sums'] = {};
@@ -122,7 +132,18 @@ export function createNodeChannel(services: Services): NodeChannel {
         if (base) bases[key] = base;
       }
     }
-    return { type: 'state', sessions, limits, sums, ...(Object.keys(bases).length ? { bases } : {}) };
+    // Cluster limits: the last report applied for the node is read before the grants, so what
+    // they count as used includes at least the reports up to it (the node subtracts the rest).
+    const shareSeq = (await data.nodeReportSeq(node.id)) ?? 0;
+    const shares = await nodeShares(data, node.id, sessions, limits, bases, quotaBaseKey, pace, now);
+    return {
+      type: 'state',
+      sessions,
+      limits,
+      sums,
+      ...(Object.keys(bases).length ? { bases } : {}),
+      ...(Object.keys(shares).length ? { shares, shareSeq } : {}),
+    };
   }
 
   async function apply(node: NodeInfo, msg: { seq: number; counters?: Record<string, CounterDelta>; events?: EventInput[] }): Promise<void> {
@@ -171,6 +192,7 @@ export function createNodeChannel(services: Services): NodeChannel {
     log.info({ node: node.name, id: short }, 'node connected');
     let lastSent = '';
     let closed = false;
+    const pace = new GrantPace();
     let building = false;
     const sendState = async () => {
       if (closed || building) return;
@@ -181,7 +203,7 @@ export function createNodeChannel(services: Services): NodeChannel {
           ws.close(1000, 'node removed');
           return;
         }
-        const text = JSON.stringify(await buildState(node));
+        const text = JSON.stringify(await buildState(node, pace));
         if (text !== lastSent && !closed) {
           ws.send(text);
           lastSent = text;
@@ -213,6 +235,10 @@ export function createNodeChannel(services: Services): NodeChannel {
         ws.close(1003, 'not JSON');
         return;
       }
+      if (msg.type === 'claim') {
+        void claim(msg as { id?: unknown; session?: unknown; active?: unknown });
+        return;
+      }
       if (msg.type !== 'report' || typeof msg.seq !== 'number' || !Number.isSafeInteger(msg.seq) || msg.seq < 0) return;
       const seq = msg.seq;
       openOf.set(node.id, { zone: node.zone, node: node.name, count: openCount((msg as { open?: unknown }).open) });
@@ -233,6 +259,26 @@ export function createNodeChannel(services: Services): NodeChannel {
         .catch((err: unknown) => log.warn({ node: node.name, err: String(err) }, 'applying a node report failed; the node resends it'));
       chains.set(node.id, next);
     });
+    /**
+     * Central max_sessions: a node asks before a session's first connection opens. Granted when
+     * the client has no max_sessions, or fewer other active sessions anywhere (store.claimSession).
+     */
+    const claim = async (m: { id?: unknown; session?: unknown; active?: unknown }) => {
+      if (typeof m.id !== 'number' || typeof m.session !== 'string') return;
+      let ok = false;
+      try {
+        const placed = (await data.placementOf(m.session)) === node.id;
+        const row = placed ? await data.getSession(m.session) : undefined;
+        if (row) {
+          const max = (await data.getLimits(row.customer_id, 'client'))?.max_sessions;
+          const active = Array.isArray(m.active) ? m.active.filter((x): x is string => typeof x === 'string').slice(0, 10_000) : [];
+          ok = max == null ? true : await data.claimSession(node.id, row.id, active, max);
+        }
+      } catch (err) {
+        log.warn({ node: node.name, err: String(err) }, 'a session claim failed; refused');
+      }
+      if (!closed) ws.send(JSON.stringify({ type: 'claimed', id: m.id, ok }));
+    };
     ws.on('close', () => {
       closed = true;
       openOf.delete(node.id);

@@ -58,6 +58,8 @@ export interface LimitFacts {
   maxOpenConnections?: number;
   limits: { global?: LimitValues; client?: LimitValues; session?: LimitValues };
   totals: { session: Counters; client: Counters; customer: Counters };
+  /** A cluster node whose final grant for the client / the customer is spent (meters.grantSpent). */
+  spent?: { client: boolean; customer: boolean };
 }
 
 /** The second check: reuse, reconnection and session-count limits, then the byte caps from
@@ -70,7 +72,7 @@ export function refusalByLimits(facts: LimitFacts): Refusal | undefined {
   if (facts.maxOpenConnections !== undefined && facts.openConnections >= facts.maxOpenConnections) return 'too_many_connections';
   if (facts.openConnections === 0 && clientLimits?.max_sessions != null && facts.activeSessionsOfClient >= clientLimits.max_sessions) return 'max_sessions';
   if (overCap(limits.session, totals.session)) return 'session_cap';
-  if (overCap(limits.client, totals.client)) return 'client_cap';
-  if (overCap(limits.global, totals.customer)) return 'global_cap';
+  if (overCap(limits.client, totals.client) || facts.spent?.client) return 'client_cap';
+  if (overCap(limits.global, totals.customer) || facts.spent?.customer) return 'global_cap';
   return undefined;
 }

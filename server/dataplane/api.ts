@@ -26,6 +26,11 @@ export interface DataPlaneDeps {
      * totals now). Without it, periodic caps count from when the runtime first saw the entity.
      */
     quotaBase?(customerId: string, scope: LimitScope, entityId: string, periodStart: number): { up: number; down: number } | undefined;
+    /**
+     * Optional (cluster nodes, issue 10): a refusal the control plane decided for this session's
+     * first connection (central max_sessions, asked for in prepare()); undefined: admit as usual.
+     */
+    clusterRefusal?(sessionId: string): 'max_sessions' | undefined;
   };
   events: {
     /** Persists the event, then fans it out to subscribers. */
@@ -120,6 +125,12 @@ export interface DataPlane {
   limitsChanged(customerId: string): void;
   /** A new certificate for the TLS listeners: used by new handshakes, open connections keep theirs. */
   updateTls?(tls: { cert: string; key: string }): void;
+  /**
+   * Cluster nodes (issue 10): this node's share of a customer's limits (clientId null) or a
+   * client's: bytes its grant still lets it move past what it has saved (`left`, Infinity: no cap),
+   * whether a spent grant is the cap (`final`), its part of the speed limits (`rateShare`). null: none.
+   */
+  setClusterShare?(customerId: string, clientId: string | null, share: { left: { up: number; down: number }; final: { up: boolean; down: boolean }; rateShare: number } | null): void;
   /** How many customers, clients and sessions the runtime holds in memory (diagnostics, tests). */
   runtimeSize?(): { customers: number; clients: number; sessions: number };
   /** Flushes counters and closes every connection and listener. */

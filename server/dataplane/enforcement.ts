@@ -3,7 +3,7 @@
 // then release their leases, which saves and reports.
 import type { Logger } from '../domain.ts';
 import type { CapReason, CloseReason } from './close-reason.ts';
-import { type CustomerState, type SessionState, inUse, overCap } from './meters.ts';
+import { type CustomerState, type SessionState, grantSpent, inUse, overCap } from './meters.ts';
 
 /** Closes every connection of the session, open or still dialling, with `reason`. */
 export function cutSession(session: SessionState, reason: CloseReason): void {
@@ -13,7 +13,7 @@ export function cutSession(session: SessionState, reason: CloseReason): void {
 /** Closes what is over a cap: the session's own cap ends the session. Returns what was cut, and why. */
 export function cutOverCaps(customer: CustomerState, log: Logger): Array<{ session: SessionState; reason: CapReason }> {
   const cut: Array<{ session: SessionState; reason: CapReason }> = [];
-  const globalOver = overCap(customer.limits.global, customer.totals, customer.capBase);
+  const globalOver = overCap(customer.limits.global, customer.totals, customer.capBase) || grantSpent(customer);
   for (const session of [...customer.sessions]) {
     if (!inUse(session)) continue;
     let reason: CapReason | undefined;
@@ -26,7 +26,7 @@ export function cutOverCaps(customer: CustomerState, log: Logger): Array<{ sessi
         }
       }
       reason = 'session_cap';
-    } else if (overCap(customer.limits.client, session.client.totals, session.client.capBase)) reason = 'client_cap';
+    } else if (overCap(customer.limits.client, session.client.totals, session.client.capBase) || grantSpent(session.client)) reason = 'client_cap';
     else if (globalOver) reason = 'global_cap';
     if (reason) {
       cutSession(session, reason);

@@ -21,6 +21,8 @@ export interface Source {
 
 /** Longest single sleep of a shaped flow, so that a limit change is seen in time. */
 const MAX_WAIT_STEP_MS = 200;
+/** How often a flow whose node waits for a grant looks again (grants come every 250 ms). */
+const GRANT_POLL_MS = 50;
 
 export class Flow {
   private readonly lease: Lease;
@@ -92,9 +94,9 @@ export class Flow {
           return;
         }
       }
-      const full = this.send(piece, rest ? undefined : done);
-      if (this.stopped) return;
-      if (full) {
+      const sent = this.send(piece, rest, done);
+      if (this.stopped || sent === 'held') return;
+      if (sent === 'full') {
         this.block();
         this.sink.onWritable(() => this.continueWith(rest, done));
         return;
@@ -109,21 +111,38 @@ export class Flow {
     if (!this.stopped) this.idle();
   }
 
-  /** Writes a piece after the caps allow it; returns true when the sink is full. */
-  private send(piece: Buffer, done: WriteDone | undefined): boolean {
+  /**
+   * Writes a piece (`done` goes with it when it is the chunk's last) as far as the caps allow:
+   * 'full' when the sink is full; 'held' when a cluster node waits for its next grant (what is
+   * not sent yet goes on after GRANT_POLL_MS, the source stays paused).
+   */
+  private send(piece: Buffer, rest: Buffer | undefined, done: WriteDone | undefined): 'sent' | 'full' | 'held' {
+    const last = rest ? undefined : done;
     let n = this.lease.grant(this.dir, piece.length);
     if (this.atomic && n < piece.length) n = 0;
+    if (n < piece.length && this.lease.awaitsGrant(this.dir, n)) {
+      if (this.atomic) return 'sent'; // a datagram is dropped, not held
+      if (n > 0) {
+        this.sink.write(piece.subarray(0, n));
+        this.lease.account(this.dir, n);
+        if (this.stopped) return 'held';
+      }
+      const held = piece.subarray(n);
+      this.block();
+      setTimeout(() => this.afterWait(held, rest, done), GRANT_POLL_MS);
+      return 'held';
+    }
     if (n === 0) {
       // A cap is reached: the runtime closes the connection (account() enforces); stop here.
       this.stopped = true;
       this.lease.capReached();
-      return false;
+      return 'sent';
     }
     const whole = n === piece.length;
-    const ok = whole ? this.sink.write(piece, done) : this.sink.write(piece.subarray(0, n));
+    const ok = whole ? this.sink.write(piece, last) : this.sink.write(piece.subarray(0, n));
     this.lease.account(this.dir, n);
     if (!whole) this.stopped = true;
-    return !ok;
+    return ok ? 'sent' : 'full';
   }
 
   /**
@@ -149,9 +168,9 @@ export class Flow {
 
   private afterWait(piece: Buffer, rest: Buffer | undefined, done: WriteDone | undefined): void {
     if (this.stopped) return;
-    const full = this.send(piece, rest ? undefined : done);
-    if (this.stopped) return;
-    if (full) {
+    const sent = this.send(piece, rest, done);
+    if (this.stopped || sent === 'held') return;
+    if (sent === 'full') {
       this.sink.onWritable(() => this.continueWith(rest, done));
       return;
     }

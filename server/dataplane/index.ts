@@ -182,6 +182,7 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
 
     live: (id) => runtime.live(id),
     runtimeSize: () => runtime.size(),
+    setClusterShare: (customerId, clientId, share) => runtime.setClusterShare(customerId, clientId, share),
     openByZone: () => runtime.openByZone(),
     pause: (id) => runtime.pause(id),
     limitsChanged: (customerId) => runtime.limitsChanged(customerId),

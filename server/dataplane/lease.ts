@@ -39,8 +39,29 @@ export class Lease {
       capOf(customer.limits.session, dir) + session.capBase[dir] - session.totals[dir],
       capOf(customer.limits.client, dir) + client.capBase[dir] - client.totals[dir],
       capOf(customer.limits.global, dir) + customer.capBase[dir] - customer.totals[dir],
+      // a cluster node: what its grants let through (Infinity elsewhere)
+      client.allow[dir],
+      customer.allow[dir],
     );
     return Math.max(0, Math.min(n, room));
+  }
+
+  /**
+   * A cluster node: `granted` (what grant() allowed) is short because of a grant that is spent up
+   * to it but is not the cap (more may come), so the flow waits for the control plane's next
+   * grant instead of being cut (server/store/grants.ts). False when a byte cap or a final grant binds.
+   */
+  awaitsGrant(dir: Dir, granted: number): boolean {
+    if (this.released) return false;
+    const session = this.session, client = session.client, customer = session.customer;
+    const capRoom = Math.min(
+      capOf(customer.limits.session, dir) + session.capBase[dir] - session.totals[dir],
+      capOf(customer.limits.client, dir) + client.capBase[dir] - client.totals[dir],
+      capOf(customer.limits.global, dir) + customer.capBase[dir] - customer.totals[dir],
+    );
+    if (capRoom <= granted) return false;
+    const clientBinds = client.allow[dir] <= granted, customerBinds = customer.allow[dir] <= granted;
+    return (clientBinds || customerBinds) && !(clientBinds && client.allowFinal[dir]) && !(customerBinds && customer.allowFinal[dir]);
   }
 
   // Each of these reads the three buckets a direction draws from (session, client, customer),
@@ -86,10 +107,14 @@ export class Lease {
     session.totals[dir] += n;
     client.totals[dir] += n;
     customer.totals[dir] += n;
+    client.allow[dir] -= n;
+    customer.allow[dir] -= n;
     if (
       session.totals[dir] - session.capBase[dir] >= capOf(customer.limits.session, dir) ||
       client.totals[dir] - client.capBase[dir] >= capOf(customer.limits.client, dir) ||
-      customer.totals[dir] - customer.capBase[dir] >= capOf(customer.limits.global, dir)
+      customer.totals[dir] - customer.capBase[dir] >= capOf(customer.limits.global, dir) ||
+      (client.allowFinal[dir] && client.allow[dir] <= 0) ||
+      (customer.allowFinal[dir] && customer.allow[dir] <= 0)
     ) {
       this.owner.enforceCaps(customer);
     }

@@ -29,7 +29,27 @@ export interface CustomerLimits {
   session?: LimitValues;
 }
 
-export interface CustomerState extends CapCounting {
+/**
+ * A data-plane node's part of a customer's or one client's limits across the cluster (issue 10;
+ * set through DataPlane.setClusterShare, server/cluster/grants.ts). Outside a cluster: no limit.
+ */
+export interface ClusterShare {
+  /** Bytes this runtime may still move (its grant, counted down by every byte); Infinity: no cap. */
+  allow: Counters;
+  /** No more grant will come in that direction: a spent grant is the cap itself (cut, refuse). */
+  allowFinal: { up: boolean; down: boolean };
+  /** The part of the speed limits applied here (1: all; 0.5 when two nodes carry the traffic). */
+  rateShare: number;
+}
+
+export const NO_SHARE = (): ClusterShare => ({ allow: { up: Infinity, down: Infinity }, allowFinal: { up: false, down: false }, rateShare: 1 });
+
+/** A spent final grant: the entity is at its cap as far as this runtime may know. */
+export function grantSpent(e: ClusterShare): boolean {
+  return (e.allowFinal.up && e.allow.up <= 0) || (e.allowFinal.down && e.allow.down <= 0);
+}
+
+export interface CustomerState extends CapCounting, ClusterShare {
   id: string;
   totals: Counters;
   buckets: Buckets;
@@ -39,7 +59,7 @@ export interface CustomerState extends CapCounting {
   limitsReadAt: number;
 }
 
-export interface ClientState extends CapCounting {
+export interface ClientState extends CapCounting, ClusterShare {
   id: string;
   customer: CustomerState;
   totals: Counters;
@@ -108,13 +128,16 @@ export interface CapCounting {
   capPeriod: number;
 }
 
-export function makeBuckets(limits: LimitValues | undefined, now: number): Buckets {
-  return { up: new TokenBucket(limits?.upload_speed ?? undefined, now), down: new TokenBucket(limits?.download_speed ?? undefined, now) };
+/** A speed limit times this runtime's share of it (cluster nodes), or undefined. */
+const rateOf = (v: number | null | undefined, share: number): number | undefined => (v === undefined || v === null ? undefined : Math.max(1, Math.floor(v * share)));
+
+export function makeBuckets(limits: LimitValues | undefined, now: number, share = 1): Buckets {
+  return { up: new TokenBucket(rateOf(limits?.upload_speed, share), now), down: new TokenBucket(rateOf(limits?.download_speed, share), now) };
 }
 
-export function setRates(buckets: Buckets, limits: LimitValues | undefined, now: number): void {
-  buckets.up.setRate(limits?.upload_speed ?? undefined, now);
-  buckets.down.setRate(limits?.download_speed ?? undefined, now);
+export function setRates(buckets: Buckets, limits: LimitValues | undefined, now: number, share = 1): void {
+  buckets.up.setRate(rateOf(limits?.upload_speed, share), now);
+  buckets.down.setRate(rateOf(limits?.download_speed, share), now);
 }
 
 /** Whether the session has a connection open or dialling. */

@@ -19,8 +19,11 @@ import {
   type ClientState,
   type ConnHandle,
   type CustomerState,
+  type ClusterShare,
   type SessionState,
+  NO_SHARE,
   durationOf,
+  grantSpent,
   idShort,
   inUse,
   makeBuckets,
@@ -59,6 +62,8 @@ export class Runtime implements LeaseOwner {
   private closing = false;
   /** When a session's connection-rate refusals were last logged. */
   private readonly rateLogged = new Map<string, number>();
+  /** Cluster nodes: the last share told of each customer (key its id) and client (`customer\0client`). */
+  private readonly shares = new Map<string, { left: Counters; final: { up: boolean; down: boolean }; rateShare: number }>();
 
   constructor(deps: DataPlaneDeps) {
     this.deps = deps;
@@ -83,7 +88,9 @@ export class Runtime implements LeaseOwner {
         limitsReadAt: 0,
         capBase: { up: 0, down: 0 },
         capPeriod: -1,
+        ...NO_SHARE(),
       };
+      this.applyShare(customer, this.shares.get(id), new Set());
       this.customers.set(id, customer);
       this.readLimits(customer);
     }
@@ -94,7 +101,9 @@ export class Runtime implements LeaseOwner {
     let client = customer.clients.get(id);
     if (!client) {
       const sum = this.deps.store.sumCounters(customer.id, id);
-      client = { id, customer, totals: { up: sum.uploaded_bytes, down: sum.downloaded_bytes }, buckets: makeBuckets(customer.limits.client, nowMs()), active: new Set(), capBase: { up: 0, down: 0 }, capPeriod: -1 };
+      client = { id, customer, totals: { up: sum.uploaded_bytes, down: sum.downloaded_bytes }, buckets: makeBuckets(undefined, nowMs()), active: new Set(), capBase: { up: 0, down: 0 }, capPeriod: -1, ...NO_SHARE() };
+      this.applyShare(client, this.shares.get(`${customer.id}\u0000${id}`), new Set());
+      setRates(client.buckets, customer.limits.client, nowMs(), client.rateShare);
       customer.clients.set(id, client);
       this.countFrom(customer, 'client', client, wallClock());
     }
@@ -114,8 +123,8 @@ export class Runtime implements LeaseOwner {
     for (const client of customer.clients.values()) this.countFrom(customer, 'client', client, wall);
     for (const session of customer.sessions) this.countFrom(customer, 'session', session, wall);
     const now = nowMs();
-    setRates(customer.buckets, customer.limits.global, now);
-    for (const client of customer.clients.values()) setRates(client.buckets, customer.limits.client, now);
+    setRates(customer.buckets, customer.limits.global, now, customer.rateShare);
+    for (const client of customer.clients.values()) setRates(client.buckets, customer.limits.client, now, client.rateShare);
     for (const session of customer.sessions) setRates(session.buckets, customer.limits.session, now);
   }
 
@@ -217,7 +226,9 @@ export class Runtime implements LeaseOwner {
       this.endSession(session, 'expired');
       return { ok: false, reason: 'expired' };
     }
-    const refusal = refusalByLimits({
+    // A cluster node: the control plane's answer to this session's claim (central max_sessions).
+    const decided = session.open.size === 0 && session.pending.size === 0 ? this.deps.store.clusterRefusal?.(sessionId) : undefined;
+    const refusal = decided ?? refusalByLimits({
       reusable: session.reusable,
       // a connection still dialling holds its place: it may yet be counted
       connections: session.connections + session.pending.size,
@@ -230,6 +241,7 @@ export class Runtime implements LeaseOwner {
         client: sinceBase(client),
         customer: sinceBase(customer),
       },
+      spent: { client: grantSpent(client), customer: grantSpent(customer) },
     });
     // A lifetime session cap ends the session; a periodic one refuses until the period turns.
     if (refusal === 'session_cap' && session.capPeriod < 0) {
@@ -421,6 +433,46 @@ export class Runtime implements LeaseOwner {
     const customer = this.customers.get(customerId);
     if (!customer) return;
     this.refreshLimits(customer);
+  }
+
+  /**
+   * A cluster node's share of a customer's limits (clientId null) or of one client's (issue 10,
+   * server/cluster/grants.ts): `left` is what its grant lets it move from the bytes it has saved
+   * (what the runtime counted and not yet saved is taken off here), `final` whether more may
+   * come, `rateShare` its part of the speed limits. Kept for entities not in memory yet.
+   */
+  setClusterShare(customerId: string, clientId: string | null, share: { left: Counters; final: { up: boolean; down: boolean }; rateShare: number } | null): void {
+    const key = clientId === null ? customerId : `${customerId}\u0000${clientId}`;
+    if (share) this.shares.set(key, share);
+    else this.shares.delete(key);
+    const customer = this.customers.get(customerId);
+    if (!customer) return;
+    const entity = clientId === null ? customer : customer.clients.get(clientId);
+    if (!entity) return;
+    const sessions = new Set([...customer.sessions].filter((x) => clientId === null || x.client === entity));
+    const rateBefore = entity.rateShare;
+    this.applyShare(entity, share ?? undefined, sessions);
+    if (entity.rateShare !== rateBefore) {
+      const limits = clientId === null ? customer.limits.global : customer.limits.client;
+      setRates(entity.buckets, limits, nowMs(), entity.rateShare);
+    }
+    if (grantSpent(entity)) this.enforceCaps(customer);
+  }
+
+  /** Sets an entity's grant from a share, less what its sessions counted and did not save yet. */
+  private applyShare(entity: ClusterShare, share: { left: Counters; final: { up: boolean; down: boolean }; rateShare: number } | undefined, sessions: Set<SessionState>): void {
+    if (!share) {
+      Object.assign(entity, NO_SHARE());
+      return;
+    }
+    let up = 0, down = 0;
+    for (const x of sessions) {
+      up += x.totals.up - x.lastSaved.up;
+      down += x.totals.down - x.lastSaved.down;
+    }
+    entity.allow = { up: share.left.up - up, down: share.left.down - down };
+    entity.allowFinal = { ...share.final };
+    entity.rateShare = share.rateShare;
   }
 
   /** Re-reads the limits and cuts what is over them; a store error keeps the limits in force. */

@@ -61,7 +61,7 @@ interface Report {
 }
 
 /** The node's synchronous store for the data plane: the last state the control plane sent. */
-class NodeView implements Pick<DataPlaneDeps['store'], 'getSession' | 'saveRuntime' | 'getLimits' | 'sumCounters' | 'quotaBase'> {
+class NodeView implements Pick<DataPlaneDeps['store'], 'getSession' | 'saveRuntime' | 'getLimits' | 'sumCounters' | 'quotaBase' | 'prepare' | 'clusterRefusal'> {
   sessions = new Map<string, SessionRow>();
   limits: NodeState['limits'] = {};
   sums: NodeState['sums'] = {};
@@ -104,7 +104,34 @@ class NodeView implements Pick<DataPlaneDeps['store'], 'getSession' | 'saveRunti
   quotaBase(customerId: string, scope: LimitScope, entityId: string, periodStart: number): { up: number; down: number } | undefined {
     return this.bases[quotaBaseKey(customerId, scope, entityId, periodStart)];
   }
+
+  /** Central max_sessions (issue 10): asks the control plane before a session's first connection. Set by runNode. */
+  claim: ((row: SessionRow) => Promise<void>) | null = null;
+  /** Refusals the control plane decided (a claim refused), taken by the next admission. */
+  refusals = new Map<string, 'max_sessions'>();
+
+  prepare(sessionId: string): Promise<void> | null {
+    const row = this.sessions.get(sessionId);
+    if (!row || !this.claim || row.paused || row.status === 'ended') return null;
+    const live = this.dataPlane?.live(sessionId);
+    if (live && live.open_connections > 0) return null;
+    if (this.limits[row.customer_id]?.client?.max_sessions == null) return null;
+    return this.claim(row);
+  }
+
+  clusterRefusal(sessionId: string): 'max_sessions' | undefined {
+    const r = this.refusals.get(sessionId);
+    this.refusals.delete(sessionId);
+    return r;
+  }
 }
+
+/** How long a node waits for the control plane's answer to a claim before deciding alone. */
+const CLAIM_TIMEOUT_MS = 2000;
+/** Reports acknowledged within this long are kept to count what a grant's `left` does not include. */
+const RECENT_ACKED_MS = 10_000;
+/** Without the control plane this long, a node drops its grants and holds the caps from its last sums. */
+const SHARES_OFFLINE_MS = 5000;
 
 export interface RunningNode {
   ports: { vless_ws_port: number; vless_tcp_port: number | null; proxy_port: number | null };
@@ -232,6 +259,83 @@ export async function runNode(opts: NodeRunOptions): Promise<RunningNode> {
     }
     for (const s of state.sessions) if (s.paused && dataPlane.live(s.id)) dataPlane.pause(s.id);
     for (const c of Object.keys(state.limits)) if (JSON.stringify(oldLimits[c]) !== JSON.stringify(state.limits[c])) dataPlane.limitsChanged(c);
+    for (const row of state.sessions) owners.set(row.id, { customer: row.customer_id, client: row.client_id });
+    applyShares(state.shares ?? {}, state.shareSeq ?? 0);
+  };
+
+  // Cluster limits (issue 10): the node's grants and speed shares (server/cluster/shares.ts).
+  /** Which customer and client each session counts for (kept after a session leaves the state). */
+  const owners = new Map<string, { customer: string; client: string }>();
+  /** Acknowledged reports of the last RECENT_ACKED_MS: a grant may have been read before them. */
+  let recentAcked: Array<Report & { at: number }> = [];
+  let sharedKeys = new Set<string>();
+  /** Bytes of a customer (client null) or client moved here after report `seq`: reported since, or not yet. */
+  const movedAfter = (seq: number, customer: string, client: string | null) => {
+    const moved = { up: 0, down: 0 };
+    const add = (sid: string, d: { up: number; down: number }) => {
+      const o = owners.get(sid);
+      if (!o || o.customer !== customer || (client !== null && o.client !== client)) return;
+      moved.up += d.up;
+      moved.down += d.down;
+    };
+    for (const r of [...recentAcked, ...unacked]) if (r.seq > seq) for (const [sid, d] of Object.entries(r.counters)) add(sid, d);
+    for (const [sid, d] of view.pending) add(sid, d);
+    return moved;
+  };
+  const applyShares = (shares: NonNullable<NodeState['shares']>, seq: number) => {
+    const keys = new Set(Object.keys(shares));
+    for (const key of sharedKeys) {
+      if (keys.has(key)) continue;
+      const [customer, client] = key.split('\u0000');
+      dataPlane.setClusterShare?.(customer, client ?? null, null);
+    }
+    sharedKeys = keys;
+    for (const [key, sh] of Object.entries(shares)) {
+      const [customer, client] = key.split('\u0000');
+      const moved = movedAfter(seq, customer, client ?? null);
+      dataPlane.setClusterShare?.(customer, client ?? null, {
+        left: { up: sh.left.up === null ? Infinity : sh.left.up - moved.up, down: sh.left.down === null ? Infinity : sh.left.down - moved.down },
+        final: { up: !!sh.final.up, down: !!sh.final.down },
+        rateShare: typeof sh.rate === 'number' && sh.rate > 0 && sh.rate <= 1 ? sh.rate : 1,
+      });
+    }
+  };
+  let offlineSince = 0;
+  const sharesTimer = setInterval(() => {
+    // Cut off from the control plane: no grant can come; the caps hold from the last sums (as
+    // without a cluster) rather than leaving a capped customer's traffic waiting.
+    if (connected) offlineSince = 0;
+    else if (!offlineSince) offlineSince = Date.now();
+    else if (Date.now() - offlineSince >= SHARES_OFFLINE_MS && sharedKeys.size) applyShares({}, 0);
+    const cutoff = Date.now() - RECENT_ACKED_MS;
+    if (recentAcked.length && recentAcked[0].at < cutoff) recentAcked = recentAcked.filter((r) => r.at >= cutoff);
+  }, 1000);
+
+  // Central max_sessions: one claim in flight per session; answered by the channel ('claimed').
+  let claimSeq = 0;
+  const claims = new Map<number, (ok: boolean | null) => void>();
+  const inFlight = new Map<string, Promise<void>>();
+  view.claim = (row) => {
+    const running = inFlight.get(row.id);
+    if (running) return running;
+    if (!ws || !connected || !greeted) return Promise.resolve(); // decided here, with the last limits
+    const id = ++claimSeq;
+    const active: string[] = [];
+    for (const [sid, o] of owners) if (o.customer === row.customer_id && o.client === row.client_id && dataPlane.live(sid)?.status === 'active') active.push(sid);
+    const p = new Promise<void>((resolve) => {
+      const timer = setTimeout(() => done(null), CLAIM_TIMEOUT_MS);
+      const done = (ok: boolean | null) => {
+        clearTimeout(timer);
+        claims.delete(id);
+        inFlight.delete(row.id);
+        if (ok === false) view.refusals.set(row.id, 'max_sessions');
+        resolve();
+      };
+      claims.set(id, done);
+    });
+    inFlight.set(row.id, p);
+    ws.send(JSON.stringify({ type: 'claim', id, session: row.id, active }));
+    return p;
   };
 
   // Reports
@@ -331,6 +435,7 @@ export async function runNode(opts: NodeRunOptions): Promise<RunningNode> {
         return;
       }
       if (msg.type === 'state') applyState(msg as NodeState);
+      else if (msg.type === 'claimed') claims.get((msg as { id?: number }).id ?? -1)?.((msg as { ok?: unknown }).ok === true);
       else if (msg.type === 'ack' && typeof msg.seq === 'number') {
         if (msg.seq >= nextSeq) {
           // The control plane applied seqs this node never issued (its data folder was lost):
@@ -339,7 +444,10 @@ export async function runNode(opts: NodeRunOptions): Promise<RunningNode> {
           for (const r of unacked) r.seq = ++seq;
           nextSeq = seq + 1;
           sealed.clear();
+          recentAcked = [];
         }
+        const at = Date.now();
+        for (const r of unacked) if (r.seq <= msg.seq) recentAcked.push({ ...r, at });
         unacked = unacked.filter((r) => r.seq > msg.seq!);
         for (const q of sealed) if (q <= msg.seq) sealed.delete(q);
         try {
@@ -376,6 +484,8 @@ export async function runNode(opts: NodeRunOptions): Promise<RunningNode> {
     if (retry) clearTimeout(retry);
     await dataPlane.close();
     clearInterval(timer);
+    clearInterval(sharesTimer);
+    for (const done of [...claims.values()]) done(null);
     // The data plane's last counters: into a report that the next run sends.
     tick();
     if (ws) {

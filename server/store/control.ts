@@ -57,6 +57,9 @@ const OPS = [
   'sessionsOnNode',
   'applyNodeReport',
   'nodeReportSeq',
+  'grantBytes',
+  'activeSessionNodes',
+  'claimSession',
   // usage history (issue 11)
   'addUsage',
   'usageBuckets',

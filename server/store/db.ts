@@ -204,7 +204,8 @@ const MIGRATIONS: string[] = [
   // 10 (cluster limits and node TLS, issue 10): byte grants per node and capped entity
   // (server/cluster/grants.ts: a node moves at most \`granted - used\` more bytes of a customer, or
   // of one client with client_id set; both cumulative per node, never reset), and what a node
-  // reported of its listeners' TLS (its certificate's SHA-256 when it is self-signed, for links' pcs).
+  // reported of its listeners' TLS (its certificate's SHA-256 when it is self-signed, for links' pcs),
+  // and when a node last claimed a session's first connection (epoch ms: central max_sessions).
   `
   CREATE TABLE node_grants (
     node_id TEXT NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,
@@ -218,6 +219,7 @@ const MIGRATIONS: string[] = [
   );
   ALTER TABLE nodes ADD COLUMN tls INTEGER NOT NULL DEFAULT 0;
   ALTER TABLE nodes ADD COLUMN tls_pcs TEXT;
+  ALTER TABLE sessions ADD COLUMN claimed_at INTEGER;
   `,
 ];
 

@@ -6,6 +6,7 @@ import type { EventInsert, LimitScope, LimitValues, RuntimePatch, SessionRow, Se
 import type { LimitsRecord, SessionEvent } from '../contract/schemas.ts';
 import { isoNow } from '../time.ts';
 import { preparedStatements } from './db.ts';
+import { allocate, CLAIM_WINDOW_MS, type Grant, type GrantRequest, type GrantRow } from './grants.ts';
 
 export type Role = 'owner' | 'agent';
 export interface TokenInfo {
@@ -664,8 +665,65 @@ export class Store {
              status = COALESCE(?, status), duration = COALESCE(?, duration), connections = COALESCE(?, connections)
            WHERE id = ? AND id IN (SELECT session_id FROM session_placements WHERE node_id = ?)`,
         ).run(a.uploaded_bytes, a.downloaded_bytes, a.status ?? null, a.duration ?? null, a.connections ?? null, a.id, nodeId);
+        if (a.uploaded_bytes > 0 || a.downloaded_bytes > 0) {
+          // What the node used of its grants (server/store/grants.ts): the client's and the customer's.
+          for (const whole of [false, true]) {
+            this.q(
+              `INSERT INTO node_grants (node_id, customer_id, client_id, used_up, used_down)
+                 SELECT ?, customer_id, ${whole ? "''" : 'client_id'}, ?, ? FROM sessions WHERE id = ?
+               ON CONFLICT (customer_id, client_id, node_id) DO UPDATE SET used_up = used_up + excluded.used_up, used_down = used_down + excluded.used_down`,
+            ).run(nodeId, a.uploaded_bytes, a.downloaded_bytes, a.id);
+          }
+        }
       }
       return events.map((e) => this.insertEvent(e));
+    });
+  }
+
+  /** The node (null: a serve data plane) of each active session of a customer (cluster speed shares). */
+  activeSessionNodes(customerId: string): Array<{ client_id: string; node_id: string | null }> {
+    return this.q(
+      `SELECT s.client_id, p.node_id FROM sessions s LEFT JOIN session_placements p ON p.session_id = s.id WHERE s.customer_id = ? AND s.status = 'active'`,
+    ).all(customerId) as Array<{ client_id: string; node_id: string | null }>;
+  }
+
+  /**
+   * Tops up a node's byte grant for a customer (clientId '') or one client, and says what it may
+   * still move (server/store/grants.ts), in one transaction.
+   */
+  grantBytes(nodeId: string, customerId: string, clientId: string, req: GrantRequest): Grant {
+    return this.transaction(() => {
+      const rows = this.q('SELECT node_id, used_up, used_down, granted_up, granted_down FROM node_grants WHERE customer_id = ? AND client_id = ?').all(customerId, clientId) as unknown as GrantRow[];
+      const t = this.sumCounters(customerId, clientId === '' ? undefined : clientId);
+      const { row, grant } = allocate(rows, nodeId, { up: t.uploaded_bytes, down: t.downloaded_bytes }, req);
+      this.q(
+        `INSERT INTO node_grants (node_id, customer_id, client_id, used_up, used_down, granted_up, granted_down) VALUES (?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT (customer_id, client_id, node_id) DO UPDATE SET granted_up = excluded.granted_up, granted_down = excluded.granted_down`,
+      ).run(nodeId, customerId, clientId, row.used_up, row.used_down, row.granted_up, row.granted_down);
+      return grant;
+    });
+  }
+
+  /**
+   * A node asks to open the first connection of a session whose client has max_sessions: granted
+   * when fewer than `max` other sessions of the client are active (on this node: those it says
+   * are; elsewhere: active in the store, or claimed within CLAIM_WINDOW_MS), and then recorded as
+   * claimed, in one transaction, so two nodes asking at once cannot both take the last place.
+   */
+  claimSession(nodeId: string, sessionId: string, localActive: string[], max: number): boolean {
+    return this.transaction(() => {
+      const s = this.q('SELECT customer_id, client_id FROM sessions WHERE id = ?').get(sessionId) as { customer_id: string; client_id: string } | undefined;
+      if (!s) return false;
+      const others = this.q(
+        `SELECT s.id, s.status, s.claimed_at, p.node_id FROM sessions s LEFT JOIN session_placements p ON p.session_id = s.id
+         WHERE s.customer_id = ? AND s.client_id = ? AND s.id <> ? AND s.status <> 'ended'`,
+      ).all(s.customer_id, s.client_id, sessionId) as Array<{ id: string; status: string; claimed_at: number | null; node_id: string | null }>;
+      const mine = new Set(localActive);
+      const since = Date.now() - CLAIM_WINDOW_MS;
+      const active = others.filter((o) => (o.node_id === nodeId ? mine.has(o.id) : o.status === 'active' || (o.claimed_at ?? 0) > since)).length;
+      if (active >= max) return false;
+      this.q('UPDATE sessions SET claimed_at = ? WHERE id = ?').run(Date.now(), sessionId);
+      return true;
     });
   }
 

@@ -225,6 +225,7 @@ export const PG_MIGRATIONS: string[] = [
   );
   ALTER TABLE nodes ADD COLUMN tls BOOLEAN NOT NULL DEFAULT FALSE;
   ALTER TABLE nodes ADD COLUMN tls_pcs TEXT;
+  ALTER TABLE sessions ADD COLUMN claimed_at BIGINT;
   `,
 ];
 

@@ -20,6 +20,7 @@
 // Notifications (pg_notify in the writing statement, delivered only on commit, in commit
 // order) wake the other instances: `vad_events` (customer_id:id), `vad_sessions` (a session's
 // pause flag changed: its id), `vad_limits` (customer_id:scope), `vad_tokens`, `vad_nodes`.
+import { allocate, CLAIM_WINDOW_MS, limitsLockKey, type Grant, type GrantRequest, type GrantRow } from '../grants.ts';
 import { randomBytes, randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import type { EventInsert, LimitScope, LimitValues, RuntimePatch, SessionRow } from '../../domain.ts';
@@ -84,6 +85,9 @@ export type SharedStoreOps =
   | 'sessionsOnNode'
   | 'applyNodeReport'
   | 'nodeReportSeq'
+  | 'grantBytes'
+  | 'activeSessionNodes'
+  | 'claimSession'
   // usage history (issue 11)
   | 'addUsage'
   | 'usageBuckets'
@@ -643,10 +647,65 @@ export class PgStore {
            WHERE id = $6 AND id IN (SELECT session_id FROM session_placements WHERE node_id = $7)`,
           [a.uploaded_bytes, a.downloaded_bytes, a.status ?? null, a.duration ?? null, a.connections ?? null, a.id, nodeId],
         );
+        if (a.uploaded_bytes > 0 || a.downloaded_bytes > 0) {
+          // What the node used of its grants (server/store/grants.ts): the client's and the customer's.
+          await tx.rows(
+            `INSERT INTO node_grants (node_id, customer_id, client_id, used_up, used_down)
+               SELECT $1, customer_id, k.client_id, $2, $3 FROM sessions, LATERAL (VALUES (sessions.client_id), ('')) AS k(client_id) WHERE id = $4
+             ON CONFLICT (customer_id, client_id, node_id) DO UPDATE SET used_up = node_grants.used_up + EXCLUDED.used_up, used_down = node_grants.used_down + EXCLUDED.used_down`,
+            [nodeId, a.uploaded_bytes, a.downloaded_bytes, a.id],
+          );
+        }
       }
       // The events under the same transaction: their ids come from the locked counter row and
       // their NOTIFY is delivered at the commit, so readers on every instance see them then.
       return tx.insertEvents(events);
+    });
+  }
+
+  async activeSessionNodes(customerId: string): Promise<Array<{ client_id: string; node_id: string | null }>> {
+    return this.rows(
+      `SELECT s.client_id, p.node_id FROM sessions s LEFT JOIN session_placements p ON p.session_id = s.id WHERE s.customer_id = $1 AND s.status = 'active'`,
+      [customerId],
+    );
+  }
+
+  /** See the SQLite Store's grantBytes; the customer's advisory lock orders the instances' grants. */
+  async grantBytes(nodeId: string, customerId: string, clientId: string, req: GrantRequest): Promise<Grant> {
+    return this.transaction(async (tx) => {
+      await tx.rows('SELECT pg_advisory_xact_lock(hashtext($1))', [limitsLockKey(customerId)]);
+      const rows = await tx.rows<GrantRow>(
+        'SELECT node_id, used_up::float8 AS used_up, used_down::float8 AS used_down, granted_up::float8 AS granted_up, granted_down::float8 AS granted_down FROM node_grants WHERE customer_id = $1 AND client_id = $2',
+        [customerId, clientId],
+      );
+      const t = await tx.sumCounters(customerId, clientId === '' ? undefined : clientId);
+      const { row, grant } = allocate(rows, nodeId, { up: Number(t.uploaded_bytes), down: Number(t.downloaded_bytes) }, req);
+      await tx.rows(
+        `INSERT INTO node_grants (node_id, customer_id, client_id, used_up, used_down, granted_up, granted_down) VALUES ($1, $2, $3, $4, $5, $6, $7)
+         ON CONFLICT (customer_id, client_id, node_id) DO UPDATE SET granted_up = EXCLUDED.granted_up, granted_down = EXCLUDED.granted_down`,
+        [nodeId, customerId, clientId, row.used_up, row.used_down, row.granted_up, row.granted_down],
+      );
+      return grant;
+    });
+  }
+
+  /** See the SQLite Store's claimSession; the customer's advisory lock orders the instances' claims. */
+  async claimSession(nodeId: string, sessionId: string, localActive: string[], max: number): Promise<boolean> {
+    return this.transaction(async (tx) => {
+      const s = await tx.row<{ customer_id: string; client_id: string }>('SELECT customer_id, client_id FROM sessions WHERE id = $1', [sessionId]);
+      if (!s) return false;
+      await tx.rows('SELECT pg_advisory_xact_lock(hashtext($1))', [limitsLockKey(s.customer_id)]);
+      const others = await tx.rows<{ id: string; status: string; claimed_at: string | null; node_id: string | null }>(
+        `SELECT s.id, s.status, s.claimed_at, p.node_id FROM sessions s LEFT JOIN session_placements p ON p.session_id = s.id
+         WHERE s.customer_id = $1 AND s.client_id = $2 AND s.id <> $3 AND s.status <> 'ended'`,
+        [s.customer_id, s.client_id, sessionId],
+      );
+      const mine = new Set(localActive);
+      const since = Date.now() - CLAIM_WINDOW_MS;
+      const active = others.filter((o) => (o.node_id === nodeId ? mine.has(o.id) : o.status === 'active' || Number(o.claimed_at ?? 0) > since)).length;
+      if (active >= max) return false;
+      await tx.rows('UPDATE sessions SET claimed_at = $1 WHERE id = $2', [Date.now(), sessionId]);
+      return true;
     });
   }
 

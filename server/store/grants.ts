@@ -1,0 +1,81 @@
+// Byte grants of the cluster (issue 10): how a customer's or a client's byte caps hold while
+// several data-plane nodes carry its traffic. Each node may move at most what it was granted:
+// per node and capped entity, `granted` and `used` are cumulative byte counts (used grows with
+// every report the node's channel applies, in the same transaction), and the node moves at most
+// `granted - used` more. The control plane tops a node's grant up (in a transaction holding the
+// customer's lock) only from what no node holds yet:
+//
+//   available = room − Σ over nodes max(0, granted − used),   room = cap + base − total moved
+//
+// so the grants of all nodes together never exceed the cap, whichever instance granted them and
+// however late a node learns of another's grant. A node whose grant is spent waits for more; once
+// nothing is available (`final`), a spent grant is the cap itself and the node cuts.
+// The pure arithmetic is here; each store runs it inside its own transaction.
+
+export interface GrantRow {
+  node_id: string;
+  used_up: number;
+  used_down: number;
+  granted_up: number;
+  granted_down: number;
+}
+
+export type Dir = 'up' | 'down';
+
+export interface GrantRequest {
+  /** The entity's byte caps (null: none in that direction). */
+  cap: { up: number | null; down: number | null };
+  /** What its caps count from in this period (issue 11's base); null: lifetime caps, or no base recorded yet. */
+  base: { up: number; down: number } | null;
+  /** The caps renew (issue 11): without a recorded base the period counts from now. */
+  periodic?: boolean;
+  /** How much this node should hold unused after a top-up (about its next second of traffic). */
+  want: { up: number; down: number };
+}
+
+export interface Grant {
+  /** Bytes the node may still move past what it has reported (`granted − used`); null: no cap. */
+  left: { up: number | null; down: number | null };
+  /** Nothing more is available: the node's grant, once spent, is the cap. */
+  final: { up: boolean; down: boolean };
+  /** The node's used bytes the grant was measured from. */
+  used: { up: number; down: number };
+}
+
+/**
+ * Tops up one node's row from what is available. `rows` are every node's rows of the entity,
+ * read before `total` (the entity's moved bytes, all nodes and the serve data planes), so that a
+ * report applied between the two reads makes `available` smaller, never larger.
+ */
+export function allocate(rows: GrantRow[], nodeId: string, total: { up: number; down: number }, req: GrantRequest): { row: GrantRow; grant: Grant } {
+  const own = rows.find((r) => r.node_id === nodeId) ?? { node_id: nodeId, used_up: 0, used_down: 0, granted_up: 0, granted_down: 0 };
+  const row = { ...own };
+  const grant: Grant = { left: { up: null, down: null }, final: { up: false, down: false }, used: { up: own.used_up, down: own.used_down } };
+  for (const dir of ['up', 'down'] as const) {
+    const cap = req.cap[dir];
+    if (cap === null) continue;
+    const used = dir === 'up' ? 'used_up' : 'used_down';
+    const granted = dir === 'up' ? 'granted_up' : 'granted_down';
+    const counted = req.base ? total[dir] - req.base[dir] : req.periodic ? 0 : total[dir];
+    const room = cap - Math.max(0, counted);
+    let held = 0;
+    for (const r of rows) held += Math.max(0, r[granted] - r[used]);
+    let available = room - held;
+    const ownLeft = Math.max(0, row[granted] - row[used]);
+    const want = Math.max(1, req.want[dir]);
+    if (ownLeft < want / 2 && available > 0) {
+      const add = Math.min(available, want - ownLeft);
+      row[granted] = Math.max(row[granted], row[used]) + add;
+      available -= add;
+    }
+    grant.left[dir] = Math.max(0, row[granted] - row[used]);
+    grant.final[dir] = available <= 0;
+  }
+  return { row, grant };
+}
+
+/** The lock key (PostgreSQL advisory, by hashtext) of a customer's cluster limits: grants and claims. */
+export const limitsLockKey = (customerId: string) => `vad_limits:${customerId}`;
+
+/** How long a node's claim of a session's first connection counts as an active session (central max_sessions). */
+export const CLAIM_WINDOW_MS = 5000;

@@ -1,0 +1,180 @@
+// Limits across nodes (issue 10): a client whose connections are spread over two data-plane nodes
+// (127.0.0.2 and 127.0.0.3), each attached to a different control-plane instance on one throwaway
+// PostgreSQL. Real sockets end to end: raw VLESS over TCP to each node, a loopback echo behind.
+//  - byte caps: the client's cap holds in total, at most 1 MiB over per node (the nodes move only
+//    what the control plane granted them: server/store/grants.ts), and both nodes cut;
+//  - max_sessions: the control plane decides at a session's first connection, whichever node;
+//  - speed caps: the client's download speed holds within 15 % in total while both nodes carry it.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import type { Socket } from 'node:net';
+import { startServer, type RunningServer } from '../../server/serve.ts';
+import { runNode, type RunningNode } from '../../server/node/run.ts';
+import { silentLogger } from '../../server/log.ts';
+import { callApi } from '../helpers/http.ts';
+import { startPostgres, type PgServer } from '../helpers/postgres.ts';
+import { removeDir, tempDir, waitFor } from '../helpers/server.ts';
+import { openVlessEcho, pushThroughEcho, startTcpEcho } from '../dataplane/helpers/targets.ts';
+
+const MiB = 1 << 20;
+let pg: PgServer;
+let a: RunningServer;
+let b: RunningServer;
+let sao: RunningNode;
+let syd: RunningNode;
+let echo: Awaited<ReturnType<typeof startTcpEcho>>;
+let owner: string;
+const dirs: string[] = [];
+
+before(async () => {
+  pg = await startPostgres();
+  const serve = async () => {
+    const dir = tempDir('vad-limits-cp-');
+    dirs.push(dir);
+    return startServer({ dataDir: dir, database: pg.url(), port: 0, vlessTcpPort: null, proxyPort: null, rateLimit: { max: 100_000, windowMs: 60_000 } });
+  };
+  a = await serve();
+  b = await serve();
+  owner = (await a.services.data.createToken('limits', 'owner')).token;
+  const node = async (srv: RunningServer, name: string, zone: string, host: string) => {
+    const added = await srv.services.data.addNode({ name, zone, public_host: host });
+    const dir = tempDir('vad-limits-node-');
+    dirs.push(dir);
+    return runNode({ controls: [srv.origin], token: added.token, host, port: 0, vlessTcpPort: 0, proxyPort: null, egress: 'allow-all', dataDir: dir, log: silentLogger });
+  };
+  sao = await node(a, 'sao-1', 'br-sao', '127.0.0.2');
+  syd = await node(b, 'syd-1', 'au-syd', '127.0.0.3');
+  echo = await startTcpEcho();
+  await waitFor(async () => {
+    const zones = (await callApi(a.baseUrl, owner, 'GET', '/zones')).json.zones as Array<{ code: string; has_active_nodes: boolean }>;
+    return zones.filter((z) => (z.code === 'br-sao' || z.code === 'au-syd') && z.has_active_nodes).length === 2;
+  }, 10_000, 'both nodes up');
+});
+after(async () => {
+  await sao?.close();
+  await syd?.close();
+  await a?.close();
+  await b?.close();
+  await echo?.close();
+  await pg?.destroy();
+  for (const d of dirs) removeDir(d);
+});
+
+const call = (method: string, path: string, body?: unknown) => callApi(a.baseUrl, owner, method, path, body);
+const callB = (method: string, path: string, body?: unknown) => callApi(b.baseUrl, owner, method, path, body);
+
+/** One session of `client` on each node: [on sao (127.0.0.2), on syd (127.0.0.3)]. */
+async function spread(client: string): Promise<[string, string]> {
+  const one = await call('POST', '/sessions', { client_id: client, zone: 'br-sao', reusable: true });
+  const two = await callB('POST', '/sessions', { client_id: client, zone: 'au-syd', reusable: true });
+  assert.equal(one.json.configuration.address, '127.0.0.2');
+  assert.equal(two.json.configuration.address, '127.0.0.3');
+  // Each node learns of its session from its state message (rebuilt every 250 ms).
+  await waitFor(async () => (await pushThroughEcho(sao.ports.vless_tcp_port!, one.json.id, echo.port, 1024, '127.0.0.2')) > 0, 10_000, 'sao admits');
+  await waitFor(async () => (await pushThroughEcho(syd.ports.vless_tcp_port!, two.json.id, echo.port, 1024, '127.0.0.3')) > 0, 10_000, 'syd admits');
+  return [one.json.id, two.json.id];
+}
+
+/** Writes to the echo as fast as the connection takes it for `ms`; resolves with what came back. */
+async function stream(port: number, host: string, id: string, ms: number, marks?: number[]): Promise<{ got: number; conn: { s: Socket; got: () => number } }> {
+  const conn = await openVlessEcho(port, id, echo.port, host);
+  const chunk = Buffer.alloc(64 * 1024, 7);
+  const end = performance.now() + ms;
+  while (performance.now() < end && !conn.s.destroyed) {
+    if (!conn.s.write(chunk)) await Promise.race([new Promise((r) => conn.s.once('drain', r)), new Promise((r) => setTimeout(r, 100))]);
+    if (marks) marks.push(conn.got());
+  }
+  return { got: conn.got(), conn };
+}
+
+test('a client byte cap holds across two nodes: at most 1 MiB over per node, and both cut', async (t) => {
+  const CAP = 6 * MiB;
+  assert.equal((await call('PATCH', '/customer/limits/client', { downloaded_bytes: CAP })).status, 200);
+  try {
+    const [one, two] = await spread('spread-cap');
+    // Both nodes push 5 MiB each at once: 10 MiB wanted, 6 MiB allowed.
+    const [x, y] = await Promise.all([
+      pushThroughEcho(sao.ports.vless_tcp_port!, one, echo.port, 5 * MiB, '127.0.0.2'),
+      pushThroughEcho(syd.ports.vless_tcp_port!, two, echo.port, 5 * MiB, '127.0.0.3'),
+    ]);
+    assert.ok(x + y < 10 * MiB, `the cap stopped the transfers (${x} + ${y} came back)`);
+    // Counters reach the API from both nodes; the total is the client's.
+    let total = 0;
+    await waitFor(async () => {
+      const s1 = (await call('GET', `/sessions/${one}/status`)).json;
+      const s2 = (await callB('GET', `/sessions/${two}/status`)).json;
+      total = s1.downloaded_bytes + s2.downloaded_bytes;
+      return total >= x + y - 64 * 1024;
+    }, 10_000, 'the nodes reported what they moved');
+    t.diagnostic(`moved ${total} bytes for a cap of ${CAP} (sao echoed ${x}, syd ${y})`);
+    assert.ok(total <= CAP + 2 * MiB, `at most 1 MiB over per node: ${total} for a cap of ${CAP}`);
+    assert.ok(total >= CAP - 2 * MiB, `the nodes used most of the cap between them: ${total} of ${CAP}`);
+    // Once the control plane has nothing left to grant, both nodes refuse the client.
+    await waitFor(async () => (await pushThroughEcho(sao.ports.vless_tcp_port!, one, echo.port, 64 * 1024, '127.0.0.2')) === 0, 5000, 'sao refuses');
+    await waitFor(async () => (await pushThroughEcho(syd.ports.vless_tcp_port!, two, echo.port, 64 * 1024, '127.0.0.3')) === 0, 5000, 'syd refuses');
+    // Raising the cap lets both move again.
+    assert.equal((await call('PATCH', '/customer/limits/client', { downloaded_bytes: CAP + 4 * MiB })).status, 200);
+    await waitFor(async () => (await pushThroughEcho(syd.ports.vless_tcp_port!, two, echo.port, 64 * 1024, '127.0.0.3')) > 32 * 1024, 5000, 'syd carries again');
+  } finally {
+    await call('DELETE', '/customer/limits/client');
+  }
+});
+
+test('max_sessions holds across nodes: the control plane decides at the first connection', async () => {
+  assert.equal((await call('PATCH', '/customer/limits/client', { max_sessions: 1 })).status, 200);
+  try {
+    const one = (await call('POST', '/sessions', { client_id: 'spread-max', zone: 'br-sao', reusable: true })).json.id as string;
+    const two = (await callB('POST', '/sessions', { client_id: 'spread-max', zone: 'au-syd', reusable: true })).json.id as string;
+    // The first session opens a connection on sao and keeps it open.
+    let held: Awaited<ReturnType<typeof openVlessEcho>> | undefined;
+    await waitFor(async () => {
+      held = await openVlessEcho(sao.ports.vless_tcp_port!, one, echo.port, '127.0.0.2');
+      if (held.got() >= 4) return true;
+      held.s.destroy();
+      return false;
+    }, 10_000, 'sao admits the first session');
+    // The second, on the other node and another instance, is refused while the first is active.
+    for (let i = 0; i < 3; i++) {
+      const c = await openVlessEcho(syd.ports.vless_tcp_port!, two, echo.port, '127.0.0.3');
+      assert.ok(c.got() < 4, `the second session is refused on syd (attempt ${i + 1})`);
+      c.s.destroy();
+    }
+    assert.equal((await callB('GET', `/sessions/${two}/status`)).json.status, 'created');
+    // The first closes (and its 2 s reconnection grace passes): now the second gets in.
+    held!.s.destroy();
+    await waitFor(async () => (await pushThroughEcho(syd.ports.vless_tcp_port!, two, echo.port, 8 * 1024, '127.0.0.3')) > 0, 10_000, 'syd admits the second session');
+  } finally {
+    await call('DELETE', '/customer/limits/client');
+  }
+});
+
+test('a client speed cap holds within 15 % in total while two nodes carry its connections', async (t) => {
+  const RATE = 1_000_000;
+  assert.equal((await call('PATCH', '/customer/limits/client', { download_speed: RATE })).status, 200);
+  try {
+    const [one, two] = await spread('spread-speed');
+    const WARM = 2000, MEASURE = 4000;
+    const at = { x: [] as number[], y: [] as number[] };
+    const start = performance.now();
+    const sample = async () => {
+      await new Promise((r) => setTimeout(r, WARM));
+      const x0 = at.x.at(-1) ?? 0, y0 = at.y.at(-1) ?? 0, t0 = performance.now();
+      await new Promise((r) => setTimeout(r, MEASURE));
+      const x1 = at.x.at(-1) ?? 0, y1 = at.y.at(-1) ?? 0, t1 = performance.now();
+      return ((x1 - x0 + (y1 - y0)) * 1000) / (t1 - t0);
+    };
+    const [rate, s1, s2] = await Promise.all([
+      sample(),
+      stream(sao.ports.vless_tcp_port!, '127.0.0.2', one, WARM + MEASURE + 500, at.x),
+      stream(syd.ports.vless_tcp_port!, '127.0.0.3', two, WARM + MEASURE + 500, at.y),
+    ]);
+    s1.conn.s.destroy();
+    s2.conn.s.destroy();
+    assert.ok(performance.now() - start < 20_000);
+    assert.ok(s1.got > 0 && s2.got > 0, 'both nodes carried the client');
+    t.diagnostic(`together ${Math.round(rate)} B/s for a cap of ${RATE} B/s`);
+    assert.ok(Math.abs(rate - RATE) <= 0.15 * RATE, `the two nodes together moved ${Math.round(rate)} B/s for a cap of ${RATE} B/s`);
+  } finally {
+    await call('DELETE', '/customer/limits/client');
+  }
+});
