@@ -7,6 +7,7 @@ import type { ServerResponse } from 'node:http';
 import type { SessionEvent } from './contract/schemas.ts';
 import type { DataPlane, DataPlaneDeps } from './dataplane/api.ts';
 import { createDataPlane } from './dataplane/index.ts';
+import { ServeGeoRoutes } from './cluster/geo.ts';
 import type { EventInput, Logger } from './domain.ts';
 import { EventBus } from './events/bus.ts';
 import { DEFAULT_MAX_STREAMS_PER_CUSTOMER, DEFAULT_MAX_STREAMS_PER_TOKEN, errorFrame, type EventLogSource, type SseOptions, type StreamHandle } from './events/sse.ts';
@@ -210,7 +211,9 @@ export async function createServices(opts: ServerOptions, config: ResolvedConfig
   const bus = new EventBus(store);
   const usage = buildUsageHistory(opts, data, log);
   let self: Services | undefined;
-  const dataPlane = buildDataPlane(opts, config, log, store, (e) => void bus.publish(e), zones, usage, metrics, cappedToWebhooks(() => self));
+  const geo = new ServeGeoRoutes(data, () => zones.list());
+  geo.start();
+  const dataPlane = buildDataPlane(opts, config, log, store, (e) => void bus.publish(e), zones, usage, metrics, cappedToWebhooks(() => self), geo);
   const sessions = new SessionService({ store: data, zones: placement, link: config.settings.link, dataPlane: () => dataPlane });
   const streams = new StreamRegistry(store, config.settings.sse);
   instanceMetrics(metrics, streams, dataPlane);
@@ -244,6 +247,7 @@ export async function createServices(opts: ServerOptions, config: ResolvedConfig
     audit,
     close: async () => {
       audit.close();
+      geo.stop();
       if (dataPlane) await dataPlane.close();
       await usage?.close();
       store.db.close();
@@ -264,6 +268,8 @@ export function buildDataPlane(
   metrics?: Metrics,
   /** A session cut by a byte cap or its expiry (webhooks cap_reached / expired). */
   onCapped?: (customerId: string, sessionId: string, reason: 'session_cap' | 'client_cap' | 'global_cap' | 'expired') => void,
+  /** Where geo-targeted proxy requests leave (cluster nodes' relays, server/cluster/geo.ts). */
+  geo?: DataPlaneDeps['geo'],
 ): DataPlane | null {
   const factory = opts.dataPlane === undefined ? createDataPlane : opts.dataPlane;
   // The local data plane's bytes go to the history as the node `local`.
@@ -273,6 +279,6 @@ export function buildDataPlane(
     ? { refused: (reason: string) => metrics.refused(reason), moved: (zone: string, up: number, down: number) => metrics.moved(zone, LOCAL_NODE, up, down), ...(onCapped ? { capped: onCapped } : {}) }
     : undefined;
   return factory
-    ? factory({ store, events: { publish }, zones: { list: () => zones.list() }, log, config: config.dataPlane, ...(usageSink ? { usage: usageSink } : {}), ...(observe ? { observe } : {}) })
+    ? factory({ store, events: { publish }, zones: { list: () => zones.list() }, log, config: config.dataPlane, ...(usageSink ? { usage: usageSink } : {}), ...(observe ? { observe } : {}), ...(geo ? { geo } : {}) })
     : null;
 }

@@ -23,6 +23,7 @@ async function nodeRun(argv: string[]): Promise<void> {
       port: { type: 'string' },
       'vless-tcp-port': { type: 'string' },
       'proxy-port': { type: 'string' },
+      'relay-port': { type: 'string' },
       egress: { type: 'string' },
       'egress-address': { type: 'string' },
       'data-dir': { type: 'string' },
@@ -77,6 +78,7 @@ async function nodeRun(argv: string[]): Promise<void> {
     port: port(values.port, 8787, '--port') ?? 8787,
     vlessTcpPort: port(values['vless-tcp-port'], 8789, '--vless-tcp-port'),
     proxyPort: port(values['proxy-port'], 8788, '--proxy-port'),
+    relayPort: port(values['relay-port'], 8790, '--relay-port'),
     egress,
     egressAddress,
     dataDir: resolve(values['data-dir'] ?? join(homedir(), '.local', 'share', 'vpn-access-node')),
@@ -84,11 +86,11 @@ async function nodeRun(argv: string[]): Promise<void> {
     ...(controlPin ? { controlPin } : {}),
     log,
   }).catch((err: NodeJS.ErrnoException) => {
-    if (err.code === 'EADDRINUSE') fail(`a port is already in use (${err.message}); choose another with --port, --vless-tcp-port or --proxy-port`);
+    if (err.code === 'EADDRINUSE') fail(`a port is already in use (${err.message}); choose another with --port, --vless-tcp-port, --proxy-port or --relay-port`);
     throw err;
   });
   const p = node.ports;
-  process.stdout.write(`node listening: VLESS ws ${host}:${p.vless_ws_port}, tcp ${p.vless_tcp_port ?? 'off'}, proxy ${p.proxy_port ?? 'off'}\n`);
+  process.stdout.write(`node listening: VLESS ws ${host}:${p.vless_ws_port}, tcp ${p.vless_tcp_port ?? 'off'}, proxy ${p.proxy_port ?? 'off'}, geo relay ${p.relay_port ?? 'off'}\n`);
   const stop = () => void node.close();
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);

@@ -36,6 +36,8 @@ import { wallClock } from '../time.ts';
 import type { NodeInfo, NodeReportAdd } from '../store/store.ts';
 import type { Services } from '../services.ts';
 import { GrantPace, nodeShares, type WireShare } from './shares.ts';
+import { relayTargets, type RelayTarget } from './geo.ts';
+import type { ZoneInfo } from '../domain.ts';
 
 export const NODE_CHANNEL_PATH = '/v2/node/channel';
 /** How often the state sent to a node is rebuilt and compared with the last one sent. */
@@ -63,6 +65,10 @@ export interface NodeState {
    */
   shares?: Record<string, WireShare>;
   shareSeq?: number;
+  /** The geo proxy (geo.ts): the node's own zone, the zone catalogue, and the other up nodes' relays with grants for this node. */
+  zone?: string;
+  zones?: ZoneInfo[];
+  relays?: RelayTarget[];
 }
 
 export const quotaBaseKey = (customerId: string, scope: LimitScope, entityId: string, periodKey: number) => `${customerId}\u0000${scope}\u0000${entityId}\u0000${periodKey}`;
@@ -136,11 +142,15 @@ export function createNodeChannel(services: Services): NodeChannel {
     // they count as used includes at least the reports up to it (the node subtracts the rest).
     const shareSeq = (await data.nodeReportSeq(node.id)) ?? 0;
     const shares = await nodeShares(data, node.id, sessions, limits, bases, quotaBaseKey, pace, now);
+    const relays = relayTargets(await data.relayNodes(), node.id, node.id);
     return {
       type: 'state',
       sessions,
       limits,
       sums,
+      zone: node.zone,
+      zones: services.zones.list(),
+      relays,
       ...(Object.keys(bases).length ? { bases } : {}),
       ...(Object.keys(shares).length ? { shares, shareSeq } : {}),
     };
@@ -191,6 +201,7 @@ export function createNodeChannel(services: Services): NodeChannel {
     const short = node.id.slice(0, 8);
     log.info({ node: node.name, id: short }, 'node connected');
     let lastSent = '';
+    let relaySeen = '';
     let closed = false;
     const pace = new GrantPace();
     let building = false;
@@ -228,7 +239,7 @@ export function createNodeChannel(services: Services): NodeChannel {
     void sendState();
 
     ws.on('message', (raw) => {
-      let msg: { type?: string; seq?: unknown; ports?: Record<string, number | null>; counters?: Record<string, CounterDelta>; events?: EventInput[] };
+      let msg: { type?: string; seq?: unknown; ports?: Record<string, number | string | null>; counters?: Record<string, CounterDelta>; events?: EventInput[] };
       try {
         msg = JSON.parse(String(raw));
       } catch {
@@ -248,10 +259,23 @@ export function createNodeChannel(services: Services): NodeChannel {
         vless_tcp_port: typeof p.vless_tcp_port === 'number' ? p.vless_tcp_port : null,
         proxy_port: typeof p.proxy_port === 'number' ? p.proxy_port : null,
       };
+      // The node's geo relay listener: its port and certificate pin, stored when they change.
+      const relayPort = typeof p.relay_port === 'number' && Number.isInteger(p.relay_port) && p.relay_port > 0 && p.relay_port < 65536 ? p.relay_port : null;
+      const rawPcs = (p as Record<string, unknown>).relay_pcs;
+      const relayPcs = typeof rawPcs === 'string' && /^[0-9a-f]{64}$/.test(rawPcs) ? rawPcs : null;
+      const relayFacts = `${relayPort}:${relayPcs}`;
+      const storeRelay = relayFacts !== relaySeen;
+      relaySeen = relayFacts;
       const prev = chains.get(node.id) ?? Promise.resolve();
       const next = prev
         .then(async () => {
           await data.touchNode(node.id, ports);
+          if (storeRelay) {
+            await data.setNodeRelay(node.id, relayPort, relayPcs).catch((err: unknown) => {
+              relaySeen = ''; // stored with a later report
+              throw err;
+            });
+          }
           if (seq === 0) return; // contact only
           await apply(node, { seq, counters: msg.counters, events: msg.events });
           if (!closed) ws.send(JSON.stringify({ type: 'ack', seq }));

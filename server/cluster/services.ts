@@ -8,6 +8,7 @@
 //     admission, pause and limit changes pushed by vad_sessions / vad_limits, counters added;
 //   - one LISTEN connection (PgListener) carries the notifications to all of these.
 // Loaded only when `database` is given, so the SQLite mode never loads the PostgreSQL client.
+import { ServeGeoRoutes } from './geo.ts';
 import type { SessionEvent } from '../contract/schemas.ts';
 import type { EventInput } from '../domain.ts';
 import { PgEventFeed } from '../events/pg-feed.ts';
@@ -65,7 +66,9 @@ export async function createClusterServices(opts: ServerOptions, config: Resolve
   };
   const usage = buildUsageHistory(opts, data, log);
   let self: Services | undefined;
-  const dataPlane = buildDataPlane(opts, config, log, view, publishLocal, zones, usage, metrics, cappedToWebhooks(() => self));
+  const geo = new ServeGeoRoutes(data, () => zones.list());
+  geo.start();
+  const dataPlane = buildDataPlane(opts, config, log, view, publishLocal, zones, usage, metrics, cappedToWebhooks(() => self), geo);
   view.attach(dataPlane);
   const sessions = new SessionService({ store: data, zones: placement, link: config.settings.link, dataPlane: () => dataPlane });
 
@@ -134,6 +137,7 @@ export async function createClusterServices(opts: ServerOptions, config: Resolve
     close: () =>
       (closing ??= (async () => {
         audit.close();
+        geo.stop();
         if (dataPlane) await dataPlane.close();
         await chain;
         await view.close();

@@ -40,6 +40,12 @@ export interface DataPlaneDeps {
   log: Logger;
   config: DataPlaneConfig;
   /**
+   * Optional (cluster, issue 10): where a proxy request targeting a country (and city) leaves:
+   * a GeoRoute, or null when no node is up there (412). Without it, every country and city of
+   * the catalogue leaves from here.
+   */
+  geo?: { route(country: string, city: string | undefined): GeoRoute | null };
+  /**
    * Optional (usage history, issue 11): told, after each successful counter save, the bytes that
    * save added. Must be cheap and never throw (it only adds to memory; the writer batches).
    */
@@ -55,6 +61,13 @@ export interface DataPlaneDeps {
     capped?(customerId: string, sessionId: string, reason: 'session_cap' | 'client_cap' | 'global_cap' | 'expired'): void;
   };
 }
+
+/**
+ * Where a geo-targeted proxy request leaves the cluster (issue 10): from this data plane, or
+ * through another node's relay listener (TLS, its certificate pinned by `pcs`; `grant` is the
+ * control plane's short-lived permission, checked by that node).
+ */
+export type GeoRoute = { via: 'here' } | { via: 'relay'; node: string; host: string; port: number; pcs: string; grant: string; from: string };
 
 export interface DataPlaneConfig {
   /** Address to bind the raw-TCP VLESS inbound and the proxy to. */

@@ -54,6 +54,7 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
       }
     },
     prepare: deps.store.prepare ? (id) => deps.store.prepare!(id) : undefined,
+    ...(deps.geo ? { geo: deps.geo } : {}),
   };
   const wss = new WebSocketServer({
     noServer: true,

@@ -24,6 +24,8 @@ import type { ClientSide, ClientHandlers } from './sides.ts';
 import type { InboundContext } from './vless.ts';
 import type { ZoneInfo } from '../domain.ts';
 import { dialTcp, type OnData } from './outbound.ts';
+import { dialRelay } from './relay-dial.ts';
+import type { GeoRoute } from './api.ts';
 import { EgressRefused } from './egress.ts';
 import { isFloodRefusal } from './admission.ts';
 
@@ -42,6 +44,8 @@ const FRAMING = new Set(['content-length', 'transfer-encoding', 'host']);
 export interface ProxyContext extends InboundContext {
   zones(): ZoneInfo[];
   sessionExists(id: string): boolean;
+  /** Where a geo-targeted request leaves (DataPlaneDeps.geo); absent: from here. */
+  geo?: { route(country: string, city: string | undefined): GeoRoute | null };
 }
 
 function errorResponse(code: ProxyErrorCode, message: string, extraHeaders: string[] = []): Buffer {
@@ -329,6 +333,12 @@ function handle(ctx: ProxyContext, conn: Connection, head: Head, rest: Buffer, g
   // 2. geo-targeting
   const geoError = checkGeo(ctx.zones(), parsed.country, parsed.city);
   if (geoError) return respond(conn, errorResponse('location_unavailable', geoError));
+  // In a cluster: leave from a node up in that country (and city), relayed there if not this one.
+  const route: GeoRoute | null = parsed.country && ctx.geo ? ctx.geo.route(parsed.country, parsed.city) : { via: 'here' };
+  if (!route) {
+    const where = parsed.city ? `${parsed.city} (${parsed.country})` : parsed.country;
+    return respond(conn, errorResponse('location_unavailable', `no node is up in ${where} right now`));
+  }
   // 3. the request target
   let host: string, port: number, upload: Buffer | undefined;
   let body: BodyEnd | undefined;
@@ -382,10 +392,11 @@ function handle(ctx: ProxyContext, conn: Connection, head: Head, rest: Buffer, g
   gate(forward);
   const toClient: OnData = (b, release) => conn.fromOutbound(b, release);
   const onData = head.method === 'CONNECT' ? toClient : answerRewriter(toClient, () => conn.close('bad_answer'));
-  dialTcp(host, port, ctx.egress, ctx.connectTimeoutMs, onData, ctx.dial).then(
+  const dialled = route.via === 'relay' ? dialRelay(route, host, port, ctx.connectTimeoutMs, onData) : dialTcp(host, port, ctx.egress, ctx.connectTimeoutMs, onData, ctx.dial);
+  dialled.then(
     (s) => conn.startTcp(s, head.method === 'CONNECT' ? Buffer.from('HTTP/1.1 200 Connection Established\r\n\r\n') : undefined),
     (err: Error) => {
-      ctx.log.info({ transport: 'proxy', session: sessionId.slice(0, 8), err: err.message }, 'proxy outbound failed');
+      ctx.log.info({ transport: 'proxy', session: sessionId.slice(0, 8), ...(route.via === 'relay' ? { via: route.node } : {}), err: err.message }, 'proxy outbound failed');
       const res = err instanceof EgressRefused
         ? errorResponse('destination_forbidden', 'destination not allowed by the egress policy')
         : errorResponse('bad_gateway', `cannot reach ${host}:${port}`);

@@ -23,6 +23,13 @@ import type { DataPlane, DataPlaneDeps } from '../dataplane/api.ts';
 import type { EventInput, LimitScope, LimitValues, Logger, RuntimePatch, SessionRow } from '../domain.ts';
 import { NODE_CHANNEL_PATH, quotaBaseKey, type NodeState } from '../cluster/node-channel.ts';
 import { CounterBaselines } from '../cluster/counter-baselines.ts';
+import { routeFor, type RelayTarget } from '../cluster/geo.ts';
+import { createRelayServer } from './relay-server.ts';
+import { loadOrCreateSelfSigned } from '../tls/self-signed.ts';
+import { pinOf } from '../tls/certificates.ts';
+import { hashToken } from '../store/store.ts';
+import { X509Certificate } from 'node:crypto';
+import type { ZoneInfo } from '../domain.ts';
 
 export interface NodeRunOptions {
   controls: string[];
@@ -33,6 +40,8 @@ export interface NodeRunOptions {
   proxyPort: number | null;
   egress: 'public-only' | 'lan' | 'allow-all';
   egressAddress?: string;
+  /** The geo relay listener's port (0: any free one; null: none, this node is no geo exit for others). */
+  relayPort?: number | null;
   dataDir: string;
   /** PEM CA certificate(s) trusted for an https/wss control URL (else the system's). */
   controlCa?: string;
@@ -134,7 +143,7 @@ const RECENT_ACKED_MS = 10_000;
 const SHARES_OFFLINE_MS = 5000;
 
 export interface RunningNode {
-  ports: { vless_ws_port: number; vless_tcp_port: number | null; proxy_port: number | null };
+  ports: { vless_ws_port: number; vless_tcp_port: number | null; proxy_port: number | null; relay_port?: number; relay_pcs?: string };
   /** Resolves with why the node stopped ('removed' when the control plane removed it, 'closed'). */
   stopped: Promise<'removed' | 'closed'>;
   close(): Promise<void>;
@@ -204,10 +213,20 @@ export async function runNode(opts: NodeRunOptions): Promise<RunningNode> {
   };
 
   const view = new NodeView();
+  // The geo proxy: requests for another zone's country or city leave through that node's relay.
+  let geoZone = '';
+  let geoZones: ZoneInfo[] = [];
+  let geoRelays: RelayTarget[] = [];
+  const geo = {
+    route: (country: string, city: string | undefined) => routeFor(geoZones, country, city, (z) => z.code === geoZone, geoRelays),
+  };
+  /** Relay grants for this node's own relay listener are keyed by its token's hash. */
+  const tokenHash = hashToken(opts.token);
   const dataPlane = createDataPlane({
     store: view,
     events: { publish: (e) => void view.events.push(e) },
-    zones: { list: () => [] },
+    zones: { list: () => geoZones },
+    geo,
     log,
     config: {
       host: opts.host,
@@ -238,10 +257,28 @@ export async function runNode(opts: NodeRunOptions): Promise<RunningNode> {
   });
   const started = await dataPlane.start();
   const address = http.address();
+  // The geo relay listener: TLS with a self-signed certificate of its own, pinned by the entries.
+  let relay: ReturnType<typeof createRelayServer> | null = null;
+  let relayFacts: { relay_port: number; relay_pcs: string } | null = null;
+  if (opts.relayPort !== undefined && opts.relayPort !== null) {
+    const pair = await loadOrCreateSelfSigned(join(opts.dataDir, 'relay'), opts.host === '0.0.0.0' || opts.host === '::' ? 'localhost' : opts.host);
+    relay = createRelayServer({ cert: pair.cert, key: pair.key, tokenHash, egress: opts.egress, egressAddress: opts.egressAddress, log });
+    const server = relay;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(opts.relayPort!, opts.host, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+    const a = server.address();
+    relayFacts = { relay_port: typeof a === 'object' && a ? a.port : opts.relayPort, relay_pcs: pinOf(new X509Certificate(pair.cert)) };
+  }
   const ports = {
     vless_ws_port: typeof address === 'object' && address ? address.port : opts.port,
     vless_tcp_port: started.vlessTcpPort,
     proxy_port: started.proxyPort,
+    ...(relayFacts ?? {}),
   };
 
   // State from the control plane
@@ -260,6 +297,9 @@ export async function runNode(opts: NodeRunOptions): Promise<RunningNode> {
     for (const s of state.sessions) if (s.paused && dataPlane.live(s.id)) dataPlane.pause(s.id);
     for (const c of Object.keys(state.limits)) if (JSON.stringify(oldLimits[c]) !== JSON.stringify(state.limits[c])) dataPlane.limitsChanged(c);
     for (const row of state.sessions) owners.set(row.id, { customer: row.customer_id, client: row.client_id });
+    if (typeof state.zone === 'string') geoZone = state.zone;
+    if (Array.isArray(state.zones)) geoZones = state.zones;
+    if (Array.isArray(state.relays)) geoRelays = state.relays;
     applyShares(state.shares ?? {}, state.shareSeq ?? 0);
   };
 
@@ -506,6 +546,7 @@ export async function runNode(opts: NodeRunOptions): Promise<RunningNode> {
     }
     await new Promise<void>((resolve) => http.close(() => resolve()));
     http.closeAllConnections();
+    await relay?.shutdown();
     resolveStopped(why);
   };
 

@@ -58,6 +58,8 @@ const OPS = [
   'applyNodeReport',
   'nodeReportSeq',
   'grantBytes',
+  'setNodeRelay',
+  'relayNodes',
   'activeSessionNodes',
   'claimSession',
   // usage history (issue 11)

@@ -205,7 +205,8 @@ const MIGRATIONS: string[] = [
   // (server/cluster/grants.ts: a node moves at most \`granted - used\` more bytes of a customer, or
   // of one client with client_id set; both cumulative per node, never reset), and what a node
   // reported of its listeners' TLS (its certificate's SHA-256 when it is self-signed, for links' pcs),
-  // and when a node last claimed a session's first connection (epoch ms: central max_sessions).
+  // when a node last claimed a session's first connection (epoch ms: central max_sessions), and
+  // its geo relay listener (port, and its self-signed certificate's SHA-256: server/cluster/geo.ts).
   `
   CREATE TABLE node_grants (
     node_id TEXT NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,
@@ -219,6 +220,8 @@ const MIGRATIONS: string[] = [
   );
   ALTER TABLE nodes ADD COLUMN tls INTEGER NOT NULL DEFAULT 0;
   ALTER TABLE nodes ADD COLUMN tls_pcs TEXT;
+  ALTER TABLE nodes ADD COLUMN relay_port INTEGER;
+  ALTER TABLE nodes ADD COLUMN relay_pcs TEXT;
   ALTER TABLE sessions ADD COLUMN claimed_at INTEGER;
   `,
 ];

@@ -194,6 +194,17 @@ function usageWhere(q: UsageQuery): { where: string; args: (string | number)[] }
   return { where: where.join(' AND '), args };
 }
 
+/** An up node's geo relay listener (store.relayNodes). */
+export interface RelayNode {
+  id: string;
+  name: string;
+  zone: string;
+  public_host: string;
+  relay_port: number;
+  relay_pcs: string;
+  token_hash: string;
+}
+
 export interface NodeInfo {
   id: string;
   name: string;
@@ -607,6 +618,18 @@ export class Store {
        ORDER BY (SELECT COUNT(*) FROM session_placements p WHERE p.node_id = n.id), n.name`,
     ).all(zone, since) as unknown as RawNode[];
     return rows.map((r) => toNode(r, since));
+  }
+
+  /** Records a node's geo relay listener (its port and certificate pin), as its reports say. */
+  setNodeRelay(id: string, port: number | null, pcs: string | null): void {
+    this.q('UPDATE nodes SET relay_port = ?, relay_pcs = ? WHERE id = ?').run(port, pcs, id);
+  }
+
+  /** Up nodes with a geo relay listener, with their token hash (relay grants are keyed by it). */
+  relayNodes(): RelayNode[] {
+    return this.q(
+      'SELECT id, name, zone, public_host, relay_port, relay_pcs, token_hash FROM nodes WHERE last_contact > ? AND relay_port IS NOT NULL AND relay_pcs IS NOT NULL ORDER BY name',
+    ).all(upSince()) as unknown as RelayNode[];
   }
 
   /** Zones with at least one up node. */

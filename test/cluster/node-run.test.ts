@@ -103,7 +103,7 @@ function startNode(token: string, nodeDir: string, control = `http://127.0.0.1:$
   nodeOut = '';
   const child = spawn(
     NODE,
-    [CLI, 'node', 'run', '--control', control, '--token', token, '--host', '127.0.0.2', '--port', '0', '--vless-tcp-port', 'off', '--proxy-port', 'off', '--egress', 'allow-all', '--data-dir', nodeDir, ...extra],
+    [CLI, 'node', 'run', '--control', control, '--token', token, '--host', '127.0.0.2', '--port', '0', '--vless-tcp-port', 'off', '--proxy-port', 'off', '--relay-port', '0', '--egress', 'allow-all', '--data-dir', nodeDir, ...extra],
     { cwd: ROOT, env: childEnv(), stdio: ['ignore', 'pipe', 'pipe'] },
   );
   nodeProc = child;
@@ -414,7 +414,7 @@ test('node run to an https control plane: verified with --control-ca (its self-s
       let out = '';
       const c = spawn(
         NODE,
-        [CLI, 'node', 'run', '--control', `https://127.0.0.1:${tport}`, '--token', added.stdout.trim(), '--host', '127.0.0.2', '--port', '0', '--vless-tcp-port', 'off', '--proxy-port', 'off', '--data-dir', tempDir('vad-node-tls-'), ...extra],
+        [CLI, 'node', 'run', '--control', `https://127.0.0.1:${tport}`, '--token', added.stdout.trim(), '--host', '127.0.0.2', '--port', '0', '--vless-tcp-port', 'off', '--proxy-port', 'off', '--relay-port', 'off', '--data-dir', tempDir('vad-node-tls-'), ...extra],
         { cwd: ROOT, env: childEnv(), stdio: ['ignore', 'pipe', 'pipe'] },
       );
       c.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));

@@ -225,6 +225,8 @@ export const PG_MIGRATIONS: string[] = [
   );
   ALTER TABLE nodes ADD COLUMN tls BOOLEAN NOT NULL DEFAULT FALSE;
   ALTER TABLE nodes ADD COLUMN tls_pcs TEXT;
+  ALTER TABLE nodes ADD COLUMN relay_port INTEGER;
+  ALTER TABLE nodes ADD COLUMN relay_pcs TEXT;
   ALTER TABLE sessions ADD COLUMN claimed_at BIGINT;
   `,
 ];

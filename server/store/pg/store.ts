@@ -26,7 +26,7 @@ import type pg from 'pg';
 import type { EventInsert, LimitScope, LimitValues, RuntimePatch, SessionRow } from '../../domain.ts';
 import type { EventType, LimitsRecord, SessionEvent } from '../../contract/schemas.ts';
 import { isoNow } from '../../time.ts';
-import type { QuotaBase, AuditEntry, AuditFilter, AuditInsert, EventFilter, NodeInfo, NodePorts, NodeReportAdd, Role, SessionFilter, Store, TokenInfo, UsageAdd, UsageQuery, UsageStep, UsageSum } from '../store.ts';
+import type { RelayNode, QuotaBase, AuditEntry, AuditFilter, AuditInsert, EventFilter, NodeInfo, NodePorts, NodeReportAdd, Role, SessionFilter, Store, TokenInfo, UsageAdd, UsageQuery, UsageStep, UsageSum } from '../store.ts';
 import { quotaSnapshotSql, AUDIT_COLUMNS, AUDIT_INSERT_COLUMNS, AUDIT_VALUES, auditWhere, toAuditEntry, hashToken, NODE_TOKEN_PREFIX, NODE_UP_SECONDS, USAGE_STEP_MS } from '../store.ts';
 import { mapDatabaseError, openPool, type PoolOptions } from './pool.ts';
 import { migrate } from './schema.ts';
@@ -86,6 +86,8 @@ export type SharedStoreOps =
   | 'applyNodeReport'
   | 'nodeReportSeq'
   | 'grantBytes'
+  | 'setNodeRelay'
+  | 'relayNodes'
   | 'activeSessionNodes'
   | 'claimSession'
   // usage history (issue 11)
@@ -661,6 +663,17 @@ export class PgStore {
       // their NOTIFY is delivered at the commit, so readers on every instance see them then.
       return tx.insertEvents(events);
     });
+  }
+
+  async setNodeRelay(id: string, port: number | null, pcs: string | null): Promise<void> {
+    await this.rows('UPDATE nodes SET relay_port = $1, relay_pcs = $2 WHERE id = $3', [port, pcs, id]);
+  }
+
+  async relayNodes(): Promise<RelayNode[]> {
+    return this.rows<RelayNode>(
+      `SELECT id, name, zone, public_host, relay_port, relay_pcs, token_hash FROM nodes
+       WHERE last_contact > now() - make_interval(secs => ${NODE_UP_SECONDS}) AND relay_port IS NOT NULL AND relay_pcs IS NOT NULL ORDER BY name`,
+    );
   }
 
   async activeSessionNodes(customerId: string): Promise<Array<{ client_id: string; node_id: string | null }>> {

@@ -42,7 +42,7 @@ function runNode(token: string, host: string, controls: string[], dataDir: strin
   let out = '';
   const child = spawn(
     NODE,
-    [CLI, 'node', 'run', '--control', controls.join(','), '--token', token, '--host', host, '--port', '0', '--vless-tcp-port', 'off', '--proxy-port', 'off', '--egress', 'allow-all', '--data-dir', dataDir],
+    [CLI, 'node', 'run', '--control', controls.join(','), '--token', token, '--host', host, '--port', '0', '--vless-tcp-port', 'off', '--proxy-port', 'off', '--relay-port', '0', '--egress', 'allow-all', '--data-dir', dataDir],
     { cwd: ROOT, env: childEnv(), stdio: ['ignore', 'pipe', 'pipe'] },
   );
   child.stdout!.setEncoding('utf8').on('data', (c: string) => (out += c));

@@ -1,0 +1,105 @@
+// Dialling a destination through another node's geo relay listener (issue 10): a TLS connection
+// to the exit node, its certificate checked against the pinned SHA-256 before anything is sent,
+// then one request line (`{"from","grant","host","port"}` JSON) and one answer line (`OK`, or
+// `{"error"}`), then raw bytes both ways. The bytes are counted here, on the entry's session
+// (the exit node counts nothing), so traffic is counted once.
+import { connect as tlsConnect, type TLSSocket } from 'node:tls';
+import { EventEmitter } from 'node:events';
+import type { Socket } from 'node:net';
+import type { GeoRoute } from './api.ts';
+import type { OnData } from './outbound.ts';
+import { EgressRefused } from './egress.ts';
+
+const MAX_ANSWER = 4096;
+
+/**
+ * The relayed destination as the relay sees an outbound socket: reads go to `onData` when given
+ * (else 'data' events), writes and backpressure go to the TLS socket.
+ */
+class RelayedOutbound extends EventEmitter {
+  readableEnded = false;
+  private readonly tls: TLSSocket;
+  constructor(tls: TLSSocket) {
+    super();
+    this.tls = tls;
+    tls.on('drain', () => this.emit('drain'));
+    tls.on('end', () => {
+      this.readableEnded = true;
+      this.emit('end');
+    });
+    tls.on('error', (err) => this.emit('error', err));
+    tls.on('close', () => this.emit('close'));
+  }
+  write(b: Buffer): boolean {
+    return this.tls.write(b);
+  }
+  end(): void {
+    this.tls.end();
+  }
+  destroy(): void {
+    this.tls.destroy();
+  }
+  pause(): void {
+    this.tls.pause();
+  }
+  resume(): void {
+    this.tls.resume();
+  }
+}
+
+export function dialRelay(route: Extract<GeoRoute, { via: 'relay' }>, host: string, port: number, timeoutMs: number, onData?: OnData): Promise<Socket> {
+  return new Promise((resolve, reject) => {
+    const tls = tlsConnect({ host: route.host, port: route.port, rejectUnauthorized: false, ALPNProtocols: ['vad-relay'] });
+    let settled = false;
+    const fail = (err: Error) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      tls.destroy();
+      reject(err);
+    };
+    const timer = setTimeout(() => fail(new Error(`the relay at node ${route.node} did not answer in time`)), timeoutMs);
+    tls.once('error', fail);
+    tls.once('close', () => fail(new Error(`the relay at node ${route.node} closed`)));
+    tls.once('secureConnect', () => {
+      const got = (tls.getPeerCertificate().fingerprint256 ?? '').replace(/:/g, '').toLowerCase();
+      if (got !== route.pcs) return fail(new Error(`the relay at node ${route.node} has another certificate than its pin`));
+      tls.write(`${JSON.stringify({ from: route.from, grant: route.grant, host, port })}\n`);
+    });
+    let head = Buffer.alloc(0);
+    const onHead = (b: Buffer) => {
+      head = Buffer.concat([head, b]);
+      const nl = head.indexOf(0x0a);
+      if (nl < 0) {
+        if (head.length > MAX_ANSWER) fail(new Error('the relay answered nonsense'));
+        return;
+      }
+      tls.off('data', onHead);
+      tls.pause();
+      const line = head.subarray(0, nl).toString('utf8');
+      const rest = head.subarray(nl + 1);
+      if (line !== 'OK') {
+        let code = '';
+        try {
+          code = String((JSON.parse(line) as { error?: unknown }).error ?? '');
+        } catch { /* reported below */ }
+        return fail(code === 'forbidden' ? new EgressRefused(`${host} refused by the exit node's egress policy`) : new Error(`the relay at node ${route.node} refused: ${code || line.slice(0, 80)}`));
+      }
+      settled = true;
+      clearTimeout(timer);
+      tls.removeAllListeners('error');
+      tls.removeAllListeners('close');
+      const out = new RelayedOutbound(tls);
+      const deliver = (d: Buffer) => (onData ? onData(d, () => {}) : out.emit('data', d));
+      resolve(out as unknown as Socket);
+      // After the caller has taken the socket over (its then() runs first): the bytes that came
+      // with the answer, then the rest as it comes.
+      setImmediate(() => {
+        if (rest.length) deliver(rest);
+        tls.on('data', deliver);
+        tls.resume();
+      });
+    };
+    tls.on('data', onHead);
+  });
+}

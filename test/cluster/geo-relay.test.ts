@@ -1,0 +1,162 @@
+// The geo proxy acts in a cluster (issue 10): a proxy request whose user name says `-cc-NL` or
+// `-cc-US-city-new.york` leaves the cluster from an up node in that country or city, relayed node
+// to node (TLS, the exit's certificate pinned, a grant from the control plane) when it entered
+// elsewhere; 412 when no node is up there; the traffic is counted once, on the session.
+// Real curl is the client; the destination is a loopback HTTP server that answers with the source
+// address it saw, so the test sees which node the request left from (each node's egress address).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { createServer, type Server } from 'node:http';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { connect as tlsConnect } from 'node:tls';
+import { startServer, type RunningServer } from '../../server/serve.ts';
+import { runNode, type RunningNode } from '../../server/node/run.ts';
+import { silentLogger } from '../../server/log.ts';
+import { callApi } from '../helpers/http.ts';
+import { removeDir, tempDir, waitFor } from '../helpers/server.ts';
+
+let srv: RunningServer;
+let sao: RunningNode;
+let ams: RunningNode;
+let nyc: RunningNode;
+let web: Server;
+let webPort = 0;
+let owner: string;
+const dirs: string[] = [];
+
+before(async () => {
+  const dir = tempDir('vad-geo-cp-');
+  dirs.push(dir);
+  // Only Frankfurt is the serve process's own (`local`); the other zones are served by nodes alone.
+  const zonesFile = join(dir, 'zones.json');
+  writeFileSync(zonesFile, JSON.stringify({
+    zones: [
+      { code: 'de-fra', name: 'Frankfurt', country: 'DE', cities: ['frankfurt'], nodes: ['local'] },
+      { code: 'br-sao', name: 'São Paulo', country: 'BR', cities: ['sao paulo'], nodes: [] },
+      { code: 'nl-ams', name: 'Amsterdam', country: 'NL', cities: ['amsterdam'], nodes: [] },
+      { code: 'us-nyc', name: 'New York', country: 'US', cities: ['new york'], nodes: [] },
+      { code: 'us-lax', name: 'Los Angeles', country: 'US', cities: ['los angeles'], nodes: [] },
+      { code: 'jp-tyo', name: 'Tokyo', country: 'JP', cities: ['tokyo'], nodes: [] },
+    ],
+  }));
+  srv = await startServer({ zonesFile, dataDir: dir, port: 0, vlessTcpPort: null, proxyPort: 0, egress: 'allow-all', rateLimit: { max: 100_000, windowMs: 60_000 } });
+  owner = (await srv.services.data.createToken('geo', 'owner')).token;
+  const node = async (name: string, zone: string, host: string) => {
+    const added = await srv.services.data.addNode({ name, zone, public_host: host });
+    const d = tempDir('vad-geo-node-');
+    dirs.push(d);
+    return runNode({ controls: [srv.origin], token: added.token, host, port: 0, vlessTcpPort: null, proxyPort: 0, relayPort: 0, egress: 'allow-all', egressAddress: host, dataDir: d, log: silentLogger });
+  };
+  sao = await node('sao-1', 'br-sao', '127.0.0.2');
+  ams = await node('ams-1', 'nl-ams', '127.0.0.3');
+  nyc = await node('nyc-1', 'us-nyc', '127.0.0.4');
+  web = createServer((req, res) => {
+    res.setHeader('content-type', 'text/plain');
+    res.end(req.socket.remoteAddress ?? '');
+  });
+  await new Promise<void>((r) => web.listen(0, '127.0.0.1', () => r()));
+  webPort = (web.address() as { port: number }).port;
+});
+after(async () => {
+  for (const n of [sao, ams, nyc]) await n?.close();
+  await srv?.close();
+  await new Promise<void>((r) => (web ? web.close(() => r()) : r()));
+  for (const d of dirs) removeDir(d);
+});
+
+const call = (method: string, path: string, body?: unknown) => callApi(srv.baseUrl, owner, method, path, body);
+
+/**
+ * curl through a proxy (a child process: the nodes run in this process, so it must not block);
+ * resolves with the HTTP status and the body (the source address the destination saw).
+ */
+function curl(proxyHost: string, proxyPort: number, user: string, pass: string): Promise<{ code: number; body: string }> {
+  return new Promise((resolve) => {
+    execFile('curl', ['-s', '--max-time', '10', '-x', `http://${proxyHost}:${proxyPort}`, '-U', `${user}:${pass}`, '-w', '\n%{http_code}', `http://127.0.0.1:${webPort}/where`], { encoding: 'utf8' }, (_err, stdout) => {
+      const lines = stdout.trim().split('\n');
+      resolve({ code: Number(lines.at(-1)), body: lines.slice(0, -1).join('\n') });
+    });
+  });
+}
+
+/** Counters of a session once the node's reports have settled (equal over two reads 1.2 s apart). */
+async function settled(id: string): Promise<{ up: number; down: number }> {
+  let last = '';
+  for (let i = 0; i < 20; i++) {
+    const st = (await call('GET', `/sessions/${id}/status`)).json;
+    const now = JSON.stringify({ up: st.uploaded_bytes, down: st.downloaded_bytes });
+    if (now === last) return JSON.parse(now);
+    last = now;
+    await new Promise((r) => setTimeout(r, 1200));
+  }
+  throw new Error(`the counters of ${id.slice(0, 8)} did not settle`);
+}
+
+/** What `run` adds to the session's counters, once reported. */
+async function delta(id: string, run: () => Promise<void>): Promise<{ up: number; down: number }> {
+  const before = await settled(id);
+  await run();
+  await waitFor(async () => (await call('GET', `/sessions/${id}/status`)).json.downloaded_bytes > before.down, 10_000, 'the request was counted');
+  const after = await settled(id);
+  return { up: after.up - before.up, down: after.down - before.down };
+}
+
+test('a proxy request for another country leaves from the node there, relayed; the bytes count once on the session', async () => {
+  await waitFor(async () => {
+    const zones = (await call('GET', '/zones')).json.zones as Array<{ code: string; has_active_nodes: boolean }>;
+    return ['br-sao', 'nl-ams', 'us-nyc'].every((c) => zones.find((z) => z.code === c)?.has_active_nodes);
+  }, 10_000, 'three nodes up');
+  const made = await call('POST', '/sessions', { client_id: 'geo-alice', zone: 'br-sao', reusable: true });
+  assert.equal(made.json.configuration.address, '127.0.0.2');
+  const id: string = made.json.id;
+  // The entry node learns the session and the other nodes' relays from its state.
+  await waitFor(async () => (await curl('127.0.0.2', sao.ports.proxy_port!, id, id)).code === 200, 10_000, 'sao serves the session');
+  // No targeting: it leaves from the entry node itself.
+  assert.deepEqual(await curl('127.0.0.2', sao.ports.proxy_port!, id, id), { code: 200, body: '127.0.0.2' });
+  // A country: relayed to the node in the Netherlands, leaving from its address.
+  await waitFor(async () => (await curl('127.0.0.2', sao.ports.proxy_port!, `${id}-cc-NL`, id)).body === '127.0.0.3', 10_000, 'relayed to ams');
+  // A country and a city.
+  assert.deepEqual(await curl('127.0.0.2', sao.ports.proxy_port!, `${id}-cc-US-city-new.york`, id), { code: 200, body: '127.0.0.4' });
+  // Its own country leaves from here.
+  assert.deepEqual(await curl('127.0.0.2', sao.ports.proxy_port!, `${id}-cc-BR`, id), { code: 200, body: '127.0.0.2' });
+  // In the catalogue, but no node up there: 412.
+  assert.equal((await curl('127.0.0.2', sao.ports.proxy_port!, `${id}-cc-US-city-los.angeles`, id)).code, 412);
+  assert.equal((await curl('127.0.0.2', sao.ports.proxy_port!, `${id}-cc-JP`, id)).code, 412);
+
+  // Counted once, on the session (the entry): a relayed request adds exactly what the same
+  // request leaving from the entry itself adds (its answer, '127.0.0.3' or '127.0.0.2', has the
+  // same length); counted twice it would add double, counted at the exit alone nothing.
+  const direct = await delta(id, async () => assert.equal((await curl('127.0.0.2', sao.ports.proxy_port!, id, id)).body, '127.0.0.2'));
+  const relayed = await delta(id, async () => assert.equal((await curl('127.0.0.2', sao.ports.proxy_port!, `${id}-cc-NL`, id)).body, '127.0.0.3'));
+  assert.ok(direct.down > 50, `the direct answer was counted: ${direct.down} bytes`);
+  assert.deepEqual(relayed, direct, 'a relayed request counts what a direct one does, once');
+  const sessions = (await call('GET', '/sessions?client_id=geo-alice')).json.sessions as unknown[];
+  assert.equal(sessions.length, 1);
+});
+
+test('the serve process\'s own proxy relays to a node too; a relay refuses a request without a valid grant', async () => {
+  // de-fra lists `local`: the serve process is the exit for Germany itself; New York is a node's,
+  // relayed; Japan has no node: 412 from the serve proxy as from a node.
+  const made = await call('POST', '/sessions', { client_id: 'geo-bob', zone: 'de-fra', reusable: true });
+  const id: string = made.json.id;
+  const local = srv.proxyPort!;
+  assert.ok(local, 'the serve process has a proxy');
+  assert.deepEqual(await curl('127.0.0.1', local, `${id}-cc-DE`, id), { code: 200, body: '127.0.0.1' });
+  await waitFor(async () => (await curl('127.0.0.1', local, `${id}-cc-US-city-new.york`, id)).body === '127.0.0.4', 10_000, 'serve relays to nyc');
+  assert.equal((await curl('127.0.0.1', local, `${id}-cc-US-city-los.angeles`, id)).code, 412);
+  assert.equal((await curl('127.0.0.1', local, `${id}-cc-JP`, id)).code, 412);
+
+  // The relay listener: a made-up grant is refused before anything is dialled.
+  const answer = await new Promise<string>((resolve, reject) => {
+    const s = tlsConnect({ host: '127.0.0.3', port: ams.ports.relay_port!, rejectUnauthorized: false }, () => {
+      s.write(`${JSON.stringify({ from: 'serve', grant: `${Date.now() + 60_000}.${'0'.repeat(64)}`, host: '127.0.0.1', port: webPort })}\n`);
+    });
+    let got = '';
+    s.on('data', (b) => (got += b));
+    s.on('close', () => resolve(got));
+    s.on('error', reject);
+  });
+  assert.equal(answer.trim(), '{"error":"unauthorized"}');
+});
