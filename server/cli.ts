@@ -25,8 +25,10 @@ Usage:
   vpn-access node run --control URL[,URL...] --token NODE_TOKEN [--host ADDR] [--port N]
                      [--vless-tcp-port N|off] [--proxy-port N|off] [--egress POLICY]
                      [--egress-address ADDR] [--data-dir DIR] [--control-ca FILE] [--control-pin SHA256]
+                     [--relay-port N|off] [--tls auto|on|off] [--tls-cert FILE --tls-key FILE]
                          runs a data-plane node: VLESS (ws on --port, default 8787; tcp,
-                         default 8789) and the proxy (default 8788), fed by the control
+                         default 8789), the proxy (default 8788) and the geo relay (default
+                         8790); TLS on them unless it binds loopback (auto), fed by the control
                          plane(s) at URL (failing over in the order given); --data-dir
                          (default ~/.local/share/vpn-access-node) keeps unacknowledged reports
 

@@ -10,14 +10,16 @@ import type { LimitValues, Logger, SessionRow } from './domain.ts';
 import { isPeriodic, periodOf } from './contract/period.ts';
 import { recordQuotaBases } from './quota/job.ts';
 import { buildConfiguration, buildLink, type LinkSettings } from './links.ts';
+import { LINK_ALPN, LINK_FP } from './tls/index.ts';
 import type { ControlStore } from './store/control.ts';
 import type { NodeInfo } from './store/store.ts';
 import type { ZonePlacement } from './cluster/placement.ts';
 import { isoNow, wallClock } from './time.ts';
 
 /**
- * A catalogue node's link: its public host and ports; transport as this server's. Without TLS:
- * `vpn-access node run` serves clear text only for now (on loopback and private addresses).
+ * A catalogue node's link: its public host and ports, transport as this server's, and TLS as the
+ * node reported it (`vpn-access node run --tls`): the sni is the node's public host, and its
+ * self-signed certificate is pinned by `pcs` (a CA-signed one is verified the usual way).
  */
 export function nodeLink(local: LinkSettings, node: NodeInfo): LinkSettings {
   const ws = node.vless_ws_port ?? (node.vless_tcp_port === null ? local.wsPort : null);
@@ -27,9 +29,11 @@ export function nodeLink(local: LinkSettings, node: NodeInfo): LinkSettings {
     network: ws === null ? 'tcp' : local.network,
     wsPort: ws ?? local.wsPort,
     tcpPort: node.vless_tcp_port,
-    tls: false,
-    // The node's certificate (once nodes have TLS) is not this server's: no pin, no own name.
-    pcs: undefined,
+    tls: node.tls,
+    fp: node.tls ? LINK_FP : undefined,
+    alpn: node.tls ? LINK_ALPN : undefined,
+    pcs: (node.tls && node.tls_pcs) || undefined,
+    // The node's certificate is not this server's: its own name (sni defaults to the public host).
     vcn: undefined,
     sni: undefined,
   };

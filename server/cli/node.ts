@@ -29,6 +29,9 @@ async function nodeRun(argv: string[]): Promise<void> {
       'data-dir': { type: 'string' },
       'control-ca': { type: 'string' },
       'control-pin': { type: 'string' },
+      tls: { type: 'string' },
+      'tls-cert': { type: 'string' },
+      'tls-key': { type: 'string' },
     },
   });
   const controls = (values.control ?? '').split(',').map((u) => u.trim()).filter(Boolean);
@@ -53,9 +56,18 @@ async function nodeRun(argv: string[]): Promise<void> {
   if (!token || !token.startsWith('vadn_')) fail('node run needs --token NODE_TOKEN (what `node add` printed)');
   const host = values.host ?? '127.0.0.1';
   if (!HOST.test(host)) fail(`--host takes an address, not "${host}"`);
-  // The node's listeners have no TLS yet: clear text never beyond the local network.
-  if (clearTextReach(host, isWildcardHost(host) ? '127.0.0.1' : host, networkInterfaces()) === 'internet') {
-    fail(`refusing to run a node without TLS beyond the local network (--host ${host}); bind a loopback or private address`);
+  // TLS on the node's listeners: auto is on unless the node listens on loopback only (its clients
+  // are on other machines, and current clients refuse VLESS without TLS); given files turn it on.
+  const tlsMode = values.tls ?? 'auto';
+  if (tlsMode !== 'auto' && tlsMode !== 'on' && tlsMode !== 'off') fail('--tls takes auto, on or off');
+  const certFile = values['tls-cert'];
+  const keyFile = values['tls-key'];
+  if (Boolean(certFile) !== Boolean(keyFile)) fail('--tls-cert and --tls-key go together');
+  if (certFile && tlsMode === 'off') fail('--tls off and --tls-cert contradict each other');
+  const tlsOn = tlsMode === 'on' || Boolean(certFile) || (tlsMode === 'auto' && !isLoopbackHost(host));
+  // Clear text never beyond the local network.
+  if (!tlsOn && clearTextReach(host, isWildcardHost(host) ? '127.0.0.1' : host, networkInterfaces()) === 'internet') {
+    fail(`refusing to run a node without TLS beyond the local network (--host ${host}); drop --tls off, or bind a loopback or private address`);
   }
   const egress = values.egress ?? 'public-only';
   if (egress !== 'public-only' && egress !== 'lan' && egress !== 'allow-all') fail('--egress takes public-only, lan or allow-all');
@@ -84,13 +96,14 @@ async function nodeRun(argv: string[]): Promise<void> {
     dataDir: resolve(values['data-dir'] ?? join(homedir(), '.local', 'share', 'vpn-access-node')),
     controlCa,
     ...(controlPin ? { controlPin } : {}),
+    tls: { mode: tlsOn ? 'on' : 'off', ...(certFile && keyFile ? { certFile: resolve(certFile), keyFile: resolve(keyFile) } : {}) },
     log,
   }).catch((err: NodeJS.ErrnoException) => {
     if (err.code === 'EADDRINUSE') fail(`a port is already in use (${err.message}); choose another with --port, --vless-tcp-port, --proxy-port or --relay-port`);
     throw err;
   });
   const p = node.ports;
-  process.stdout.write(`node listening: VLESS ws ${host}:${p.vless_ws_port}, tcp ${p.vless_tcp_port ?? 'off'}, proxy ${p.proxy_port ?? 'off'}, geo relay ${p.relay_port ?? 'off'}\n`);
+  process.stdout.write(`node listening: VLESS ${p.tls ? 'wss' : 'ws'} ${host}:${p.vless_ws_port}, tcp ${p.vless_tcp_port ?? 'off'}, proxy ${p.proxy_port ?? 'off'}, geo relay ${p.relay_port ?? 'off'}; TLS ${p.tls ? `on${p.tls_pcs ? ` (self-signed, sha256 ${p.tls_pcs})` : ''}` : 'off'}\n`);
   const stop = () => void node.close();
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);

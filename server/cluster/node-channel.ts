@@ -33,7 +33,7 @@ import { eventInsert, type EventInput, type EventInsert, type EventType, type Li
 import { isoNow } from '../time.ts';
 import { periodOf } from '../contract/period.ts';
 import { wallClock } from '../time.ts';
-import type { NodeInfo, NodeReportAdd } from '../store/store.ts';
+import type { NodeInfo, NodeListeners, NodeReportAdd } from '../store/store.ts';
 import type { Services } from '../services.ts';
 import { GrantPace, nodeShares, type WireShare } from './shares.ts';
 import { relayTargets, type RelayTarget } from './geo.ts';
@@ -69,6 +69,21 @@ export interface NodeState {
   zone?: string;
   zones?: ZoneInfo[];
   relays?: RelayTarget[];
+  /** The node's public host in the catalogue: its self-signed certificate is made for it. */
+  public_host?: string;
+}
+
+const pinOrNull = (v: unknown) => (typeof v === 'string' && /^[0-9a-f]{64}$/.test(v) ? v : null);
+
+/** What a node's report says of its relay listener and its listeners' TLS, checked. */
+function listenerFacts(p: Record<string, unknown>): NodeListeners {
+  const port = p.relay_port;
+  return {
+    relay_port: typeof port === 'number' && Number.isInteger(port) && port > 0 && port < 65536 ? port : null,
+    relay_pcs: pinOrNull(p.relay_pcs),
+    tls: p.tls === true,
+    tls_pcs: p.tls === true ? pinOrNull(p.tls_pcs) : null,
+  };
 }
 
 export const quotaBaseKey = (customerId: string, scope: LimitScope, entityId: string, periodKey: number) => `${customerId}\u0000${scope}\u0000${entityId}\u0000${periodKey}`;
@@ -149,6 +164,7 @@ export function createNodeChannel(services: Services): NodeChannel {
       limits,
       sums,
       zone: node.zone,
+      public_host: node.public_host,
       zones: services.zones.list(),
       relays,
       ...(Object.keys(bases).length ? { bases } : {}),
@@ -201,7 +217,7 @@ export function createNodeChannel(services: Services): NodeChannel {
     const short = node.id.slice(0, 8);
     log.info({ node: node.name, id: short }, 'node connected');
     let lastSent = '';
-    let relaySeen = '';
+    let listenersSeen = '';
     let closed = false;
     const pace = new GrantPace();
     let building = false;
@@ -239,7 +255,7 @@ export function createNodeChannel(services: Services): NodeChannel {
     void sendState();
 
     ws.on('message', (raw) => {
-      let msg: { type?: string; seq?: unknown; ports?: Record<string, number | string | null>; counters?: Record<string, CounterDelta>; events?: EventInput[] };
+      let msg: { type?: string; seq?: unknown; ports?: Record<string, number | string | boolean | null>; counters?: Record<string, CounterDelta>; events?: EventInput[] };
       try {
         msg = JSON.parse(String(raw));
       } catch {
@@ -259,20 +275,18 @@ export function createNodeChannel(services: Services): NodeChannel {
         vless_tcp_port: typeof p.vless_tcp_port === 'number' ? p.vless_tcp_port : null,
         proxy_port: typeof p.proxy_port === 'number' ? p.proxy_port : null,
       };
-      // The node's geo relay listener: its port and certificate pin, stored when they change.
-      const relayPort = typeof p.relay_port === 'number' && Number.isInteger(p.relay_port) && p.relay_port > 0 && p.relay_port < 65536 ? p.relay_port : null;
-      const rawPcs = (p as Record<string, unknown>).relay_pcs;
-      const relayPcs = typeof rawPcs === 'string' && /^[0-9a-f]{64}$/.test(rawPcs) ? rawPcs : null;
-      const relayFacts = `${relayPort}:${relayPcs}`;
-      const storeRelay = relayFacts !== relaySeen;
-      relaySeen = relayFacts;
+      // The node's geo relay listener and its listeners' TLS (ports and certificate pins), stored when they change.
+      const listeners = listenerFacts(p as Record<string, unknown>);
+      const facts = JSON.stringify(listeners);
+      const storeListeners = facts !== listenersSeen;
+      listenersSeen = facts;
       const prev = chains.get(node.id) ?? Promise.resolve();
       const next = prev
         .then(async () => {
           await data.touchNode(node.id, ports);
-          if (storeRelay) {
-            await data.setNodeRelay(node.id, relayPort, relayPcs).catch((err: unknown) => {
-              relaySeen = ''; // stored with a later report
+          if (storeListeners) {
+            await data.setNodeListeners(node.id, listeners).catch((err: unknown) => {
+              listenersSeen = ''; // stored with a later report
               throw err;
             });
           }

@@ -14,6 +14,7 @@
 //    limits it had, and reconnects with backoff, trying the control URLs in turn.
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import { join } from 'node:path';
 import { isIP } from 'node:net';
 import { connect as tlsConnect, type TLSSocket } from 'node:tls';
@@ -26,7 +27,8 @@ import { CounterBaselines } from '../cluster/counter-baselines.ts';
 import { routeFor, type RelayTarget } from '../cluster/geo.ts';
 import { createRelayServer } from './relay-server.ts';
 import { loadOrCreateSelfSigned } from '../tls/self-signed.ts';
-import { pinOf } from '../tls/certificates.ts';
+import { pinOf, TlsCertificates } from '../tls/certificates.ts';
+import { LINK_ALPN } from '../tls/index.ts';
 import { hashToken } from '../store/store.ts';
 import { X509Certificate } from 'node:crypto';
 import type { ZoneInfo } from '../domain.ts';
@@ -42,6 +44,12 @@ export interface NodeRunOptions {
   egressAddress?: string;
   /** The geo relay listener's port (0: any free one; null: none, this node is no geo exit for others). */
   relayPort?: number | null;
+  /**
+   * TLS on the VLESS (ws and tcp) and proxy listeners: `on` or `off` (the CLI decides `auto`);
+   * the certificate from the files when given (watched, reloaded), else a self-signed one kept in
+   * `<data-dir>/tls/` and made for the node's public host once the control plane names it.
+   */
+  tls?: { mode: 'on' | 'off'; certFile?: string; keyFile?: string };
   dataDir: string;
   /** PEM CA certificate(s) trusted for an https/wss control URL (else the system's). */
   controlCa?: string;
@@ -143,7 +151,7 @@ const RECENT_ACKED_MS = 10_000;
 const SHARES_OFFLINE_MS = 5000;
 
 export interface RunningNode {
-  ports: { vless_ws_port: number; vless_tcp_port: number | null; proxy_port: number | null; relay_port?: number; relay_pcs?: string };
+  ports: { vless_ws_port: number; vless_tcp_port: number | null; proxy_port: number | null; relay_port?: number; relay_pcs?: string; tls: boolean; tls_pcs: string | null };
   /** Resolves with why the node stopped ('removed' when the control plane removed it, 'closed'). */
   stopped: Promise<'removed' | 'closed'>;
   close(): Promise<void>;
@@ -186,6 +194,14 @@ function channelUrl(control: string): string {
   return u.toString();
 }
 
+const isWildcard = (host: string) => host === '0.0.0.0' || host === '::';
+
+/** The TLS facts a node reports with its ports: on or off, and the pin of a self-signed certificate. */
+function tlsFacts(tls: TlsCertificates): { tls: boolean; tls_pcs: string | null } {
+  const cert = tls.certificate;
+  return { tls: tls.enabled, tls_pcs: tls.enabled && cert?.selfSigned ? cert.fingerprint : null };
+}
+
 export async function runNode(opts: NodeRunOptions): Promise<RunningNode> {
   const { log } = opts;
   mkdirSync(opts.dataDir, { recursive: true });
@@ -212,6 +228,16 @@ export async function runNode(opts: NodeRunOptions): Promise<RunningNode> {
     renameSync(tmp, file);
   };
 
+  // TLS on the node's listeners: one certificate for the ws port, the raw TCP inbound and the proxy.
+  const tls = await TlsCertificates.open({
+    mode: opts.tls?.mode ?? 'off',
+    publicHost: isWildcard(opts.host) ? 'localhost' : opts.host,
+    dataDir: opts.dataDir,
+    certFile: opts.tls?.certFile,
+    keyFile: opts.tls?.keyFile,
+    watchIntervalMs: 2000,
+    log,
+  });
   const view = new NodeView();
   // The geo proxy: requests for another zone's country or city leave through that node's relay.
   let geoZone = '';
@@ -237,14 +263,20 @@ export async function runNode(opts: NodeRunOptions): Promise<RunningNode> {
       heartbeatIntervalMs: 30_000,
       egress: opts.egress,
       egressAddress: opts.egressAddress,
+      ...(tls.current ? { tls: tls.current } : {}),
     },
   });
   view.dataPlane = dataPlane;
 
-  const http: Server = createServer((_req, res) => {
+  const onRequest = (_req: unknown, res: import('node:http').ServerResponse) => {
     res.writeHead(404, { 'content-type': 'application/json' });
     res.end(JSON.stringify({ error: { code: 'not_found', message: 'This is a data-plane node: only VLESS over WebSocket is served here.', details: {} } }));
-  });
+  };
+  const http: Server = tls.current ? createHttpsServer({ cert: tls.current.cert, key: tls.current.key, ALPNProtocols: LINK_ALPN }, onRequest) : createServer(onRequest);
+  if (tls.current) {
+    tls.attach(http as unknown as import('node:tls').Server);
+    http.on('tlsClientError', () => { /* bad handshakes are dropped */ });
+  }
   http.on('upgrade', (req, socket, head) => {
     if (!dataPlane.handleUpgrade(req, socket, head)) socket.destroy();
   });
@@ -261,7 +293,7 @@ export async function runNode(opts: NodeRunOptions): Promise<RunningNode> {
   let relay: ReturnType<typeof createRelayServer> | null = null;
   let relayFacts: { relay_port: number; relay_pcs: string } | null = null;
   if (opts.relayPort !== undefined && opts.relayPort !== null) {
-    const pair = await loadOrCreateSelfSigned(join(opts.dataDir, 'relay'), opts.host === '0.0.0.0' || opts.host === '::' ? 'localhost' : opts.host);
+    const pair = await loadOrCreateSelfSigned(join(opts.dataDir, 'relay'), isWildcard(opts.host) ? 'localhost' : opts.host);
     relay = createRelayServer({ cert: pair.cert, key: pair.key, tokenHash, egress: opts.egress, egressAddress: opts.egressAddress, log });
     const server = relay;
     await new Promise<void>((resolve, reject) => {
@@ -279,7 +311,15 @@ export async function runNode(opts: NodeRunOptions): Promise<RunningNode> {
     vless_tcp_port: started.vlessTcpPort,
     proxy_port: started.proxyPort,
     ...(relayFacts ?? {}),
+    ...tlsFacts(tls),
   };
+  // A certificate reloaded from its files, or made for the public host: new handshakes get it,
+  // and the next report tells the control plane its pin (links follow).
+  tls.onChange((pair) => {
+    dataPlane.updateTls?.(pair);
+    Object.assign(ports, tlsFacts(tls));
+  });
+  tls.watch();
 
   // State from the control plane
   const applyState = (state: NodeState) => {
@@ -298,6 +338,9 @@ export async function runNode(opts: NodeRunOptions): Promise<RunningNode> {
     for (const c of Object.keys(state.limits)) if (JSON.stringify(oldLimits[c]) !== JSON.stringify(state.limits[c])) dataPlane.limitsChanged(c);
     for (const row of state.sessions) owners.set(row.id, { customer: row.customer_id, client: row.client_id });
     if (typeof state.zone === 'string') geoZone = state.zone;
+    if (typeof state.public_host === 'string' && state.public_host) {
+      tls.coverHost(state.public_host).catch((err: unknown) => log.warn({ err: String(err) }, `TLS: no certificate for ${state.public_host} could be made; keeping the one in force`));
+    }
     if (Array.isArray(state.zones)) geoZones = state.zones;
     if (Array.isArray(state.relays)) geoRelays = state.relays;
     applyShares(state.shares ?? {}, state.shareSeq ?? 0);
@@ -547,6 +590,7 @@ export async function runNode(opts: NodeRunOptions): Promise<RunningNode> {
     await new Promise<void>((resolve) => http.close(() => resolve()));
     http.closeAllConnections();
     await relay?.shutdown();
+    tls.close();
     resolveStopped(why);
   };
 

@@ -58,7 +58,7 @@ const OPS = [
   'applyNodeReport',
   'nodeReportSeq',
   'grantBytes',
-  'setNodeRelay',
+  'setNodeListeners',
   'relayNodes',
   'activeSessionNodes',
   'claimSession',

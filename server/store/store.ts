@@ -219,6 +219,18 @@ export interface NodeInfo {
   last_contact: string | null;
   /** In contact within the up window (NODE_UP_SECONDS). */
   up: boolean;
+  /** Its VLESS and proxy listeners serve TLS (as it last reported). */
+  tls: boolean;
+  /** SHA-256 of its self-signed certificate (links' `pcs`); null for a CA-signed one or without TLS. */
+  tls_pcs: string | null;
+}
+
+/** What a node reports of its listeners beyond their ports (store.setNodeListeners). */
+export interface NodeListeners {
+  relay_port: number | null;
+  relay_pcs: string | null;
+  tls: boolean;
+  tls_pcs: string | null;
 }
 
 export interface NodePorts {
@@ -227,11 +239,11 @@ export interface NodePorts {
   proxy_port?: number | null;
 }
 
-type RawNode = Omit<NodeInfo, 'up'>;
-const NODE_COLUMNS = 'id, name, zone, public_host, vless_ws_port, vless_tcp_port, proxy_port, token_prefix, created_at, last_contact';
+type RawNode = Omit<NodeInfo, 'up' | 'tls'> & { tls: number | boolean };
+const NODE_COLUMNS = 'id, name, zone, public_host, vless_ws_port, vless_tcp_port, proxy_port, token_prefix, created_at, last_contact, tls, tls_pcs';
 const upSince = () => new Date(Date.now() - NODE_UP_SECONDS * 1000).toISOString();
 function toNode(r: RawNode, since: string): NodeInfo {
-  return { ...r, up: r.last_contact !== null && r.last_contact > since };
+  return { ...r, tls: Boolean(r.tls), up: r.last_contact !== null && r.last_contact > since };
 }
 
 export function hashToken(token: string): string {
@@ -620,9 +632,9 @@ export class Store {
     return rows.map((r) => toNode(r, since));
   }
 
-  /** Records a node's geo relay listener (its port and certificate pin), as its reports say. */
-  setNodeRelay(id: string, port: number | null, pcs: string | null): void {
-    this.q('UPDATE nodes SET relay_port = ?, relay_pcs = ? WHERE id = ?').run(port, pcs, id);
+  /** Records a node's geo relay listener and its listeners' TLS (certificate pins), as its reports say. */
+  setNodeListeners(id: string, l: NodeListeners): void {
+    this.q('UPDATE nodes SET relay_port = ?, relay_pcs = ?, tls = ?, tls_pcs = ? WHERE id = ?').run(l.relay_port, l.relay_pcs, l.tls ? 1 : 0, l.tls_pcs, id);
   }
 
   /** Up nodes with a geo relay listener, with their token hash (relay grants are keyed by it). */

@@ -169,6 +169,19 @@ export class TlsCertificates {
     return this.facts.names[0];
   }
 
+  /**
+   * A self-signed certificate in force that does not name `host` is replaced by one that does (a
+   * node learning its public host from the control plane); the change reaches the attached
+   * servers and the listeners like a reload. Resolves true when a new certificate is in force.
+   */
+  async coverHost(host: string): Promise<boolean> {
+    if (!this.status.enabled || this.status.source !== 'self-signed' || !this.facts || certificateCovers(this.facts.x509, host)) return false;
+    const made = await loadOrCreateSelfSigned(this.opts.dataDir, host);
+    this.use({ cert: made.cert, key: made.key }, 'self-signed');
+    this.opts.log.info(`TLS: ${made.created ? 'created' : 'reusing'} a self-signed certificate for ${host} (sha256 ${this.status.fingerprint_sha256})`);
+    return true;
+  }
+
   /** The server's default context follows every reload. */
   attach(server: TlsServer): void {
     this.servers.add(server);

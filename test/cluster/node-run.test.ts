@@ -399,7 +399,7 @@ test('node run on PostgreSQL: two serve instances, pause on the other instance, 
   }
 });
 
-test('node run to an https control plane: verified with --control-ca (its self-signed certificate), refused without it; node links stay clear text', async () => {
+test('node run to an https control plane: verified with --control-ca (its self-signed certificate), refused without it; a loopback node's links stay clear text', async () => {
   const tdir = tempDir('vad-noderun-tls-');
   dirs.push(tdir);
   const tport = await freePort();
@@ -451,7 +451,8 @@ test('node run to an https control plane: verified with --control-ca (its self-s
     await waitFor(() => /connected to the control plane/.test(trusted.out()), 8000, 'the node connects with --control-ca');
     const listed = () => cli(['node', 'list', '--data-dir', tdir]).stdout;
     await waitFor(() => /^tls-1 {2}br-sao {2}up /m.test(listed()), 8000, 'the node is up');
-    // A session placed on it: the link points at the node, in clear text (nodes have no TLS yet).
+    // A session placed on it: the link points at the node, in clear text: the node listens on
+    // loopback, where its TLS is off by default (auto), whatever the control plane's TLS.
     const ca = readFileSync(`${tdir}/tls/self-signed-cert.pem`, 'utf8');
     const made = await new Promise<{ status: number; json: any }>((resolve, reject) => {
       const body = JSON.stringify({ client_id: 't', zone: 'br-sao' });

@@ -30,8 +30,8 @@ function run(cmd: string, args: string[], input: string): Promise<string> {
 }
 
 /** The PEM of the certificate a TLS port serves (openssl s_client). */
-export async function servedCertificate(port: number, servername = '127.0.0.1'): Promise<string> {
-  const out = await run('openssl', ['s_client', '-connect', `127.0.0.1:${port}`, '-servername', servername], '');
+export async function servedCertificate(port: number, servername = '127.0.0.1', host = '127.0.0.1'): Promise<string> {
+  const out = await run('openssl', ['s_client', '-connect', `${host}:${port}`, '-servername', servername], '');
   const m = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/.exec(out);
   if (!m) throw new Error(`no certificate from port ${port}: ${out.slice(0, 500)}`);
   return m[0] + '\n';

@@ -26,7 +26,7 @@ import type pg from 'pg';
 import type { EventInsert, LimitScope, LimitValues, RuntimePatch, SessionRow } from '../../domain.ts';
 import type { EventType, LimitsRecord, SessionEvent } from '../../contract/schemas.ts';
 import { isoNow } from '../../time.ts';
-import type { RelayNode, QuotaBase, AuditEntry, AuditFilter, AuditInsert, EventFilter, NodeInfo, NodePorts, NodeReportAdd, Role, SessionFilter, Store, TokenInfo, UsageAdd, UsageQuery, UsageStep, UsageSum } from '../store.ts';
+import type { NodeListeners, RelayNode, QuotaBase, AuditEntry, AuditFilter, AuditInsert, EventFilter, NodeInfo, NodePorts, NodeReportAdd, Role, SessionFilter, Store, TokenInfo, UsageAdd, UsageQuery, UsageStep, UsageSum } from '../store.ts';
 import { quotaSnapshotSql, AUDIT_COLUMNS, AUDIT_INSERT_COLUMNS, AUDIT_VALUES, auditWhere, toAuditEntry, hashToken, NODE_TOKEN_PREFIX, NODE_UP_SECONDS, USAGE_STEP_MS } from '../store.ts';
 import { mapDatabaseError, openPool, type PoolOptions } from './pool.ts';
 import { migrate } from './schema.ts';
@@ -86,7 +86,7 @@ export type SharedStoreOps =
   | 'applyNodeReport'
   | 'nodeReportSeq'
   | 'grantBytes'
-  | 'setNodeRelay'
+  | 'setNodeListeners'
   | 'relayNodes'
   | 'activeSessionNodes'
   | 'claimSession'
@@ -131,7 +131,7 @@ const SESSION_COLUMNS =
 const TOKEN_SELECT = `SELECT t.id, t.customer_id, c.name AS customer_name, t.role, t.prefix, t.created_at, t.revoked_at
        FROM tokens t JOIN customers c ON c.id = t.customer_id`;
 const EVENT_COLUMNS = 'id, session_id, event_type, created_at, duration, downloaded_bytes, uploaded_bytes';
-const NODE_SELECT = `SELECT id, name, zone, public_host, vless_ws_port, vless_tcp_port, proxy_port, token_prefix, created_at,
+const NODE_SELECT = `SELECT id, name, zone, public_host, vless_ws_port, vless_tcp_port, proxy_port, token_prefix, created_at, tls, tls_pcs,
          to_char(last_contact AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS last_contact,
          COALESCE(last_contact > now() - make_interval(secs => ${NODE_UP_SECONDS}), false) AS up
        FROM nodes`;
@@ -665,8 +665,8 @@ export class PgStore {
     });
   }
 
-  async setNodeRelay(id: string, port: number | null, pcs: string | null): Promise<void> {
-    await this.rows('UPDATE nodes SET relay_port = $1, relay_pcs = $2 WHERE id = $3', [port, pcs, id]);
+  async setNodeListeners(id: string, l: NodeListeners): Promise<void> {
+    await this.rows('UPDATE nodes SET relay_port = $1, relay_pcs = $2, tls = $3, tls_pcs = $4 WHERE id = $5', [l.relay_port, l.relay_pcs, l.tls, l.tls_pcs, id]);
   }
 
   async relayNodes(): Promise<RelayNode[]> {
