@@ -399,7 +399,7 @@ test('node run on PostgreSQL: two serve instances, pause on the other instance, 
   }
 });
 
-test('node run to an https control plane: verified with --control-ca (its self-signed certificate), refused without it; a loopback node's links stay clear text', async () => {
+test('node run to an https control plane: verified with --control-ca (its self-signed certificate), refused without it; links of a loopback node stay clear text', async () => {
   const tdir = tempDir('vad-noderun-tls-');
   dirs.push(tdir);
   const tport = await freePort();
