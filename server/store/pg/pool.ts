@@ -87,6 +87,11 @@ export function openPool(url: string, opts: PoolOptions = {}): pg.Pool {
   });
   // Without a listener an idle connection's error (the server was killed) would crash the process.
   pool.on('error', (err) => opts.onIdleError?.(err));
+  // A connection that is checked out has no pool listener: one whose server goes away between two
+  // queries of a transaction (PostgreSQL killed or restarted) would emit an unhandled 'error' and
+  // crash the process. Its next query fails instead (service_unavailable), and the pool drops it
+  // when it is released (it is no longer queryable).
+  pool.on('connect', (client) => client.on('error', () => {}));
   return pool;
 }
 
