@@ -19,6 +19,9 @@
 //     {type:'ack', seq}  (also on connect, with hello: the last seq applied for the node);
 //     {type:'claimed', id, ok}  the answer to a node's {type:'claim', id, session, active:[ids]}:
 //       may the session's first connection open (central max_sessions, store.claimSession);
+//   node → control plane, besides reports and claims:
+//     {type:'release', key, gen}  the node moves none of that customer's (or client's) bytes now
+//       and gives back its grant beyond KEEP_IDLE (store.releaseGrant), in order after its reports;
 //     {type:'removed'}  the node was removed from the catalogue: it cuts all and stops.
 //
 // A node may act only on sessions placed on it: counters and events of any other session are dropped.
@@ -264,6 +267,17 @@ export function createNodeChannel(services: Services): NodeChannel {
       }
       if (msg.type === 'claim') {
         void claim(msg as { id?: unknown; session?: unknown; active?: unknown });
+        return;
+      }
+      if (msg.type === 'release') {
+        // After the reports sent before it (same chain), so the grant's `used` counts all it moved.
+        const { key, gen } = msg as { key?: unknown; gen?: unknown };
+        if (typeof key !== 'string' || key.length > 300 || typeof gen !== 'number' || !Number.isSafeInteger(gen)) return;
+        const [customer, client = ''] = key.split('\u0000');
+        const prev = chains.get(node.id) ?? Promise.resolve();
+        chains.set(node.id, prev.then(async () => {
+          if (await data.releaseGrant(node.id, customer, client, gen)) log.debug({ node: node.name }, 'a node gave back an unused grant');
+        }).catch((err: unknown) => log.warn({ node: node.name, err: String(err) }, 'releasing a node grant failed; the node asks again')));
         return;
       }
       if (msg.type !== 'report' || typeof msg.seq !== 'number' || !Number.isSafeInteger(msg.seq) || msg.seq < 0) return;

@@ -15,6 +15,8 @@ export interface WireShare {
   left: { up: number | null; down: number | null };
   final: { up: boolean; down: boolean };
   rate: number;
+  /** The grant's generation (grants.ts): the node ignores shares older than its last release. */
+  gen?: number;
 }
 
 const MIN_WANT = 1 << 20;
@@ -97,6 +99,7 @@ export async function nodeShares(
         pace.observe(key, probe.used, now);
         share.left = probe.left;
         share.final = probe.final;
+        share.gen = probe.gen;
       }
       out[shareKey(customerId, clientId)] = share;
     }

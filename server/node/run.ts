@@ -24,6 +24,8 @@ import type { DataPlane, DataPlaneDeps } from '../dataplane/api.ts';
 import type { EventInput, LimitScope, LimitValues, Logger, RuntimePatch, SessionRow } from '../domain.ts';
 import { NODE_CHANNEL_PATH, quotaBaseKey, type NodeState } from '../cluster/node-channel.ts';
 import { CounterBaselines } from '../cluster/counter-baselines.ts';
+import type { WireShare } from '../cluster/shares.ts';
+import { KEEP_IDLE } from '../store/grants.ts';
 import { routeFor, type RelayTarget } from '../cluster/geo.ts';
 import { createRelayServer } from './relay-server.ts';
 import { loadOrCreateSelfSigned } from '../tls/self-signed.ts';
@@ -149,6 +151,10 @@ const CLAIM_TIMEOUT_MS = 2000;
 const RECENT_ACKED_MS = 10_000;
 /** Without the control plane this long, a node drops its grants and holds the caps from its last sums. */
 const SHARES_OFFLINE_MS = 5000;
+/** A grant unused this long (no open connection, nothing unreported) is given back beyond KEEP_IDLE. */
+const RELEASE_IDLE_MS = 2000;
+/** A release not yet answered by a share of the new generation is asked again after this long. */
+const RELEASE_RETRY_MS = 3000;
 
 export interface RunningNode {
   ports: { vless_ws_port: number; vless_tcp_port: number | null; proxy_port: number | null; relay_port?: number; relay_pcs?: string; tls: boolean; tls_pcs: string | null };
@@ -365,22 +371,80 @@ export async function runNode(opts: NodeRunOptions): Promise<RunningNode> {
     for (const [sid, d] of view.pending) add(sid, d);
     return moved;
   };
+  /** The last share taken per key, with the report seq its grant was measured at. */
+  const accepted = new Map<string, { sh: WireShare; seq: number }>();
+  /** Grants this node gave back (key: the generation released, when it last asked). */
+  const released = new Map<string, { gen: number; at: number }>();
+  /** Since when each key has had no open connection and no unreported bytes here. */
+  const idleSince = new Map<string, number>();
+  /** A share as the data plane takes it: what the grant leaves now (Infinity: no cap that way). */
+  const shareNow = (key: string, sh: WireShare, seq: number) => {
+    const [customer, client] = key.split('\u0000');
+    const moved = movedAfter(seq, customer, client ?? null);
+    return {
+      left: { up: sh.left.up === null ? Infinity : sh.left.up - moved.up, down: sh.left.down === null ? Infinity : sh.left.down - moved.down },
+      final: { up: !!sh.final.up, down: !!sh.final.down },
+      rateShare: typeof sh.rate === 'number' && sh.rate > 0 && sh.rate <= 1 ? sh.rate : 1,
+    };
+  };
+  const setShare = (key: string, share: ReturnType<typeof shareNow> | null) => {
+    const [customer, client] = key.split('\u0000');
+    dataPlane.setClusterShare?.(customer, client ?? null, share);
+  };
   const applyShares = (shares: NonNullable<NodeState['shares']>, seq: number) => {
     const keys = new Set(Object.keys(shares));
     for (const key of sharedKeys) {
       if (keys.has(key)) continue;
-      const [customer, client] = key.split('\u0000');
-      dataPlane.setClusterShare?.(customer, client ?? null, null);
+      accepted.delete(key);
+      idleSince.delete(key);
+      released.delete(key);
+      setShare(key, null);
     }
     sharedKeys = keys;
     for (const [key, sh] of Object.entries(shares)) {
-      const [customer, client] = key.split('\u0000');
-      const moved = movedAfter(seq, customer, client ?? null);
-      dataPlane.setClusterShare?.(customer, client ?? null, {
-        left: { up: sh.left.up === null ? Infinity : sh.left.up - moved.up, down: sh.left.down === null ? Infinity : sh.left.down - moved.down },
-        final: { up: !!sh.final.up, down: !!sh.final.down },
-        rateShare: typeof sh.rate === 'number' && sh.rate > 0 && sh.rate <= 1 ? sh.rate : 1,
-      });
+      // A share measured before this node's release still counts what it gave back: the node
+      // keeps what it kept until a share of the new generation comes.
+      const rel = released.get(key);
+      if (rel && (sh.gen ?? 0) <= rel.gen) continue;
+      released.delete(key);
+      accepted.set(key, { sh, seq });
+      setShare(key, shareNow(key, sh, seq));
+    }
+  };
+  /**
+   * Gives back grants this node does not use: a key with no open connection and nothing
+   * unreported here for RELEASE_IDLE_MS, all reports acknowledged (so the control plane's `used`
+   * counts every byte), holding over twice KEEP_IDLE, keeps KEEP_IDLE and releases the rest.
+   * A release not yet seen in a share is asked again (a lost message, a reconnection).
+   */
+  const releaseIdle = (now: number) => {
+    if (!ws || !connected || !greeted) return;
+    const busy = new Set<string>();
+    for (const [sid, o] of owners) {
+      if (dataPlane.live(sid)?.status !== 'active' && !view.pending.has(sid)) continue;
+      busy.add(o.customer);
+      busy.add(`${o.customer}\u0000${o.client}`);
+    }
+    for (const [key, rel] of released) {
+      if (now - rel.at < RELEASE_RETRY_MS) continue;
+      rel.at = now;
+      ws.send(JSON.stringify({ type: 'release', key, gen: rel.gen }));
+    }
+    if (unacked.length) return;
+    for (const [key, { sh, seq }] of accepted) {
+      if (busy.has(key)) {
+        idleSince.delete(key);
+        continue;
+      }
+      if (!idleSince.has(key)) idleSince.set(key, now);
+      if (released.has(key) || now - idleSince.get(key)! < RELEASE_IDLE_MS) continue;
+      const share = shareNow(key, sh, seq);
+      const finite = (n: number) => (Number.isFinite(n) ? n : 0);
+      if (finite(share.left.up) <= 2 * KEEP_IDLE && finite(share.left.down) <= 2 * KEEP_IDLE) continue;
+      const gen = sh.gen ?? 0;
+      ws.send(JSON.stringify({ type: 'release', key, gen }));
+      released.set(key, { gen, at: now });
+      setShare(key, { ...share, left: { up: Math.min(share.left.up, KEEP_IDLE), down: Math.min(share.left.down, KEEP_IDLE) } });
     }
   };
   let offlineSince = 0;
@@ -392,6 +456,7 @@ export async function runNode(opts: NodeRunOptions): Promise<RunningNode> {
     else if (Date.now() - offlineSince >= SHARES_OFFLINE_MS && sharedKeys.size) applyShares({}, 0);
     const cutoff = Date.now() - RECENT_ACKED_MS;
     if (recentAcked.length && recentAcked[0].at < cutoff) recentAcked = recentAcked.filter((r) => r.at >= cutoff);
+    releaseIdle(Date.now());
   }, 1000);
 
   // Central max_sessions: one claim in flight per session; answered by the channel ('claimed').

@@ -58,6 +58,7 @@ const OPS = [
   'applyNodeReport',
   'nodeReportSeq',
   'grantBytes',
+  'releaseGrant',
   'setNodeListeners',
   'relayNodes',
   'activeSessionNodes',

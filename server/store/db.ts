@@ -216,6 +216,7 @@ const MIGRATIONS: string[] = [
     used_down INTEGER NOT NULL DEFAULT 0,
     granted_up INTEGER NOT NULL DEFAULT 0,
     granted_down INTEGER NOT NULL DEFAULT 0,
+    gen INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (customer_id, client_id, node_id)
   );
   ALTER TABLE nodes ADD COLUMN tls INTEGER NOT NULL DEFAULT 0;

@@ -10,6 +10,12 @@
 // so the grants of all nodes together never exceed the cap, whichever instance granted them and
 // however late a node learns of another's grant. A node whose grant is spent waits for more; once
 // nothing is available (`final`), a spent grant is the cap itself and the node cuts.
+//
+// A node that no longer moves an entity's bytes gives back what it holds beyond KEEP_IDLE
+// (releaseRow), so that an idle node does not keep other nodes short of the cap. Only the node
+// can know it moves nothing more, so it asks, naming the generation of the grant it holds; the
+// release bumps the generation, and the node ignores shares of the older one (built before the
+// release, they still count the bytes given back).
 // The pure arithmetic is here; each store runs it inside its own transaction.
 
 export interface GrantRow {
@@ -18,6 +24,8 @@ export interface GrantRow {
   used_down: number;
   granted_up: number;
   granted_down: number;
+  /** Bumped by each release: a share names the generation it was measured in. */
+  gen: number;
 }
 
 export type Dir = 'up' | 'down';
@@ -40,6 +48,21 @@ export interface Grant {
   final: { up: boolean; down: boolean };
   /** The node's used bytes the grant was measured from. */
   used: { up: number; down: number };
+  /** The row's generation (GrantRow.gen). */
+  gen: number;
+}
+
+/** What an idle node keeps of its grant when it releases the rest (about its next first second). */
+export const KEEP_IDLE = 1 << 20;
+
+/** A node's row after it released all but `keep` of what it holds unused; the generation moves on. */
+export function releaseRow(row: GrantRow, keep = KEEP_IDLE): GrantRow {
+  return {
+    ...row,
+    granted_up: Math.min(row.granted_up, row.used_up + keep),
+    granted_down: Math.min(row.granted_down, row.used_down + keep),
+    gen: row.gen + 1,
+  };
 }
 
 /**
@@ -48,9 +71,9 @@ export interface Grant {
  * report applied between the two reads makes `available` smaller, never larger.
  */
 export function allocate(rows: GrantRow[], nodeId: string, total: { up: number; down: number }, req: GrantRequest): { row: GrantRow; grant: Grant } {
-  const own = rows.find((r) => r.node_id === nodeId) ?? { node_id: nodeId, used_up: 0, used_down: 0, granted_up: 0, granted_down: 0 };
+  const own = rows.find((r) => r.node_id === nodeId) ?? { node_id: nodeId, used_up: 0, used_down: 0, granted_up: 0, granted_down: 0, gen: 0 };
   const row = { ...own };
-  const grant: Grant = { left: { up: null, down: null }, final: { up: false, down: false }, used: { up: own.used_up, down: own.used_down } };
+  const grant: Grant = { left: { up: null, down: null }, final: { up: false, down: false }, used: { up: own.used_up, down: own.used_down }, gen: own.gen };
   for (const dir of ['up', 'down'] as const) {
     const cap = req.cap[dir];
     if (cap === null) continue;

@@ -6,7 +6,7 @@ import type { EventInsert, LimitScope, LimitValues, RuntimePatch, SessionRow, Se
 import type { LimitsRecord, SessionEvent } from '../contract/schemas.ts';
 import { isoNow } from '../time.ts';
 import { preparedStatements } from './db.ts';
-import { allocate, CLAIM_WINDOW_MS, type Grant, type GrantRequest, type GrantRow } from './grants.ts';
+import { allocate, CLAIM_WINDOW_MS, releaseRow, type Grant, type GrantRequest, type GrantRow } from './grants.ts';
 
 export type Role = 'owner' | 'agent';
 export interface TokenInfo {
@@ -728,7 +728,7 @@ export class Store {
    */
   grantBytes(nodeId: string, customerId: string, clientId: string, req: GrantRequest): Grant {
     return this.transaction(() => {
-      const rows = this.q('SELECT node_id, used_up, used_down, granted_up, granted_down FROM node_grants WHERE customer_id = ? AND client_id = ?').all(customerId, clientId) as unknown as GrantRow[];
+      const rows = this.q('SELECT node_id, used_up, used_down, granted_up, granted_down, gen FROM node_grants WHERE customer_id = ? AND client_id = ?').all(customerId, clientId) as unknown as GrantRow[];
       const t = this.sumCounters(customerId, clientId === '' ? undefined : clientId);
       const { row, grant } = allocate(rows, nodeId, { up: t.uploaded_bytes, down: t.downloaded_bytes }, req);
       this.q(
@@ -736,6 +736,21 @@ export class Store {
          ON CONFLICT (customer_id, client_id, node_id) DO UPDATE SET granted_up = excluded.granted_up, granted_down = excluded.granted_down`,
       ).run(nodeId, customerId, clientId, row.used_up, row.used_down, row.granted_up, row.granted_down);
       return grant;
+    });
+  }
+
+  /**
+   * A node gives back what it holds of a grant beyond KEEP_IDLE (grants.ts releaseRow), when the
+   * row is still of generation `gen` (the node's reports before it are applied: the channel
+   * handles a node's messages in order). Resolves whether it was released.
+   */
+  releaseGrant(nodeId: string, customerId: string, clientId: string, gen: number): boolean {
+    return this.transaction(() => {
+      const r = this.q('SELECT node_id, used_up, used_down, granted_up, granted_down, gen FROM node_grants WHERE customer_id = ? AND client_id = ? AND node_id = ?').get(customerId, clientId, nodeId) as unknown as GrantRow | undefined;
+      if (!r || r.gen !== gen) return false;
+      const next = releaseRow(r);
+      this.q('UPDATE node_grants SET granted_up = ?, granted_down = ?, gen = ? WHERE customer_id = ? AND client_id = ? AND node_id = ?').run(next.granted_up, next.granted_down, next.gen, customerId, clientId, nodeId);
+      return true;
     });
   }
 

@@ -8,6 +8,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Socket } from 'node:net';
+import pg from 'pg';
 import { startServer, type RunningServer } from '../../server/serve.ts';
 import { runNode, type RunningNode } from '../../server/node/run.ts';
 import { silentLogger } from '../../server/log.ts';
@@ -17,7 +18,7 @@ import { removeDir, tempDir, waitFor } from '../helpers/server.ts';
 import { openVlessEcho, pushThroughEcho, startTcpEcho } from '../dataplane/helpers/targets.ts';
 
 const MiB = 1 << 20;
-let pg: PgServer;
+let pgServer: PgServer;
 let a: RunningServer;
 let b: RunningServer;
 let sao: RunningNode;
@@ -27,11 +28,11 @@ let owner: string;
 const dirs: string[] = [];
 
 before(async () => {
-  pg = await startPostgres();
+  pgServer = await startPostgres();
   const serve = async () => {
     const dir = tempDir('vad-limits-cp-');
     dirs.push(dir);
-    return startServer({ dataDir: dir, database: pg.url(), port: 0, vlessTcpPort: null, proxyPort: null, rateLimit: { max: 100_000, windowMs: 60_000 } });
+    return startServer({ dataDir: dir, database: pgServer.url(), port: 0, vlessTcpPort: null, proxyPort: null, rateLimit: { max: 100_000, windowMs: 60_000 } });
   };
   a = await serve();
   b = await serve();
@@ -56,7 +57,7 @@ after(async () => {
   await a?.close();
   await b?.close();
   await echo?.close();
-  await pg?.destroy();
+  await pgServer?.destroy();
   for (const d of dirs) removeDir(d);
 });
 
@@ -146,6 +147,61 @@ test('max_sessions holds across nodes: the control plane decides at the first co
     held!.s.destroy();
     await waitFor(async () => (await pushThroughEcho(syd.ports.vless_tcp_port!, two, echo.port, 8 * 1024, '127.0.0.3')) > 0, 10_000, 'syd admits the second session');
   } finally {
+    await call('DELETE', '/customer/limits/client');
+  }
+});
+
+test('an idle node gives back its unused grant: another node moves the rest of the cap', async (t) => {
+  const CAP = 128 * MiB;
+  const BURST = 24 * MiB;
+  assert.equal((await call('PATCH', '/customer/limits/client', { downloaded_bytes: CAP })).status, 200);
+  const db = new pg.Client({ connectionString: pgServer.url() });
+  await db.connect();
+  try {
+    const [one, two] = await spread('idle-grant');
+    // sao moves a burst as fast as it can: its grant grows to about two seconds of that pace.
+    const burst = await openVlessEcho(sao.ports.vless_tcp_port!, one, echo.port, '127.0.0.2');
+    const chunk = Buffer.alloc(256 * 1024, 3);
+    for (let sent = 0; sent < BURST && !burst.s.destroyed; sent += chunk.length) {
+      if (!burst.s.write(chunk)) await new Promise((r) => burst.s.once('drain', r));
+    }
+    await waitFor(() => burst.got() >= BURST, 20_000, 'the burst came back');
+    burst.s.destroy();
+    // Then it is idle: what it holds unused goes back, all but KEEP_IDLE (1 MiB).
+    const held = async () => {
+      const r = await db.query<{ h: string }>(
+        `SELECT (g.granted_down - g.used_down)::text AS h FROM node_grants g JOIN nodes n ON n.id = g.node_id
+         WHERE n.name = 'sao-1' AND g.client_id = 'idle-grant'`,
+      );
+      return Number(r.rows[0]?.h ?? 0);
+    };
+    let most = 0;
+    await waitFor(async () => {
+      const h = await held();
+      most = Math.max(most, h);
+      return most > 2 * MiB && h <= MiB;
+    }, 15_000, 'sao\'s unused grant given back');
+    t.diagnostic(`sao held up to ${(most / MiB).toFixed(1)} MiB unused after its burst, then 1 MiB`);
+    // syd now moves the rest: everything but what sao kept.
+    let sydGot = 0;
+    for (let i = 0; i < 10; i++) {
+      const r = await stream(syd.ports.vless_tcp_port!, '127.0.0.3', two, 3000);
+      r.conn.s.destroy();
+      sydGot += r.got;
+      if (r.got < 64 * 1024) break;
+    }
+    let total = 0;
+    await waitFor(async () => {
+      const s1 = (await call('GET', `/sessions/${one}/status`)).json;
+      const s2 = (await callB('GET', `/sessions/${two}/status`)).json;
+      total = s1.downloaded_bytes + s2.downloaded_bytes;
+      return total >= BURST + sydGot - 64 * 1024;
+    }, 10_000, 'both nodes reported');
+    t.diagnostic(`moved ${(total / MiB).toFixed(1)} MiB of a ${CAP / MiB} MiB cap (syd ${(sydGot / MiB).toFixed(1)} MiB after sao went idle)`);
+    assert.ok(total >= CAP - 2 * MiB, `an idle node's grant does not keep the other short: ${total} of ${CAP}`);
+    assert.ok(total <= CAP + 2 * MiB, `at most 1 MiB over per node: ${total} for ${CAP}`);
+  } finally {
+    await db.end();
     await call('DELETE', '/customer/limits/client');
   }
 });

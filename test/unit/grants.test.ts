@@ -4,7 +4,7 @@
 // nothing is left to grant.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { allocate, type GrantRow } from '../../server/store/grants.ts';
+import { allocate, KEEP_IDLE, releaseRow, type GrantRow } from '../../server/store/grants.ts';
 
 const MiB = 1 << 20;
 const want = { up: MiB, down: MiB };
@@ -58,7 +58,7 @@ test('grants never exceed what the cap leaves, whatever the order of asks and re
 });
 
 test('final once nothing is left; a periodic cap without a recorded base counts from now', () => {
-  const rows: GrantRow[] = [{ node_id: 'n2', used_up: 0, used_down: 0, granted_up: 0, granted_down: 3 * MiB }];
+  const rows: GrantRow[] = [{ node_id: 'n2', used_up: 0, used_down: 0, granted_up: 0, granted_down: 3 * MiB, gen: 0 }];
   const { grant } = allocate(rows, 'n1', { up: 0, down: MiB }, { cap: { up: null, down: 4 * MiB }, base: null, want: { up: MiB, down: 2 * MiB } });
   assert.equal(grant.left.down, 0);
   assert.equal(grant.final.down, true);
@@ -67,4 +67,20 @@ test('final once nothing is left; a periodic cap without a recorded base counts 
   const based = allocate([], 'n1', { up: 0, down: 50 * MiB }, { cap: { up: null, down: MiB }, base: { up: 0, down: 49 * MiB + MiB / 2 }, want });
   assert.equal(based.grant.left.down, MiB / 2);
   assert.equal(based.grant.final.down, true);
+});
+
+test('an idle node\'s release returns all but KEEP_IDLE to what others may be granted; the generation moves on', () => {
+  const cap = { up: null, down: 40 * MiB };
+  // n1 moved 8 MiB and holds 24 MiB more; n2 can get only what is left beyond that hold.
+  const n1: GrantRow = { node_id: 'n1', used_up: 0, used_down: 8 * MiB, granted_up: 0, granted_down: 32 * MiB, gen: 3 };
+  const before = allocate([n1], 'n2', { up: 0, down: 8 * MiB }, { cap, base: null, want: { up: MiB, down: 64 * MiB } });
+  assert.equal(before.grant.left.down, 8 * MiB);
+  assert.equal(before.grant.final.down, true);
+  const after = releaseRow(n1);
+  assert.deepEqual([after.granted_down - after.used_down, after.gen, after.granted_up], [KEEP_IDLE, 4, 0]);
+  const asked = allocate([after], 'n2', { up: 0, down: 8 * MiB }, { cap, base: null, want: { up: MiB, down: 64 * MiB } });
+  assert.equal(asked.grant.left.down, 32 * MiB - KEEP_IDLE);
+  assert.equal(asked.grant.gen, 0, 'n2\'s own row is of its own generation');
+  // A row holding less than KEEP_IDLE keeps what it holds.
+  assert.equal(releaseRow({ ...n1, granted_down: 8 * MiB + 100 }).granted_down, 8 * MiB + 100);
 });

@@ -221,6 +221,7 @@ export const PG_MIGRATIONS: string[] = [
     used_down BIGINT NOT NULL DEFAULT 0,
     granted_up BIGINT NOT NULL DEFAULT 0,
     granted_down BIGINT NOT NULL DEFAULT 0,
+    gen INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (customer_id, client_id, node_id)
   );
   ALTER TABLE nodes ADD COLUMN tls BOOLEAN NOT NULL DEFAULT FALSE;

@@ -20,7 +20,7 @@
 // Notifications (pg_notify in the writing statement, delivered only on commit, in commit
 // order) wake the other instances: `vad_events` (customer_id:id), `vad_sessions` (a session's
 // pause flag changed: its id), `vad_limits` (customer_id:scope), `vad_tokens`, `vad_nodes`.
-import { allocate, CLAIM_WINDOW_MS, limitsLockKey, type Grant, type GrantRequest, type GrantRow } from '../grants.ts';
+import { allocate, CLAIM_WINDOW_MS, limitsLockKey, releaseRow, type Grant, type GrantRequest, type GrantRow } from '../grants.ts';
 import { randomBytes, randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import type { EventInsert, LimitScope, LimitValues, RuntimePatch, SessionRow } from '../../domain.ts';
@@ -86,6 +86,7 @@ export type SharedStoreOps =
   | 'applyNodeReport'
   | 'nodeReportSeq'
   | 'grantBytes'
+  | 'releaseGrant'
   | 'setNodeListeners'
   | 'relayNodes'
   | 'activeSessionNodes'
@@ -688,7 +689,7 @@ export class PgStore {
     return this.transaction(async (tx) => {
       await tx.rows('SELECT pg_advisory_xact_lock(hashtext($1))', [limitsLockKey(customerId)]);
       const rows = await tx.rows<GrantRow>(
-        'SELECT node_id, used_up::float8 AS used_up, used_down::float8 AS used_down, granted_up::float8 AS granted_up, granted_down::float8 AS granted_down FROM node_grants WHERE customer_id = $1 AND client_id = $2',
+        'SELECT node_id, used_up::float8 AS used_up, used_down::float8 AS used_down, granted_up::float8 AS granted_up, granted_down::float8 AS granted_down, gen FROM node_grants WHERE customer_id = $1 AND client_id = $2',
         [customerId, clientId],
       );
       const t = await tx.sumCounters(customerId, clientId === '' ? undefined : clientId);
@@ -699,6 +700,21 @@ export class PgStore {
         [nodeId, customerId, clientId, row.used_up, row.used_down, row.granted_up, row.granted_down],
       );
       return grant;
+    });
+  }
+
+  /** See the SQLite Store's releaseGrant; under the customer's lock, like every grant. */
+  async releaseGrant(nodeId: string, customerId: string, clientId: string, gen: number): Promise<boolean> {
+    return this.transaction(async (tx) => {
+      await tx.rows('SELECT pg_advisory_xact_lock(hashtext($1))', [limitsLockKey(customerId)]);
+      const r = await tx.row<GrantRow>(
+        'SELECT node_id, used_up::float8 AS used_up, used_down::float8 AS used_down, granted_up::float8 AS granted_up, granted_down::float8 AS granted_down, gen FROM node_grants WHERE customer_id = $1 AND client_id = $2 AND node_id = $3',
+        [customerId, clientId, nodeId],
+      );
+      if (!r || r.gen !== gen) return false;
+      const next = releaseRow(r);
+      await tx.rows('UPDATE node_grants SET granted_up = $1, granted_down = $2, gen = $3 WHERE customer_id = $4 AND client_id = $5 AND node_id = $6', [next.granted_up, next.granted_down, next.gen, customerId, clientId, nodeId]);
+      return true;
     });
   }
 
