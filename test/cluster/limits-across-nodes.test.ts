@@ -76,6 +76,21 @@ async function spread(client: string): Promise<[string, string]> {
   return [one.json.id, two.json.id];
 }
 
+/**
+ * The downloaded bytes of a session on sao (read on A) and one on syd (read on B) together, once
+ * they add up to about what came back through the echo (`echoed`, less a chunk still in flight).
+ */
+async function reportedDown(one: string, two: string, echoed: number): Promise<number> {
+  let total = 0;
+  await waitFor(async () => {
+    const s1 = (await call('GET', `/sessions/${one}/status`)).json;
+    const s2 = (await callB('GET', `/sessions/${two}/status`)).json;
+    total = s1.downloaded_bytes + s2.downloaded_bytes;
+    return total >= echoed - 64 * 1024;
+  }, 10_000, 'the nodes reported what they moved');
+  return total;
+}
+
 /** Writes to the echo as fast as the connection takes it for `ms`; resolves with what came back. */
 async function stream(port: number, host: string, id: string, ms: number, marks?: number[]): Promise<{ got: number; conn: { s: Socket; got: () => number } }> {
   const conn = await openVlessEcho(port, id, echo.port, host);
@@ -100,13 +115,7 @@ test('a client byte cap holds across two nodes: at most 1 MiB over per node, and
     ]);
     assert.ok(x + y < 10 * MiB, `the cap stopped the transfers (${x} + ${y} came back)`);
     // Counters reach the API from both nodes; the total is the client's.
-    let total = 0;
-    await waitFor(async () => {
-      const s1 = (await call('GET', `/sessions/${one}/status`)).json;
-      const s2 = (await callB('GET', `/sessions/${two}/status`)).json;
-      total = s1.downloaded_bytes + s2.downloaded_bytes;
-      return total >= x + y - 64 * 1024;
-    }, 10_000, 'the nodes reported what they moved');
+    const total = await reportedDown(one, two, x + y);
     t.diagnostic(`moved ${total} bytes for a cap of ${CAP} (sao echoed ${x}, syd ${y})`);
     assert.ok(total <= CAP + 2 * MiB, `at most 1 MiB over per node: ${total} for a cap of ${CAP}`);
     assert.ok(total >= CAP - 2 * MiB, `the nodes used most of the cap between them: ${total} of ${CAP}`);
@@ -190,13 +199,7 @@ test('an idle node gives back its unused grant: another node moves the rest of t
       sydGot += r.got;
       if (r.got < 64 * 1024) break;
     }
-    let total = 0;
-    await waitFor(async () => {
-      const s1 = (await call('GET', `/sessions/${one}/status`)).json;
-      const s2 = (await callB('GET', `/sessions/${two}/status`)).json;
-      total = s1.downloaded_bytes + s2.downloaded_bytes;
-      return total >= BURST + sydGot - 64 * 1024;
-    }, 10_000, 'both nodes reported');
+    const total = await reportedDown(one, two, BURST + sydGot);
     t.diagnostic(`moved ${(total / MiB).toFixed(1)} MiB of a ${CAP / MiB} MiB cap (syd ${(sydGot / MiB).toFixed(1)} MiB after sao went idle)`);
     assert.ok(total >= CAP - 2 * MiB, `an idle node's grant does not keep the other short: ${total} of ${CAP}`);
     assert.ok(total <= CAP + 2 * MiB, `at most 1 MiB over per node: ${total} for ${CAP}`);
