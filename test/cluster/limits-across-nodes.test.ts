@@ -97,7 +97,12 @@ async function stream(port: number, host: string, id: string, ms: number, marks?
   const chunk = Buffer.alloc(64 * 1024, 7);
   const end = performance.now() + ms;
   while (performance.now() < end && !conn.s.destroyed) {
-    if (!conn.s.write(chunk)) await Promise.race([new Promise((r) => conn.s.once('drain', r)), new Promise((r) => setTimeout(r, 100))]);
+    if (!conn.s.write(chunk)) {
+      // Drained, or 100 ms gone (a held flow): either way the drain listener goes.
+      let onDrain = () => {};
+      await Promise.race([new Promise<void>((r) => conn.s.once('drain', (onDrain = r))), new Promise((r) => setTimeout(r, 100))]);
+      conn.s.off('drain', onDrain);
+    }
     if (marks) marks.push(conn.got());
   }
   return { got: conn.got(), conn };

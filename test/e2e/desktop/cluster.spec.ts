@@ -1,11 +1,11 @@
 // The desktop app pointed at a cluster (issue 10, "Done means"): a throwaway PostgreSQL, two
-// `vpn-access serve --database` control planes, and two `vpn-access node run` data-plane nodes
-// in two zones (127.0.0.2 in São Paulo, 127.0.0.3 in Tokyo; no zone of the catalogue used here
-// has the serve process's own `local` node, so every session is placed on a node). The app
-// talks to control plane A only. A session made in its window and one made through control
-// plane B both carry real v2ray traffic through their nodes; the window shows both sessions'
-// counters move live (the Sessions list and the session detail), and Pause in the window cuts
-// the transfer on the node.
+// `vpn-access serve --database` control planes, and three `vpn-access node run` data-plane nodes
+// in three zones (127.0.0.2 in São Paulo, 127.0.0.3 in Tokyo, 127.0.0.4 in Amsterdam; no zone of
+// the catalogue used here has the serve process's own `local` node, so every session is placed
+// on a node). The app talks to control plane A only. Sessions made in its window and one made
+// through control plane B all carry real v2ray traffic through their nodes at once; the window
+// shows every session's counters move live (the Sessions list and the session detail), and
+// Pause in the window cuts the transfer on the node.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -63,7 +63,7 @@ function runNode(token: string, host: string, controls: string[], dataDir: strin
   });
 }
 
-test('the desktop app on a cluster: two control planes, nodes in two zones, every session moves live; pause cuts on the node', async ({ browser }) => {
+test('the desktop app on a cluster: two control planes, nodes in three zones, every session moves live; pause cuts on the node', async ({ browser }) => {
   test.setTimeout(180_000);
   const dirs: string[] = [];
   const cleanups: Array<() => unknown> = [];
@@ -77,6 +77,7 @@ test('the desktop app on a cluster: two control planes, nodes in two zones, ever
       zones: [
         { code: 'br-sao', name: 'São Paulo', country: 'BR', cities: ['sao paulo'], nodes: [] },
         { code: 'jp-tyo', name: 'Tokyo', country: 'JP', cities: ['tokyo'], nodes: [] },
+        { code: 'nl-ams', name: 'Amsterdam', country: 'NL', cities: ['amsterdam'], nodes: [] },
       ],
     }));
 
@@ -102,7 +103,7 @@ test('the desktop app on a cluster: two control planes, nodes in two zones, ever
 
     // A node in each zone, each given both control-plane URLs.
     const nodes: NodeProcess[] = [];
-    for (const [name, zone, host] of [['sao-1', 'br-sao', '127.0.0.2'], ['tyo-1', 'jp-tyo', '127.0.0.3']] as const) {
+    for (const [name, zone, host] of [['sao-1', 'br-sao', '127.0.0.2'], ['tyo-1', 'jp-tyo', '127.0.0.3'], ['ams-1', 'nl-ams', '127.0.0.4']] as const) {
       const nodeToken = cli(['node', 'add', '--name', name, '--zone', zone, '--public-host', host, '--database', url]);
       const d = tempDir(`vad-node-${name}-`);
       dirs.push(d);
@@ -113,7 +114,7 @@ test('the desktop app on a cluster: two control planes, nodes in two zones, ever
     await expect.poll(async () => {
       const zones = (await api<{ zones: Array<{ code: string; has_active_nodes: boolean }> }>(b, 'GET', '/zones')).body.zones;
       return zones.filter((z) => z.has_active_nodes).map((z) => z.code).sort();
-    }, { timeout: 20_000, message: 'both zones active' }).toEqual(['br-sao', 'jp-tyo']);
+    }, { timeout: 20_000, message: 'the three zones active' }).toEqual(['br-sao', 'jp-tyo', 'nl-ams']);
 
     // The desktop app, aimed at control plane A.
     const d: DesktopApp = await launchDesktop({ browser, remote: { baseUrl: a.baseUrl, token: owner } });
@@ -122,29 +123,32 @@ test('the desktop app on a cluster: two control planes, nodes in two zones, ever
     const page = d.page;
     await app.waitReady();
 
-    // One session made in the window (São Paulo), one through control plane B (Tokyo).
+    // Sessions made in the window (São Paulo, Amsterdam), one through control plane B (Tokyo).
     const saoId = await app.createSession({ clientId: 'alice', zone: 'br-sao', reusable: true });
+    const amsId = await app.createSession({ clientId: 'carol', zone: 'nl-ams', reusable: true });
     const made = await api<{ id: string }>(b, 'POST', '/sessions', { client_id: 'bob', zone: 'jp-tyo', connection_type: 'vless', reusable: true });
     expect(made.status).toBe(201);
     const tyoId = made.body.id;
     const configOf = async (id: string) => (await api<{ configuration: Configuration }>(a, 'GET', `/sessions/${id}`)).body.configuration;
     const saoCfg = await configOf(saoId);
     const tyoCfg = await configOf(tyoId);
+    const amsCfg = await configOf(amsId);
     // Each session's link points at its zone's node.
     expect(saoCfg).toMatchObject({ address: '127.0.0.2', port: nodes[0].wsPort });
     expect(tyoCfg).toMatchObject({ address: '127.0.0.3', port: nodes[1].wsPort });
+    expect(amsCfg).toMatchObject({ address: '127.0.0.4', port: nodes[2].wsPort });
 
     const origin = await startOrigin();
     cleanups.push(() => origin.close());
     const clients: V2ray[] = [];
-    for (const cfg of [saoCfg, tyoCfg]) {
+    for (const cfg of [saoCfg, tyoCfg, amsCfg]) {
       const v = await startV2ray(cfg);
       cleanups.push(() => v.stop());
       clients.push(v);
     }
 
-    // Both transfers at once, ~1.3 MB/s each for ~6 s: the window's Sessions list shows both
-    // rows' counters growing while they run (bytes reach the API within 2 s of moving).
+    // The three transfers at once, ~1.3 MB/s each for ~6 s: the window's Sessions list shows
+    // every row's counters growing while they run (bytes reach the API within 2 s of moving).
     await app.go('Sessions');
     const total = 64 * 1024 * 120;
     const slow = clients.map((v) => curlViaSocks(v.socksPort, `${origin.url}/slow?n=${total}&ms=50`, 90));
@@ -152,20 +156,19 @@ test('the desktop app on a cluster: two control planes, nodes in two zones, ever
       const row = page.locator(`[data-session-id="${id}"]`);
       return (await row.getByRole('cell').nth(4).textContent()) ?? '';
     };
-    for (const id of [saoId, tyoId]) {
+    const ids = [saoId, tyoId, amsId];
+    for (const id of ids) {
       const first = await expect.poll(() => rowBytes(id), { timeout: 15_000, message: `row ${id.slice(0, 8)} shows traffic` }).not.toMatch(/^0\s?B$/);
       void first;
     }
     const seen = new Map<string, string>();
-    for (const id of [saoId, tyoId]) seen.set(id, await rowBytes(id));
-    for (const id of [saoId, tyoId]) {
+    for (const id of ids) seen.set(id, await rowBytes(id));
+    for (const id of ids) {
       await expect.poll(() => rowBytes(id), { timeout: 15_000, message: `row ${id.slice(0, 8)} keeps moving` }).not.toBe(seen.get(id));
     }
-    const [r1, r2] = await Promise.all(slow.map((s) => s.done));
-    expect(r1).toEqual({ code: 0, bytes: total });
-    expect(r2).toEqual({ code: 0, bytes: total });
+    for (const r of await Promise.all(slow.map((s) => s.done))) expect(r).toEqual({ code: 0, bytes: total });
     // When the transfers end, the window's detail shows exactly what the API counted, at least the bytes received.
-    for (const id of [saoId, tyoId]) {
+    for (const id of ids) {
       await app.openSession(id);
       await expect.poll(() => app.downloadedBytes(), { timeout: 15_000 }).toBeGreaterThanOrEqual(total);
       const onB = (await api<{ downloaded_bytes: number }>(b, 'GET', `/sessions/${id}/status`)).body.downloaded_bytes;
