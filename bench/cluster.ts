@@ -8,10 +8,14 @@
 //  - pause on instance B to the cut of a connection carried by a node connected to instance A
 //    (p50, p99 over BENCH_PAUSES rounds);
 //  - report lag: from a burst of bytes through the node to the API on instance B showing them
-//    (p50, p99 over BENCH_LAGS rounds).
+//    (p50, p99 over BENCH_LAGS rounds);
+//  - the geo proxy relayed node to node: a download through the São Paulo node's proxy with
+//    `-cc-AU` (relayed over TLS to the Sydney node, which dials the origin) beside the same
+//    download leaving from the São Paulo node itself (`-cc-BR`), median of BENCH_GEO_RUNS.
 // Servers and the node are child processes (`vpn-access serve` / `node run`), PostgreSQL a
 // throwaway server (test/helpers/postgres.ts). Env: BENCH_SECONDS (6), BENCH_PAUSES (20), BENCH_LAGS (10).
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { createServer as createHttpServer } from 'node:http';
 import { connect, createServer, type Socket } from 'node:net';
 import autocannon from 'autocannon';
 import { buildVlessHeader } from '../server/dataplane/vless-header.ts';
@@ -22,6 +26,8 @@ import { CLI, NODE, ROOT, removeDir, tempDir } from '../test/helpers/server.ts';
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 6);
 const PAUSES = Number(process.env.BENCH_PAUSES ?? 20);
 const LAGS = Number(process.env.BENCH_LAGS ?? 10);
+const GEO_RUNS = Number(process.env.BENCH_GEO_RUNS ?? 5);
+const GEO_BYTES = 128 * 1024 * 1024;
 const CONNECTIONS = 40;
 const fmt = (n: number, d = 1) => (Number.isFinite(n) ? n.toFixed(d) : 'n/a');
 const pct = (xs: number[], p: number) => {
@@ -56,18 +62,18 @@ async function rps(targets: Array<{ url: string; method?: 'GET' | 'POST'; body?:
   return results.reduce((a, r) => a + r.requests.average, 0);
 }
 
-function runNode(token: string, controls: string[], dir: string): Promise<{ child: ChildProcess; tcpPort: number }> {
+function runNode(token: string, controls: string[], dir: string, host = '127.0.0.2'): Promise<{ child: ChildProcess; tcpPort: number; proxyPort: number }> {
   let out = '';
-  const child = spawn(NODE, [CLI, 'node', 'run', '--control', controls.join(','), '--token', token, '--host', '127.0.0.2', '--port', '0', '--vless-tcp-port', '0', '--proxy-port', 'off', '--egress', 'allow-all', '--data-dir', dir], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(NODE, [CLI, 'node', 'run', '--control', controls.join(','), '--token', token, '--host', host, '--port', '0', '--vless-tcp-port', '0', '--proxy-port', '0', '--relay-port', '0', '--egress', 'allow-all', '--data-dir', dir], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
   child.stdout!.setEncoding('utf8').on('data', (c: string) => (out += c));
   child.stderr!.setEncoding('utf8').on('data', (c: string) => (out += c));
   return new Promise((resolve, reject) => {
     const t = setTimeout(() => reject(new Error(`node run did not start: ${out}`)), 30_000);
     const check = () => {
-      const m = /node listening: VLESS ws 127\.0\.0\.2:\d+, tcp (\d+)/.exec(out);
+      const m = /node listening: VLESS ws \S+:\d+, tcp (\d+), proxy (\d+)/.exec(out);
       if (!m) return;
       clearTimeout(t);
-      resolve({ child, tcpPort: Number(m[1]) });
+      resolve({ child, tcpPort: Number(m[1]), proxyPort: Number(m[2]) });
     };
     child.stdout!.on('data', check);
   });
@@ -175,6 +181,44 @@ async function main(): Promise<void> {
       await sleep(200);
     }
     console.log(`report lag: bytes moved through the node → visible on instance B, ${LAGS} rounds: p50 ${fmt(pct(lags, 50))} ms, p99 ${fmt(pct(lags, 99))} ms | target 2000 ms`);
+
+    // The geo proxy: a second node in Sydney (127.0.0.3, connected to B) is the exit for AU.
+    const sydToken = cli(['node', 'add', '--name', 'syd-bench', '--zone', 'au-syd', '--public-host', '127.0.0.3', '--database', url]);
+    const syd = await runNode(sydToken, [b.baseUrl.replace(/\/v2$/, '')], dir('vad-bench-syd-'), '127.0.0.3');
+    cleanup.push(() => syd.child.kill('SIGKILL'));
+    const zeros = Buffer.alloc(1024 * 1024);
+    const origin = createHttpServer((_req, res) => {
+      res.writeHead(200, { 'content-length': String(GEO_BYTES) });
+      let left = GEO_BYTES;
+      const pump = () => {
+        while (left > 0) {
+          left -= zeros.length;
+          if (!res.write(zeros)) return void res.once('drain', pump);
+        }
+        res.end();
+      };
+      pump();
+    });
+    await new Promise<void>((r) => origin.listen(0, '127.0.0.1', () => r()));
+    cleanup.push(() => origin.close());
+    const originUrl = `http://127.0.0.1:${(origin.address() as { port: number }).port}/big`;
+    /** One download through the São Paulo node's proxy: MiB/s, or NaN when it did not complete. */
+    const geoDownload = (target: string) =>
+      new Promise<number>((resolve) => {
+        execFile('curl', ['-s', '-o', '/dev/null', '--max-time', '60', '-p', '-x', `http://127.0.0.2:${node.proxyPort}`, '-U', `${session.id}${target}:${session.id}`, '-w', '%{http_code} %{size_download} %{speed_download}', originUrl], (_e, out) => {
+          const [code, size, speed] = String(out).trim().split(' ').map(Number);
+          resolve(code === 200 && size === GEO_BYTES ? speed / (1024 * 1024) : NaN);
+        });
+      });
+    for (let i = 0; i < 100 && !Number.isFinite(await geoDownload('-cc-AU').catch(() => NaN)); i++) await sleep(200);
+    const relayed: number[] = [];
+    const direct: number[] = [];
+    for (let i = 0; i < GEO_RUNS; i++) {
+      direct.push(await geoDownload('-cc-BR'));
+      relayed.push(await geoDownload('-cc-AU'));
+    }
+    const med = (xs: number[]) => pct(xs, 50);
+    console.log(`geo proxy, ${GEO_BYTES >> 20} MiB through the São Paulo node (CONNECT), median of ${GEO_RUNS}: -cc-AU relayed to the Sydney node ${fmt(med(relayed))} MiB/s | baseline -cc-BR leaving from São Paulo ${fmt(med(direct))} MiB/s | ratio ${fmt(med(relayed) / med(direct), 2)}`);
   } finally {
     for (const c of cleanup.reverse()) await Promise.resolve().then(c).catch(() => {});
     for (const d of dirs) removeDir(d);
