@@ -170,7 +170,7 @@ const zoneActive = async () => {
   return res.json.zones.find((z: { code: string }) => z.code === 'br-sao')?.has_active_nodes === true;
 };
 
-test('node run: active zone, placed links, counted traffic and events, serve restart without loss, pause cut, kill -9', async () => {
+test('node run: active zone, placed links, counted traffic and events, serve restart without loss, pause cut, kill -9, restart', async () => {
   const added = cli(['node', 'add', '--name', 'sao-1', '--zone', 'br-sao', '--public-host', '127.0.0.2', '--data-dir', dir]);
   assert.equal(added.status, 0, added.stderr);
   const nodeDir = tempDir('vad-node-');
@@ -246,6 +246,20 @@ test('node run: active zone, placed links, counted traffic and events, serve res
   assert.equal(afterKill.uploaded_bytes, before.uploaded_bytes);
   const refused = await api('POST', '/sessions', { client_id: 'p', zone: 'br-sao' });
   assert.equal(refused.status, 422);
+
+  // 4) Restarted (same token and data folder, a new port), the node serves again: the zone is
+  // active, the session's link follows the new port, and a transfer through it is counted.
+  const newPort = await startNode(added.stdout.trim(), nodeDir);
+  await waitFor(zoneActive, 8000, 'the zone turns active again');
+  assert.equal((await api('PATCH', `/sessions/${s.id}/resume`)).status, 200);
+  await waitFor(async () => (await sessionOf(s.id)).configuration.port === newPort, 5000, 'the link points at the new port');
+  const MORE = 64 * 1024;
+  sendTotal = MORE;
+  await new Promise((r) => setTimeout(r, 600)); // the restarted node hears of the resume with its next state
+  const c3 = vless('127.0.0.2', newPort, s.configuration.path ?? '/vless', s.id, up);
+  await c3.closed;
+  assert.equal(c3.received(), MORE, 'the restarted node carried the transfer');
+  await countersReach(s.id, before.uploaded_bytes + up.length, before.downloaded_bytes + MORE, 'the restarted node\'s bytes counted on top');
 });
 
 test('the node channel refuses API tokens and unknown node tokens; node run refuses bad flags', async () => {
