@@ -9,6 +9,7 @@ import type { Socket } from 'node:net';
 import type { GeoRoute } from './api.ts';
 import type { OnData } from './outbound.ts';
 import { EgressRefused } from './egress.ts';
+import { peerPin } from '../tls/certificates.ts';
 
 const MAX_ANSWER = 4096;
 
@@ -62,7 +63,7 @@ export function dialRelay(route: Extract<GeoRoute, { via: 'relay' }>, host: stri
     tls.once('error', fail);
     tls.once('close', () => fail(new Error(`the relay at node ${route.node} closed`)));
     tls.once('secureConnect', () => {
-      const got = (tls.getPeerCertificate().fingerprint256 ?? '').replace(/:/g, '').toLowerCase();
+      const got = peerPin(tls);
       if (got !== route.pcs) return fail(new Error(`the relay at node ${route.node} has another certificate than its pin`));
       tls.write(`${JSON.stringify({ from: route.from, grant: route.grant, host, port })}\n`);
     });

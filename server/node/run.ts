@@ -29,7 +29,7 @@ import { KEEP_IDLE } from '../store/grants.ts';
 import { routeFor, type RelayTarget } from '../cluster/geo.ts';
 import { createRelayServer } from './relay-server.ts';
 import { loadOrCreateSelfSigned } from '../tls/self-signed.ts';
-import { pinOf, TlsCertificates } from '../tls/certificates.ts';
+import { peerPin, pinOf, TlsCertificates } from '../tls/certificates.ts';
 import { LINK_ALPN } from '../tls/index.ts';
 import { hashToken } from '../store/store.ts';
 import { X509Certificate } from 'node:crypto';
@@ -177,7 +177,7 @@ export function pinnedTls(url: URL, pin: string): Promise<TLSSocket> {
     }, 5000);
     s.once('secureConnect', () => {
       clearTimeout(timer);
-      const got = (s.getPeerCertificate().fingerprint256 ?? '').replace(/:/g, '').toLowerCase();
+      const got = peerPin(s);
       if (got !== pin) {
         s.destroy();
         reject(new Error(`the control plane's certificate (sha256 ${got.slice(0, 16)}…) does not match --control-pin; nothing was sent`));

@@ -4,7 +4,7 @@
 // Swapping uses setSecureContext, which only affects new handshakes: open connections keep theirs.
 import { X509Certificate, createPrivateKey } from 'node:crypto';
 import { readFileSync, unwatchFile, watchFile } from 'node:fs';
-import type { Server as TlsServer } from 'node:tls';
+import type { Server as TlsServer, TLSSocket } from 'node:tls';
 import type { Logger } from '../domain.ts';
 // acme.ts (and acme-client, axios and their dependencies with it) is imported only when ACME is
 // configured (openAcme): every other start would pay for loading them.
@@ -56,6 +56,11 @@ export function pinOf(cert: X509Certificate): string {
   return cert.fingerprint256.replaceAll(':', '').toLowerCase();
 }
 
+/** The pin (as pinOf) of the certificate a TLS connection's peer presented; '' when it presented none. */
+export function peerPin(socket: TLSSocket): string {
+  return (socket.getPeerCertificate().fingerprint256 ?? '').replaceAll(':', '').toLowerCase();
+}
+
 function namesOf(cert: X509Certificate): string[] {
   return (cert.subjectAltName ?? '')
     .split(', ')
@@ -85,6 +90,7 @@ export class TlsCertificates {
   private acme: AcmeIssuer | undefined;
   private renewalDue: ((certPem: string) => boolean) | undefined;
   private renewTimer: NodeJS.Timeout | undefined;
+  private covering: Promise<boolean> | undefined;
 
   private constructor(opts: TlsOptions, mode: TlsMode, decision: { enabled: boolean; reason: string }) {
     this.opts = opts;
@@ -174,12 +180,20 @@ export class TlsCertificates {
    * node learning its public host from the control plane); the change reaches the attached
    * servers and the listeners like a reload. Resolves true when a new certificate is in force.
    */
-  async coverHost(host: string): Promise<boolean> {
-    if (!this.status.enabled || this.status.source !== 'self-signed' || !this.facts || certificateCovers(this.facts.x509, host)) return false;
-    const made = await loadOrCreateSelfSigned(this.opts.dataDir, host);
-    this.use({ cert: made.cert, key: made.key }, 'self-signed');
-    this.opts.log.info(`TLS: ${made.created ? 'created' : 'reusing'} a self-signed certificate for ${host} (sha256 ${this.status.fingerprint_sha256})`);
-    return true;
+  coverHost(host: string): Promise<boolean> {
+    if (!this.status.enabled || this.status.source !== 'self-signed' || !this.facts || certificateCovers(this.facts.x509, host)) return Promise.resolve(false);
+    // One certificate at a time: a second call while one is made waits for it, then checks again.
+    if (this.covering) return this.covering.then(() => this.coverHost(host));
+    this.covering = loadOrCreateSelfSigned(this.opts.dataDir, host)
+      .then((made) => {
+        this.use({ cert: made.cert, key: made.key }, 'self-signed');
+        this.opts.log.info(`TLS: ${made.created ? 'created' : 'reusing'} a self-signed certificate for ${host} (sha256 ${this.status.fingerprint_sha256})`);
+        return true;
+      })
+      .finally(() => {
+        this.covering = undefined;
+      });
+    return this.covering;
   }
 
   /** The server's default context follows every reload. */

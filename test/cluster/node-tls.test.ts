@@ -125,7 +125,9 @@ test('a self-signed certificate follows the public host the control plane names;
     const changed: string[] = [];
     tls.onChange((pair) => changed.push(pair.cert));
     assert.equal(await tls.coverHost('127.0.0.1'), false, 'already named: kept');
-    assert.equal(await tls.coverHost('node-1.example.net'), true);
+    // Two states naming the new host at once make one certificate.
+    const [x, y] = await Promise.all([tls.coverHost('node-1.example.net'), tls.coverHost('node-1.example.net')]);
+    assert.deepEqual([x, y], [true, false]);
     assert.notEqual(tls.certificate!.fingerprint, first);
     assert.ok(certificateCovers(tls.certificate!.x509, 'node-1.example.net'));
     assert.equal(changed.length, 1, 'listeners hear of the new certificate');
