@@ -171,6 +171,8 @@ export interface Services {
   metrics: Metrics;
   /** The audit trail (server/audit/trail.ts): who changed what, read at GET /v2/audit. */
   audit: AuditTrail;
+  /** Where geo-targeted proxy requests leave, and the up nodes' relays (server/cluster/geo.ts). */
+  geo: ServeGeoRoutes;
 }
 
 /**
@@ -245,6 +247,7 @@ export async function createServices(opts: ServerOptions, config: ResolvedConfig
     usage,
     metrics,
     audit,
+    geo,
     close: async () => {
       audit.close();
       geo.stop();

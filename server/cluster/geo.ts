@@ -72,11 +72,14 @@ export function routeFor(zones: ZoneInfo[], country: string, city: string | unde
 
 /**
  * A `serve` process's geo routes for its own data plane: its zones listing `local` leave from
- * here; others through the relays of the store's up nodes (read every second); zones with only
- * file-listed nodes (the single-process mode before nodes existed) leave from here as before.
+ * here; others through the relays of the store's up nodes (read once a second, for this data
+ * plane and for the states sent to the nodes connected here); zones with only file-listed nodes
+ * (the single-process mode before nodes existed) leave from here as before.
  */
 export class ServeGeoRoutes {
   private relays: RelayTarget[] = [];
+  /** The up nodes with a relay listener, as last read (the node channel builds every node's targets from it). */
+  nodes: RelayNode[] = [];
   private nodeZones = new Set<string>();
   private timer: NodeJS.Timeout | undefined;
   static readonly FROM = 'serve';
@@ -92,6 +95,7 @@ export class ServeGeoRoutes {
   async refresh(): Promise<void> {
     try {
       const nodes = await this.data.relayNodes();
+      this.nodes = nodes;
       this.relays = relayTargets(nodes, ServeGeoRoutes.FROM);
       this.nodeZones = new Set(await this.data.activeNodeZones());
     } catch {

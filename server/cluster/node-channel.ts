@@ -160,7 +160,7 @@ export function createNodeChannel(services: Services): NodeChannel {
     // they count as used includes at least the reports up to it (the node subtracts the rest).
     const shareSeq = (await data.nodeReportSeq(node.id)) ?? 0;
     const shares = await nodeShares(data, node.id, sessions, limits, bases, quotaBaseKey, pace, now);
-    const relays = relayTargets(await data.relayNodes(), node.id, node.id);
+    const relays = relayTargets(services.geo.nodes, node.id, node.id);
     return {
       type: 'state',
       sessions,

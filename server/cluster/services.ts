@@ -134,6 +134,7 @@ export async function createClusterServices(opts: ServerOptions, config: Resolve
     usage,
     metrics,
     audit,
+    geo,
     close: () =>
       (closing ??= (async () => {
         audit.close();
