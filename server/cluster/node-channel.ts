@@ -4,7 +4,7 @@
 // through services.data. Messages are JSON, one per frame:
 //
 //   node → control plane
-//     {type:'report', seq, ports, open:[{zone,count}], counters:{[session]:{up,down,status?,duration?,connections?}}, events:[...]}
+//     {type:'report', seq, ports (with relay_port, relay_pcs, tls, tls_pcs), open:[{zone,count}], counters:{[session]:{up,down,status?,duration?,connections?}}, events:[...]}
 //       at least every second: it is the node's contact (touchNode with its ports); seq 0 is
 //       contact only (nothing to count), not acknowledged.
 //       `up`/`down` are bytes moved since the node's previous report: they are ADDED to the
@@ -12,17 +12,19 @@
 //       seq; a seq at or below the last one applied for this node is acknowledged again and
 //       otherwise ignored, so a report resent after a lost acknowledgement is not counted twice.
 //   control plane → node
-//     {type:'state', sessions, limits, sums, bases?, shares?, shareSeq?}  the sessions placed on
-//       the node, their customers' limits, counter sums and the node's shares of them (shares.ts); sent on connect and whenever it changed (checked every
+//     {type:'state', sessions, limits, sums, bases?, shares?, shareSeq?, zone, public_host, zones, relays}
+//       the sessions placed on the node, their customers' limits, counter sums and the node's
+//       shares of them (shares.ts); its zone and public host (its certificate's name), the zone
+//       catalogue and the other up nodes' geo relays (geo.ts); sent on connect and whenever it changed (checked every
 //       STATE_MS, and at once after a pause or limits change made through this process or,
 //       on PostgreSQL, announced by another instance's NOTIFY on vad_sessions/vad_limits/vad_nodes);
 //     {type:'ack', seq}  (also on connect, with hello: the last seq applied for the node);
 //     {type:'claimed', id, ok}  the answer to a node's {type:'claim', id, session, active:[ids]}:
 //       may the session's first connection open (central max_sessions, store.claimSession);
+//     {type:'removed'}  the node was removed from the catalogue: it cuts all and stops.
 //   node → control plane, besides reports and claims:
 //     {type:'release', key, gen}  the node moves none of that customer's (or client's) bytes now
-//       and gives back its grant beyond KEEP_IDLE (store.releaseGrant), in order after its reports;
-//     {type:'removed'}  the node was removed from the catalogue: it cuts all and stops.
+//       and gives back its grant beyond KEEP_IDLE (store.releaseGrant), in order after its reports.
 //
 // A node may act only on sessions placed on it: counters and events of any other session are dropped.
 // The last applied seq per node is stored with the node (nodes.report_seq), in the transaction
