@@ -1,7 +1,7 @@
 // Session use cases: creation (placed on a node of its zone), views with live counters,
 // listing, pause and resume. They talk to the async store seam (store/control.ts), so the same
 // code runs on SQLite and on PostgreSQL.
-import { clusterSignals } from './cluster/node-channel.ts';
+import { clusterSignals, NODE_WS_PATH } from './cluster/node-channel.ts';
 import { randomUUID } from 'node:crypto';
 import { ApiError } from './contract/errors.ts';
 import type { Session, SessionCreateRequest, SessionList, SessionListQuery, SessionStatusResponse } from './contract/schemas.ts';
@@ -28,6 +28,7 @@ export function nodeLink(local: LinkSettings, node: NodeInfo): LinkSettings {
     publicHost: node.public_host,
     network: ws === null ? 'tcp' : local.network,
     wsPort: ws ?? local.wsPort,
+    wsPath: NODE_WS_PATH,
     tcpPort: node.vless_tcp_port,
     tls: node.tls,
     fp: node.tls ? LINK_FP : undefined,

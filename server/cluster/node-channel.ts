@@ -45,6 +45,8 @@ import { relayTargets, type RelayTarget } from './geo.ts';
 import type { ZoneInfo } from '../domain.ts';
 
 export const NODE_CHANNEL_PATH = '/v2/node/channel';
+/** The path a node serves VLESS over WebSocket on (links of sessions placed on a node name it). */
+export const NODE_WS_PATH = '/vless';
 /** How often the state sent to a node is rebuilt and compared with the last one sent. */
 const STATE_MS = 250;
 const EVENT_TYPES = new Set<EventType>(['session_start', 'session_stats', 'session_heartbeat', 'session_end']);

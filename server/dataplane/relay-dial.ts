@@ -9,9 +9,16 @@ import type { Socket } from 'node:net';
 import type { GeoRoute } from './api.ts';
 import type { OnData } from './outbound.ts';
 import { EgressRefused } from './egress.ts';
-import { peerPin } from '../tls/certificates.ts';
 
 const MAX_ANSWER = 4096;
+
+/**
+ * The SHA-256 of the certificate a TLS connection's peer presented, lower-case hex without colons
+ * (as links' `pcs` and tls/certificates.ts pinOf write it); '' when it presented none.
+ */
+export function peerPin(socket: TLSSocket): string {
+  return (socket.getPeerCertificate().fingerprint256 ?? '').replaceAll(':', '').toLowerCase();
+}
 
 /**
  * The relayed destination as the relay sees an outbound socket: reads go to `onData` when given

@@ -22,14 +22,15 @@ import WebSocket from 'ws';
 import { createDataPlane } from '../dataplane/index.ts';
 import type { DataPlane, DataPlaneDeps } from '../dataplane/api.ts';
 import type { EventInput, LimitScope, LimitValues, Logger, RuntimePatch, SessionRow } from '../domain.ts';
-import { NODE_CHANNEL_PATH, quotaBaseKey, type NodeState } from '../cluster/node-channel.ts';
+import { NODE_CHANNEL_PATH, NODE_WS_PATH, quotaBaseKey, type NodeState } from '../cluster/node-channel.ts';
 import { CounterBaselines } from '../cluster/counter-baselines.ts';
 import type { WireShare } from '../cluster/shares.ts';
 import { KEEP_IDLE } from '../store/grants.ts';
 import { routeFor, type RelayTarget } from '../cluster/geo.ts';
 import { createRelayServer } from './relay-server.ts';
 import { loadOrCreateSelfSigned } from '../tls/self-signed.ts';
-import { peerPin, pinOf, TlsCertificates } from '../tls/certificates.ts';
+import { pinOf, TlsCertificates } from '../tls/certificates.ts';
+import { peerPin } from '../dataplane/relay-dial.ts';
 import { LINK_ALPN } from '../tls/index.ts';
 import { hashToken } from '../store/store.ts';
 import { X509Certificate } from 'node:crypto';
@@ -61,7 +62,6 @@ export interface NodeRunOptions {
    * checked before anything, the node token included, is sent.
    */
   controlPin?: string;
-  wsPath?: string;
   log: Logger;
 }
 
@@ -264,7 +264,7 @@ export async function runNode(opts: NodeRunOptions): Promise<RunningNode> {
       host: opts.host,
       vlessTcpPort: opts.vlessTcpPort,
       proxyPort: opts.proxyPort,
-      wsPath: opts.wsPath ?? '/vless',
+      wsPath: NODE_WS_PATH,
       statsIntervalMs: 5000,
       heartbeatIntervalMs: 30_000,
       egress: opts.egress,

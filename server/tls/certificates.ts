@@ -4,7 +4,7 @@
 // Swapping uses setSecureContext, which only affects new handshakes: open connections keep theirs.
 import { X509Certificate, createPrivateKey } from 'node:crypto';
 import { readFileSync, unwatchFile, watchFile } from 'node:fs';
-import type { Server as TlsServer, TLSSocket } from 'node:tls';
+import type { Server as TlsServer } from 'node:tls';
 import type { Logger } from '../domain.ts';
 // acme.ts (and acme-client, axios and their dependencies with it) is imported only when ACME is
 // configured (openAcme): every other start would pay for loading them.
@@ -54,11 +54,6 @@ export interface CertificateFacts {
 /** The certificate's SHA-256 over its DER, lower-case hex without colons (the link's `pcs`). */
 export function pinOf(cert: X509Certificate): string {
   return cert.fingerprint256.replaceAll(':', '').toLowerCase();
-}
-
-/** The pin (as pinOf) of the certificate a TLS connection's peer presented; '' when it presented none. */
-export function peerPin(socket: TLSSocket): string {
-  return (socket.getPeerCertificate().fingerprint256 ?? '').replaceAll(':', '').toLowerCase();
 }
 
 function namesOf(cert: X509Certificate): string[] {

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
 import { buildConfiguration, buildLink, type LinkSettings } from '../../server/links.ts';
+import { nodeLink } from '../../server/sessions.ts';
 
 const ID = '3f1c2a9e-7b4d-4c1e-9a2f-0123456789ab';
 const base: LinkSettings = { publicHost: '127.0.0.1', network: 'ws', wsPort: 8787, tcpPort: null, wsPath: '/vless', tls: false };
@@ -111,4 +112,18 @@ test('no vcn when the name to verify is the sni; no TLS fields at all without TL
   const plain = buildConfiguration(ID, { ...base, tls: false, fp: 'chrome', alpn: ['http/1.1'], pcs: 'ab'.repeat(32), vcn: 'x.example' });
   assert.deepEqual(Object.keys(plain).sort(), ['address', 'encryption', 'id', 'network', 'path', 'port', 'protocol', 'security']);
   assert.equal(buildLink(plain, 'p'), `vless://${ID}@127.0.0.1:8787?encryption=none&security=none&type=ws&path=%2Fvless#p`);
+});
+
+test('a node\'s link: its host, ports, path and TLS, none of the control plane\'s own TLS facts', () => {
+  const local: LinkSettings = { ...base, publicHost: 'cp.example.net', wsPath: '/custom', tls: true, fp: 'chrome', alpn: ['http/1.1'], pcs: 'aa'.repeat(32), vcn: 'cp.example.net' };
+  const node = { id: 'n', name: 'sao-1', zone: 'br-sao', public_host: 'sao-1.example.net', vless_ws_port: 9443, vless_tcp_port: 9444, proxy_port: null, token_prefix: 'x', created_at: '', last_contact: null, up: true };
+  const plain = buildConfiguration(ID, nodeLink(local, { ...node, tls: false, tls_pcs: null }));
+  assert.deepEqual(plain, { protocol: 'vless', address: 'sao-1.example.net', port: 9443, id: ID, encryption: 'none', network: 'ws', security: 'none', path: '/vless' });
+  const pinned = buildConfiguration(ID, nodeLink(local, { ...node, tls: true, tls_pcs: 'bb'.repeat(32) }));
+  assert.deepEqual(
+    { security: pinned.security, sni: pinned.sni, fp: pinned.fp, alpn: pinned.alpn, pcs: pinned.pcs, vcn: pinned.vcn, path: pinned.path },
+    { security: 'tls', sni: 'sao-1.example.net', fp: 'chrome', alpn: 'http/1.1', pcs: 'bb'.repeat(32), vcn: undefined, path: '/vless' },
+  );
+  // A CA-signed certificate on the node: verified the usual way, no pin.
+  assert.equal(buildConfiguration(ID, nodeLink(local, { ...node, tls: true, tls_pcs: null })).pcs, undefined);
 });
