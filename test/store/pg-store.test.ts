@@ -126,6 +126,31 @@ async function scenario(s: AnyStore): Promise<unknown[]> {
   await step('tail too many', s.idBeforeNewest(acme, {}, 100));
   await step('prune', s.pruneEvents('2026-06-01T00:00:00.000Z'));
   await step('after prune', s.eventsAfter(acme, 0, {}, 100));
+
+  // Nodes' listener facts (geo relay, TLS) and byte grants with their releases (issue 10).
+  const { node } = await s.addNode({ name: 'sao-1', zone: 'br-sao', public_host: 'sao-1.example.net' });
+  const nodeFacts = async () => {
+    const n = await s.getNode(node.id);
+    return n && { tls: n.tls, tls_pcs: n.tls_pcs, up: n.up };
+  };
+  await step('node before', nodeFacts());
+  await step('relays before contact', s.relayNodes());
+  await s.touchNode(node.id, { vless_ws_port: 8787 });
+  await s.setNodeListeners(node.id, { relay_port: 8790, relay_pcs: 'ab'.repeat(32), tls: true, tls_pcs: 'cd'.repeat(32) });
+  await step('node after', nodeFacts());
+  await step('relays', (await s.relayNodes()).map(({ token_hash: _h, id: _i, ...r }) => r));
+  const want = { up: 1 << 20, down: 8 << 20 };
+  const cap = { up: null, down: 64 << 20 };
+  const granted = await s.grantBytes(node.id, acme, 'c-0', { cap, base: null, want });
+  assert.deepEqual([granted.left.down, granted.gen], [8 << 20, 0]);
+  await step('grant', granted);
+  assert.equal(await s.releaseGrant(node.id, acme, 'c-0', 5), false, 'another generation: nothing released');
+  assert.equal(await s.releaseGrant(node.id, acme, 'c-0', 0), true);
+  assert.equal(await s.releaseGrant(node.id, acme, 'c-0', 0), false, 'the generation moved on');
+  const kept = await s.grantBytes(node.id, acme, 'c-0', { cap, base: null, want: { up: 1 << 20, down: 1 << 20 } });
+  assert.deepEqual([kept.left.down, kept.gen], [1 << 20, 1], 'KEEP_IDLE kept, in the next generation');
+  await step('after release', kept);
+  assert.equal(await s.releaseGrant(node.id, acme, 'nobody', 0), false);
   return log;
 }
 
