@@ -155,6 +155,7 @@ export class SessionService {
       uploaded_bytes: row.uploaded_bytes,
       downloaded_bytes: row.downloaded_bytes,
       ...(row.expires_at ? { expires_at: row.expires_at } : {}),
+      ...(node ? { node: node.name } : {}),
     };
   }
 

@@ -103,6 +103,7 @@ export const Session = Type.Object({
   expires_at: Type.Optional({ ...DateTime, ...ext, description: 'Extension: when the session ends by itself; absent when it never does.' }),
   over_quota: Type.Optional(Type.Boolean({ ...ext, description: 'Extension: present (true) while a periodic byte cap of the session, its client or the customer is reached: connections are refused until it renews.' })),
   over_quota_until: Type.Optional({ ...DateTime, ...ext, description: 'Extension: when that periodic cap renews (absent for a rolling 30-day window).' }),
+  node: Type.Optional(Type.String({ ...ext, description: 'Extension: the data-plane node the session is placed on (`vpn-access node add` name, cluster mode); absent when the serving process carries it itself (`local`).' })),
 });
 
 export const SessionList = Type.Object(

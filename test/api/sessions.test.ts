@@ -32,6 +32,7 @@ describe('POST /sessions', () => {
     assert.equal(b.duration, 0);
     assert.equal(b.uploaded_bytes, 0);
     assert.equal(b.downloaded_bytes, 0);
+    assert.equal('node' in b, false, 'carried by this process (local): no node named');
     assert.deepEqual(b.configuration, {
       protocol: 'vless',
       address: '127.0.0.1',

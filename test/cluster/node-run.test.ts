@@ -184,6 +184,7 @@ test('node run: active zone, placed links, counted traffic and events, serve res
   const s = made.json;
   assert.equal(s.configuration.address, '127.0.0.2');
   assert.equal(s.configuration.port, wsPort);
+  assert.equal(s.node, 'sao-1', 'the session names the node carrying it');
   assert.match(s.configuration_link, new RegExp(`@127\\.0\\.0\\.2:${wsPort}\\?`));
 
   // 1) A paced 2.5 MiB download through the node; `serve` restarts in the middle of it.

@@ -201,6 +201,7 @@ export function SessionDetail({ id }: { id: string }) {
           <dl className="kvs">
             <Field label="Client" value={<a href={routeHref({ name: 'client', id: s.client_id })} aria-label={`Client ${s.client_id}: subscription and sessions`}>{s.client_id}</a>} />
             <Field label="Zone" value={s.zone} />
+            {s.node ? <Field label="Node" value={<span data-testid="session-node">{s.node}</span>} /> : null}
             <Field label="Status" value={`${s.status}${s.paused ? ' (paused)' : ''}`} />
             <Field label="Uploaded" value={<span data-testid="uploaded-bytes" data-value={s.uploaded_bytes}>{formatBytes(s.uploaded_bytes)}</span>} />
             <Field label="Downloaded" value={<span data-testid="downloaded-bytes" data-value={s.downloaded_bytes}>{formatBytes(s.downloaded_bytes)}</span>} />

@@ -168,8 +168,10 @@ test('the desktop app on a cluster: two control planes, nodes in three zones, ev
     }
     for (const r of await Promise.all(slow.map((s) => s.done))) expect(r).toEqual({ code: 0, bytes: total });
     // When the transfers end, the window's detail shows exactly what the API counted, at least the bytes received.
+    const nodeOf = { [saoId]: 'sao-1', [tyoId]: 'tyo-1', [amsId]: 'ams-1' };
     for (const id of ids) {
       await app.openSession(id);
+      await expect(page.getByTestId('session-node')).toHaveText(nodeOf[id]);
       await expect.poll(() => app.downloadedBytes(), { timeout: 15_000 }).toBeGreaterThanOrEqual(total);
       const onB = (await api<{ downloaded_bytes: number }>(b, 'GET', `/sessions/${id}/status`)).body.downloaded_bytes;
       await expect.poll(() => app.downloadedBytes(), { timeout: 5_000 }).toBe(onB);
