@@ -241,6 +241,8 @@ export interface NodePorts {
 
 type RawNode = Omit<NodeInfo, 'up' | 'tls'> & { tls: number | boolean };
 const NODE_COLUMNS = 'id, name, zone, public_host, vless_ws_port, vless_tcp_port, proxy_port, token_prefix, created_at, last_contact, tls, tls_pcs';
+/** A node_grants row as grants.ts reads it (GrantRow). */
+const GRANT_COLUMNS = 'node_id, used_up, used_down, granted_up, granted_down, gen';
 const upSince = () => new Date(Date.now() - NODE_UP_SECONDS * 1000).toISOString();
 function toNode(r: RawNode, since: string): NodeInfo {
   return { ...r, tls: Boolean(r.tls), up: r.last_contact !== null && r.last_contact > since };
@@ -728,7 +730,7 @@ export class Store {
    */
   grantBytes(nodeId: string, customerId: string, clientId: string, req: GrantRequest): Grant {
     return this.transaction(() => {
-      const rows = this.q('SELECT node_id, used_up, used_down, granted_up, granted_down, gen FROM node_grants WHERE customer_id = ? AND client_id = ?').all(customerId, clientId) as unknown as GrantRow[];
+      const rows = this.q(`SELECT ${GRANT_COLUMNS} FROM node_grants WHERE customer_id = ? AND client_id = ?`).all(customerId, clientId) as unknown as GrantRow[];
       const t = this.sumCounters(customerId, clientId === '' ? undefined : clientId);
       const { row, grant } = allocate(rows, nodeId, { up: t.uploaded_bytes, down: t.downloaded_bytes }, req);
       this.q(
@@ -746,7 +748,7 @@ export class Store {
    */
   releaseGrant(nodeId: string, customerId: string, clientId: string, gen: number): boolean {
     return this.transaction(() => {
-      const r = this.q('SELECT node_id, used_up, used_down, granted_up, granted_down, gen FROM node_grants WHERE customer_id = ? AND client_id = ? AND node_id = ?').get(customerId, clientId, nodeId) as unknown as GrantRow | undefined;
+      const r = this.q(`SELECT ${GRANT_COLUMNS} FROM node_grants WHERE customer_id = ? AND client_id = ? AND node_id = ?`).get(customerId, clientId, nodeId) as unknown as GrantRow | undefined;
       if (!r || r.gen !== gen) return false;
       const next = releaseRow(r);
       this.q('UPDATE node_grants SET granted_up = ?, granted_down = ?, gen = ? WHERE customer_id = ? AND client_id = ? AND node_id = ?').run(next.granted_up, next.granted_down, next.gen, customerId, clientId, nodeId);

@@ -132,6 +132,8 @@ const SESSION_COLUMNS =
 const TOKEN_SELECT = `SELECT t.id, t.customer_id, c.name AS customer_name, t.role, t.prefix, t.created_at, t.revoked_at
        FROM tokens t JOIN customers c ON c.id = t.customer_id`;
 const EVENT_COLUMNS = 'id, session_id, event_type, created_at, duration, downloaded_bytes, uploaded_bytes';
+/** A node_grants row as grants.ts reads it (GrantRow): BIGINT byte counts as numbers. */
+const GRANT_COLUMNS = 'node_id, used_up::float8 AS used_up, used_down::float8 AS used_down, granted_up::float8 AS granted_up, granted_down::float8 AS granted_down, gen';
 const NODE_SELECT = `SELECT id, name, zone, public_host, vless_ws_port, vless_tcp_port, proxy_port, token_prefix, created_at, tls, tls_pcs,
          to_char(last_contact AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS last_contact,
          COALESCE(last_contact > now() - make_interval(secs => ${NODE_UP_SECONDS}), false) AS up
@@ -689,7 +691,7 @@ export class PgStore {
     return this.transaction(async (tx) => {
       await tx.rows('SELECT pg_advisory_xact_lock(hashtext($1))', [limitsLockKey(customerId)]);
       const rows = await tx.rows<GrantRow>(
-        'SELECT node_id, used_up::float8 AS used_up, used_down::float8 AS used_down, granted_up::float8 AS granted_up, granted_down::float8 AS granted_down, gen FROM node_grants WHERE customer_id = $1 AND client_id = $2',
+        `SELECT ${GRANT_COLUMNS} FROM node_grants WHERE customer_id = $1 AND client_id = $2`,
         [customerId, clientId],
       );
       const t = await tx.sumCounters(customerId, clientId === '' ? undefined : clientId);
@@ -708,7 +710,7 @@ export class PgStore {
     return this.transaction(async (tx) => {
       await tx.rows('SELECT pg_advisory_xact_lock(hashtext($1))', [limitsLockKey(customerId)]);
       const r = await tx.row<GrantRow>(
-        'SELECT node_id, used_up::float8 AS used_up, used_down::float8 AS used_down, granted_up::float8 AS granted_up, granted_down::float8 AS granted_down, gen FROM node_grants WHERE customer_id = $1 AND client_id = $2 AND node_id = $3',
+        `SELECT ${GRANT_COLUMNS} FROM node_grants WHERE customer_id = $1 AND client_id = $2 AND node_id = $3`,
         [customerId, clientId, nodeId],
       );
       if (!r || r.gen !== gen) return false;
