@@ -29,7 +29,7 @@ export interface RelayServerOptions {
   log: Logger;
 }
 
-export function createRelayServer(opts: RelayServerOptions): Server & { openRelays(): number; shutdown(): Promise<void> } {
+export function createRelayServer(opts: RelayServerOptions): Server & { shutdown(): Promise<void> } {
   const open = new Set<Socket>();
   const all = new Set<Socket>();
   const server = createServer({ cert: opts.cert, key: opts.key, ALPNProtocols: ['vad-relay'], handshakeTimeout: HEAD_TIMEOUT_MS }, (sock: TLSSocket) => {
@@ -95,7 +95,6 @@ export function createRelayServer(opts: RelayServerOptions): Server & { openRela
     sock.on('data', onHead);
   });
   return Object.assign(server, {
-    openRelays: () => open.size,
     /** Stops listening and cuts every relayed connection. */
     shutdown: () =>
       new Promise<void>((resolve) => {
