@@ -8,15 +8,20 @@
 //    instance (or this one) changes them: the `vad_limits` notification, then limitsChanged();
 //  - pause: the `vad_sessions` notification of any instance's pause makes this one re-read the
 //    row and cut the session's open connections here at once (pushed, not polled);
-//  - counters: the runtime reports absolute totals; the view turns them into what was moved
-//    since its last report and ADDS that in the database (PgStore.addRuntime), never
-//    overwriting, so several data planes carrying one session cannot lose each other's bytes.
-//    Unwritten additions are kept and retried while the database is away.
+//  - counters and events: the runtime reports absolute totals; the view turns them into what was
+//    moved since its last report and records that, and the data plane's events, in this
+//    instance's counter journal (cluster/journal.ts, in the data folder) before anything can
+//    lose them. Reports sealed from the journal are applied in order, each exactly once
+//    (PgStore.applyJournalReport): bytes are ADDED, never written over, so several data planes
+//    carrying one session cannot lose each other's bytes. While the database is away they wait
+//    in the journal, which a kill -9 or a restart does not lose.
 import type { DataPlane, DataPlaneDeps } from '../dataplane/api.ts';
-import type { LimitScope, LimitValues, Logger, RuntimePatch, SessionRow } from '../domain.ts';
+import { eventInsert, type EventInput, type LimitScope, type LimitValues, type Logger, type RuntimePatch, type SessionRow } from '../domain.ts';
 import type { PgListener } from '../store/pg/listener.ts';
 import { CHANNELS, type PgStore } from '../store/pg/store.ts';
 import { CounterBaselines } from './counter-baselines.ts';
+import type { CounterJournal, Report } from './journal.ts';
+import { isoNow } from '../time.ts';
 import { periodOf } from '../contract/period.ts';
 import { wallClock } from '../time.ts';
 
@@ -24,6 +29,8 @@ type Counters = { up: number; down: number };
 const SCOPES: LimitScope[] = ['global', 'client', 'session'];
 /** How often pending counter additions are written (and retried after a failure). */
 const FLUSH_MS = 250;
+/** Reports applied per flush at most (a backlog after an outage drains over a few flushes). */
+const REPORTS_PER_FLUSH = 20;
 /** Sessions kept in the cache beyond those with open connections. */
 const MAX_CACHED = 20_000;
 /** How often the bases of relaying sessions are read again. */
@@ -43,15 +50,17 @@ export class LocalView implements Pick<DataPlaneDeps['store'], 'getSession' | 's
   private readonly sums = new Map<string, Counters>();
   /** The last absolute totals the runtime reported (or started from) per session. */
   private readonly baselines = new CounterBaselines();
-  /** Additions not yet written, and the other runtime fields to write with them. */
-  private pending = new Map<string, { add: Counters; patch: Omit<RuntimePatch, 'uploaded_bytes' | 'downloaded_bytes'> }>();
+  /** What the data plane counted and published, until the database has applied it. */
+  private readonly journal: CounterJournal;
   private flushing: Promise<void> | null = null;
+  private flushSoon = false;
   private readonly timer: NodeJS.Timeout;
   private readonly unlisten: (() => void)[] = [];
 
-  constructor(store: PgStore, listener: PgListener | null, log: Logger) {
+  constructor(store: PgStore, listener: PgListener | null, log: Logger, journal: CounterJournal) {
     this.store = store;
     this.log = log;
+    this.journal = journal;
     if (listener) {
       this.unlisten.push(
         listener.onNotification((channel, payload) => {
@@ -96,22 +105,27 @@ export class LocalView implements Pick<DataPlaneDeps['store'], 'getSession' | 's
     const row = this.sessions.get(id);
     if (!row) return undefined;
     if (this.live(id)) return row;
-    // The runtime starts this session's totals from the row: what is still unwritten counts too.
-    const start = this.baselines.start(id, { up: row.uploaded_bytes, down: row.downloaded_bytes }, this.pending.get(id)?.add);
+    // The runtime starts this session's totals from the row: what is still unapplied counts too.
+    const start = this.baselines.start(id, { up: row.uploaded_bytes, down: row.downloaded_bytes }, this.journal.unapplied(id));
     return { ...row, uploaded_bytes: start.up, downloaded_bytes: start.down };
   }
 
   saveRuntime(id: string, patch: RuntimePatch): void {
     const moved = this.baselines.advance(id, patch);
-    let entry = this.pending.get(id);
-    if (!entry) this.pending.set(id, (entry = { add: { up: 0, down: 0 }, patch: {} }));
-    entry.add.up += moved.up;
-    entry.add.down += moved.down;
-    if (patch.status !== undefined) entry.patch.status = patch.status;
-    if (patch.duration !== undefined) entry.patch.duration = patch.duration;
-    if (patch.connections !== undefined) entry.patch.connections = patch.connections;
+    this.journal.record(id, { up: moved.up, down: moved.down, status: patch.status, duration: patch.duration, connections: patch.connections });
     const row = this.sessions.get(id);
     if (row && patch.status !== undefined) row.status = patch.status;
+  }
+
+  /** A session event of the data plane: journalled with its time, stored with the next report (soon). */
+  publish(e: EventInput): void {
+    this.journal.event({ ...e, at: isoNow() });
+    if (this.flushSoon) return;
+    this.flushSoon = true;
+    setImmediate(() => {
+      this.flushSoon = false;
+      void this.flush();
+    });
   }
 
   getLimits(customerId: string, scope: LimitScope): LimitValues | undefined {
@@ -171,7 +185,7 @@ export class LocalView implements Pick<DataPlaneDeps['store'], 'getSession' | 's
 
   private evict(): void {
     for (const id of this.sessions.keys()) {
-      if (!this.live(id) && !this.pending.has(id)) {
+      if (!this.live(id) && !this.journal.unapplied(id)) {
         this.sessions.delete(id);
         this.baselines.forget(id);
       }
@@ -208,30 +222,26 @@ export class LocalView implements Pick<DataPlaneDeps['store'], 'getSession' | 's
     }
   }
 
-  /** Writes the pending counter additions, one session at a time; failures stay pending. */
+  /**
+   * Applies the journal's reports in order: the oldest unacknowledged one first (it may have
+   * been applied before a crash: the store then skips it), else a new one sealed from pending.
+   * A failure stops here: the same report is tried again at the next flush, and nothing new is
+   * sealed meanwhile, so what comes during an outage stays pending (merged per session).
+   */
   flush(): Promise<void> {
     if (this.flushing) return this.flushing;
-    if (this.pending.size === 0) return Promise.resolve();
-    const batch = this.pending;
-    this.pending = new Map();
+    if (!this.journal.reports.length && !this.journal.hasPending) return Promise.resolve();
     this.flushing = (async () => {
-      for (const [id, entry] of batch) {
+      for (let i = 0; i < REPORTS_PER_FLUSH; i++) {
+        const report = this.journal.reports[0] ?? this.journal.seal();
+        if (!report) break;
         try {
-          await this.store.addRuntime(id, { uploaded_bytes: entry.add.up, downloaded_bytes: entry.add.down }, entry.patch);
-          batch.delete(id);
+          await this.apply(report);
         } catch (err) {
-          this.log.warn({ err: String(err) }, 'writing session counters failed; kept for the next try');
+          this.log.warn({ err: String(err) }, 'writing session counters failed; kept in the journal for the next try');
           break;
         }
-      }
-      // What failed goes back in front of what came meanwhile (additions add up; newer fields win).
-      for (const [id, entry] of batch) {
-        const newer = this.pending.get(id);
-        if (newer) {
-          newer.add.up += entry.add.up;
-          newer.add.down += entry.add.down;
-          newer.patch = { ...entry.patch, ...newer.patch };
-        } else this.pending.set(id, entry);
+        this.journal.ack(report.seq);
       }
     })().finally(() => {
       this.flushing = null;
@@ -239,13 +249,29 @@ export class LocalView implements Pick<DataPlaneDeps['store'], 'getSession' | 's
     return this.flushing;
   }
 
-  /** Stops listening and writes what is pending (once; a failure is logged). */
+  private async apply(report: Report): Promise<void> {
+    const adds = Object.entries(report.counters).map(([id, d]) => ({
+      id,
+      uploaded_bytes: d.up,
+      downloaded_bytes: d.down,
+      ...(d.status !== undefined ? { status: d.status } : {}),
+      ...(d.duration !== undefined ? { duration: d.duration } : {}),
+      ...(d.connections !== undefined ? { connections: d.connections } : {}),
+    }));
+    const now = isoNow();
+    const events = report.events.map(({ at, ...e }) => eventInsert(e, at ?? now));
+    await this.store.applyJournalReport(this.journal.id, report.seq, adds, events);
+  }
+
+  /** Stops listening and writes what is pending; what cannot be written stays in the journal for the next start. */
   async close(): Promise<void> {
     clearInterval(this.timer);
     clearInterval(this.basesTimer);
     for (const off of this.unlisten) off();
-    // A flush already running took its batch before the data plane's last reports: flush again.
-    for (let i = 0; i < 3 && (this.pending.size > 0 || this.flushing); i++) await this.flush();
-    if (this.pending.size) this.log.error({ sessions: this.pending.size }, 'session counters could not be written at shutdown');
+    // A flush already running sealed its report before the data plane's last saves: flush again.
+    for (let i = 0; i < 3 && (this.journal.reports.length || this.journal.hasPending || this.flushing); i++) await this.flush();
+    const left = this.journal.reports.length + (this.journal.hasPending ? 1 : 0);
+    if (left) this.log.warn({ reports: left }, 'session counters could not be written at shutdown; the journal keeps them for the next start');
+    this.journal.close();
   }
 }

@@ -226,6 +226,12 @@ export function createNodeChannel(services: Services): NodeChannel {
     let lastSent = '';
     let listenersSeen = '';
     let closed = false;
+    /**
+     * A report failed to apply: later ones on this channel are not applied (a later seq applied
+     * first would make the store skip the failed one for good); the channel is closed and the
+     * node resends every unacknowledged report, in order, after its next hello.
+     */
+    let broken = false;
     const pace = new GrantPace();
     let building = false;
     const sendState = async () => {
@@ -308,11 +314,16 @@ export function createNodeChannel(services: Services): NodeChannel {
               throw err;
             });
           }
-          if (seq === 0) return; // contact only
+          if (seq === 0 || broken) return; // contact only, or after a report that failed
           await apply(node, { seq, counters: msg.counters, events: msg.events });
           if (!closed) ws.send(JSON.stringify({ type: 'ack', seq }));
         })
-        .catch((err: unknown) => log.warn({ node: node.name, err: String(err) }, 'applying a node report failed; the node resends it'));
+        .catch((err: unknown) => {
+          log.warn({ node: node.name, err: String(err) }, 'applying a node report failed; the node resends it');
+          if (seq === 0 || broken) return;
+          broken = true;
+          ws.close(1011, 'report not applied');
+        });
       chains.set(node.id, next);
     });
     /**

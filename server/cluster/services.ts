@@ -26,6 +26,8 @@ import type { TlsCertificates } from '../tls/index.ts';
 import { ZoneCatalogue } from '../zones/catalogue.ts';
 import { ZonePlacement } from './placement.ts';
 import { LocalView } from './local-view.ts';
+import { CounterJournal } from './journal.ts';
+import { join } from 'node:path';
 import { clusterSignals } from './node-channel.ts';
 
 /** How long a start waits for the LISTEN connection before serving anyway (it keeps retrying). */
@@ -56,14 +58,10 @@ export async function createClusterServices(opts: ServerOptions, config: Resolve
   const tokenLookup = new PgTokenCache(data, listener);
   const zones = ZoneCatalogue.load(opts.zonesFile);
   const placement = new ZonePlacement(zones, data);
-  const view = new LocalView(data, listener, log);
-
-  // The data plane's events are written one after the other, so that this instance's events of
-  // a session keep their order (stats before end); a write that fails is logged and dropped.
-  let chain: Promise<unknown> = Promise.resolve();
-  const publishLocal = (e: EventInput) => {
-    chain = chain.then(() => feed.publish(e)).catch((err: unknown) => log.warn({ err: String(err), type: e.type }, 'publishing a session event failed'));
-  };
+  // The data plane's counters and events go to this instance's journal first, then into the
+  // database in order, each report once (a kill -9 or an outage loses none of them).
+  const view = new LocalView(data, listener, log, CounterJournal.open(join(opts.dataDir, 'counter-journal.log'), log));
+  const publishLocal = (e: EventInput) => view.publish(e);
   const usage = buildUsageHistory(opts, data, log);
   let self: Services | undefined;
   const geo = new ServeGeoRoutes(data, () => zones.list());
@@ -140,7 +138,6 @@ export async function createClusterServices(opts: ServerOptions, config: Resolve
         audit.close();
         geo.stop();
         if (dataPlane) await dataPlane.close();
-        await chain;
         await view.close();
         await usage?.close();
         await feed.close();

@@ -2,12 +2,14 @@
 // long the token buckets of its session, client and customer make it wait, and the counting
 // of what moved. Flows (flow.ts) move every byte through a Lease.
 import type { CloseReason } from './close-reason.ts';
-import { type ConnHandle, type CustomerState, type Dir, type SessionState, capOf, nowMs } from './meters.ts';
+import { type ConnHandle, type CustomerState, type Dir, type SessionState, SAVE_BYTES, capOf, nowMs } from './meters.ts';
 
 /** What a lease reports back to the runtime that granted it. */
 export interface LeaseOwner {
   /** A byte cap may have been reached: cut what is over. */
   enforceCaps(customer: CustomerState): void;
+  /** SAVE_BYTES moved since the session's last save: save it now (what a kill -9 may lose stays bounded). */
+  saveSoon(session: SessionState): void;
   /** The destination was reached: the connection counts from now on. */
   connectionOpened(session: SessionState, conn: ConnHandle): void;
   /** The connection is gone; `counted` when it had been opened (committed). */
@@ -109,6 +111,7 @@ export class Lease {
     customer.totals[dir] += n;
     client.allow[dir] -= n;
     customer.allow[dir] -= n;
+    if (session.totals.up + session.totals.down - session.lastSaved.up - session.lastSaved.down >= SAVE_BYTES) this.owner.saveSoon(session);
     if (
       session.totals[dir] - session.capBase[dir] >= capOf(customer.limits.session, dir) ||
       client.totals[dir] - client.capBase[dir] >= capOf(customer.limits.client, dir) ||

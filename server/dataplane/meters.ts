@@ -8,6 +8,14 @@ import { TokenBucket } from './token-bucket.ts';
 export type Dir = 'up' | 'down';
 
 /** What the runtime needs from a live connection: a way to cut it. */
+/**
+ * A session is saved (its counters handed to the store, or to the journal of a node or cluster
+ * instance) whenever this many bytes moved since its last save, besides every 500 ms: so a
+ * kill -9 of the process loses at most this much of what it counted per session, whatever the
+ * speed (see cluster/journal.ts for the whole bound).
+ */
+export const SAVE_BYTES = 512 * 1024;
+
 export interface ConnHandle {
   close(reason: CloseReason): void;
 }

@@ -11,6 +11,8 @@ const FLUSH_INTERVAL_MS = 500;
 export class Reporter {
   private readonly deps: Pick<DataPlaneDeps, 'store' | 'events' | 'log' | 'usage' | 'observe'>;
   private lastFlush = 0;
+  /** After a failed save, saves between flushes wait until then (no retry per chunk). */
+  private retryAt = 0;
 
   constructor(deps: Pick<DataPlaneDeps, 'store' | 'events' | 'log' | 'usage' | 'observe'>) {
     this.deps = deps;
@@ -32,8 +34,15 @@ export class Reporter {
         this.deps.observe?.moved(session.zone, up, down);
       }
     } catch (err) {
+      this.retryAt = nowMs() + FLUSH_INTERVAL_MS;
       this.deps.log.error({ session: session.short, err: String(err) }, 'saving session runtime failed');
     }
+  }
+
+  /** A save between flushes (SAVE_BYTES moved): skipped for a moment after a failed save. */
+  saveNow(session: SessionState): void {
+    if (this.retryAt && nowMs() < this.retryAt) return;
+    this.save(session);
   }
 
   /** Whether the store is behind the session's counters (the last save failed or none ran yet). */

@@ -394,6 +394,10 @@ export class Runtime implements LeaseOwner {
     session.customer.sessions.delete(session);
   }
 
+  saveSoon(session: SessionState): void {
+    this.reporter.saveNow(session);
+  }
+
   enforceCaps(customer: CustomerState): void {
     for (const { session, reason } of cutOverCaps(customer, this.deps.log)) this.notifyCapped(session, reason);
   }

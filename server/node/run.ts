@@ -6,13 +6,15 @@
 //    limits and counter sums (the `state` message, re-sent on every change). Pause and a session
 //    no longer placed here cut its connections at once; `removed` cuts all and stops the node.
 //  - what it reports: counter DELTAS (bytes moved since the previous report) and the session
-//    events, at least every second. Each report has a sequence number and stays in
-//    <data-dir>/node-reports.json until the control plane acknowledges it, so neither a
-//    control-plane restart nor a node restart loses a counted byte; reports are resent after a
-//    reconnection and the control plane ignores a seq it already applied.
+//    events, at least every second. What it counts goes to its journal in the data folder
+//    (<data-dir>/node-journal.log, cluster/journal.ts) before it can be lost with the process;
+//    each report has a sequence number and stays in the journal until the control plane
+//    acknowledges it, so neither a control-plane restart nor a node's kill -9 loses a counted
+//    byte; reports are resent after a reconnection and the control plane ignores a seq it
+//    already applied.
 //  - without a reachable control plane it keeps carrying the sessions it knows with the last
 //    limits it had, and reconnects with backoff, trying the control URLs in turn.
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import { join } from 'node:path';
@@ -21,9 +23,10 @@ import { connect as tlsConnect, type TLSSocket } from 'node:tls';
 import WebSocket from 'ws';
 import { createDataPlane } from '../dataplane/index.ts';
 import type { DataPlane, DataPlaneDeps } from '../dataplane/api.ts';
-import type { EventInput, LimitScope, LimitValues, Logger, RuntimePatch, SessionRow } from '../domain.ts';
+import type { LimitScope, LimitValues, Logger, RuntimePatch, SessionRow } from '../domain.ts';
 import { NODE_CHANNEL_PATH, NODE_WS_PATH, quotaBaseKey, type NodeState } from '../cluster/node-channel.ts';
 import { CounterBaselines } from '../cluster/counter-baselines.ts';
+import { CounterJournal, type Report } from '../cluster/journal.ts';
 import type { WireShare } from '../cluster/shares.ts';
 import { KEEP_IDLE } from '../store/grants.ts';
 import { routeFor, type RelayTarget } from '../cluster/geo.ts';
@@ -69,15 +72,8 @@ export interface NodeRunOptions {
 const REPORT_MS = 500;
 const BACKOFF_MIN_MS = 250;
 const BACKOFF_MAX_MS = 5_000;
-/** Events kept per unsent report while offline (the oldest go first beyond it). */
-const MAX_EVENTS = 10_000;
-
-type Delta = { up: number; down: number; status?: RuntimePatch['status']; duration?: number; connections?: number };
-interface Report {
-  seq: number;
-  counters: Record<string, Delta>;
-  events: EventInput[];
-}
+/** Reports sealed and sent in one tick at most (each within the channel's frame bounds). */
+const MAX_REPORTS_PER_TICK = 20;
 
 /** The node's synchronous store for the data plane: the last state the control plane sent. */
 class NodeView implements Pick<DataPlaneDeps['store'], 'getSession' | 'saveRuntime' | 'getLimits' | 'sumCounters' | 'quotaBase' | 'prepare' | 'clusterRefusal'> {
@@ -85,30 +81,27 @@ class NodeView implements Pick<DataPlaneDeps['store'], 'getSession' | 'saveRunti
   limits: NodeState['limits'] = {};
   sums: NodeState['sums'] = {};
   bases: NonNullable<NodeState['bases']> = {};
-  /** Deltas not yet put in a report. */
-  pending = new Map<string, Delta>();
-  events: EventInput[] = [];
   private readonly baselines = new CounterBaselines();
   dataPlane: DataPlane | null = null;
+  /** Where what the data plane counts goes first: the node's journal. */
+  readonly journal: CounterJournal;
+
+  constructor(journal: CounterJournal) {
+    this.journal = journal;
+  }
 
   getSession(id: string): SessionRow | undefined {
     const row = this.sessions.get(id);
     if (!row) return undefined;
     if (this.dataPlane?.live(id)) return row;
-    // The runtime starts this session's totals from here: what is not yet reported counts too.
-    const start = this.baselines.start(id, { up: row.uploaded_bytes, down: row.downloaded_bytes }, this.pending.get(id));
+    // The runtime starts this session's totals from here: what is not yet applied counts too.
+    const start = this.baselines.start(id, { up: row.uploaded_bytes, down: row.downloaded_bytes }, this.journal.unapplied(id));
     return { ...row, uploaded_bytes: start.up, downloaded_bytes: start.down };
   }
 
   saveRuntime(id: string, patch: RuntimePatch): void {
     const moved = this.baselines.advance(id, patch);
-    let d = this.pending.get(id);
-    if (!d) this.pending.set(id, (d = { up: 0, down: 0 }));
-    d.up += moved.up;
-    d.down += moved.down;
-    if (patch.status !== undefined) d.status = patch.status;
-    if (patch.duration !== undefined) d.duration = patch.duration;
-    if (patch.connections !== undefined) d.connections = patch.connections;
+    this.journal.record(id, { up: moved.up, down: moved.down, status: patch.status, duration: patch.duration, connections: patch.connections });
   }
 
   getLimits(customerId: string, scope: LimitScope): LimitValues | undefined {
@@ -211,28 +204,9 @@ function tlsFacts(tls: TlsCertificates): { tls: boolean; tls_pcs: string | null 
 export async function runNode(opts: NodeRunOptions): Promise<RunningNode> {
   const { log } = opts;
   mkdirSync(opts.dataDir, { recursive: true });
-  const file = join(opts.dataDir, 'node-reports.json');
-
-  // Unacknowledged reports, oldest first, as left by a previous run.
-  let unacked: Report[] = [];
-  let nextSeq = 1;
-  try {
-    const saved = JSON.parse(readFileSync(file, 'utf8')) as { nextSeq: number; reports: Report[] };
-    unacked = saved.reports ?? [];
-    nextSeq = Math.max(saved.nextSeq ?? 1, ...unacked.map((r) => r.seq + 1));
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') log.warn({ err: String(err) }, 'the saved node reports could not be read; starting without them');
-  }
-  /**
-   * Seqs that were ever sent (or come from a previous run): such a report may have been applied
-   * already, so it never takes more deltas; only a report never sent is merged into (offline).
-   */
-  const sealed = new Set<number>(unacked.map((r) => r.seq));
-  const persist = () => {
-    const tmp = `${file}.tmp`;
-    writeFileSync(tmp, JSON.stringify({ nextSeq, reports: unacked }));
-    renameSync(tmp, file);
-  };
+  // Unacknowledged reports and what was counted but not reported, as left by a previous run.
+  const journal = CounterJournal.open(join(opts.dataDir, 'node-journal.log'), log);
+  importLegacyReports(join(opts.dataDir, 'node-reports.json'), journal, log);
 
   // TLS on the node's listeners: one certificate for the ws port, the raw TCP inbound and the proxy.
   const tls = await TlsCertificates.open({
@@ -244,7 +218,7 @@ export async function runNode(opts: NodeRunOptions): Promise<RunningNode> {
     watchIntervalMs: 2000,
     log,
   });
-  const view = new NodeView();
+  const view = new NodeView(journal);
   // The geo proxy: requests for another zone's country or city leave through that node's relay.
   let geoZone = '';
   let geoZones: ZoneInfo[] = [];
@@ -256,7 +230,7 @@ export async function runNode(opts: NodeRunOptions): Promise<RunningNode> {
   const tokenHash = hashToken(opts.token);
   const dataPlane = createDataPlane({
     store: view,
-    events: { publish: (e) => void view.events.push(e) },
+    events: { publish: (e) => journal.event(e) },
     zones: { list: () => geoZones },
     geo,
     log,
@@ -367,8 +341,8 @@ export async function runNode(opts: NodeRunOptions): Promise<RunningNode> {
       moved.up += d.up;
       moved.down += d.down;
     };
-    for (const r of [...recentAcked, ...unacked]) if (r.seq > seq) for (const [sid, d] of Object.entries(r.counters)) add(sid, d);
-    for (const [sid, d] of view.pending) add(sid, d);
+    for (const r of [...recentAcked, ...journal.reports]) if (r.seq > seq) for (const [sid, d] of Object.entries(r.counters)) add(sid, d);
+    for (const [sid, d] of journal.pending) add(sid, d);
     return moved;
   };
   /** The last share taken per key, with the report seq its grant was measured at. */
@@ -421,7 +395,7 @@ export async function runNode(opts: NodeRunOptions): Promise<RunningNode> {
     if (!ws || !connected || !greeted) return;
     const busy = new Set<string>();
     for (const [sid, o] of owners) {
-      if (dataPlane.live(sid)?.status !== 'active' && !view.pending.has(sid)) continue;
+      if (dataPlane.live(sid)?.status !== 'active' && !journal.pending.has(sid)) continue;
       busy.add(o.customer);
       busy.add(`${o.customer}\u0000${o.client}`);
     }
@@ -430,7 +404,7 @@ export async function runNode(opts: NodeRunOptions): Promise<RunningNode> {
       rel.at = now;
       ws.send(JSON.stringify({ type: 'release', key, gen: rel.gen }));
     }
-    if (unacked.length) return;
+    if (journal.reports.length) return;
     for (const [key, { sh, seq }] of accepted) {
       if (busy.has(key)) {
         idleSince.delete(key);
@@ -493,38 +467,22 @@ export async function runNode(opts: NodeRunOptions): Promise<RunningNode> {
   let greeted = false;
   const send = (r: Report) => {
     if (!ws || !connected || !greeted) return;
-    sealed.add(r.seq);
-    ws.send(JSON.stringify({ type: 'report', seq: r.seq, ports, open: dataPlane.openByZone?.() ?? [], counters: r.counters, events: r.events }));
+    ws.send(JSON.stringify({ type: 'report', seq: r.seq, ports, open: dataPlane.openByZone?.() ?? [], counters: r.counters, events: r.events.map(({ at: _at, ...e }) => e) }));
   };
+  /**
+   * Reports are sealed only while they can be sent (connected, greeted: the seq numbering is
+   * settled); offline, what is counted stays pending in the journal, merged per session.
+   */
   const tick = () => {
-    const hasData = view.pending.size > 0 || view.events.length > 0;
-    if (hasData) {
-      const last = unacked.at(-1);
-      // While nothing is sent (offline), deltas go into one report: the file stays small.
-      let r: Report;
-      if (last && !sealed.has(last.seq)) r = last;
-      else unacked.push((r = { seq: nextSeq++, counters: {}, events: [] }));
-      for (const [id, d] of view.pending) {
-        const c = (r.counters[id] ??= { up: 0, down: 0 });
-        c.up += d.up;
-        c.down += d.down;
-        if (d.status !== undefined) c.status = d.status;
-        if (d.duration !== undefined) c.duration = d.duration;
-        if (d.connections !== undefined) c.connections = d.connections;
-      }
-      r.events.push(...view.events);
-      if (r.events.length > MAX_EVENTS) r.events.splice(0, r.events.length - MAX_EVENTS);
-      view.pending.clear();
-      view.events = [];
-      try {
-        persist();
-      } catch (err) {
-        log.error({ err: String(err) }, 'saving node reports failed');
-      }
+    if (!ws || !connected) return;
+    let sent = false;
+    for (let i = 0; greeted && i < MAX_REPORTS_PER_TICK; i++) {
+      const r = journal.seal();
+      if (!r) break;
       send(r);
-    } else if (ws && connected) {
-      ws.send(JSON.stringify({ type: 'report', seq: 0, ports, open: dataPlane.openByZone?.() ?? [] }));
+      sent = true;
     }
+    if (!sent) ws.send(JSON.stringify({ type: 'report', seq: 0, ports, open: dataPlane.openByZone?.() ?? [] }));
   };
   const timer = setInterval(tick, REPORT_MS);
 
@@ -584,28 +542,18 @@ export async function runNode(opts: NodeRunOptions): Promise<RunningNode> {
       }
       if (msg.type === 'state') applyState(msg as NodeState);
       else if (msg.type === 'claimed') claims.get((msg as { id?: number }).id ?? -1)?.((msg as { ok?: unknown }).ok === true);
-      else if (msg.type === 'ack' && typeof msg.seq === 'number') {
-        if (msg.seq >= nextSeq) {
+      else if (msg.type === 'ack' && typeof msg.seq === 'number' && Number.isSafeInteger(msg.seq)) {
+        if (msg.seq > journal.lastSeq) {
           // The control plane applied seqs this node never issued (its data folder was lost):
           // what it holds was not applied; renumber it after the control plane's last.
-          let seq = msg.seq;
-          for (const r of unacked) r.seq = ++seq;
-          nextSeq = seq + 1;
-          sealed.clear();
+          journal.renumberAfter(msg.seq);
           recentAcked = [];
         }
         const at = Date.now();
-        for (const r of unacked) if (r.seq <= msg.seq) recentAcked.push({ ...r, at });
-        unacked = unacked.filter((r) => r.seq > msg.seq!);
-        for (const q of sealed) if (q <= msg.seq) sealed.delete(q);
-        try {
-          persist();
-        } catch (err) {
-          log.error({ err: String(err) }, 'saving node reports failed');
-        }
+        for (const r of journal.ack(msg.seq)) recentAcked.push({ ...r, at });
         if (msg.hello) {
           greeted = true;
-          for (const r of unacked) send(r);
+          for (const r of journal.reports) send(r);
         }
       } else if (msg.type === 'removed') {
         log.warn({}, 'this node was removed from the control plane\'s catalogue; stopping');
@@ -645,7 +593,7 @@ export async function runNode(opts: NodeRunOptions): Promise<RunningNode> {
           clearTimeout(t);
           resolve();
         });
-        if (why === 'removed' || unacked.length === 0) {
+        if (why === 'removed' || journal.reports.length === 0) {
           clearTimeout(t);
           resolve();
         }
@@ -656,9 +604,23 @@ export async function runNode(opts: NodeRunOptions): Promise<RunningNode> {
     http.closeAllConnections();
     await relay?.shutdown();
     tls.close();
+    journal.close();
     resolveStopped(why);
   };
 
   connect();
   return { ports, stopped, close: () => shutdown('closed') };
+}
+
+/** Reports an older node kept in node-reports.json (before the journal): taken over once, then the file goes. */
+function importLegacyReports(file: string, journal: CounterJournal, log: Logger): void {
+  let saved: { reports?: Report[] };
+  try {
+    saved = JSON.parse(readFileSync(file, 'utf8')) as { reports?: Report[] };
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') log.warn({ err: String(err) }, 'the saved node reports could not be read; starting without them');
+    return;
+  }
+  journal.adopt(saved.reports ?? []);
+  rmSync(file, { force: true });
 }

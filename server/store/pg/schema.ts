@@ -230,6 +230,14 @@ export const PG_MIGRATIONS: string[] = [
   ALTER TABLE nodes ADD COLUMN relay_pcs TEXT;
   ALTER TABLE sessions ADD COLUMN claimed_at BIGINT;
   `,
+  // 10: the last report applied of each instance's counter journal (cluster/journal.ts), so a
+  // report resent after a crash or an outage is applied exactly once.
+  `
+  CREATE TABLE journal_seqs (
+    journal_id TEXT PRIMARY KEY,
+    seq BIGINT NOT NULL
+  );
+  `,
 ];
 
 /** An arbitrary constant naming "the schema migration" among advisory locks. */

@@ -668,6 +668,32 @@ export class PgStore {
     });
   }
 
+  /**
+   * Applies one report of an instance's counter journal (cluster/journal.ts) at most once: the
+   * counters are added, the events stored, and the journal's last applied seq kept in the same
+   * transaction; false when the seq was applied already (nothing is done).
+   */
+  async applyJournalReport(journalId: string, seq: number, adds: NodeReportAdd[], events: EventInsert[] = []): Promise<SessionEvent[] | false> {
+    return this.transaction(async (tx) => {
+      const done = await tx.rows<{ journal_id: string }>(
+        `INSERT INTO journal_seqs (journal_id, seq) VALUES ($1, $2)
+           ON CONFLICT (journal_id) DO UPDATE SET seq = EXCLUDED.seq WHERE journal_seqs.seq < EXCLUDED.seq
+         RETURNING journal_id`,
+        [journalId, seq],
+      );
+      if (done.length === 0) return false;
+      for (const a of adds) {
+        await tx.rows(
+          `UPDATE sessions SET uploaded_bytes = uploaded_bytes + $1, downloaded_bytes = downloaded_bytes + $2,
+             status = COALESCE($3, status), duration = COALESCE($4, duration), connections = COALESCE($5, connections)
+           WHERE id = $6`,
+          [a.uploaded_bytes, a.downloaded_bytes, a.status ?? null, a.duration ?? null, a.connections ?? null, a.id],
+        );
+      }
+      return tx.insertEvents(events);
+    });
+  }
+
   async setNodeListeners(id: string, l: NodeListeners): Promise<void> {
     await this.rows('UPDATE nodes SET relay_port = $1, relay_pcs = $2, tls = $3, tls_pcs = $4 WHERE id = $5', [l.relay_port, l.relay_pcs, l.tls, l.tls_pcs, id]);
   }

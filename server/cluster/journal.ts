@@ -1,0 +1,318 @@
+// A data plane's journal: what it counted (bytes per session, the last runtime fields) and the
+// events it published, kept in its data folder until the control plane's store has applied
+// them. One implementation for the two data planes that report to a shared store: a node
+// (reports over its channel, server/node/run.ts) and a `serve --database` instance's own data
+// plane (reports into PostgreSQL, cluster/local-view.ts).
+//
+//   record()/event()  add to the PENDING part (not yet in a report), appended to the file by the
+//                     end of the current event-loop turn (one write for everything recorded in it);
+//   seal()            turns pending into a REPORT with the next sequence number (written whole);
+//   ack(seq)          the store applied every report up to seq (exactly once: it keeps the last
+//                     seq applied in the transaction that applies a report), so they are dropped.
+//
+// The file is JSON lines: {"h":{id,next}} first, then {"d":[session,up,down,status,duration,
+// connections]}, {"e":event}, {"r":report} (a seal: the report's sessions and its first events
+// leave pending) and {"a":seq}. It is rewritten (temporary file, fsync, rename) when it grows
+// past COMPACT_BYTES and at every open, so a torn last line (power loss) never glues to the next.
+//
+// What a crash can cost: kill -9 loses nothing written (the page cache outlives the process),
+// so only what was counted in the current event-loop turn and what the data plane had not yet
+// handed over (it saves a session at least every 500 ms and whenever SAVE_BYTES more moved,
+// dataplane/reporter.ts): under 1 MiB per session. Power loss can also cost what was written in
+// the last SYNC_MS, as the file is fdatasync'ed once a second when written to.
+import { randomUUID } from 'node:crypto';
+import { closeSync, fdatasyncSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
+import { dirname } from 'node:path';
+import type { EventInput, Logger, SessionStatus } from '../domain.ts';
+
+/** Bytes moved since the previous record, and the runtime fields last seen. */
+export interface Delta {
+  up: number;
+  down: number;
+  status?: SessionStatus;
+  duration?: number;
+  connections?: number;
+}
+
+/** An event as journalled: when it happened (ISO time) with it. */
+export type JournalEvent = EventInput & { at?: string };
+
+export interface Report {
+  seq: number;
+  counters: Record<string, Delta>;
+  events: JournalEvent[];
+}
+
+/** The file is rewritten once appends made it this large. */
+const COMPACT_BYTES = 2 * 1024 * 1024;
+/** How often written lines are made durable against power loss. */
+const SYNC_MS = 1000;
+/** Events kept pending (while no report can be sealed: offline); the oldest go first beyond it. */
+const MAX_PENDING_EVENTS = 10_000;
+/** A report's size bounds: a node's channel frame stays well under its limit. */
+export const REPORT_MAX_EVENTS = 2000;
+export const REPORT_MAX_SESSIONS = 4000;
+
+type Line = { h?: { id: string; next: number }; d?: [string, number, number, SessionStatus | null, number | null, number | null]; e?: JournalEvent; r?: Report; a?: number };
+
+function mergeInto(map: Map<string, Delta>, id: string, d: Delta): void {
+  let p = map.get(id);
+  if (!p) map.set(id, (p = { up: 0, down: 0 }));
+  p.up += d.up;
+  p.down += d.down;
+  if (d.status !== undefined) p.status = d.status;
+  if (d.duration !== undefined) p.duration = d.duration;
+  if (d.connections !== undefined) p.connections = d.connections;
+}
+
+export class CounterJournal {
+  /** Names this journal to the store, which keeps the last seq it applied of it. */
+  readonly id: string;
+  /** Recorded, not yet in a report. */
+  readonly pending = new Map<string, Delta>();
+  pendingEvents: JournalEvent[] = [];
+  /** Sealed reports not yet acknowledged, oldest first. */
+  reports: Report[] = [];
+  /** Sessions the previous process had connections of when it stopped (read at open; crash repair). */
+  readonly carriedBefore: string[];
+  private nextSeq: number;
+  private fd: number;
+  private readonly file: string;
+  private readonly log: Logger;
+  private buf = '';
+  private flushScheduled = false;
+  private size = 0;
+  private unsynced = false;
+  private readonly syncTimer: NodeJS.Timeout;
+  private closed = false;
+
+  private constructor(file: string, log: Logger, state: { id: string; next: number; reports: Report[]; pending: Map<string, Delta>; events: JournalEvent[]; carried: string[] }) {
+    this.file = file;
+    this.log = log;
+    this.id = state.id;
+    this.nextSeq = state.next;
+    this.reports = state.reports;
+    for (const [id, d] of state.pending) this.pending.set(id, d);
+    this.pendingEvents = state.events;
+    this.carriedBefore = state.carried;
+    this.fd = this.rewrite();
+    this.syncTimer = setInterval(() => this.sync(), SYNC_MS);
+    this.syncTimer.unref();
+  }
+
+  /**
+   * Opens the journal at `file`, taking over what a previous process left (a new one when there
+   * is none). What was recorded as connected then is connected no longer: the recovered entries
+   * keep their bytes but lose `status: 'active'` and their connection count, and the sessions
+   * are listed in carriedBefore for the caller's repair.
+   */
+  static open(file: string, log: Logger): CounterJournal {
+    let text = '';
+    mkdirSync(dirname(file), { recursive: true });
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    }
+    const state = { id: '', next: 1, reports: [] as Report[], pending: new Map<string, Delta>(), events: [] as JournalEvent[], carried: [] as string[] };
+    let torn = 0;
+    for (const raw of text.split('\n')) {
+      if (!raw) continue;
+      let line: Line;
+      try {
+        line = JSON.parse(raw) as Line;
+      } catch {
+        torn++;
+        continue;
+      }
+      if (line.h) {
+        state.id = String(line.h.id);
+        state.next = Math.max(state.next, Number(line.h.next) || 1);
+      } else if (line.d) {
+        const [id, up, down, status, duration, connections] = line.d;
+        mergeInto(state.pending, id, { up, down, ...(status ? { status } : {}), ...(duration !== null ? { duration } : {}), ...(connections !== null ? { connections } : {}) });
+      } else if (line.e) {
+        state.events.push(line.e);
+        if (state.events.length > MAX_PENDING_EVENTS) state.events.shift();
+      } else if (line.r) {
+        state.reports.push(line.r);
+        for (const id of Object.keys(line.r.counters)) state.pending.delete(id);
+        state.events.splice(0, line.r.events.length);
+        state.next = Math.max(state.next, line.r.seq + 1);
+      } else if (typeof line.a === 'number') {
+        const acked = line.a;
+        state.reports = state.reports.filter((r) => r.seq > acked);
+      }
+    }
+    if (torn) log.warn({ lines: torn }, 'the counter journal had unreadable lines (a write cut short); they were skipped');
+    const carried = new Set<string>();
+    const settle = (id: string, d: Delta) => {
+      if (d.status === 'active' || (d.connections ?? 0) > 0) carried.add(id);
+      if (d.status === 'active') delete d.status;
+      delete d.connections;
+    };
+    for (const r of state.reports) for (const [id, d] of Object.entries(r.counters)) settle(id, d);
+    for (const [id, d] of state.pending) settle(id, d);
+    state.carried = [...carried];
+    if (!state.id) state.id = randomUUID();
+    return new CounterJournal(file, log, state);
+  }
+
+  /** Adds what a session moved (and its runtime fields) to pending. */
+  record(id: string, d: Delta): void {
+    if (this.closed) return;
+    mergeInto(this.pending, id, d);
+    this.append({ d: [id, d.up, d.down, d.status ?? null, d.duration ?? null, d.connections ?? null] });
+  }
+
+  event(e: JournalEvent): void {
+    if (this.closed) return;
+    this.pendingEvents.push(e);
+    if (this.pendingEvents.length > MAX_PENDING_EVENTS) this.pendingEvents.shift();
+    this.append({ e });
+  }
+
+  /** Bytes of a session counted here that the store has not applied yet (pending and sealed). */
+  unapplied(id: string): { up: number; down: number } | undefined {
+    let up = 0, down = 0, found = false;
+    for (const d of [this.pending.get(id), ...this.reports.map((r) => r.counters[id])]) {
+      if (!d) continue;
+      found = true;
+      up += d.up;
+      down += d.down;
+    }
+    return found ? { up, down } : undefined;
+  }
+
+  /** Whether anything is recorded that no report carries yet. */
+  get hasPending(): boolean {
+    return this.pending.size > 0 || this.pendingEvents.length > 0;
+  }
+
+  /** Seals pending (up to the report bounds) into the next report; null when nothing is pending. */
+  seal(): Report | null {
+    if (this.closed || !this.hasPending) return null;
+    const counters: Record<string, Delta> = {};
+    let n = 0;
+    for (const [id, d] of this.pending) {
+      if (n++ >= REPORT_MAX_SESSIONS) break;
+      counters[id] = d;
+    }
+    for (const id of Object.keys(counters)) this.pending.delete(id);
+    const events = this.pendingEvents.splice(0, REPORT_MAX_EVENTS);
+    const report: Report = { seq: this.nextSeq++, counters, events };
+    this.reports.push(report);
+    this.append({ r: report });
+    return report;
+  }
+
+  /** The store applied every report up to seq: they are dropped; returns them. */
+  ack(seq: number): Report[] {
+    const done = this.reports.filter((r) => r.seq <= seq);
+    if (done.length === 0) return done;
+    this.reports = this.reports.filter((r) => r.seq > seq);
+    this.append({ a: seq });
+    return done;
+  }
+
+  /** The last seq the store holds for this journal is past ours (the folder was lost): number after it. */
+  renumberAfter(seq: number): void {
+    if (seq < this.nextSeq) return;
+    let next = seq;
+    for (const r of this.reports) r.seq = ++next;
+    this.nextSeq = next + 1;
+    this.fd = this.rewrite(this.fd);
+  }
+
+  /** Takes over reports an older version kept elsewhere, with their seqs as they were. */
+  adopt(reports: Report[]): void {
+    const have = new Set(this.reports.map((r) => r.seq));
+    let added = 0;
+    for (const r of reports) {
+      if (!r || !Number.isSafeInteger(r.seq) || r.seq < 1 || have.has(r.seq)) continue;
+      this.reports.push({ seq: r.seq, counters: r.counters ?? {}, events: r.events ?? [] });
+      this.nextSeq = Math.max(this.nextSeq, r.seq + 1);
+      added++;
+    }
+    if (!added) return;
+    this.reports.sort((a, b) => a.seq - b.seq);
+    this.fd = this.rewrite(this.fd);
+  }
+
+  get lastSeq(): number {
+    return this.nextSeq - 1;
+  }
+
+  /** Writes what was appended in this turn (also run at the end of each turn that appended). */
+  flush(): void {
+    this.flushScheduled = false;
+    if (!this.buf || this.closed) return;
+    const text = this.buf;
+    this.buf = '';
+    try {
+      writeSync(this.fd, text);
+      this.size += Buffer.byteLength(text);
+      this.unsynced = true;
+      if (this.size > COMPACT_BYTES) this.fd = this.rewrite(this.fd);
+    } catch (err) {
+      this.log.error({ err: String(err) }, 'writing the counter journal failed; what it holds is kept in memory');
+    }
+  }
+
+  /** Makes what was written durable (power loss); once a second when written to. */
+  sync(): void {
+    if (!this.unsynced || this.closed) return;
+    this.unsynced = false;
+    try {
+      fdatasyncSync(this.fd);
+    } catch (err) {
+      this.log.warn({ err: String(err) }, 'syncing the counter journal failed');
+    }
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.flush();
+    this.sync();
+    clearInterval(this.syncTimer);
+    this.closed = true;
+    closeSync(this.fd);
+  }
+
+  private append(line: Line): void {
+    this.buf += JSON.stringify(line) + '\n';
+    if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      setImmediate(() => this.flush());
+    }
+  }
+
+  /** Writes the whole state to a new file that replaces the old; returns its descriptor for appends. */
+  private rewrite(oldFd?: number): number {
+    this.buf = ''; // what it held is in the state written here
+    const lines: Line[] = [{ h: { id: this.id, next: this.nextSeq } }, ...this.reports.map((r) => ({ r }))];
+    const pendingLines = [...this.pending].map(([id, d]): Line => ({ d: [id, d.up, d.down, d.status ?? null, d.duration ?? null, d.connections ?? null] }));
+    // Pending is written before the reports would take it again at replay: reports first, then pending.
+    const text = [...lines, ...pendingLines, ...this.pendingEvents.map((e) => ({ e }))].map((l) => JSON.stringify(l) + '\n').join('');
+    const tmp = `${this.file}.tmp`;
+    const fd = openSync(tmp, 'w', 0o600);
+    try {
+      writeSync(fd, text);
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    renameSync(tmp, this.file);
+    try {
+      const dir = openSync(dirname(this.file), 'r');
+      fsyncSync(dir);
+      closeSync(dir);
+    } catch {
+      // a directory that cannot be synced: the rename is still atomic against kill -9
+    }
+    if (oldFd !== undefined) closeSync(oldFd);
+    this.size = Buffer.byteLength(text);
+    this.unsynced = false;
+    return openSync(this.file, 'a', 0o600);
+  }
+}
