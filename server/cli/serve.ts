@@ -9,7 +9,7 @@ import { parseArgs } from 'node:util';
 import { createLogger } from '../log.ts';
 import { choosePublicHost, clearTextReach, isWildcardHost } from '../public-host.ts';
 import { decideTls, parseTlsMode } from '../tls/mode.ts';
-import { databaseUrl, defaultDataDir, env, fail, port, redactUrl } from './shared.ts';
+import { databaseUrl, defaultDataDir, env, fail, port, redactUrl, tokenCreateCommand } from './shared.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -167,26 +167,30 @@ export async function serve(argv: string[], usage: string): Promise<void> {
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
 
-  if (server.ownerToken) {
-    process.stdout.write(
-      `\nNew ${database ? 'database' : 'data folder'}: created customer "default" and its owner token (shown only this once, keep it secret):\n\n  ${server.ownerToken}\n\n`,
-    );
-  }
+  const where = database ? { database } : { dataDir };
+  if (server.ownerToken) process.stdout.write(firstTokenText(server.ownerToken, server.origin, !values['no-ui'], where));
   const tls = server.services.settings.tls;
   log.info(`TLS ${tls.enabled ? `on (${tls.source}, sha256 ${tls.fingerprint_sha256})` : 'off'}: ${tls.reason}`);
   log.info(`listening: API ${server.baseUrl}, VLESS ws ${server.origin.replace(/^http/, 'ws')}${server.services.settings.link.wsPath}` +
     `, VLESS tcp ${server.vlessTcpPort ?? 'off'}, proxy ${server.proxyPort ?? 'off'}, data ${database ? `PostgreSQL ${redactUrl(database)}` : dataDir}`);
   if (!values['no-ui'] && existsSync(join(rendererDir, 'index.html'))) {
     log.info(`web UI: ${server.origin}/`);
-    // The token is printed once, above; the UI asks for it (or takes it from `/#token=...`).
-    if (server.ownerToken) log.info(`sign in to the web UI with the owner token above (or open ${server.origin}/#token= followed by it)`);
+    if (!server.ownerToken) log.info(`sign in to the web UI with an API token; to make one: ${tokenCreateCommand(where)}`);
   }
   if (reach === 'local') {
     log.warn(`WARNING: no TLS and bound to ${host}: API tokens, session ids (the VLESS credentials) and traffic cross the local network in clear text; --tls on encrypts them`);
   } else if (host !== '127.0.0.1' && host !== '::1' && host !== 'localhost') log.warn(`bound to ${host}: reachable from other machines`);
   // certbot and acme.sh deploy hooks send SIGHUP: re-read the certificate files now.
   process.on('SIGHUP', () => void server.services.tls.reload());
-
 }
 
-/** A postgres:// URL, checked; undefined when none is given. */
+/**
+ * What a first start prints on standard output (never to the log): the owner token it created,
+ * a ready web-UI address signing in with it (the UI takes a token from `/#token=...`; the
+ * fragment never reaches the server), and the complete command that makes another.
+ */
+function firstTokenText(token: string, origin: string, ui: boolean, where: { dataDir?: string; database?: string }): string {
+  return `\nNew ${where.database ? 'database' : 'data folder'}: created customer "default" and its owner token (shown only this once, keep it secret):\n\n  ${token}\n\n` +
+    (ui ? `Open the web UI signed in: ${origin}/#token=${encodeURIComponent(token)}\n` : '') +
+    `Lost it? Make another: ${tokenCreateCommand(where)}\n\n`;
+}
