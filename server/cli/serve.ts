@@ -2,6 +2,7 @@
 // on a data folder (SQLite) or with `--database URL` on PostgreSQL. serve.ts (and through it
 // fastify and the data plane) is imported only when it runs, so the other commands start fast.
 import { existsSync, readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -27,6 +28,21 @@ function parseHttpTimeouts(value: string): { headersMs: number; requestMs: numbe
   const [headers, request, keepAlive, idle] = parts;
   if (headers > request) fail(`--http-timeouts: the headers timeout (${headers} s) cannot exceed the request timeout (${request} s)`);
   return { headersMs: headers * 1000, requestMs: request * 1000, keepAliveMs: keepAlive * 1000, idleMs: idle * 1000 };
+}
+
+const PROXY_PRESETS = ['loopback', 'linklocal', 'uniquelocal'];
+
+/** --trust-proxy: comma-separated addresses, CIDRs (ADDR/BITS) and presets; '' is none. */
+function parseTrustProxy(value: string): string[] {
+  const items = value.split(',').map((s) => s.trim()).filter(Boolean);
+  for (const item of items) {
+    const [addr, bits, extra] = item.split('/');
+    const family = isIP(addr);
+    const width = family === 4 ? 32 : 128;
+    const ok = PROXY_PRESETS.includes(item) || (family !== 0 && extra === undefined && (bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= width)));
+    if (!ok) fail(`--trust-proxy takes a comma-separated list of proxy addresses, CIDRs (such as 10.0.0.0/8) or ${PROXY_PRESETS.join(', ')}; not "${item}"`);
+  }
+  return items;
 }
 
 export async function serve(argv: string[], usage: string): Promise<void> {
@@ -56,6 +72,7 @@ export async function serve(argv: string[], usage: string): Promise<void> {
       'http-timeouts': { type: 'string' },
       'idle-timeout': { type: 'string' },
       'metrics-token': { type: 'string' },
+      'trust-proxy': { type: 'string' },
       'no-ui': { type: 'boolean' },
       quiet: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
@@ -128,6 +145,7 @@ export async function serve(argv: string[], usage: string): Promise<void> {
     zonesFile: values.zones ?? env.VPN_ACCESS_ZONES,
     rateLimit: rateText ? parseRate(rateText) : undefined,
     metricsToken: values['metrics-token'] ?? env.VPN_ACCESS_METRICS_TOKEN ?? undefined,
+    trustProxy: parseTrustProxy(values['trust-proxy'] ?? env.VPN_ACCESS_TRUST_PROXY ?? ''),
     httpTimeouts: timeoutsText ? parseHttpTimeouts(timeoutsText) : undefined,
     publicHost,
     vlessTcpPort: port(values['vless-tcp-port'] ?? env.VPN_ACCESS_VLESS_TCP_PORT, 8789, '--vless-tcp-port'),

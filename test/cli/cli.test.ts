@@ -234,6 +234,30 @@ describe('vpn-access serve', () => {
     }
   });
 
+  test('--trust-proxy: checked, and a trusted proxy\'s X-Forwarded-For is the client the subscription miss limit counts', async () => {
+    const d = tempDir('vad-tp-');
+    try {
+      await assert.rejects(serve(d, ['--trust-proxy', 'loopback,10.0.0.0/99']), /exited early[\s\S]*--trust-proxy[\s\S]*10\.0\.0\.0\/99/);
+      await assert.rejects(serve(d, ['--trust-proxy', 'my-proxy']), /exited early[\s\S]*--trust-proxy/);
+      const srv = await serve(d, ['--quiet', '--trust-proxy', 'loopback,10.0.0.0/8']);
+      try {
+        const miss = async (client: string) => {
+          const res = await fetch(`${new URL(srv.baseUrl).origin}/sub/${'Q'.repeat(43)}`, { headers: { 'x-forwarded-for': client } });
+          await res.arrayBuffer();
+          return res.status;
+        };
+        for (let i = 0; i < 9; i++) assert.equal(await miss('198.51.100.7'), 404);
+        assert.equal(await miss('198.51.100.7'), 429);
+        assert.equal(await miss('198.51.100.8'), 404, 'counted by the client the proxy names');
+      } finally {
+        srv.kill('SIGTERM');
+        await srv.exited;
+      }
+    } finally {
+      removeDir(d);
+    }
+  });
+
   test('--rate-limit is honoured', async () => {
     const d = tempDir('vad-rl-');
     const srv: ServeProcess = await serve(d, ['--quiet', '--rate-limit', '3/60']);
