@@ -4,7 +4,9 @@
 // however it ends: a restart right after kill -9 (the killed process still a zombie) or after
 // a reboot is never refused, and no pid is ever judged alive or dead. The file also records
 // who holds it (pid, host, start time), read only to say so in the refusal. It is never
-// deleted (deleting a lock file lets two starters lock two different files).
+// deleted (deleting a lock file lets two starters lock two different files). In the process
+// that holds it, open the file only through SQLite: closing any other descriptor of it would
+// drop the process's fcntl locks on it.
 import { unlinkSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
