@@ -73,6 +73,8 @@ export async function buildServer(opts: ServerOptions): Promise<BuiltServer> {
     logger: false,
     bodyLimit: BODY_LIMIT,
     forceCloseConnections: true,
+    // request.ip from X-Forwarded-For only when the socket peer is one of these proxies.
+    trustProxy: opts.trustProxy?.length ? opts.trustProxy : false,
     return503OnClosing: false,
     // Ids longer than the schema's 200 reach validation (400); beyond this, frameworkErrors answers.
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 1024 },

@@ -65,7 +65,10 @@ serve options (environment variable in brackets):
   --idle-timeout SECONDS  close a relayed connection after this long with no byte either way,
                          default 300 (v2ray's connIdle)                 [VPN_ACCESS_IDLE_TIMEOUT]
   --metrics-token TOKEN  the bearer token GET /metrics asks for; unset: /metrics answers
-                         this machine (loopback) only                   [VPN_ACCESS_METRICS_TOKEN]
+                         this machine (loopback) only, and never a request with forwarding
+                         headers (a reverse proxy's)                    [VPN_ACCESS_METRICS_TOKEN]
+  --trust-proxy LIST     reverse proxies (addresses, CIDRs, loopback) whose X-Forwarded-For
+                         names the client; default none: the socket peer [VPN_ACCESS_TRUST_PROXY]
   --no-ui                do not serve the web UI at /
   --quiet                no request log
 `;

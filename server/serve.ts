@@ -28,18 +28,20 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
   const { app, services } = built;
   let ownerToken: string | undefined;
   try {
-    // Several instances on one database may start at once and all see it empty: only the one
-    // whose insert created the first customer (ensureCustomer is race-free) makes its token.
-    if ((await services.data.countCustomers()) === 0) {
-      const first = opts.firstCustomer ?? 'default';
-      if ((await services.data.ensureCustomer(first)).created) ownerToken = (await services.data.createToken(first, 'owner')).token;
-    }
     await app.listen({ host, port: opts.port ?? 8787 });
     const apiPort = (app.server.address() as AddressInfo).port;
     services.settings.link.wsPort = opts.publicPort ?? apiPort;
     const ports = services.dataPlane ? await services.dataPlane.start() : { vlessTcpPort: null, proxyPort: null };
     services.settings.link.tcpPort = ports.vlessTcpPort;
     services.settings.proxyPort = ports.proxyPort;
+    // The first customer and its owner token only once every listener is bound: a start that
+    // fails (a port in use) must not make a token nobody was shown. Several instances on one
+    // database may start at once and all see it empty: only the one whose insert created the
+    // first customer (ensureCustomer is race-free) makes its token.
+    if ((await services.data.countCustomers()) === 0) {
+      const first = opts.firstCustomer ?? 'default';
+      if ((await services.data.ensureCustomer(first)).created) ownerToken = (await services.data.createToken(first, 'owner')).token;
+    }
     // A wildcard bind is reached at the public host (server/public-host.ts), else at loopback.
     const reachedAt = isWildcardHost(host) ? opts.publicHost ?? '127.0.0.1' : host;
     const shownHost = reachedAt.includes(':') ? `[${reachedAt}]` : reachedAt;

@@ -115,7 +115,7 @@ function TokenPrompt() {
         <button type="submit" className="btn btn-primary" disabled={busy || !token.trim()}>
           {busy ? 'Checking…' : 'Connect'}
         </button>
-        <p className="help">Create a token on the server with <code>vpn-access token create</code>.</p>
+        <p className="help">Create a token on the server with <code>vpn-access token create --customer default --role owner</code> (add <code>--data-dir DIR</code> or <code>--database URL</code> when the server uses one).</p>
       </form>
     </main>
   );

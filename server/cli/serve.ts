@@ -2,6 +2,7 @@
 // on a data folder (SQLite) or with `--database URL` on PostgreSQL. serve.ts (and through it
 // fastify and the data plane) is imported only when it runs, so the other commands start fast.
 import { existsSync, readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -9,7 +10,7 @@ import { parseArgs } from 'node:util';
 import { createLogger } from '../log.ts';
 import { choosePublicHost, clearTextReach, isWildcardHost } from '../public-host.ts';
 import { decideTls, parseTlsMode } from '../tls/mode.ts';
-import { databaseUrl, defaultDataDir, env, fail, port, redactUrl } from './shared.ts';
+import { databaseUrl, defaultDataDir, env, fail, port, redactUrl, tokenCreateCommand } from './shared.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -27,6 +28,21 @@ function parseHttpTimeouts(value: string): { headersMs: number; requestMs: numbe
   const [headers, request, keepAlive, idle] = parts;
   if (headers > request) fail(`--http-timeouts: the headers timeout (${headers} s) cannot exceed the request timeout (${request} s)`);
   return { headersMs: headers * 1000, requestMs: request * 1000, keepAliveMs: keepAlive * 1000, idleMs: idle * 1000 };
+}
+
+const PROXY_PRESETS = ['loopback', 'linklocal', 'uniquelocal'];
+
+/** --trust-proxy: comma-separated addresses, CIDRs (ADDR/BITS) and presets; '' is none. */
+function parseTrustProxy(value: string): string[] {
+  const items = value.split(',').map((s) => s.trim()).filter(Boolean);
+  for (const item of items) {
+    const [addr, bits, extra] = item.split('/');
+    const family = isIP(addr);
+    const width = family === 4 ? 32 : 128;
+    const ok = PROXY_PRESETS.includes(item) || (family !== 0 && extra === undefined && (bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= width)));
+    if (!ok) fail(`--trust-proxy takes a comma-separated list of proxy addresses, CIDRs (such as 10.0.0.0/8) or ${PROXY_PRESETS.join(', ')}; not "${item}"`);
+  }
+  return items;
 }
 
 export async function serve(argv: string[], usage: string): Promise<void> {
@@ -56,6 +72,7 @@ export async function serve(argv: string[], usage: string): Promise<void> {
       'http-timeouts': { type: 'string' },
       'idle-timeout': { type: 'string' },
       'metrics-token': { type: 'string' },
+      'trust-proxy': { type: 'string' },
       'no-ui': { type: 'boolean' },
       quiet: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
@@ -128,6 +145,7 @@ export async function serve(argv: string[], usage: string): Promise<void> {
     zonesFile: values.zones ?? env.VPN_ACCESS_ZONES,
     rateLimit: rateText ? parseRate(rateText) : undefined,
     metricsToken: values['metrics-token'] ?? env.VPN_ACCESS_METRICS_TOKEN ?? undefined,
+    trustProxy: parseTrustProxy(values['trust-proxy'] ?? env.VPN_ACCESS_TRUST_PROXY ?? ''),
     httpTimeouts: timeoutsText ? parseHttpTimeouts(timeoutsText) : undefined,
     publicHost,
     vlessTcpPort: port(values['vless-tcp-port'] ?? env.VPN_ACCESS_VLESS_TCP_PORT, 8789, '--vless-tcp-port'),
@@ -167,26 +185,30 @@ export async function serve(argv: string[], usage: string): Promise<void> {
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
 
-  if (server.ownerToken) {
-    process.stdout.write(
-      `\nNew ${database ? 'database' : 'data folder'}: created customer "default" and its owner token (shown only this once, keep it secret):\n\n  ${server.ownerToken}\n\n`,
-    );
-  }
+  const where = database ? { database } : { dataDir };
+  if (server.ownerToken) process.stdout.write(firstTokenText(server.ownerToken, server.origin, !values['no-ui'], where));
   const tls = server.services.settings.tls;
   log.info(`TLS ${tls.enabled ? `on (${tls.source}, sha256 ${tls.fingerprint_sha256})` : 'off'}: ${tls.reason}`);
   log.info(`listening: API ${server.baseUrl}, VLESS ws ${server.origin.replace(/^http/, 'ws')}${server.services.settings.link.wsPath}` +
     `, VLESS tcp ${server.vlessTcpPort ?? 'off'}, proxy ${server.proxyPort ?? 'off'}, data ${database ? `PostgreSQL ${redactUrl(database)}` : dataDir}`);
   if (!values['no-ui'] && existsSync(join(rendererDir, 'index.html'))) {
     log.info(`web UI: ${server.origin}/`);
-    // The token is printed once, above; the UI asks for it (or takes it from `/#token=...`).
-    if (server.ownerToken) log.info(`sign in to the web UI with the owner token above (or open ${server.origin}/#token= followed by it)`);
+    if (!server.ownerToken) log.info(`sign in to the web UI with an API token; to make one: ${tokenCreateCommand(where)}`);
   }
   if (reach === 'local') {
     log.warn(`WARNING: no TLS and bound to ${host}: API tokens, session ids (the VLESS credentials) and traffic cross the local network in clear text; --tls on encrypts them`);
   } else if (host !== '127.0.0.1' && host !== '::1' && host !== 'localhost') log.warn(`bound to ${host}: reachable from other machines`);
   // certbot and acme.sh deploy hooks send SIGHUP: re-read the certificate files now.
   process.on('SIGHUP', () => void server.services.tls.reload());
-
 }
 
-/** A postgres:// URL, checked; undefined when none is given. */
+/**
+ * What a first start prints on standard output (never to the log): the owner token it created,
+ * a ready web-UI address signing in with it (the UI takes a token from `/#token=...`; the
+ * fragment never reaches the server), and the complete command that makes another.
+ */
+function firstTokenText(token: string, origin: string, ui: boolean, where: { dataDir?: string; database?: string }): string {
+  return `\nNew ${where.database ? 'database' : 'data folder'}: created customer "default" and its owner token (shown only this once, keep it secret):\n\n  ${token}\n\n` +
+    (ui ? `Open the web UI signed in: ${origin}/#token=${encodeURIComponent(token)}\n` : '') +
+    `Lost it? Make another: ${tokenCreateCommand(where)}\n\n`;
+}

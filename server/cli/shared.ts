@@ -44,6 +44,18 @@ export function redactUrl(value: string): string {
   return url.toString();
 }
 
+/** A shell word: as is when it is plain, else in single quotes. */
+const shellWord = (w: string) => (/^[\w@%+=:,./-]+$/.test(w) ? w : `'${w.replace(/'/g, `'\\''`)}'`);
+
+/**
+ * The complete command that makes an owner token for the customer a first start creates, on
+ * this data folder or database (its password shown as ***, to be filled in).
+ */
+export function tokenCreateCommand(where: { dataDir?: string; database?: string }): string {
+  const target = where.database ? ` --database ${shellWord(redactUrl(where.database))}` : where.dataDir ? ` --data-dir ${shellWord(where.dataDir)}` : '';
+  return `vpn-access token create --customer default --role owner${target}`;
+}
+
 /** The store of `token` and `node`: PostgreSQL with --database (or VPN_ACCESS_DATABASE), else the data folder. */
 export async function openStore(values: { 'data-dir'?: string; database?: string }): Promise<ControlStore> {
   const url = databaseUrl(values.database ?? env.VPN_ACCESS_DATABASE);

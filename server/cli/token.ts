@@ -35,7 +35,7 @@ export async function token(argv: string[]): Promise<void> {
   const role = (values.role ?? 'owner') as Role;
   if (sub === 'create') {
     if (role !== 'owner' && role !== 'agent') fail('--role takes owner or agent');
-    if (!values.customer) fail('token create needs --customer NAME');
+    if (!values.customer) fail('token create needs --customer NAME, such as: vpn-access token create --customer default --role owner');
   }
   if (sub === 'revoke' && !positionals[0]) fail('token revoke needs a token id, prefix or the token itself');
   const store = await openStore(values);

@@ -54,6 +54,13 @@ export interface ServerOptions extends ServerTlsOptions {
    * clients on this machine (loopback), without a token.
    */
   metricsToken?: string;
+  /**
+   * Reverse proxies whose X-Forwarded-For names the client (request.ip: the subscription
+   * miss limiter): addresses, CIDRs or `loopback`/`linklocal`/`uniquelocal`. Unset or empty:
+   * the socket peer is the client and forwarding headers are ignored. GET /metrics never
+   * trusts them (server/http/metrics.ts).
+   */
+  trustProxy?: string[];
   /** How long a client may take over its headers, its whole request, and between requests. */
   httpTimeouts?: Partial<HttpTimeouts>;
   /** Folder of the built renderer, served at `/`. */

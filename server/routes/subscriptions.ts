@@ -113,7 +113,7 @@ export async function subscriptionFeedRoutes(app: FastifyInstance, subs: Subscri
   app.get<{ Params: { secret: string }; Querystring: { format?: (typeof SUBSCRIPTION_FORMATS)[number] } }>('/sub/:secret', {
     schema: {
       summary: 'A client\'s subscription feed (extension; the URL secret is the credential)',
-      description: `The client's usable sessions (not ended, not paused). Format: ?format=, else from the User-Agent (${uaTable}; others → base64). Headers: subscription-userinfo, profile-update-interval, profile-title, content-disposition. An unknown or revoked secret is 404; after too many of those an address gets 429 for the rest of the window.`,
+      description: `The client's usable sessions (not ended, not paused). Format: ?format=, else from the User-Agent (${uaTable}; others → base64). Headers: subscription-userinfo, profile-update-interval, profile-title, content-disposition. An unknown or revoked secret is 404; after too many of those an address (IPv6: its /64) gets 429 for them for the rest of the window; a valid secret is always answered.`,
       tags: ['subscriptions'],
       params: SubscriptionFeedParams,
       querystring: SubscriptionFeedQuery,
@@ -130,11 +130,14 @@ export async function subscriptionFeedRoutes(app: FastifyInstance, subs: Subscri
       'x-extension': true,
     } as object,
     handler: async (request, reply) => {
-      const address = request.ip;
-      const blocked = subs.misses.blockedFor(address);
-      if (blocked) return tooMany(request, reply, blocked, subs.misses.limit);
+      // The secret first: a valid one is always answered, whatever others at this address (a
+      // NAT, a proxy) guessed. request.ip is the socket peer, or with --trust-proxy the client
+      // a trusted proxy names in X-Forwarded-For.
       const row = await subs.findBySecret(request.params.secret);
       if (!row) {
+        const address = request.ip;
+        const blocked = subs.misses.blockedFor(address);
+        if (blocked) return tooMany(request, reply, blocked, subs.misses.limit);
         const now = subs.misses.miss(address);
         if (now) return tooMany(request, reply, now, subs.misses.limit);
         return sendError(request, reply, new ApiError('subscription_not_found', 'No subscription at this address (unknown or revoked).', {}));

@@ -1,78 +1,10 @@
 // What a server does to its data folder before it serves: take the folder's lock (two servers
-// on one folder would overwrite each other's counters), and repair what a process that died
-// (kill -9, power loss) left behind: sessions still `active`, closed as the data plane would
-// have closed them.
-import { closeSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
-import { join } from 'node:path';
+// on one folder would overwrite each other's counters; server/store/folder-lock.ts), and
+// repair what a process that died (kill -9, power loss) left behind: sessions still `active`,
+// closed as the data plane would have closed them.
 import type { EventInput, Logger } from '../domain.ts';
+import { lockDataDir } from './folder-lock.ts';
 import type { Store } from './store.ts';
-
-export const LOCK_FILE = 'serve.lock';
-
-/** Folders this process holds (a second server in the same process is refused too). */
-const held = new Set<string>();
-
-export class DataDirLocked extends Error {
-  readonly code = 'EDATALOCKED';
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-/**
- * Takes the exclusive lock of a data folder: a file created with O_EXCL holding the pid. A lock
- * whose pid is no longer running is stale (its server died) and is taken over. Returns the
- * release function; throws DataDirLocked while another live server holds the folder.
- */
-export function lockDataDir(dataDir: string): () => void {
-  const file = join(dataDir, LOCK_FILE);
-  for (let attempt = 0; attempt < 3; attempt++) {
-    try {
-      const fd = openSync(file, 'wx', 0o600);
-      writeSync(fd, `${process.pid}\n`);
-      closeSync(fd);
-      held.add(dataDir);
-      let released = false;
-      return () => {
-        if (released) return;
-        released = true;
-        held.delete(dataDir);
-        try {
-          if (Number(readFileSync(file, 'utf8').trim()) === process.pid) unlinkSync(file);
-        } catch {
-          // already gone
-        }
-      };
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-    }
-    let pid = NaN;
-    try {
-      pid = Number(readFileSync(file, 'utf8').trim());
-    } catch {
-      continue; // removed meanwhile: try again
-    }
-    const ours = pid === process.pid;
-    if (Number.isInteger(pid) && pid > 0 && ((ours && held.has(dataDir)) || (!ours && alive(pid)))) {
-      throw new DataDirLocked(
-        `the data folder ${dataDir} is in use by another vpn-access server (pid ${pid}); stop it first, or choose another folder with --data-dir`,
-      );
-    }
-    // Stale: its process is gone (or the file is unreadable garbage).
-    try {
-      unlinkSync(file);
-    } catch {
-      // another starter removed it first
-    }
-  }
-  throw new DataDirLocked(`could not take the lock ${file}`);
-}
 
 /**
  * Sessions left `active` by a process that died with connections open: closed as the data

@@ -6,12 +6,13 @@
 // token (and nothing else) with one. On PostgreSQL the same scrape works on a cluster instance.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { connect, type Socket } from 'node:net';
+import { createServer as createHttpServer, request as httpRequest } from 'node:http';
+import { connect, type AddressInfo, type Socket } from 'node:net';
 import { startServer, type RunningServer } from '../../server/serve.ts';
 import { buildVlessHeader } from '../../server/dataplane/vless-header.ts';
 import { isLoopback } from '../../server/http/metrics.ts';
 import { callApi } from '../helpers/http.ts';
-import { makeServer, removeDir, tempDir, waitFor } from '../helpers/server.ts';
+import { listen, makeServer, removeDir, tempDir, waitFor } from '../helpers/server.ts';
 import { openRaw } from '../helpers/sse.ts';
 import { startPostgres } from '../helpers/postgres.ts';
 import { startTcpEcho } from '../dataplane/helpers/targets.ts';
@@ -204,6 +205,50 @@ test('protection: loopback only without a metrics token; with one, the token and
     assert.ok(!ok.body.includes('scrape-secret-123'));
   } finally {
     await guarded.close();
+  }
+});
+
+test('protection behind a reverse proxy on this machine: forwarding headers are refused without the metrics token', async () => {
+  const srv = await listen({ trustProxy: ['loopback'] });
+  const target = new URL(srv.origin);
+  // A reverse proxy on the same host, as nginx would be: it connects from loopback and says for whom.
+  const proxy = createHttpServer((req, res) => {
+    const up = httpRequest({ host: target.hostname, port: target.port, path: req.url, method: req.method, headers: { ...req.headers, 'x-forwarded-for': '203.0.113.50', 'x-forwarded-proto': 'https' } }, (r) => {
+      res.writeHead(r.statusCode!, r.headers);
+      r.pipe(res);
+    });
+    req.pipe(up);
+  });
+  await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+  try {
+    const via = await fetch(`http://127.0.0.1:${(proxy.address() as AddressInfo).port}/metrics`);
+    assert.equal(via.status, 403);
+    const body = (await via.json()) as { error: { code: string; message: string; details: unknown } };
+    assert.equal(body.error.code, 'forbidden');
+    assert.match(body.error.message, /proxy[\s\S]*metrics token/);
+    for (const [h, v] of [['forwarded', 'for=203.0.113.50'], ['x-forwarded-for', '127.0.0.1'], ['x-real-ip', '127.0.0.1'], ['x-forwarded-host', 'example.com'], ['x-forwarded-proto', 'https']]) {
+      const r = await fetch(`${srv.origin}/metrics`, { headers: { [h]: v } });
+      assert.equal(r.status, 403, h);
+      assert.equal(((await r.json()) as { error: { code: string } }).error.code, 'forbidden');
+    }
+    const direct = await fetch(`${srv.origin}/metrics`);
+    assert.equal(direct.status, 200, 'a scrape on this machine without a proxy still works');
+    await direct.arrayBuffer();
+  } finally {
+    proxy.close();
+    await srv.stop();
+  }
+  const guarded = await listen({ metricsToken: 'scrape-secret-456' });
+  try {
+    const headers = { 'x-forwarded-for': '203.0.113.50', forwarded: 'for=203.0.113.50' };
+    const refused = await fetch(`${guarded.origin}/metrics`, { headers });
+    assert.equal(refused.status, 401);
+    await refused.arrayBuffer();
+    const ok = await fetch(`${guarded.origin}/metrics`, { headers: { ...headers, authorization: 'Bearer scrape-secret-456' } });
+    assert.equal(ok.status, 200, 'with the metrics token a proxied scrape is fine');
+    await ok.arrayBuffer();
+  } finally {
+    await guarded.stop();
   }
 });
 

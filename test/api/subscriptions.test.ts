@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { parse as parseYaml } from 'yaml';
 import { createLogger } from '../../server/log.ts';
-import { assertError, assertRateHeaders, auth, createSession, ISO_MS_Z, json, makeServer, type TestServer } from '../helpers/server.ts';
+import { assertError, assertRateHeaders, auth, createSession, ISO_MS_Z, json, listen, makeServer, type TestListening, type TestServer } from '../helpers/server.ts';
 import { parseVlessLink } from '../helpers/vless-link.ts';
 
 const put = (s: TestServer, client: string, token = s.owner, payload?: string) =>
@@ -256,7 +256,7 @@ describe('unknown secrets: 404, then 429 per address', () => {
   });
   after(() => s.close());
 
-  test('an unknown, malformed or revoked secret is a 404 error record; past 10 misses the address gets 429 with Retry-After, even for a good secret', async () => {
+  test('an unknown, malformed or revoked secret is a 404 error record; past 10 misses the address gets 429 with Retry-After for them, never for a good secret', async () => {
     const good = json(await put(s, 'dave')).url;
     const scanner = '198.51.100.7';
     const unknown = ['A'.repeat(43), 'short', 'x'.repeat(300), secretOf(good).slice(0, 42) + (secretOf(good).endsWith('A') ? 'B' : 'A')];
@@ -272,15 +272,70 @@ describe('unknown secrets: 404, then 429 per address', () => {
     // The tenth miss blocks the address.
     const tenth = assertError(await s.app.inject({ url: `/sub/${'Y'.repeat(43)}`, remoteAddress: scanner }), 429, 'rate_limited');
     assert.equal(tenth.details.limit, 10);
-    const blocked = await feed(s, good, {}, scanner);
+    const blocked = await s.app.inject({ url: `/sub/${'X'.repeat(43)}`, remoteAddress: scanner });
     assertError(blocked, 429, 'rate_limited');
     const retry = Number(blocked.headers['retry-after']);
     assert.ok(retry >= 1 && retry <= 60, String(blocked.headers['retry-after']));
+    // A valid secret is checked first: others behind this address (a NAT, a proxy) keep their feed.
+    assert.equal((await feed(s, good, {}, scanner)).statusCode, 200);
     // Another address is not affected; the good secret still works there.
     assert.equal((await feed(s, good, {}, '198.51.100.8')).statusCode, 200);
     assertError(await s.app.inject({ url: `/sub/${'Z'.repeat(43)}`, remoteAddress: '198.51.100.8' }), 404, 'subscription_not_found');
     // Good requests never count: many polls from one address stay 200.
     for (let i = 0; i < 30; i++) assert.equal((await feed(s, good, {}, '198.51.100.9')).statusCode, 200);
+  });
+});
+
+describe('the miss limit over HTTP: the client address, --trust-proxy, IPv6 by /64', () => {
+  const miss = (base: string, xff?: string) => fetch(`${base}/sub/${'Q'.repeat(43)}`, { headers: xff ? { 'x-forwarded-for': xff } : {} });
+  const status = async (res: Promise<Response>) => {
+    const r = await res;
+    await r.arrayBuffer();
+    return r.status;
+  };
+  const subscribe = async (s: TestListening, client: string) => {
+    const res = await fetch(`${s.origin}/v2/subscriptions/${client}`, { method: 'PUT', headers: auth(s.owner) });
+    assert.equal(res.status, 200);
+    return `${s.origin}${new URL(((await res.json()) as { url: string }).url).pathname}`;
+  };
+
+  test('without --trust-proxy, X-Forwarded-For is ignored (rotating it gains nothing) and the valid secret of a blocked address still works', async () => {
+    const s = await listen();
+    try {
+      const good = await subscribe(s, 'nat');
+      const got: number[] = [];
+      for (let i = 1; i <= 10; i++) got.push(await status(miss(s.origin, `198.51.100.${i}`)));
+      assert.deepEqual(got, [...Array(9).fill(404), 429], 'all counted under the socket peer');
+      assert.equal(await status(miss(s.origin)), 429);
+      assert.equal(await status(fetch(good)), 200, 'the valid secret is never blocked');
+    } finally {
+      await s.stop();
+    }
+  });
+
+  test('with a trusted proxy, the client it names is counted; IPv6 by its /64; an untrusted peer\'s header is ignored', async () => {
+    const s = await listen({ trustProxy: ['loopback'] });
+    try {
+      const good = await subscribe(s, 'proxied');
+      for (let i = 0; i < 9; i++) assert.equal(await status(miss(s.origin, '198.51.100.7')), 404);
+      assert.equal(await status(miss(s.origin, '198.51.100.7')), 429);
+      assert.equal(await status(miss(s.origin, '198.51.100.8')), 404, 'another client behind the same proxy is not blocked');
+      assert.equal(await status(fetch(good, { headers: { 'x-forwarded-for': '198.51.100.7' } })), 200);
+      // One /64 is one client however many of its addresses it uses.
+      for (let i = 1; i <= 9; i++) assert.equal(await status(miss(s.origin, `2001:db8:1:2::${i.toString(16)}`)), 404);
+      assert.equal(await status(miss(s.origin, '2001:db8:1:2:ffff:ffff:ffff:fffe')), 429);
+      assert.equal(await status(miss(s.origin, '2001:db8:1:3::1')), 404, 'the next /64 is another client');
+    } finally {
+      await s.stop();
+    }
+    const other = await listen({ trustProxy: ['203.0.113.9'] });
+    try {
+      const got: number[] = [];
+      for (let i = 1; i <= 10; i++) got.push(await status(miss(other.origin, `198.51.100.${i}`)));
+      assert.deepEqual(got, [...Array(9).fill(404), 429], 'loopback is not a trusted proxy here: its header is ignored');
+    } finally {
+      await other.stop();
+    }
   });
 });
 

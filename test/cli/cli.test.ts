@@ -1,12 +1,13 @@
 // The `vpn-access` command line: token create / list / revoke, and serve (first-start token,
 // request log, clean shutdown on SIGTERM and SIGINT).
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { createServer, type AddressInfo } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { BIN, ensureServerBundle, printedToken, serve, type ServeProcess, tokenCli } from '../helpers/cli.ts';
-import { NODE, removeDir, ROOT, tempDir, waitFor } from '../helpers/server.ts';
+import { CLI, NODE, removeDir, ROOT, tempDir, waitFor } from '../helpers/server.ts';
 
 describe('vpn-access token', () => {
   let dir: string;
@@ -148,6 +149,59 @@ describe('vpn-access serve', () => {
     assert.deepEqual(await second.exited, { code: 0, signal: null }, 'SIGINT exits 0 too');
   });
 
+  test('a first start whose port is taken makes no token; the next start prints it, a signed-in web-UI address and the command that makes another', async () => {
+    const d = tempDir('vad-first-');
+    const taken = createServer();
+    await new Promise<void>((r) => taken.listen(0, '127.0.0.1', r));
+    try {
+      const busy = (taken.address() as AddressInfo).port;
+      await assert.rejects(serve(d, ['--port', String(busy)]), /exited early[\s\S]*already in use/);
+      // Started by hand: the helper turns the web UI off, and the address is printed only with it.
+      const child = spawn(NODE, [CLI, 'serve', '--data-dir', d, '--host', '127.0.0.1', '--port', '0', '--vless-tcp-port', 'off', '--proxy-port', 'off', '--quiet'], {
+        cwd: ROOT,
+        env: Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('VPN_ACCESS_') && !k.startsWith('NODE_TEST'))),
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let out = '';
+      child.stdout!.setEncoding('utf8').on('data', (c: string) => (out += c));
+      const exited = new Promise((r) => child.once('exit', r));
+      try {
+        await waitFor(() => /listening: API/.test(out), 20_000, 'the second start listening');
+        const token = printedToken(out);
+        assert.ok(token, `the failed start made no token, so this one does and prints it:\n${out}`);
+        const link = /Open the web UI signed in: (\S+)/.exec(out)?.[1];
+        assert.ok(link, out);
+        const api = /listening: API (\S+)\/v2,/.exec(out)![1];
+        assert.equal(link, `${api}/#token=${token}`);
+        const res = await fetch(`${api}/v2/customer/limits/global`, { headers: { authorization: `Bearer ${token}` } });
+        assert.equal(res.status, 404, 'an owner token (limits reachable, none set)');
+        // The command printed is complete: run as printed, it makes a working owner token.
+        const command = /Lost it\? Make another: (.+)$/m.exec(out)?.[1];
+        assert.equal(command, `vpn-access token create --customer default --role owner --data-dir ${d}`);
+        const made = tokenCli(command!.split(' ').slice(2));
+        assert.equal(made.status, 0, made.stderr);
+        const again = await fetch(`${api}/v2/customer/limits/global`, { headers: { authorization: `Bearer ${made.stdout.trim()}` } });
+        assert.equal(again.status, 404);
+      } finally {
+        child.kill('SIGTERM');
+        await exited;
+      }
+    } finally {
+      taken.close();
+      removeDir(d);
+    }
+  });
+
+  test('every hint naming `vpn-access token create` (CLI messages, the web UI) is a complete command', () => {
+    const files = ['renderer/src/App.tsx', 'server/cli/serve.ts', 'server/cli/shared.ts', 'server/cli/token.ts'];
+    for (const f of files) {
+      const text = readFileSync(join(ROOT, f), 'utf8');
+      for (const m of text.matchAll(/vpn-access token create(?![|\w])[^`<'"\n]*/g)) {
+        assert.match(m[0], /--customer \S+ --role (owner|agent)/, `${f}: "${m[0]}"`);
+      }
+    }
+  });
+
   test('SIGTERM closes open event streams and exits 0 promptly', async () => {
     const d = tempDir('vad-term-');
     const srv = await serve(d, ['--quiet']);
@@ -175,6 +229,30 @@ describe('vpn-access serve', () => {
     try {
       await assert.rejects(serve(d, ['--rate-limit', 'lots']), /exited early[\s\S]*rate-limit/);
       await assert.rejects(serve(d, ['--link-network', 'udp']), /exited early[\s\S]*link-network/);
+    } finally {
+      removeDir(d);
+    }
+  });
+
+  test('--trust-proxy: checked, and a trusted proxy\'s X-Forwarded-For is the client the subscription miss limit counts', async () => {
+    const d = tempDir('vad-tp-');
+    try {
+      await assert.rejects(serve(d, ['--trust-proxy', 'loopback,10.0.0.0/99']), /exited early[\s\S]*--trust-proxy[\s\S]*10\.0\.0\.0\/99/);
+      await assert.rejects(serve(d, ['--trust-proxy', 'my-proxy']), /exited early[\s\S]*--trust-proxy/);
+      const srv = await serve(d, ['--quiet', '--trust-proxy', 'loopback,10.0.0.0/8']);
+      try {
+        const miss = async (client: string) => {
+          const res = await fetch(`${new URL(srv.baseUrl).origin}/sub/${'Q'.repeat(43)}`, { headers: { 'x-forwarded-for': client } });
+          await res.arrayBuffer();
+          return res.status;
+        };
+        for (let i = 0; i < 9; i++) assert.equal(await miss('198.51.100.7'), 404);
+        assert.equal(await miss('198.51.100.7'), 429);
+        assert.equal(await miss('198.51.100.8'), 404, 'counted by the client the proxy names');
+      } finally {
+        srv.kill('SIGTERM');
+        await srv.exited;
+      }
     } finally {
       removeDir(d);
     }

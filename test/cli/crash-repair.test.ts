@@ -2,10 +2,12 @@
 // kill -9 while connections were open are closed on the next start as the data plane would have
 // closed them (one-shot → ended, reusable → idle, duration and counters kept, session_end), and
 // a second `serve` on a data folder in use is refused with a clear error (the lock of a dead
-// server is taken over).
+// server is taken over, at once: even while the killed process is still a zombie; and a pid
+// written in a lock file never locks the folder, whoever has that pid now).
 import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
 import { DatabaseSync } from 'node:sqlite';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { spawn } from 'node:child_process';
 import { test } from 'node:test';
@@ -111,13 +113,54 @@ test('a second serve on a data folder in use is refused with a clear error; a de
     second.stderr!.setEncoding('utf8').on('data', (c: string) => (err += c));
     const code = await new Promise<number | null>((r) => second.once('exit', (c) => r(c)));
     assert.notEqual(code, 0);
-    assert.match(err, new RegExp(`in use by another vpn-access server \\(pid ${first.child.pid}\\)`));
+    assert.match(err, new RegExp(`in use by another vpn-access server \\(pid ${first.child.pid}[,)]`));
     assert.doesNotMatch(err, /\n\s+at /, 'a message, not a stack trace');
     first.kill('SIGKILL');
     await first.exited;
     const third = await serve(dir, ['--quiet']);
     third.kill('SIGTERM');
     await third.exited;
+  } finally {
+    removeDir(dir);
+  }
+});
+
+const SERVE_ARGS = ['--host', '127.0.0.1', '--port', '0', '--vless-tcp-port', 'off', '--proxy-port', 'off', '--no-ui', '--quiet'];
+
+test('a restart right after kill -9 is not refused while the killed server is still a zombie', async () => {
+  const dir = tempDir('vad-zombie-');
+  // The server runs under a parent that never reaps it (sh exec'ing sleep): killed, it stays a zombie.
+  const quote = (a: string) => `'${a.replace(/'/g, `'\\''`)}'`;
+  const cmd = `${[NODE, CLI, 'serve', '--data-dir', dir, ...SERVE_ARGS].map(quote).join(' ')} & echo "pid $!"; exec sleep 120`;
+  const parent = spawn('sh', ['-c', cmd], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  parent.stdout!.setEncoding('utf8').on('data', (c: string) => (out += c));
+  try {
+    await waitFor(() => /listening: API/.test(out), 20_000, 'the first server listening');
+    const pid = Number(/^pid (\d+)$/m.exec(out)![1]);
+    process.kill(pid, 'SIGKILL');
+    await waitFor(() => readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].startsWith('Z'), 5000, 'the killed server a zombie');
+    const second = await serve(dir, ['--quiet']);
+    assert.ok(existsSync(`/proc/${pid}`), 'the zombie is still there while the second server runs');
+    second.kill('SIGTERM');
+    await second.exited;
+  } finally {
+    parent.kill('SIGKILL');
+    removeDir(dir);
+  }
+});
+
+test('a lock file naming a running process (a pid reused after a reboot) does not lock the folder', async () => {
+  const dir = tempDir('vad-pidlock-');
+  try {
+    // What a server killed before a reboot leaves behind, its pid now another live process's.
+    const first = await serve(dir, ['--quiet']);
+    first.kill('SIGKILL');
+    await first.exited;
+    writeFileSync(join(dir, 'serve.lock'), `${process.pid}\n`);
+    const again = await serve(dir, ['--quiet']);
+    again.kill('SIGTERM');
+    assert.equal((await again.exited).code, 0);
   } finally {
     removeDir(dir);
   }
