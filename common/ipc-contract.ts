@@ -64,6 +64,8 @@ export interface AppOps {
   /** Registers an endpoint; the answer carries its secret, this once. */
   createWebhook(body: WebhookCreate): Promise<Result<Webhook & { secret: string }>>;
   deleteWebhook(id: string): Promise<Result<true>>;
+  /** Turns an endpoint on or off (on again after the server disabled it: its failure count starts over). */
+  setWebhookEnabled(id: string, enabled: boolean): Promise<Result<Webhook>>;
   /** The endpoint's last deliveries, newest first. */
   webhookDeliveries(id: string): Promise<Result<{ deliveries: WebhookDelivery[] }>>;
   /** Desktop: "Let other devices connect", its state and this machine's addresses. */

@@ -86,6 +86,7 @@ export class ApiClient {
   listWebhooks = () => this.request<{ webhooks: Webhook[] }>('GET', '/webhooks');
   createWebhook = (b: WebhookCreate) => this.request<Webhook & { secret: string }>('POST', '/webhooks', b);
   deleteWebhook = (id: string) => this.request<true>('DELETE', `/webhooks/${encodeURIComponent(id)}`);
+  setWebhookEnabled = (id: string, enabled: boolean) => this.request<Webhook>('PATCH', `/webhooks/${encodeURIComponent(id)}`, { enabled });
   webhookDeliveries = (id: string) => this.request<{ deliveries: WebhookDelivery[] }>('GET', `/webhooks/${encodeURIComponent(id)}/deliveries`);
 }
 

@@ -43,6 +43,7 @@ export function createHandlers({ api, endpoints, streams, clipboard }: HandlerDe
     listWebhooks: () => api.listWebhooks(),
     createWebhook: (b) => api.createWebhook(b),
     deleteWebhook: (id) => api.deleteWebhook(id),
+    setWebhookEnabled: (id, enabled) => api.setWebhookEnabled(id, enabled),
     webhookDeliveries: (id) => api.webhookDeliveries(id),
     lanSharing: async () => ({ ok: true, value: endpoints.lanSharing() }),
     setLanSharing: (r) => endpoints.setLanSharing({ enabled: r.enabled, address: r.address }),

@@ -30,6 +30,7 @@ export const OP_NAMES = [
   'listWebhooks',
   'createWebhook',
   'deleteWebhook',
+  'setWebhookEnabled',
   'webhookDeliveries',
   'lanSharing',
   'setLanSharing',
@@ -113,6 +114,8 @@ function validArgs(name: AppOpName, a: unknown[]): boolean {
       return a.length === 1 && isUsageQuery(a[0]);
     case 'updateLimits':
       return a.length === 2 && isScope(a[0]) && isObj(a[1]);
+    case 'setWebhookEnabled':
+      return a.length === 2 && isStr(a[0], 200) && typeof a[1] === 'boolean';
     case 'openStream':
       return a.length === 2 && isStr(a[0], 64) && isObj(a[1]);
     default:

@@ -43,6 +43,7 @@ const bridge: AppBridge = {
   listWebhooks: op('listWebhooks'),
   createWebhook: op('createWebhook'),
   deleteWebhook: op('deleteWebhook'),
+  setWebhookEnabled: op('setWebhookEnabled'),
   webhookDeliveries: op('webhookDeliveries'),
   lanSharing: op('lanSharing'),
   setLanSharing: op('setLanSharing'),

@@ -16,8 +16,8 @@ export const AUDIT_RETENTION_DAYS = 365;
 const PRUNE_EVERY_MS = 3_600_000;
 const PRUNE_BATCH = 5_000;
 
-/** Who made a change: an API caller, or the command line. */
-export type AuditActor = { tokenId: string; role: 'owner' | 'agent' } | { role: 'cli' };
+/** Who made a change: an API caller, the command line, or the server itself (a webhook disabled after failing). */
+export type AuditActor = { tokenId: string; role: 'owner' | 'agent' } | { role: 'cli' } | { role: 'server' };
 
 /** The actor of an authenticated API request (callerOf(request)). */
 export function apiActor(caller: { tokenId: string; role: 'owner' | 'agent' }): AuditActor {
@@ -53,7 +53,7 @@ export class AuditTrail {
     const entry: AuditInsert = {
       customer_id: customerId,
       created_at: isoNow(),
-      actor_token_id: actor.role === 'cli' ? null : actor.tokenId,
+      actor_token_id: 'tokenId' in actor ? actor.tokenId : null,
       actor_role: actor.role,
       action: change.action,
       target_type: change.target.type,

@@ -20,6 +20,7 @@ export const AUDIT_ACTIONS = [
   'webhook.create',
   'webhook.update',
   'webhook.delete',
+  'webhook.disable',
 ] as const;
 
 export const AuditQuery = Type.Object(
@@ -41,8 +42,8 @@ export const AuditEntry = Type.Object(
     id: Type.Integer(),
     created_at: DateTime,
     actor: Type.Object({
-      token_id: Type.Union([Type.String(), Type.Null()], { description: 'The id of the API token used (never the token); null for the command line.' }),
-      role: Type.String({ description: 'owner, agent, or cli (the vpn-access command on the server).' }),
+      token_id: Type.Union([Type.String(), Type.Null()], { description: 'The id of the API token used (never the token); null for the command line and the server.' }),
+      role: Type.String({ description: 'owner, agent, cli (the vpn-access command on the server), or server (the server itself: a webhook disabled after failing).' }),
     }),
     action: Type.String(),
     target: Type.Object({ type: Type.String(), id: Type.String() }),

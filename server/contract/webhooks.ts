@@ -16,6 +16,7 @@ export const WEBHOOK_EVENT_KINDS = [
   'cap_reached',
   'expired',
   'limits_changed',
+  'webhook_disabled',
 ] as const;
 export type WebhookEventKind = (typeof WEBHOOK_EVENT_KINDS)[number];
 
@@ -30,8 +31,13 @@ export const WebhookEventKindValue = Type.Union(
     Type.Literal('cap_reached'),
     Type.Literal('expired'),
     Type.Literal('limits_changed'),
+    Type.Literal('webhook_disabled'),
   ],
-  { description: 'session_start, session_stats, session_heartbeat, session_end (the stream\'s events), session_paused, session_resumed, cap_reached, expired, limits_changed.' },
+  {
+    description:
+      'session_start, session_stats, session_heartbeat, session_end (the stream\'s events), session_paused, session_resumed, cap_reached, expired, limits_changed, ' +
+      'webhook_disabled (another endpoint of the customer was disabled by the server after failing).',
+  },
 );
 
 const Url = Type.String({ minLength: 1, maxLength: 2048, description: 'http:// or https:// URL the deliveries are POSTed to.' });
@@ -57,6 +63,13 @@ export const Webhook = Type.Object(
     secret_prefix: Type.String({ description: 'The first characters of the secret, to tell secrets apart; the secret itself is shown once.' }),
     created_at: DateTime,
     updated_at: DateTime,
+    consecutive_failures: Type.Integer({ description: 'Delivery attempts failed in a row (0 after a success).' }),
+    failing_since: Type.Union([DateTime, Type.Null()], { description: 'When the current run of failures began; null while deliveries succeed.' }),
+    disabled_reason: Type.Union([Type.String(), Type.Null()], {
+      description: 'Why the server disabled the endpoint (too many failed attempts in a row, or failing for too long); null unless it did. Enabling it again clears it.',
+    }),
+    disabled_at: Type.Union([DateTime, Type.Null()]),
+    dropped: Type.Integer({ description: 'Pending deliveries dropped, oldest first, because too many were waiting for this endpoint.' }),
   },
   ext,
 );

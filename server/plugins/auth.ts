@@ -19,8 +19,8 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** Routes that answer without a token (the OpenAPI document). */
     public?: boolean;
-    /** Routes that need the owner role. */
-    ownerOnly?: boolean;
+    /** Routes that need the owner role: the resource they manage, named in the 403 ("limits", "webhooks"). */
+    ownerOnly?: string | true;
   }
 }
 
@@ -97,8 +97,10 @@ export function authenticate(tokens: TokenFinder) {
     const info = found instanceof Promise ? await found : found;
     if (!info) throw new ApiError('unauthorized', 'The API token is not valid.');
     request.auth = { customerId: info.customer_id, customerName: info.customer_name, role: info.role, tokenId: info.id };
-    if (request.routeOptions.config?.ownerOnly && info.role !== 'owner') {
-      throw new ApiError('forbidden', 'This token may not manage limits; an owner token is required.', { role: info.role });
+    const resource = request.routeOptions.config?.ownerOnly;
+    if (resource && info.role !== 'owner') {
+      const what = resource === true ? 'use this route' : `manage ${resource}`;
+      throw new ApiError('forbidden', `This token may not ${what}; an owner token is required.`, { role: info.role, ...(resource === true ? {} : { resource }) });
     }
   };
 }

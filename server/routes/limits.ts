@@ -26,7 +26,7 @@ export async function limitRoutes(app: FastifyInstance, ctx: Services): Promise<
   for (const scope of Object.keys(SCOPES) as LimitScope[]) {
     const { record, update, what } = SCOPES[scope];
     const url = `/customer/limits/${scope}`;
-    const config = { ownerOnly: true };
+    const config = { ownerOnly: 'limits' };
     const notSet = () => new ApiError('limits_not_found', `No ${scope} limits are set.`, { scope });
 
     app.get(url, {

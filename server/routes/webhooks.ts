@@ -13,16 +13,17 @@ import {
 } from '../contract/webhooks.ts';
 import { callerOf } from '../plugins/auth.ts';
 import { apiActor, type AuditTrail } from '../audit/trail.ts';
+import { maskUrl } from '../audit/redact.ts';
 import type { WebhookService } from '../webhooks/service.ts';
 import { bearer, responses } from './common.ts';
 
 type P = { Params: { id: string } };
 const tags = ['webhooks'];
-const config = { ownerOnly: true };
+const config = { ownerOnly: 'webhooks' };
 
 export async function webhookRoutes(app: FastifyInstance, hooks: WebhookService, audit?: AuditTrail): Promise<void> {
-  /** What the audit trail keeps of an endpoint: never its secret. */
-  const shown = (w: { url: string; events: readonly string[]; enabled?: boolean }) => ({ url: w.url, events: [...w.events], enabled: w.enabled });
+  /** What the audit trail keeps of an endpoint: never its secret, its URL masked (its path or query may be a credential). */
+  const shown = (w: { url: string; events: readonly string[]; enabled?: boolean }) => ({ url: maskUrl(w.url), events: [...w.events], enabled: w.enabled });
   app.post<{ Body: WebhookCreate }>('/webhooks', {
     config,
     schema: {

@@ -225,6 +225,16 @@ const MIGRATIONS: string[] = [
   ALTER TABLE nodes ADD COLUMN relay_pcs TEXT;
   ALTER TABLE sessions ADD COLUMN claimed_at INTEGER;
   `,
+  // 11 (webhook health): failed attempts in a row and since when, why and when the server
+  // disabled an endpoint, the pending deliveries dropped over the cap (server/store/webhook-health.ts).
+  `
+  ALTER TABLE webhooks ADD COLUMN consecutive_failures INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE webhooks ADD COLUMN failing_since TEXT;
+  ALTER TABLE webhooks ADD COLUMN disabled_reason TEXT;
+  ALTER TABLE webhooks ADD COLUMN disabled_at TEXT;
+  ALTER TABLE webhooks ADD COLUMN dropped INTEGER NOT NULL DEFAULT 0;
+  CREATE INDEX webhook_deliveries_pending ON webhook_deliveries (webhook_id, status, seq);
+  `,
 ];
 
 /** The database file's name inside the data folder. */

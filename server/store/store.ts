@@ -50,9 +50,9 @@ export interface QuotaBase {
 export interface AuditInsert {
   customer_id: string;
   created_at: string;
-  /** The API token's id (never the token); null for the command line. */
+  /** The API token's id (never the token); null for the command line and the server itself. */
   actor_token_id: string | null;
-  actor_role: 'owner' | 'agent' | 'cli';
+  actor_role: 'owner' | 'agent' | 'cli' | 'server';
   action: string;
   target_type: string;
   target_id: string;
@@ -78,6 +78,8 @@ export interface AuditFilter {
   session_id?: string;
   client_id?: string;
   action?: string;
+  /** Only these actions (the agent's view: server/audit/redact.ts). */
+  actions?: readonly string[];
   actor_token_id?: string;
   /** ISO times: from inclusive, to exclusive. */
   from?: string;
@@ -125,6 +127,13 @@ export function auditWhere(customerId: string, f: AuditFilter, beforeId: number 
   if (f.session_id !== undefined) add('session_id = ?', f.session_id);
   if (f.client_id !== undefined) add('client_id = ?', f.client_id);
   if (f.action !== undefined) add('action = ?', f.action);
+  if (f.actions !== undefined) {
+    const marks = f.actions.map((a) => {
+      args.push(a);
+      return ph(args.length);
+    });
+    where.push(marks.length ? `action IN (${marks.join(', ')})` : 'FALSE');
+  }
   if (f.actor_token_id !== undefined) add('actor_token_id = ?', f.actor_token_id);
   if (f.from !== undefined) add('created_at >= ?', f.from);
   if (f.to !== undefined) add('created_at < ?', f.to);

@@ -9,6 +9,7 @@
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { randomUUID } from 'node:crypto';
 import { preparedStatements } from './db.ts';
+import { afterFailure, type DisableRule, NOT_SENT_DISABLED, trimSql } from './webhook-health.ts';
 
 /** An endpoint as stored: the secret only encrypted (server/webhooks/secret.ts). */
 export interface WebhookRow {
@@ -21,6 +22,14 @@ export interface WebhookRow {
   secret_prefix: string;
   created_at: string;
   updated_at: string;
+  /** Failed attempts in a row (0 after a success), and since when (ISO; null while healthy). */
+  consecutive_failures: number;
+  failing_since: string | null;
+  /** Why and when the server disabled the endpoint (null when it did not). */
+  disabled_reason: string | null;
+  disabled_at: string | null;
+  /** Pending deliveries dropped, oldest first, because the endpoint had too many waiting. */
+  dropped: number;
 }
 
 export interface DeliveryRow {
@@ -86,10 +95,20 @@ export interface WebhookStore {
   update(customerId: string, id: string, patch: WebhookPatch, now: string): Promise<WebhookRow | undefined>;
   delete(customerId: string, id: string): Promise<boolean>;
   count(customerId: string): Promise<number>;
-  /** Queues one event for every enabled endpoint of its customer subscribed to its kind. */
-  enqueue(event: QueuedEvent, now: number): Promise<number>;
-  /** Copies up to `limit` logged events after the cursor into the outbox; returns how many events it read. */
-  fanOut(toQueued: (e: LoggedEvent) => QueuedEvent, limit: number, now: number): Promise<number>;
+  /**
+   * Queues one event for every enabled endpoint of its customer subscribed to its kind; an
+   * endpoint with more than `maxPending` pending deliveries loses its oldest (counted in `dropped`).
+   */
+  enqueue(event: QueuedEvent, now: number, maxPending: number): Promise<number>;
+  /** Copies up to `limit` logged events after the cursor into the outbox (as enqueue); returns how many events it read. */
+  fanOut(toQueued: (e: LoggedEvent) => QueuedEvent, limit: number, now: number, maxPending: number): Promise<number>;
+  /** An attempt to the endpoint succeeded: its failure count starts again. */
+  recordSuccess(webhookId: string): Promise<void>;
+  /**
+   * An attempt to the endpoint failed: counted; when `rule` says so the endpoint is disabled and
+   * its pending deliveries marked failed. Returns the endpoint when this failure disabled it.
+   */
+  recordFailure(webhookId: string, now: Date, rule: DisableRule): Promise<WebhookRow | undefined>;
   /** Leases up to `limit` due deliveries, at most one per (endpoint, order key), oldest first. */
   claimDue(now: number, leaseMs: number, limit: number): Promise<DueDelivery[]>;
   complete(seq: number, outcome: DeliveryOutcome): Promise<void>;
@@ -102,11 +121,26 @@ export interface WebhookStore {
 
 export const DELIVERY_COLUMNS =
   'd.seq, d.id, d.webhook_id, d.customer_id, d.event_type, d.order_key, d.body, d.status, d.attempts, d.next_attempt_at, d.last_status_code, d.last_error, d.created_at, d.delivered_at';
-const WEBHOOK_COLUMNS = 'id, customer_id, url, events, enabled, secret_enc, secret_prefix, created_at, updated_at';
+/** The columns a new endpoint is inserted with (the health columns start at their defaults). */
+export const WEBHOOK_INSERT_COLUMNS = 'id, customer_id, url, events, enabled, secret_enc, secret_prefix, created_at, updated_at';
+export const WEBHOOK_COLUMNS = `${WEBHOOK_INSERT_COLUMNS}, consecutive_failures, failing_since, disabled_reason, disabled_at, dropped`;
 
 type RawWebhook = Omit<WebhookRow, 'events' | 'enabled'> & { events: string; enabled: number | boolean };
 export function toWebhook(r: RawWebhook): WebhookRow {
-  return { ...r, events: JSON.parse(r.events) as string[], enabled: r.enabled === 1 || r.enabled === true };
+  return {
+    ...r,
+    events: JSON.parse(r.events) as string[],
+    enabled: r.enabled === 1 || r.enabled === true,
+    consecutive_failures: Number(r.consecutive_failures),
+    dropped: Number(r.dropped),
+  };
+}
+
+/** The columns an update writes: enabling an endpoint again clears what the server recorded of its failures. */
+export function updatedRow(cur: WebhookRow, patch: WebhookPatch, now: string): WebhookRow {
+  const next = { ...cur, ...patch, updated_at: now };
+  if (patch.enabled === true && !cur.enabled) Object.assign(next, { consecutive_failures: 0, failing_since: null, disabled_reason: null, disabled_at: null });
+  return next;
 }
 export function toDelivery<T extends DeliveryRow>(r: T): T {
   return {
@@ -144,7 +178,7 @@ export class SqliteWebhookStore implements WebhookStore {
   }
 
   async create(row: WebhookRow): Promise<void> {
-    this.q(`INSERT INTO webhooks (${WEBHOOK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`).run(
+    this.q(`INSERT INTO webhooks (${WEBHOOK_INSERT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`).run(
       row.id, row.customer_id, row.url, JSON.stringify(row.events), row.enabled ? 1 : 0, row.secret_enc, row.secret_prefix, row.created_at, row.updated_at,
     );
   }
@@ -161,10 +195,10 @@ export class SqliteWebhookStore implements WebhookStore {
   async update(customerId: string, id: string, patch: WebhookPatch, now: string): Promise<WebhookRow | undefined> {
     const cur = await this.get(customerId, id);
     if (!cur) return undefined;
-    const next = { ...cur, ...patch, updated_at: now };
-    this.q('UPDATE webhooks SET url = ?, events = ?, enabled = ?, updated_at = ? WHERE customer_id = ? AND id = ?').run(
-      next.url, JSON.stringify(next.events), next.enabled ? 1 : 0, now, customerId, id,
-    );
+    const next = updatedRow(cur, patch, now);
+    this.q(
+      'UPDATE webhooks SET url = ?, events = ?, enabled = ?, updated_at = ?, consecutive_failures = ?, failing_since = ?, disabled_reason = ?, disabled_at = ? WHERE customer_id = ? AND id = ?',
+    ).run(next.url, JSON.stringify(next.events), next.enabled ? 1 : 0, now, next.consecutive_failures, next.failing_since, next.disabled_reason, next.disabled_at, customerId, id);
     return next;
   }
 
@@ -176,7 +210,7 @@ export class SqliteWebhookStore implements WebhookStore {
     return (this.q('SELECT COUNT(*) AS n FROM webhooks WHERE customer_id = ?').get(customerId) as { n: number }).n;
   }
 
-  private insertFor(event: QueuedEvent, now: number): number {
+  private insertFor(event: QueuedEvent, now: number, maxPending: number): number {
     const hooks = (this.q(`SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE customer_id = ? AND enabled = 1 AND created_at <= ?`).all(
       event.customerId, event.createdAt,
     ) as unknown as RawWebhook[]).map(toWebhook);
@@ -188,16 +222,18 @@ export class SqliteWebhookStore implements WebhookStore {
         `INSERT INTO webhook_deliveries (id, webhook_id, customer_id, event_type, order_key, body, next_attempt_at, created_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
       ).run(id, h.id, event.customerId, event.kind, event.orderKey, event.body(id), now, event.createdAt);
+      const dropped = Number(this.q(trimSql(() => '?')).run(h.id, h.id, maxPending).changes);
+      if (dropped > 0) this.q('UPDATE webhooks SET dropped = dropped + ? WHERE id = ?').run(dropped, h.id);
       n++;
     }
     return n;
   }
 
-  async enqueue(event: QueuedEvent, now: number): Promise<number> {
-    return this.tx(() => this.insertFor(event, now));
+  async enqueue(event: QueuedEvent, now: number, maxPending: number): Promise<number> {
+    return this.tx(() => this.insertFor(event, now, maxPending));
   }
 
-  async fanOut(toQueued: (e: LoggedEvent) => QueuedEvent, limit: number, now: number): Promise<number> {
+  async fanOut(toQueued: (e: LoggedEvent) => QueuedEvent, limit: number, now: number, maxPending: number): Promise<number> {
     // A plain read first: an idle pass takes no write lock (the relay's counters share the file).
     const behind = this.q('SELECT 1 AS x FROM events WHERE id > (SELECT last_event_id FROM webhook_cursor WHERE id = 1) LIMIT 1').get();
     if (!behind) return 0;
@@ -207,7 +243,7 @@ export class SqliteWebhookStore implements WebhookStore {
         'SELECT id, customer_id, session_id, event_type, created_at, duration, downloaded_bytes, uploaded_bytes FROM events WHERE id > ? ORDER BY id LIMIT ?',
       ).all(cursor, limit) as unknown as LoggedEvent[];
       if (!events.length) return 0;
-      for (const e of events) this.insertFor(toQueued(e), now);
+      for (const e of events) this.insertFor(toQueued(e), now, maxPending);
       this.q('UPDATE webhook_cursor SET last_event_id = ? WHERE id = 1').run(events[events.length - 1]!.id);
       return events.length;
     });
@@ -239,6 +275,25 @@ export class SqliteWebhookStore implements WebhookStore {
         `UPDATE webhook_deliveries SET status = 'failed', attempts = attempts + 1, last_status_code = ?, last_error = ?, lease_until = NULL WHERE seq = ?`,
       ).run(o.statusCode, o.error, seq);
     }
+  }
+
+  async recordSuccess(webhookId: string): Promise<void> {
+    this.q('UPDATE webhooks SET consecutive_failures = 0, failing_since = NULL WHERE id = ? AND consecutive_failures > 0').run(webhookId);
+  }
+
+  async recordFailure(webhookId: string, now: Date, rule: DisableRule): Promise<WebhookRow | undefined> {
+    return this.tx(() => {
+      const raw = this.q(`SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE id = ? AND enabled = 1`).get(webhookId) as RawWebhook | undefined;
+      if (!raw) return undefined;
+      const h = afterFailure(toWebhook(raw), now, rule);
+      const at = h.disabledReason ? now.toISOString() : null;
+      this.q('UPDATE webhooks SET consecutive_failures = ?, failing_since = ?, enabled = ?, disabled_reason = ?, disabled_at = ? WHERE id = ?').run(
+        h.consecutive_failures, h.failing_since, h.disabledReason ? 0 : 1, h.disabledReason, at, webhookId,
+      );
+      if (!h.disabledReason) return undefined;
+      this.q(`UPDATE webhook_deliveries SET status = 'failed', last_error = ?, lease_until = NULL WHERE webhook_id = ? AND status = 'pending'`).run(NOT_SENT_DISABLED, webhookId);
+      return { ...toWebhook(raw), consecutive_failures: h.consecutive_failures, failing_since: h.failing_since, enabled: false, disabled_reason: h.disabledReason, disabled_at: at };
+    });
   }
 
   async deliveries(customerId: string, webhookId: string, limit: number): Promise<DeliveryRow[]> {

@@ -26,7 +26,7 @@ export async function createWebhooks(opts: ServerOptions, services: Services): P
     key = o.key ?? (await clusterKey(pool, 'webhooks', WEBHOOK_KEY_BYTES));
   }
   const egress: EgressPolicy = o.egress ?? opts.egress ?? 'public-only';
-  const hooks = new WebhookService(store, key, services.log, { ...o, egress });
+  const hooks = new WebhookService(store, key, services.log, { ...o, egress }, services.audit);
   services.webhooks = hooks;
   return hooks;
 }

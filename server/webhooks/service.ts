@@ -16,9 +16,12 @@ import type { Webhook, WebhookCreate, WebhookDelivery, WebhookEventKind, Webhook
 import type { EgressPolicy } from '../dataplane/egress.ts';
 import type { Logger } from '../domain.ts';
 import { isoNow } from '../time.ts';
-import type { DeliveryRow, DueDelivery, LoggedEvent, QueuedEvent, WebhookRow, WebhookStore } from '../store/webhooks.ts';
+import type { DueDelivery, WebhookRow, WebhookStore } from '../store/webhooks.ts';
+import type { AuditTrail } from '../audit/trail.ts';
 import { generateSecret, SecretBox, signatureHeader } from './secret.ts';
-import { egressCheck, postDelivery } from './send.ts';
+import { egressCheck, postDelivery, type SendResult } from './send.ts';
+import { announceDisabled } from './disabled.ts';
+import { deliveryView, envelope, toQueued, view } from './views.ts';
 
 export interface WebhookOptions {
   /** How often the outbox is read (ms). Default 500. */
@@ -37,6 +40,12 @@ export interface WebhookOptions {
   key?: Buffer;
   /** Endpoints per customer. Default 20. */
   maxPerCustomer?: number;
+  /** Pending deliveries kept per endpoint; beyond it the oldest are dropped (and counted). Default 1,000. */
+  maxPendingPerEndpoint?: number;
+  /** An endpoint is disabled after this many failed attempts in a row. Default 50. */
+  disableAfterFailures?: number;
+  /** An endpoint is disabled once it has failed for this long without a success (ms). Default 24 hours. */
+  disableAfterMs?: number;
 }
 
 /** Other features (quotas: caps and expiry) queue their events here. */
@@ -57,14 +66,16 @@ export class WebhookService implements WebhookEmitter {
   private readonly box: SecretBox;
   private readonly log: Logger;
   private readonly o: Required<Omit<WebhookOptions, 'key' | 'egress'>> & { egress: EgressPolicy };
+  private readonly audit: Pick<AuditTrail, 'record'> | undefined;
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private stopped = false;
   private readonly inFlight = new Set<Promise<void>>();
   private lastPrune = 0;
 
-  constructor(store: WebhookStore, key: Buffer, log: Logger, opts: WebhookOptions & { egress: EgressPolicy }) {
+  constructor(store: WebhookStore, key: Buffer, log: Logger, opts: WebhookOptions & { egress: EgressPolicy }, audit?: Pick<AuditTrail, 'record'>) {
     this.store = store;
+    this.audit = audit;
     this.box = new SecretBox(key);
     this.log = log;
     this.o = {
@@ -74,6 +85,9 @@ export class WebhookService implements WebhookEmitter {
       maxAttempts: opts.maxAttempts ?? 10,
       timeoutMs: opts.timeoutMs ?? 10_000,
       maxPerCustomer: opts.maxPerCustomer ?? 20,
+      maxPendingPerEndpoint: opts.maxPendingPerEndpoint ?? 1_000,
+      disableAfterFailures: opts.disableAfterFailures ?? 50,
+      disableAfterMs: opts.disableAfterMs ?? 24 * 3_600_000,
       egress: opts.egress,
     };
   }
@@ -97,6 +111,11 @@ export class WebhookService implements WebhookEmitter {
       secret_prefix: secret.slice(0, secret.startsWith('whsec_') ? 10 : 4),
       created_at: now,
       updated_at: now,
+      consecutive_failures: 0,
+      failing_since: null,
+      disabled_reason: null,
+      disabled_at: null,
+      dropped: 0,
     };
     await this.store.create(row);
     return { ...view(row), secret };
@@ -136,6 +155,7 @@ export class WebhookService implements WebhookEmitter {
     await this.store.enqueue(
       { customerId, kind, orderKey: sessionId ? `session:${sessionId}` : `customer`, createdAt, body: (id) => envelope(id, kind, createdAt, data) },
       Date.now(),
+      this.o.maxPendingPerEndpoint,
     );
     this.kick();
   }
@@ -176,7 +196,7 @@ export class WebhookService implements WebhookEmitter {
 
   /** One pass: fan out new events, then send what is due (bounded batches). */
   async pass(): Promise<void> {
-    for (let i = 0; i < 10 && (await this.store.fanOut(toQueued, FANOUT_BATCH, Date.now())) === FANOUT_BATCH; i++);
+    for (let i = 0; i < 10 && (await this.store.fanOut(toQueued, FANOUT_BATCH, Date.now(), this.o.maxPendingPerEndpoint)) === FANOUT_BATCH; i++);
     if (Date.now() - this.lastPrune > PRUNE_EVERY_MS) {
       this.lastPrune = Date.now();
       await this.store.prune(new Date(Date.now() - KEEP_FINISHED_MS).toISOString(), PRUNE_BATCH);
@@ -200,8 +220,8 @@ export class WebhookService implements WebhookEmitter {
     }
     const refused = isIP(new URL(d.url).hostname.replace(/^\[|\]$/g, '')) ? await egressCheck(d.url, this.o.egress) : null;
     const t = Math.floor(Date.now() / 1000);
-    const result = refused
-      ? { ok: false, statusCode: null, error: refused }
+    const result: SendResult = refused
+      ? refused
       : await postDelivery(
           d.url,
           { 'x-vad-delivery': d.id, 'x-vad-event': d.event_type, 'x-vad-signature': signatureHeader(secret, t, d.body) },
@@ -212,13 +232,24 @@ export class WebhookService implements WebhookEmitter {
     const attempts = d.attempts + 1;
     if (result.ok) {
       await this.store.complete(d.seq, { kind: 'delivered', statusCode: result.statusCode!, at: isoNow() });
+      await this.store.recordSuccess(d.webhook_id);
+      return;
+    }
+    const where = { webhook: d.webhook_id.slice(0, 8), delivery: d.id.slice(0, 8), attempts };
+    if (result.refused) {
+      // A policy refusal will not change by waiting: failed at once, so the session's next delivery goes.
+      // The address refused is for the server log only (the owner reads REFUSED_ERROR).
+      await this.store.complete(d.seq, { kind: 'failed', statusCode: null, error: result.error! });
+      this.log.warn({ ...where, detail: result.detail }, 'webhook delivery refused by the egress policy');
     } else if (attempts >= this.o.maxAttempts) {
       await this.store.complete(d.seq, { kind: 'failed', statusCode: result.statusCode, error: result.error ?? 'failed' });
-      this.log.warn({ delivery: d.id.slice(0, 8), attempts, error: result.error }, 'webhook delivery failed for good');
+      this.log.warn({ ...where, error: result.error, detail: result.detail }, 'webhook delivery failed for good');
     } else {
       const delay = Math.min(this.o.baseDelayMs * 2 ** (attempts - 1), this.o.maxDelayMs);
       await this.store.complete(d.seq, { kind: 'retry', statusCode: result.statusCode, error: result.error ?? 'failed', nextAttemptAt: Date.now() + delay });
     }
+    const disabled = await this.store.recordFailure(d.webhook_id, new Date(), { maxFailures: this.o.disableAfterFailures, maxFailingMs: this.o.disableAfterMs });
+    if (disabled) await announceDisabled(disabled, { log: this.log, audit: this.audit, emit: (c, k, data) => this.emitQuietly(c, k, data) });
   }
 
   /** Stops the loop and waits for attempts in flight (their outcome is recorded; none is lost). */
@@ -228,42 +259,6 @@ export class WebhookService implements WebhookEmitter {
     await this.running;
     await Promise.allSettled([...this.inFlight]);
   }
-}
-
-function envelope(id: string, kind: string, createdAt: string, data: Record<string, unknown>): string {
-  return JSON.stringify({ id, type: kind, created_at: createdAt, data });
-}
-
-/** A session event of the log as an outbox entry: ordered per session. */
-function toQueued(e: LoggedEvent): QueuedEvent {
-  const data = {
-    event_id: e.id,
-    session_id: e.session_id,
-    event_type: e.event_type,
-    created_at: e.created_at,
-    duration: e.duration,
-    uploaded_bytes: e.uploaded_bytes,
-    downloaded_bytes: e.downloaded_bytes,
-  };
-  return { customerId: e.customer_id, kind: e.event_type, orderKey: `session:${e.session_id}`, createdAt: e.created_at, body: (id) => envelope(id, e.event_type, e.created_at, data) };
-}
-
-function view(r: WebhookRow): Webhook {
-  return { id: r.id, url: r.url, events: r.events as WebhookEventKind[], enabled: r.enabled, secret_prefix: r.secret_prefix, created_at: r.created_at, updated_at: r.updated_at };
-}
-
-function deliveryView(d: DeliveryRow): WebhookDelivery {
-  return {
-    id: d.id,
-    event: d.event_type as WebhookEventKind,
-    status: d.status,
-    attempts: d.attempts,
-    response_status: d.last_status_code,
-    error: d.last_error,
-    next_attempt_at: d.status === 'pending' ? new Date(d.next_attempt_at).toISOString() : null,
-    created_at: d.created_at,
-    delivered_at: d.delivered_at,
-  };
 }
 
 function notFound(id: string): ApiError {

@@ -52,7 +52,7 @@ async function scripted(srv: RunningServer, owner: string, agent: string, other:
   assert.equal((await call(agent, 'PATCH', '/customer/limits/global', { max_sessions: 1 })).status, 403);
   assert.equal((await call(owner, 'PATCH', '/sessions/00000000-0000-4000-8000-000000000000/pause')).status, 404);
 
-  const all = await call(agent, 'GET', '/audit');
+  const all = await call(owner, 'GET', '/audit');
   assert.equal(all.status, 200, JSON.stringify(all.json));
   const entries: Entry[] = all.json.entries;
   const expected = [
@@ -98,6 +98,11 @@ async function scripted(srv: RunningServer, owner: string, agent: string, other:
   for (const secret of [owner, agent]) assert.ok(!text.includes(secret), 'no token in the audit trail');
   assert.ok(!/\/sub\//.test(text), 'no subscription URL in the audit trail');
 
+  // An agent sees only what agents may do: the session and subscription actions, no limits.
+  const agentView = (await call(agent, 'GET', '/audit')).json.entries as Entry[];
+  assert.deepEqual(agentView.map((e) => e.action).reverse(), expected.filter((a) => !a.startsWith('limits.')));
+  assert.deepEqual((await call(agent, 'GET', '/audit?action=limits.update')).json.entries, []);
+
   // Filters.
   const bySession = (await call(owner, 'GET', `/audit?session_id=${id}`)).json.entries as Entry[];
   assert.deepEqual(bySession.map((e) => e.action).reverse(), ['session.create', 'session.pause', 'session.resume']);
@@ -133,6 +138,40 @@ async function scripted(srv: RunningServer, owner: string, agent: string, other:
   assert.equal((await callApi(srv.baseUrl, 'vad_not_a_token', 'GET', '/audit')).status, 401);
 }
 
+/** Webhook endpoints managed through the API: recorded without their secret, the URL masked, hidden from agents. */
+async function webhookEntries(srv: RunningServer, owner: string, agent: string): Promise<void> {
+  const call = (token: string, method: string, path: string, body?: unknown) => callApi(srv.baseUrl, token, method, path, body);
+  const url = 'https://hooks.example.com:8443/services/T000/B000/XXXXSECRET?token=s3cret';
+  const hook = await call(owner, 'POST', '/webhooks', { url, events: ['session_end'] });
+  assert.equal(hook.status, 201, JSON.stringify(hook.json));
+  assert.equal((await call(owner, 'PATCH', `/webhooks/${hook.json.id}`, { enabled: false, url: 'http://other.example.net/hook?key=k2' })).status, 200);
+  assert.equal((await call(owner, 'DELETE', `/webhooks/${hook.json.id}`)).status, 204);
+  const hooks = ((await call(owner, 'GET', `/audit?limit=3`)).json.entries as Entry[]).reverse();
+  assert.deepEqual(hooks.map((e) => e.action), ['webhook.create', 'webhook.update', 'webhook.delete']);
+  assert.deepEqual(hooks[0].after, { url: 'https://hooks.example.com:8443/***', events: ['session_end'], enabled: true });
+  assert.deepEqual([hooks[1].before.enabled, hooks[1].after.enabled], [true, false]);
+  assert.equal(hooks[1].after.url, 'http://other.example.net/***');
+  const text = JSON.stringify(hooks);
+  assert.ok(!text.includes(hook.json.secret), 'no webhook secret in the audit trail');
+  for (const part of ['XXXXSECRET', 's3cret', 'k2', '/services/']) assert.ok(!text.includes(part), `no ${part} of a webhook URL in the audit trail`);
+  // Masked when written: the stored rows hold no path or query either.
+  const customerId = (await srv.services.tokenLookup.find(owner))!.customer_id;
+  const stored = JSON.stringify((await srv.services.data.auditEntries(customerId, { actions: ['webhook.create', 'webhook.update', 'webhook.delete'] }, 10)).rows);
+  assert.ok(stored.includes('hooks.example.com:8443/***') && !stored.includes('XXXXSECRET') && !stored.includes('k2'), stored);
+  // Rows written before masking existed are masked when read.
+  await srv.services.data.recordAudit({
+    customer_id: customerId, created_at: new Date().toISOString(), actor_token_id: null, actor_role: 'cli', action: 'webhook.update',
+    target_type: 'webhook', target_id: 'old-row', session_id: null, client_id: null,
+    before: { url: 'https://chat.example.org/hooks/abc?token=old', events: ['session_end'], enabled: true }, after: { url: 'https://chat.example.org/hooks/abc?token=old', events: ['session_end'], enabled: false },
+  });
+  const old = ((await call(owner, 'GET', '/audit?limit=1')).json.entries as Entry[])[0];
+  assert.deepEqual([old.before.url, old.after.url], ['https://chat.example.org/***', 'https://chat.example.org/***']);
+  // None of it is an agent's business.
+  const agentView = (await call(agent, 'GET', '/audit?limit=500')).json.entries as Entry[];
+  assert.ok(agentView.length > 0 && agentView.every((e) => /^(session|subscription)\./.test(e.action)), JSON.stringify(agentView.map((e) => e.action)));
+  assert.deepEqual((await call(agent, 'GET', '/audit?action=webhook.create')).json.entries, []);
+}
+
 test('SQLite: the audit trail of a scripted sequence, and token changes made on the command line', async () => {
   const dir = tempDir('vad-audit-');
   let srv: RunningServer | undefined;
@@ -157,16 +196,7 @@ test('SQLite: the audit trail of a scripted sequence, and token changes made on 
     assert.ok(!JSON.stringify(tokens).includes(newToken), 'the token itself is never recorded');
     const revoked = (await callApi(srv.baseUrl, owner, 'GET', '/audit?action=token.revoke')).json.entries as Entry[];
     assert.deepEqual([revoked[0].before.revoked, revoked[0].after.revoked], [false, true]);
-    // Webhook endpoints managed through the API: recorded without their secret.
-    const hook = await callApi(srv.baseUrl, owner, 'POST', '/webhooks', { url: 'https://hooks.example.com/vad', events: ['session_end'] });
-    assert.equal(hook.status, 201, JSON.stringify(hook.json));
-    assert.equal((await callApi(srv.baseUrl, owner, 'PATCH', `/webhooks/${hook.json.id}`, { enabled: false })).status, 200);
-    assert.equal((await callApi(srv.baseUrl, owner, 'DELETE', `/webhooks/${hook.json.id}`)).status, 204);
-    const hooks = ((await callApi(srv.baseUrl, owner, 'GET', `/audit?limit=3`)).json.entries as Entry[]).reverse();
-    assert.deepEqual(hooks.map((e) => e.action), ['webhook.create', 'webhook.update', 'webhook.delete']);
-    assert.deepEqual(hooks[0].after, { url: 'https://hooks.example.com/vad', events: ['session_end'], enabled: true });
-    assert.deepEqual([hooks[1].before.enabled, hooks[1].after.enabled], [true, false]);
-    assert.ok(!JSON.stringify(hooks).includes(hook.json.secret), 'no webhook secret in the audit trail');
+    await webhookEntries(srv, owner, agent);
     // The OpenAPI document marks the route as an extension.
     const doc = (await callApi(srv.baseUrl, owner, 'GET', '/openapi.json')).json;
     assert.equal(doc.paths['/v2/audit'].get['x-extension'], true);
@@ -187,6 +217,7 @@ test('PostgreSQL: the same scripted sequence', async (t) => {
     const other = (await srv.services.data.createToken('pg-other', 'owner')).token;
     // Subscriptions are a SQLite-mode feature for now: the sequence skips them.
     await scripted(srv, owner, agent, other, false);
+    await webhookEntries(srv, owner, agent);
   } finally {
     await srv.close();
     removeDir(dir);

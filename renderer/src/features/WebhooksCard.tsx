@@ -1,6 +1,8 @@
 // Settings → Webhooks (issue 11): the customer's endpoints (list, add, delete), the secret of a
 // new endpoint shown once with a copy button, and each endpoint's last deliveries with the answer
-// they got. Owner tokens only: an agent token sees the API's 403 as a plain message. Goes through
+// they got, and each endpoint's health (disabled by the server after failing, failing now, dropped
+// deliveries) with a button to turn it on again. Owner tokens only: an agent token sees the API's
+// 403 as a plain message. Goes through
 // the platform (IPC in the desktop app, HTTP in web mode) like every other screen.
 import { useCallback, useEffect, useState, type FormEvent } from 'react';
 import { getPlatform, toApiError } from '../platform/index.ts';
@@ -8,6 +10,7 @@ import { humanError } from '../lib/errors.ts';
 import { toast } from '../store/index.ts';
 import { CopyButton, EmptyState, FormRow, Spinner } from '../components/ui.tsx';
 import { formatDateTime } from '../lib/format.ts';
+import { webhookState } from '../lib/webhook-state.ts';
 import type { Webhook, WebhookDelivery, WebhookEventKind } from '../../../common/api-types.ts';
 
 /** The kinds, with what each means to a person (the API's names in code style beside). */
@@ -21,6 +24,7 @@ const KINDS: { kind: WebhookEventKind; label: string }[] = [
   { kind: 'cap_reached', label: 'Cap reached' },
   { kind: 'expired', label: 'Expired' },
   { kind: 'limits_changed', label: 'Limits changed' },
+  { kind: 'webhook_disabled', label: 'Another webhook disabled' },
 ];
 
 function Deliveries({ hook }: { hook: Webhook }) {
@@ -160,12 +164,22 @@ export function WebhooksCard() {
       toast(humanError(toApiError(e)), 'error');
     }
   };
+  const setEnabled = async (h: Webhook, enabled: boolean) => {
+    try {
+      await getPlatform().ops.setWebhookEnabled(h.id, enabled);
+      toast(enabled ? 'Webhook enabled' : 'Webhook turned off', 'info');
+      await load();
+    } catch (e) {
+      toast(humanError(toApiError(e)), 'error');
+    }
+  };
   return (
     <div className="card" aria-labelledby="webhooks-title" role="region">
       <h2 id="webhooks-title">Webhooks</h2>
       <p className="muted">
         The server POSTs each chosen event to your URL, signed: check <code>X-VAD-Signature</code> (<code>t=…,v1=…</code>, HMAC-SHA256 of
-        <code> t.body</code> with the secret). Failed deliveries are retried with backoff; a session&apos;s events arrive in order.
+        <code> t.body</code> with the secret). Failed deliveries are retried with backoff; a session&apos;s events arrive in order. An endpoint
+        that keeps failing is disabled by the server until you enable it again.
       </p>
       {secret ? (
         <div className="notice" role="status" data-testid="webhook-secret">
@@ -192,24 +206,44 @@ export function WebhooksCard() {
       ) : null}
       {hooks && hooks.length > 0 ? (
         <ul className="webhook-list" aria-label="Webhooks">
-          {hooks.map((h) => (
-            <li key={h.id} data-testid="webhook-row">
-              <div className="webhook-head">
-                <span className="mono wrap">{h.url}</span>
-                <span className="muted">{h.events.join(', ')}</span>
-                <span className="muted">secret {h.secret_prefix}…</span>
-                <div className="actions">
-                  <button type="button" className="btn btn-small" aria-expanded={open.has(h.id)} onClick={() => toggle(h.id)}>
-                    {open.has(h.id) ? 'Hide deliveries' : 'Show deliveries'}
-                  </button>
-                  <button type="button" className="btn btn-small btn-danger" aria-label={`Delete webhook ${h.url}`} onClick={() => void remove(h)}>
-                    Delete
-                  </button>
+          {hooks.map((h) => {
+            const state = webhookState(h);
+            return (
+              <li key={h.id} data-testid="webhook-row">
+                <div className="webhook-head">
+                  <span className="mono wrap">{h.url}</span>
+                  <span className={`badge badge-webhook-${state.badge}`} data-testid="webhook-state">
+                    {state.label}
+                  </span>
+                  <span className="muted">{h.events.join(', ')}</span>
+                  <span className="muted">secret {h.secret_prefix}…</span>
+                  <div className="actions">
+                    <button
+                      type="button"
+                      className="btn btn-small"
+                      aria-label={`${h.enabled ? 'Turn off' : 'Enable'} webhook ${h.url}`}
+                      onClick={() => void setEnabled(h, !h.enabled)}
+                    >
+                      {h.enabled ? 'Turn off' : 'Enable'}
+                    </button>
+                    <button type="button" className="btn btn-small" aria-expanded={open.has(h.id)} onClick={() => toggle(h.id)}>
+                      {open.has(h.id) ? 'Hide deliveries' : 'Show deliveries'}
+                    </button>
+                    <button type="button" className="btn btn-small btn-danger" aria-label={`Delete webhook ${h.url}`} onClick={() => void remove(h)}>
+                      Delete
+                    </button>
+                  </div>
                 </div>
-              </div>
-              {open.has(h.id) ? <Deliveries hook={h} /> : null}
-            </li>
-          ))}
+                {state.detail ? (
+                  <p className={state.badge === 'disabled' ? 'error-banner' : 'muted'} role={state.badge === 'disabled' ? 'alert' : undefined} data-testid="webhook-health">
+                    {state.detail}
+                  </p>
+                ) : null}
+                {state.dropped ? <p className="muted">{state.dropped}</p> : null}
+                {open.has(h.id) ? <Deliveries hook={h} /> : null}
+              </li>
+            );
+          })}
         </ul>
       ) : null}
       <h3>Add a webhook</h3>

@@ -52,6 +52,7 @@ export function createElectronPlatform(bridge: AppBridge): Platform {
     listWebhooks: () => unwrap(bridge.listWebhooks()),
     createWebhook: (b) => unwrap(bridge.createWebhook(b)),
     deleteWebhook: (id) => unwrap(bridge.deleteWebhook(id)),
+    setWebhookEnabled: (id, enabled) => unwrap(bridge.setWebhookEnabled(id, enabled)),
     webhookDeliveries: (id) => unwrap(bridge.webhookDeliveries(id)),
     lanSharing: () => unwrap(bridge.lanSharing()),
     setLanSharing: (r) => unwrap(bridge.setLanSharing(r)),

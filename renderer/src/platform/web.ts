@@ -128,6 +128,7 @@ export function createWebPlatform(): Platform {
     listWebhooks: () => call('GET', '/webhooks'),
     createWebhook: (body) => call('POST', '/webhooks', body),
     deleteWebhook: (id) => call('DELETE', `/webhooks/${encodeURIComponent(id)}`),
+    setWebhookEnabled: (id, enabled) => call('PATCH', `/webhooks/${encodeURIComponent(id)}`, { enabled }),
     webhookDeliveries: (id) => call('GET', `/webhooks/${encodeURIComponent(id)}/deliveries`),
     // The browser cannot rebind the server: `vpn-access serve --host/--public-host/--egress lan` does.
     lanSharing: async () => ({ supported: false, reason: WEB_LAN_REASON, enabled: false, address: null, addresses: [], suggested: null }),

@@ -238,6 +238,15 @@ export const PG_MIGRATIONS: string[] = [
     seq BIGINT NOT NULL
   );
   `,
+  // 11 (webhook health): as SQLite's migration 11.
+  `
+  ALTER TABLE webhooks ADD COLUMN consecutive_failures INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE webhooks ADD COLUMN failing_since TEXT;
+  ALTER TABLE webhooks ADD COLUMN disabled_reason TEXT;
+  ALTER TABLE webhooks ADD COLUMN disabled_at TEXT;
+  ALTER TABLE webhooks ADD COLUMN dropped BIGINT NOT NULL DEFAULT 0;
+  CREATE INDEX webhook_deliveries_pending ON webhook_deliveries (webhook_id, status, seq);
+  `,
 ];
 
 /** An arbitrary constant naming "the schema migration" among advisory locks. */

@@ -15,14 +15,17 @@ import {
   type QueuedEvent,
   toDelivery,
   toWebhook,
+  updatedRow,
+  WEBHOOK_COLUMNS,
+  WEBHOOK_INSERT_COLUMNS,
   type WebhookPatch,
   type WebhookRow,
   type WebhookStore,
 } from '../webhooks.ts';
+import { afterFailure, type DisableRule, NOT_SENT_DISABLED, trimSql } from '../webhook-health.ts';
 import { mapDatabaseError } from './pool.ts';
 
 type Queryable = Pick<pg.Pool, 'query'>;
-const WEBHOOK_COLUMNS = 'id, customer_id, url, events, enabled, secret_enc, secret_prefix, created_at, updated_at';
 
 export class PgWebhookStore implements WebhookStore {
   private readonly pool: pg.Pool;
@@ -56,7 +59,7 @@ export class PgWebhookStore implements WebhookStore {
   }
 
   async create(row: WebhookRow): Promise<void> {
-    await this.rows(`INSERT INTO webhooks (${WEBHOOK_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, [
+    await this.rows(`INSERT INTO webhooks (${WEBHOOK_INSERT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, [
       row.id, row.customer_id, row.url, JSON.stringify(row.events), row.enabled, row.secret_enc, row.secret_prefix, row.created_at, row.updated_at,
     ]);
   }
@@ -71,14 +74,18 @@ export class PgWebhookStore implements WebhookStore {
   }
 
   async update(customerId: string, id: string, patch: WebhookPatch, now: string): Promise<WebhookRow | undefined> {
-    const r = (
-      await this.rows<never>(
-        `UPDATE webhooks SET url = COALESCE($3, url), events = COALESCE($4, events), enabled = COALESCE($5, enabled), updated_at = $6
-         WHERE customer_id = $1 AND id = $2 RETURNING ${WEBHOOK_COLUMNS}`,
-        [customerId, id, patch.url ?? null, patch.events ? JSON.stringify(patch.events) : null, patch.enabled ?? null, now],
-      )
-    )[0];
-    return r && toWebhook(r);
+    return this.tx(async (db) => {
+      const r = (await this.rows<never>(`SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE customer_id = $1 AND id = $2 FOR UPDATE`, [customerId, id], db))[0];
+      if (!r) return undefined;
+      const next = updatedRow(toWebhook(r), patch, now);
+      await this.rows(
+        `UPDATE webhooks SET url = $3, events = $4, enabled = $5, updated_at = $6, consecutive_failures = $7, failing_since = $8, disabled_reason = $9, disabled_at = $10
+         WHERE customer_id = $1 AND id = $2`,
+        [customerId, id, next.url, JSON.stringify(next.events), next.enabled, now, next.consecutive_failures, next.failing_since, next.disabled_reason, next.disabled_at],
+        db,
+      );
+      return next;
+    });
   }
 
   async delete(customerId: string, id: string): Promise<boolean> {
@@ -89,7 +96,7 @@ export class PgWebhookStore implements WebhookStore {
     return Number((await this.rows<{ n: string }>('SELECT COUNT(*) AS n FROM webhooks WHERE customer_id = $1', [customerId]))[0]!.n);
   }
 
-  private async insertFor(db: Queryable, event: QueuedEvent, now: number): Promise<number> {
+  private async insertFor(db: Queryable, event: QueuedEvent, now: number, maxPending: number): Promise<number> {
     const hooks = (
       await this.rows<never>(`SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE customer_id = $1 AND enabled AND created_at <= $2`, [event.customerId, event.createdAt], db)
     ).map(toWebhook);
@@ -103,22 +110,24 @@ export class PgWebhookStore implements WebhookStore {
         [id, h.id, event.customerId, event.kind, event.orderKey, event.body(id), now, event.createdAt],
         db,
       );
+      const dropped = (await this.rows<{ seq: string }>(`${trimSql((i) => `$${i}`)} RETURNING seq`, [h.id, h.id, maxPending], db)).length;
+      if (dropped > 0) await this.rows('UPDATE webhooks SET dropped = dropped + $2 WHERE id = $1', [h.id, dropped], db);
       n++;
     }
     return n;
   }
 
-  async enqueue(event: QueuedEvent, now: number): Promise<number> {
+  async enqueue(event: QueuedEvent, now: number, maxPending: number): Promise<number> {
     return this.tx(async (db) => {
       // The cursor row's lock serialises every insert into the outbox, cluster-wide, so a
       // delivery's seq order is its commit order: a sender never sends seq N+1 and then sees N
       // appear behind it (the order per session would break).
       await this.rows('SELECT 1 FROM webhook_cursor WHERE id = 1 FOR UPDATE', [], db);
-      return this.insertFor(db, event, now);
+      return this.insertFor(db, event, now, maxPending);
     });
   }
 
-  async fanOut(toQueued: (e: LoggedEvent) => QueuedEvent, limit: number, now: number): Promise<number> {
+  async fanOut(toQueued: (e: LoggedEvent) => QueuedEvent, limit: number, now: number, maxPending: number): Promise<number> {
     return this.tx(async (db) => {
       // SKIP LOCKED: while another instance copies, this one has nothing to do.
       const cur = (await this.rows<{ id: string }>('SELECT last_event_id AS id FROM webhook_cursor WHERE id = 1 FOR UPDATE SKIP LOCKED', [], db))[0];
@@ -131,7 +140,7 @@ export class PgWebhookStore implements WebhookStore {
         )
       ).map((e) => ({ ...e, id: Number(e.id), duration: Number(e.duration), downloaded_bytes: Number(e.downloaded_bytes), uploaded_bytes: Number(e.uploaded_bytes) }));
       if (!events.length) return 0;
-      for (const e of events) await this.insertFor(db, toQueued(e), now);
+      for (const e of events) await this.insertFor(db, toQueued(e), now, maxPending);
       await this.rows('UPDATE webhook_cursor SET last_event_id = $1 WHERE id = 1', [events[events.length - 1]!.id], db);
       return events.length;
     });
@@ -168,6 +177,27 @@ export class PgWebhookStore implements WebhookStore {
         [seq, o.statusCode, o.error],
       );
     }
+  }
+
+  async recordSuccess(webhookId: string): Promise<void> {
+    await this.rows('UPDATE webhooks SET consecutive_failures = 0, failing_since = NULL WHERE id = $1 AND consecutive_failures > 0', [webhookId]);
+  }
+
+  async recordFailure(webhookId: string, now: Date, rule: DisableRule): Promise<WebhookRow | undefined> {
+    return this.tx(async (db) => {
+      // The row's lock: two instances failing at once count both failures, and only one disables.
+      const r = (await this.rows<never>(`SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE id = $1 AND enabled FOR UPDATE`, [webhookId], db))[0];
+      if (!r) return undefined;
+      const cur = toWebhook(r);
+      const h = afterFailure(cur, now, rule);
+      const at = h.disabledReason ? now.toISOString() : null;
+      await this.rows('UPDATE webhooks SET consecutive_failures = $2, failing_since = $3, enabled = $4, disabled_reason = $5, disabled_at = $6 WHERE id = $1', [
+        webhookId, h.consecutive_failures, h.failing_since, !h.disabledReason, h.disabledReason, at,
+      ], db);
+      if (!h.disabledReason) return undefined;
+      await this.rows(`UPDATE webhook_deliveries SET status = 'failed', last_error = $2, lease_until = NULL WHERE webhook_id = $1 AND status = 'pending'`, [webhookId, NOT_SENT_DISABLED], db);
+      return { ...cur, consecutive_failures: h.consecutive_failures, failing_since: h.failing_since, enabled: false, disabled_reason: h.disabledReason, disabled_at: at };
+    });
   }
 
   async deliveries(customerId: string, webhookId: string, limit: number): Promise<DeliveryRow[]> {
