@@ -286,6 +286,8 @@ export function createNodeChannel(services: Services): NodeChannel {
         const [customer, client = ''] = key.split('\u0000');
         const prev = chains.get(node.id) ?? Promise.resolve();
         chains.set(node.id, prev.then(async () => {
+          // After a report that failed, `used` lacks its bytes: the node asks again once it is applied.
+          if (broken) return;
           if (await data.releaseGrant(node.id, customer, client, gen)) log.debug({ node: node.name }, 'a node gave back an unused grant');
         }).catch((err: unknown) => log.warn({ node: node.name, err: String(err) }, 'releasing a node grant failed; the node asks again')));
         return;
