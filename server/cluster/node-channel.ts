@@ -12,7 +12,7 @@
 //       seq; a seq at or below the last one applied for this node is acknowledged again and
 //       otherwise ignored, so a report resent after a lost acknowledgement is not counted twice.
 //   control plane → node
-//     {type:'state', sessions, limits, sums, bases?, shares?, shareSeq?, zone, public_host, zones, relays}
+//     {type:'state', sessions, limits, sums, bases?, shares?, shareSeq?, zone, public_host, zones, relays, relay_entries}
 //       the sessions placed on the node, their customers' limits, counter sums and the node's
 //       shares of them (shares.ts); its zone and public host (its certificate's name), the zone
 //       catalogue and the other up nodes' geo relays (geo.ts); sent on connect and whenever it changed (checked every
@@ -76,6 +76,8 @@ export interface NodeState {
   zone?: string;
   zones?: ZoneInfo[];
   relays?: RelayTarget[];
+  /** Who may use this node's relay listener: the catalogue's node ids and `serve` (geo.ts). */
+  relay_entries?: string[];
   /** The node's public host in the catalogue: its self-signed certificate is made for it. */
   public_host?: string;
 }
@@ -174,6 +176,7 @@ export function createNodeChannel(services: Services): NodeChannel {
       public_host: node.public_host,
       zones: services.zones.list(),
       relays,
+      relay_entries: services.geo.entries,
       ...(Object.keys(bases).length ? { bases } : {}),
       ...(Object.keys(shares).length ? { shares, shareSeq } : {}),
     };

@@ -249,6 +249,8 @@ export async function runNode(opts: NodeRunOptions): Promise<RunningNode> {
   let geoZone = '';
   let geoZones: ZoneInfo[] = [];
   let geoRelays: RelayTarget[] = [];
+  /** Who may use this node's relay listener now (the control plane's list: a removed node is gone from it). */
+  let relayEntries: ReadonlySet<string> = new Set();
   const geo = {
     route: (country: string, city: string | undefined) => routeFor(geoZones, country, city, (z) => z.code === geoZone, geoRelays),
   };
@@ -300,7 +302,7 @@ export async function runNode(opts: NodeRunOptions): Promise<RunningNode> {
   let relayFacts: { relay_port: number; relay_pcs: string } | null = null;
   if (opts.relayPort !== undefined && opts.relayPort !== null) {
     const pair = await loadOrCreateSelfSigned(join(opts.dataDir, 'relay'), isWildcard(opts.host) ? 'localhost' : opts.host);
-    relay = createRelayServer({ cert: pair.cert, key: pair.key, tokenHash, egress: opts.egress, egressAddress: opts.egressAddress, log });
+    relay = createRelayServer({ cert: pair.cert, key: pair.key, tokenHash, entries: () => relayEntries, egress: opts.egress, egressAddress: opts.egressAddress, log });
     const server = relay;
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -349,6 +351,7 @@ export async function runNode(opts: NodeRunOptions): Promise<RunningNode> {
     }
     if (Array.isArray(state.zones)) geoZones = state.zones;
     if (Array.isArray(state.relays)) geoRelays = state.relays;
+    if (Array.isArray(state.relay_entries)) relayEntries = new Set(state.relay_entries);
     applyShares(state.shares ?? {}, state.shareSeq ?? 0);
   };
 
