@@ -494,10 +494,15 @@ export async function runNode(opts: NodeRunOptions): Promise<RunningNode> {
   let connected = false;
   /** Reports are sent once the control plane said which seq it applied last (its hello ack). */
   let greeted = false;
+  /** What this node's relay carried for other entries since the last report (not resent if lost). */
+  const relayed = () => {
+    const carried = relay?.takeCarried() ?? {};
+    return Object.keys(carried).length ? { relayed: carried } : {};
+  };
   const send = (r: Report) => {
     if (!ws || !connected || !greeted) return;
     sealed.add(r.seq);
-    ws.send(JSON.stringify({ type: 'report', seq: r.seq, ports, open: dataPlane.openByZone?.() ?? [], counters: r.counters, events: r.events }));
+    ws.send(JSON.stringify({ type: 'report', seq: r.seq, ports, open: dataPlane.openByZone?.() ?? [], counters: r.counters, events: r.events, ...relayed() }));
   };
   const tick = () => {
     const hasData = view.pending.size > 0 || view.events.length > 0;
@@ -526,7 +531,7 @@ export async function runNode(opts: NodeRunOptions): Promise<RunningNode> {
       }
       send(r);
     } else if (ws && connected) {
-      ws.send(JSON.stringify({ type: 'report', seq: 0, ports, open: dataPlane.openByZone?.() ?? [] }));
+      ws.send(JSON.stringify({ type: 'report', seq: 0, ports, open: dataPlane.openByZone?.() ?? [], ...relayed() }));
     }
   };
   const timer = setInterval(tick, REPORT_MS);

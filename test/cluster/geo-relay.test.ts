@@ -168,7 +168,7 @@ function askRelay(port: number, line: object): Promise<string> {
   });
 }
 
-test('a node\'s relay refuses grants from a node once it is removed', async () => {
+test('a node\'s relay refuses grants from a node once it is removed; exits report what they carried, per entry', async () => {
   const exit = (await srv.services.data.relayNodes()).find((n) => n.name === 'ams-1')!;
   // A node of the cluster (it need not run): a grant made from the key the control plane would
   // give it is accepted by ams, once its state lists the node.
@@ -180,4 +180,12 @@ test('a node\'s relay refuses grants from a node once it is removed', async () =
   await waitFor(async () => (await askRelay(ams.ports.relay_port!, grant())) === 'OK', 10_000, 'ams accepts the new node\'s grants');
   await srv.services.data.removeNode('gone-1');
   await waitFor(async () => (await askRelay(ams.ports.relay_port!, grant())) === '{"error":"unauthorized"}', 5000, 'ams refuses the removed node\'s grants');
+
+  // The relayed requests of the tests before were carried by ams and nyc for sao and serve, and
+  // reported to the control plane (vad_relay_carried_bytes_total, by entry).
+  const sao1 = (await srv.services.data.listNodes()).find((n) => n.name === 'sao-1')!;
+  await waitFor(async () => {
+    const text = await srv.services.metrics.registry.getSingleMetricAsString('vad_relay_carried_bytes_total');
+    return text.includes(`entry="${sao1.id}"`) && text.includes('entry="serve"');
+  }, 10_000, 'the exits reported what they carried');
 });
