@@ -225,7 +225,7 @@ export function createNodeChannel(services: Services): NodeChannel {
     for (const a of adds) services.usage?.add(a.id, node.name, a.uploaded_bytes, a.downloaded_bytes);
     // Metrics: the report's bytes by zone and node, once.
     for (const a of adds) services.metrics.moved(placed.get(a.id)!.zone, node.name, a.uploaded_bytes, a.downloaded_bytes);
-    audit.counted(node.id, adds.reduce((n, a) => n + a.uploaded_bytes + a.downloaded_bytes, 0));
+    audit.counted(node.id, adds.map((a) => [a.id, a.uploaded_bytes + a.downloaded_bytes]));
   }
 
   function serveNode(ws: WebSocket, first: NodeInfo): void {

@@ -168,7 +168,7 @@ function askRelay(port: number, line: object): Promise<string> {
   });
 }
 
-test('a node\'s relay refuses grants from a node once it is removed; exits report what they carried, per entry', async () => {
+test('a node\'s relay refuses grants from a node once it is removed; exits report what they carried, per entry', async (t) => {
   const exit = (await srv.services.data.relayNodes()).find((n) => n.name === 'ams-1')!;
   // A node of the cluster (it need not run): a grant made from the key the control plane would
   // give it is accepted by ams, once its state lists the node.
@@ -188,4 +188,11 @@ test('a node\'s relay refuses grants from a node once it is removed; exits repor
     const text = await srv.services.metrics.registry.getSingleMetricAsString('vad_relay_carried_bytes_total');
     return text.includes(`entry="${sao1.id}"`) && text.includes('entry="serve"');
   }, 10_000, 'the exits reported what they carried');
+  // And compared with what sao counted on its sessions (10 s late): an honest entry shows no
+  // more than a few bytes of rewritten answer headers unreported.
+  await new Promise((r) => setTimeout(r, 11_000));
+  const gauge = await srv.services.metrics.registry.getSingleMetric('vad_relay_unreported_bytes')!.get();
+  const unreported = gauge.values.find((v) => v.labels.entry === sao1.id)?.value;
+  t.diagnostic(`carried for sao beyond what it counted: ${unreported} bytes`);
+  assert.ok(unreported !== undefined && unreported < 1024, `unreported for sao: ${unreported}`);
 });
