@@ -3,54 +3,39 @@
 // to that node's relay listener (server/node/relay-server.ts, dialled by dataplane/relay-dial.ts).
 // The entry counts the bytes on the session, the exit node counts nothing: traffic is counted once.
 //
-// Permission: the control plane hands each node (in its state) and its own data planes a grant for
-// every relay target: `<expiry ms>.<HMAC-SHA256 hex>` over `<from>.<expiry>`, keyed by a key
-// derived from the target node's token hash, which the target derives from its own token. So no
-// new secret is stored or sent, a grant names who may use it, and it expires within 10 minutes.
-// The target's relay certificate (self-signed, made by the node) is pinned by its SHA-256, which
-// the node reports with its ports.
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+// Permission (dataplane/relay-grant.ts): the control plane hands each node (in its state) and its
+// own data planes a short-lived relay KEY for every relay target, derived from the target node's
+// token hash (which the target derives from its own token) and naming the entry; the entry makes
+// a single-use GRANT per connection from it, bound to the session (a hash of its id) and the
+// destination. The target also gets the list of cluster members (relayEntries): grants of an
+// entry no longer listed (a removed node) are refused at once. The target's relay certificate
+// (self-signed, made by the node) is pinned by its SHA-256, which the node reports with its ports.
 import type { GeoRoute } from '../dataplane/api.ts';
 import type { ZoneInfo } from '../domain.ts';
 import type { ControlStore } from '../store/control.ts';
 import type { RelayNode } from '../store/store.ts';
 import { cityToken } from '../contract/proxy-string.ts';
+import { keyExpiry, relayKey } from '../dataplane/relay-grant.ts';
 
-/** Grants are valid this long past the minute they were made in. */
-const GRANT_MS = 10 * 60_000;
-
-const relayKey = (tokenHash: string) => createHash('sha256').update(`vad-relay\u0000${tokenHash}`).digest();
-
-/** A grant for `from` to use the relay of the node whose token hash is given. */
-export function signRelayGrant(tokenHash: string, from: string, now = Date.now()): string {
-  const exp = Math.ceil(now / 60_000) * 60_000 + GRANT_MS;
-  return `${exp}.${createHmac('sha256', relayKey(tokenHash)).update(`${from}.${exp}`).digest('hex')}`;
-}
-
-/** Whether `grant` lets `from` use this node's relay (the node's own token hash), now. */
-export function verifyRelayGrant(tokenHash: string, from: string, grant: string, now = Date.now()): boolean {
-  const m = /^(\d{13})\.([0-9a-f]{64})$/.exec(grant);
-  if (!m || Number(m[1]) < now || Number(m[1]) > now + GRANT_MS + 60_000) return false;
-  const want = createHmac('sha256', relayKey(tokenHash)).update(`${from}.${m[1]}`).digest();
-  return timingSafeEqual(want, Buffer.from(m[2], 'hex'));
-}
-
-/** A relay target as a node's state carries it (the grant made for that node). */
+/** A relay target as a node's state carries it (with the relay key made for that node). */
 export interface RelayTarget {
   node: string;
   zone: string;
   host: string;
   port: number;
   pcs: string;
-  grant: string;
-  /** Whom the grant was made for (sent with it). */
+  /** Whom the key was made for (sent with each grant). */
   from: string;
+  /** The key's expiry (ms) and the key (hex): the entry signs each connection's grant with it. */
+  exp: number;
+  key: string;
 }
 
-export function relayTargets(nodes: RelayNode[], from: string, exceptId?: string): RelayTarget[] {
+export function relayTargets(nodes: RelayNode[], from: string, exceptId?: string, now = Date.now()): RelayTarget[] {
+  const exp = keyExpiry(now);
   return nodes
     .filter((n) => n.id !== exceptId)
-    .map((n) => ({ node: n.name, zone: n.zone, host: n.public_host, port: n.relay_port, pcs: n.relay_pcs, grant: signRelayGrant(n.token_hash, from), from }));
+    .map((n) => ({ node: n.name, zone: n.zone, host: n.public_host, port: n.relay_port, pcs: n.relay_pcs, from, exp, key: relayKey(n.token_hash, from, exp) }));
 }
 
 /** The catalogue's zones in a country (and with the city, when given). */
@@ -67,7 +52,7 @@ export function routeFor(zones: ZoneInfo[], country: string, city: string | unde
   if (targets.some(here)) return { via: 'here' };
   const codes = new Set(targets.map((z) => z.code));
   const relay = relays.find((r) => codes.has(r.zone));
-  return relay ? { via: 'relay', node: relay.node, host: relay.host, port: relay.port, pcs: relay.pcs, grant: relay.grant, from: relay.from } : null;
+  return relay ? { via: 'relay', node: relay.node, host: relay.host, port: relay.port, pcs: relay.pcs, from: relay.from, exp: relay.exp, key: relay.key } : null;
 }
 
 /**
@@ -77,12 +62,17 @@ export function routeFor(zones: ZoneInfo[], country: string, city: string | unde
  * (the single-process mode before nodes existed) leave from here as before.
  */
 export class ServeGeoRoutes {
+  static readonly FROM = 'serve';
   private relays: RelayTarget[] = [];
   /** The up nodes with a relay listener, as last read (the node channel builds every node's targets from it). */
   nodes: RelayNode[] = [];
+  /**
+   * Who may use a relay now: every node of the catalogue (by id) and `serve`. Sent to the nodes
+   * in their state; a removed node's grants are refused within a second or two.
+   */
+  entries: string[] = [ServeGeoRoutes.FROM];
   private nodeZones = new Set<string>();
   private timer: NodeJS.Timeout | undefined;
-  static readonly FROM = 'serve';
 
   private readonly data: ControlStore;
   private readonly zones: () => ZoneInfo[];
@@ -97,6 +87,7 @@ export class ServeGeoRoutes {
       const nodes = await this.data.relayNodes();
       this.nodes = nodes;
       this.relays = relayTargets(nodes, ServeGeoRoutes.FROM);
+      this.entries = [ServeGeoRoutes.FROM, ...(await this.data.listNodes()).map((n) => n.id)];
       this.nodeZones = new Set(await this.data.activeNodeZones());
     } catch {
       /* the database is away: the last routes stay */

@@ -11,8 +11,10 @@
 //       session's stored counters, never written over them. Each report is acknowledged by its
 //       seq; a seq at or below the last one applied for this node is acknowledged again and
 //       otherwise ignored, so a report resent after a lost acknowledgement is not counted twice.
+//       Any report may carry relayed:{[entry]:{[session hash]:{up,down}}}, what the node's geo relay
+//       carried for other entries since its last report (relay-audit.ts; lost with its frame).
 //   control plane → node
-//     {type:'state', sessions, limits, sums, bases?, shares?, shareSeq?, zone, public_host, zones, relays}
+//     {type:'state', sessions, limits, sums, bases?, shares?, shareSeq?, zone, public_host, zones, relays, relay_entries}
 //       the sessions placed on the node, their customers' limits, counter sums and the node's
 //       shares of them (shares.ts); its zone and public host (its certificate's name), the zone
 //       catalogue and the other up nodes' geo relays (geo.ts); sent on connect and whenever it changed (checked every
@@ -42,6 +44,7 @@ import type { NodeInfo, NodeListeners, NodeReportAdd } from '../store/store.ts';
 import type { Services } from '../services.ts';
 import { GrantPace, nodeShares, type WireShare } from './shares.ts';
 import { relayTargets, type RelayTarget } from './geo.ts';
+import { RelayAudit } from './relay-audit.ts';
 import type { ZoneInfo } from '../domain.ts';
 
 export const NODE_CHANNEL_PATH = '/v2/node/channel';
@@ -76,6 +79,8 @@ export interface NodeState {
   zone?: string;
   zones?: ZoneInfo[];
   relays?: RelayTarget[];
+  /** Who may use this node's relay listener: the catalogue's node ids and `serve` (geo.ts). */
+  relay_entries?: string[];
   /** The node's public host in the catalogue: its self-signed certificate is made for it. */
   public_host?: string;
 }
@@ -127,6 +132,8 @@ export function createNodeChannel(services: Services): NodeChannel {
   /** Each connected node's open connections per zone, from its last report (metrics). */
   const openOf = new Map<string, { zone: string; node: string; count: number }>();
   services.metrics.openConnections(() => [...openOf.values()]);
+  /** What exits carried for each entry against what the entry counted (relay-audit.ts). */
+  const audit = new RelayAudit(log, services.metrics.registry);
 
   async function buildState(node: NodeInfo, pace: GrantPace): Promise<NodeState> {
     const sessions = await data.sessionsOnNode(node.id);
@@ -174,6 +181,7 @@ export function createNodeChannel(services: Services): NodeChannel {
       public_host: node.public_host,
       zones: services.zones.list(),
       relays,
+      relay_entries: services.geo.entries,
       ...(Object.keys(bases).length ? { bases } : {}),
       ...(Object.keys(shares).length ? { shares, shareSeq } : {}),
     };
@@ -217,6 +225,7 @@ export function createNodeChannel(services: Services): NodeChannel {
     for (const a of adds) services.usage?.add(a.id, node.name, a.uploaded_bytes, a.downloaded_bytes);
     // Metrics: the report's bytes by zone and node, once.
     for (const a of adds) services.metrics.moved(placed.get(a.id)!.zone, node.name, a.uploaded_bytes, a.downloaded_bytes);
+    audit.counted(node.id, adds.map((a) => [a.id, a.uploaded_bytes + a.downloaded_bytes]));
   }
 
   function serveNode(ws: WebSocket, first: NodeInfo): void {
@@ -295,6 +304,7 @@ export function createNodeChannel(services: Services): NodeChannel {
       if (msg.type !== 'report' || typeof msg.seq !== 'number' || !Number.isSafeInteger(msg.seq) || msg.seq < 0) return;
       const seq = msg.seq;
       openOf.set(node.id, { zone: node.zone, node: node.name, count: openCount((msg as { open?: unknown }).open) });
+      audit.carried(node.id, (msg as { relayed?: unknown }).relayed);
       const p = msg.ports ?? {};
       const ports = {
         vless_ws_port: typeof p.vless_ws_port === 'number' ? p.vless_ws_port : null,

@@ -64,10 +64,11 @@ export interface DataPlaneDeps {
 
 /**
  * Where a geo-targeted proxy request leaves the cluster (issue 10): from this data plane, or
- * through another node's relay listener (TLS, its certificate pinned by `pcs`; `grant` is the
- * control plane's short-lived permission, checked by that node).
+ * through another node's relay listener (TLS, its certificate pinned by `pcs`; `key` is the
+ * control plane's short-lived relay key for `from`, expiring at `exp`, from which each
+ * connection's single-use grant is made: relay-grant.ts).
  */
-export type GeoRoute = { via: 'here' } | { via: 'relay'; node: string; host: string; port: number; pcs: string; grant: string; from: string };
+export type GeoRoute = { via: 'here' } | { via: 'relay'; node: string; host: string; port: number; pcs: string; from: string; exp: number; key: string };
 
 export interface DataPlaneConfig {
   /** Address to bind the raw-TCP VLESS inbound and the proxy to. */

@@ -392,7 +392,7 @@ function handle(ctx: ProxyContext, conn: Connection, head: Head, rest: Buffer, g
   gate(forward);
   const toClient: OnData = (b, release) => conn.fromOutbound(b, release);
   const onData = head.method === 'CONNECT' ? toClient : answerRewriter(toClient, () => conn.close('bad_answer'));
-  const dialled = route.via === 'relay' ? dialRelay(route, host, port, ctx.connectTimeoutMs, onData) : dialTcp(host, port, ctx.egress, ctx.connectTimeoutMs, onData, ctx.dial);
+  const dialled = route.via === 'relay' ? dialRelay(route, sessionId, host, port, ctx.connectTimeoutMs, onData) : dialTcp(host, port, ctx.egress, ctx.connectTimeoutMs, onData, ctx.dial);
   dialled.then(
     (s) => conn.startTcp(s, head.method === 'CONNECT' ? Buffer.from('HTTP/1.1 200 Connection Established\r\n\r\n') : undefined),
     (err: Error) => {

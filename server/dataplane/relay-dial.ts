@@ -1,7 +1,8 @@
 // Dialling a destination through another node's geo relay listener (issue 10): a TLS connection
 // to the exit node, its certificate checked against the pinned SHA-256 before anything is sent,
-// then one request line (`{"from","grant","host","port"}` JSON) and one answer line (`OK`, or
-// `{"error"}`), then raw bytes both ways. The bytes are counted here, on the entry's session
+// then one request line (`{"from","exp","session","nonce","time","grant","host","port"}` JSON: a
+// single-use grant for this session and destination, made from the route's relay key by
+// relay-grant.ts) and one answer line (`OK`, or `{"error"}`), then raw bytes both ways. The bytes are counted here, on the entry's session
 // (the exit node counts nothing), so traffic is counted once.
 import { connect as tlsConnect, type TLSSocket } from 'node:tls';
 import { EventEmitter } from 'node:events';
@@ -9,6 +10,7 @@ import type { Socket } from 'node:net';
 import type { GeoRoute } from './api.ts';
 import type { OnData } from './outbound.ts';
 import { EgressRefused } from './egress.ts';
+import { signRelayRequest } from './relay-grant.ts';
 
 const MAX_ANSWER = 4096;
 
@@ -55,7 +57,8 @@ class RelayedOutbound extends EventEmitter {
   }
 }
 
-export function dialRelay(route: Extract<GeoRoute, { via: 'relay' }>, host: string, port: number, timeoutMs: number, onData?: OnData): Promise<Socket> {
+/** Dials host:port through the route's relay for the session `sessionId` (its grant names both). */
+export function dialRelay(route: Extract<GeoRoute, { via: 'relay' }>, sessionId: string, host: string, port: number, timeoutMs: number, onData?: OnData): Promise<Socket> {
   return new Promise((resolve, reject) => {
     const tls = tlsConnect({ host: route.host, port: route.port, rejectUnauthorized: false, ALPNProtocols: ['vad-relay'] });
     let settled = false;
@@ -72,7 +75,7 @@ export function dialRelay(route: Extract<GeoRoute, { via: 'relay' }>, host: stri
     tls.once('secureConnect', () => {
       const got = peerPin(tls);
       if (got !== route.pcs) return fail(new Error(`the relay at node ${route.node} has another certificate than its pin`));
-      tls.write(`${JSON.stringify({ from: route.from, grant: route.grant, host, port })}\n`);
+      tls.write(`${JSON.stringify({ ...signRelayRequest(route, sessionId, host, port), host, port })}\n`);
     });
     let head = Buffer.alloc(0);
     const onHead = (b: Buffer) => {

@@ -1,48 +1,110 @@
-// A node's geo relay listener (issue 10, server/cluster/geo.ts): the exit of a geo-targeted proxy
-// request that entered the cluster at another node or a `serve` process. TLS with the node's own
+// A node's geo relay listener (server/cluster/geo.ts): the exit of a geo-targeted proxy request
+// that entered the cluster at another node or a `serve` process. TLS with the node's own
 // self-signed certificate (pinned by the entry), then one request line
-//   {"from": "<entry>", "grant": "<expiry>.<hmac>", "host": "<destination>", "port": N}\n
-// checked against the node's own token hash (a grant names who may use it and expires), then the
+//   {"from","exp","session","nonce","time","grant","host","port"}\n
+// whose grant (dataplane/relay-grant.ts) is checked against this node's token hash, the cluster
+// members the control plane lists now, the destination and the nonces already used; then the
 // destination is dialled under this node's egress policy and from its egress address, `OK\n` is
-// answered and bytes are piped both ways. Nothing is counted here: the entry counts, once.
-// Every step has a timeout: the request line 5 s, the dial 10 s, no byte either way 300 s.
-import { createServer, type Server, type TLSSocket } from 'node:tls';
-import type { Socket } from 'node:net';
+// answered and bytes are piped both ways. The bytes are not counted on any session here (the
+// entry counts them, once), but tallied per entry and session hash for the control plane to
+// compare with the entry's reports (takeCarried).
+//
+// Anyone can connect to this port, so until its grant is accepted a connection holds a slot of
+// RelayGuard (capped in total and per source, over the cap destroyed at accept), must finish
+// TLS within HANDSHAKE_MS and send its request line within HEAD_MS of being accepted, and is
+// destroyed (never only half-closed) at once when refused: a refusal is one answer line, then
+// the socket is gone as soon as it is written (at most LINGER_MS). After the grant: the dial
+// has DIAL_TIMEOUT_MS, and no byte either way for IDLE_MS closes the connection.
+import { createServer, type Server, type Socket } from 'node:net';
+import { createSecureContext, TLSSocket } from 'node:tls';
 import { dialTcp } from '../dataplane/outbound.ts';
 import { EgressRefused, type EgressPolicy } from '../dataplane/egress.ts';
-import { verifyRelayGrant } from '../cluster/geo.ts';
+import { RelayNonces, verifyRelayRequest, type RelayCredentials } from '../dataplane/relay-grant.ts';
+import { RelayGuard } from './relay-guard.ts';
 import type { Logger } from '../domain.ts';
 
-const HEAD_TIMEOUT_MS = 5000;
+const HANDSHAKE_MS = 3000;
+const HEAD_MS = 5000;
+const LINGER_MS = 1000;
 const DIAL_TIMEOUT_MS = 10_000;
 const IDLE_MS = 300_000;
 const MAX_HEAD = 4096;
-/** Relayed connections open at once; over it new ones are refused. */
+/** Relayed connections open at once (dialling or piping); over it new ones are refused. */
 const MAX_OPEN = 4096;
 
 export interface RelayServerOptions {
   cert: string;
   key: string;
   tokenHash: string;
+  /** The cluster members (node ids, and `serve`) the control plane lists now: grants of others are refused. */
+  entries?: () => ReadonlySet<string>;
   egress: EgressPolicy;
   egressAddress?: string;
   log: Logger;
 }
 
-export function createRelayServer(opts: RelayServerOptions): Server & { shutdown(): Promise<void> } {
+/** Bytes carried for one entry and session hash since the last takeCarried. */
+interface Tally {
+  up: number;
+  down: number;
+  open: number;
+}
+
+/** What takeCarried returns: by entry, by session hash. */
+export type Carried = Record<string, Record<string, { up: number; down: number }>>;
+
+type Request = RelayCredentials & { host: string; port: number };
+
+function parseRequest(line: Buffer): Request | null {
+  let r: Record<string, unknown>;
+  try {
+    r = JSON.parse(line.toString('utf8'));
+  } catch {
+    return null;
+  }
+  const { from, exp, session, nonce, time, grant, host, port } = r ?? {};
+  if (typeof from !== 'string' || from.length > 64 || typeof session !== 'string' || typeof nonce !== 'string' || typeof grant !== 'string') return null;
+  if (typeof exp !== 'number' || typeof time !== 'number' || typeof host !== 'string' || !host || host.length > 255) return null;
+  if (typeof port !== 'number' || !Number.isInteger(port) || port < 1 || port > 65535) return null;
+  return { from, exp, session, nonce, time, grant, host, port };
+}
+
+export function createRelayServer(opts: RelayServerOptions): Server & { shutdown(): Promise<void>; takeCarried(): Carried } {
+  const secureContext = createSecureContext({ cert: opts.cert, key: opts.key });
+  const guard = new RelayGuard(opts.log);
+  const nonces = new RelayNonces();
+  const entries = opts.entries ?? (() => new Set<string>());
   const open = new Set<Socket>();
   const all = new Set<Socket>();
-  const server = createServer({ cert: opts.cert, key: opts.key, ALPNProtocols: ['vad-relay'], handshakeTimeout: HEAD_TIMEOUT_MS }, (sock: TLSSocket) => {
-    sock.on('error', () => {});
-    all.add(sock);
-    sock.once('close', () => all.delete(sock));
-    if (open.size >= MAX_OPEN) return void sock.end(`${JSON.stringify({ error: 'busy' })}\n`);
-    let head = Buffer.alloc(0);
-    const timer = setTimeout(() => sock.destroy(), HEAD_TIMEOUT_MS);
-    const refuse = (error: string) => {
-      clearTimeout(timer);
-      sock.end(`${JSON.stringify({ error })}\n`);
+  const carried = new Map<string, Tally & { from: string; session: string }>();
+
+  const server = createServer((raw) => {
+    raw.on('error', () => {});
+    const release = guard.admit(raw.remoteAddress);
+    if (!release) return void raw.destroy();
+    const sock = new TLSSocket(raw, { isServer: true, secureContext, ALPNProtocols: ['vad-relay'] });
+    const kill = () => {
+      clearTimeout(handshakeTimer);
+      clearTimeout(headTimer);
+      release();
+      sock.destroy();
+      raw.destroy();
     };
+    const handshakeTimer = setTimeout(() => (guard.refused('handshake_timeout'), kill()), HANDSHAKE_MS);
+    const headTimer = setTimeout(() => (guard.refused('head_timeout'), kill()), HEAD_MS);
+    all.add(raw);
+    raw.once('close', () => (all.delete(raw), kill()));
+    sock.once('close', kill);
+    sock.on('error', kill);
+    sock.once('secure', () => clearTimeout(handshakeTimer));
+    const refuse = (error: string) => {
+      guard.refused(error);
+      clearTimeout(headTimer);
+      release();
+      setTimeout(kill, LINGER_MS).unref();
+      sock.end(`${JSON.stringify({ error })}\n`, kill);
+    };
+    let head = Buffer.alloc(0);
     const onHead = (b: Buffer) => {
       head = Buffer.concat([head, b]);
       const nl = head.indexOf(0x0a);
@@ -53,53 +115,82 @@ export function createRelayServer(opts: RelayServerOptions): Server & { shutdown
       sock.off('data', onHead);
       sock.pause();
       const rest = head.subarray(nl + 1);
-      let req: { from?: unknown; grant?: unknown; host?: unknown; port?: unknown };
-      try {
-        req = JSON.parse(head.subarray(0, nl).toString('utf8'));
-      } catch {
-        return refuse('bad_request');
-      }
-      const { from, grant, host, port } = req;
-      if (typeof from !== 'string' || typeof grant !== 'string' || typeof host !== 'string' || host.length > 255 || typeof port !== 'number' || !Number.isInteger(port) || port < 1 || port > 65535) {
-        return refuse('bad_request');
-      }
-      if (!verifyRelayGrant(opts.tokenHash, from, grant)) {
-        opts.log.warn({ from: from.slice(0, 16) }, 'a relay request with no valid grant was refused');
-        return refuse('unauthorized');
-      }
-      dialTcp(host, port, opts.egress, DIAL_TIMEOUT_MS, undefined, { dnsTimeoutMs: 5000, keepAliveMs: 30_000, localAddress: opts.egressAddress }).then(
-        (out) => {
-          clearTimeout(timer);
-          if (sock.destroyed) return void out.destroy();
-          open.add(sock);
-          sock.once('close', () => open.delete(sock));
-          out.on('error', () => sock.destroy());
-          sock.on('error', () => out.destroy());
-          out.on('close', () => sock.destroy());
-          sock.on('close', () => out.destroy());
-          for (const s of [sock, out]) {
-            s.setTimeout(IDLE_MS, () => {
-              sock.destroy();
-              out.destroy();
-            });
-          }
-          sock.write('OK\n');
-          if (rest.length) out.write(rest);
-          sock.pipe(out);
-          out.pipe(sock);
-          sock.resume();
-        },
-        (err: Error) => refuse(err instanceof EgressRefused ? 'forbidden' : 'unreachable'),
-      );
+      const req = parseRequest(head.subarray(0, nl));
+      if (!req) return refuse('bad_request');
+      const verdict = verifyRelayRequest(opts.tokenHash, entries(), req, req.host, req.port, nonces);
+      if (verdict !== 'ok') return refuse(verdict);
+      if (open.size >= MAX_OPEN) return refuse('busy');
+      // Authenticated: its slot goes back; the dial and the idle time-out bound it from now on.
+      clearTimeout(headTimer);
+      release();
+      open.add(sock);
+      sock.once('close', () => open.delete(sock));
+      relay(sock, req, rest);
     };
     sock.on('data', onHead);
   });
+
+  const tally = (from: string, session: string): Tally => {
+    const key = `${from}\u0000${session}`;
+    let t = carried.get(key);
+    if (!t) carried.set(key, (t = { from, session, up: 0, down: 0, open: 0 }));
+    return t;
+  };
+
+  function relay(sock: TLSSocket, req: Request, rest: Buffer): void {
+    dialTcp(req.host, req.port, opts.egress, DIAL_TIMEOUT_MS, undefined, { dnsTimeoutMs: 5000, keepAliveMs: 30_000, localAddress: opts.egressAddress }).then(
+      (out) => {
+        if (sock.destroyed) return void out.destroy();
+        const t = tally(req.from, req.session);
+        t.open++;
+        out.on('error', () => sock.destroy());
+        sock.on('error', () => out.destroy());
+        out.on('close', () => sock.destroy());
+        sock.on('close', () => out.destroy());
+        out.once('close', () => t.open--);
+        for (const s of [sock, out]) {
+          s.setTimeout(IDLE_MS, () => {
+            sock.destroy();
+            out.destroy();
+          });
+        }
+        sock.on('data', (b: Buffer) => (t.up += b.length));
+        out.on('data', (b: Buffer) => (t.down += b.length));
+        sock.write('OK\n');
+        if (rest.length) {
+          t.up += rest.length;
+          out.write(rest);
+        }
+        sock.pipe(out);
+        out.pipe(sock);
+        sock.resume();
+      },
+      (err: Error) => {
+        const error = err instanceof EgressRefused ? 'forbidden' : 'unreachable';
+        if (sock.destroyed) return;
+        sock.end(`${JSON.stringify({ error })}\n`, () => sock.destroy());
+        setTimeout(() => sock.destroy(), LINGER_MS).unref();
+      },
+    );
+  }
+
   return Object.assign(server, {
-    /** Stops listening and cuts every relayed connection. */
+    /** Stops listening and cuts every connection, relayed or not. */
     shutdown: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());
         for (const s of all) s.destroy();
       }),
+    /** Bytes carried since the last call, by entry and session hash (reported to the control plane). */
+    takeCarried(): Carried {
+      const out: Carried = {};
+      for (const [key, t] of carried) {
+        if (t.up || t.down) (out[t.from] ??= {})[t.session] = { up: t.up, down: t.down };
+        t.up = 0;
+        t.down = 0;
+        if (t.open <= 0) carried.delete(key);
+      }
+      return out;
+    },
   });
 }

@@ -223,6 +223,8 @@ export async function runNode(opts: NodeRunOptions): Promise<RunningNode> {
   let geoZone = '';
   let geoZones: ZoneInfo[] = [];
   let geoRelays: RelayTarget[] = [];
+  /** Who may use this node's relay listener now (the control plane's list: a removed node is gone from it). */
+  let relayEntries: ReadonlySet<string> = new Set();
   const geo = {
     route: (country: string, city: string | undefined) => routeFor(geoZones, country, city, (z) => z.code === geoZone, geoRelays),
   };
@@ -274,7 +276,7 @@ export async function runNode(opts: NodeRunOptions): Promise<RunningNode> {
   let relayFacts: { relay_port: number; relay_pcs: string } | null = null;
   if (opts.relayPort !== undefined && opts.relayPort !== null) {
     const pair = await loadOrCreateSelfSigned(join(opts.dataDir, 'relay'), isWildcard(opts.host) ? 'localhost' : opts.host);
-    relay = createRelayServer({ cert: pair.cert, key: pair.key, tokenHash, egress: opts.egress, egressAddress: opts.egressAddress, log });
+    relay = createRelayServer({ cert: pair.cert, key: pair.key, tokenHash, entries: () => relayEntries, egress: opts.egress, egressAddress: opts.egressAddress, log });
     const server = relay;
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -323,6 +325,7 @@ export async function runNode(opts: NodeRunOptions): Promise<RunningNode> {
     }
     if (Array.isArray(state.zones)) geoZones = state.zones;
     if (Array.isArray(state.relays)) geoRelays = state.relays;
+    if (Array.isArray(state.relay_entries)) relayEntries = new Set(state.relay_entries);
     applyShares(state.shares ?? {}, state.shareSeq ?? 0);
   };
 
@@ -465,9 +468,14 @@ export async function runNode(opts: NodeRunOptions): Promise<RunningNode> {
   let connected = false;
   /** Reports are sent once the control plane said which seq it applied last (its hello ack). */
   let greeted = false;
+  /** What this node's relay carried for other entries since the last report (not resent if lost). */
+  const relayed = () => {
+    const carried = relay?.takeCarried() ?? {};
+    return Object.keys(carried).length ? { relayed: carried } : {};
+  };
   const send = (r: Report) => {
     if (!ws || !connected || !greeted) return;
-    ws.send(JSON.stringify({ type: 'report', seq: r.seq, ports, open: dataPlane.openByZone?.() ?? [], counters: r.counters, events: r.events.map(({ at: _at, ...e }) => e) }));
+    ws.send(JSON.stringify({ type: 'report', seq: r.seq, ports, open: dataPlane.openByZone?.() ?? [], counters: r.counters, events: r.events.map(({ at: _at, ...e }) => e), ...relayed() }));
   };
   /**
    * Reports are sealed only while they can be sent (connected, greeted: the seq numbering is
@@ -482,7 +490,7 @@ export async function runNode(opts: NodeRunOptions): Promise<RunningNode> {
       send(r);
       sent = true;
     }
-    if (!sent) ws.send(JSON.stringify({ type: 'report', seq: 0, ports, open: dataPlane.openByZone?.() ?? [] }));
+    if (!sent) ws.send(JSON.stringify({ type: 'report', seq: 0, ports, open: dataPlane.openByZone?.() ?? [], ...relayed() }));
   };
   const timer = setInterval(tick, REPORT_MS);
 

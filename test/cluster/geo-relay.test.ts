@@ -16,6 +16,7 @@ import { runNode, type RunningNode } from '../../server/node/run.ts';
 import { silentLogger } from '../../server/log.ts';
 import { callApi } from '../helpers/http.ts';
 import { removeDir, tempDir, waitFor } from '../helpers/server.ts';
+import { keyExpiry, relayKey, signRelayRequest } from '../../server/dataplane/relay-grant.ts';
 
 let srv: RunningServer;
 let sao: RunningNode;
@@ -149,14 +150,49 @@ test('the serve process\'s own proxy relays to a node too; a relay refuses a req
   assert.equal((await curl('127.0.0.1', local, `${id}-cc-JP`, id)).code, 412);
 
   // The relay listener: a made-up grant is refused before anything is dialled.
-  const answer = await new Promise<string>((resolve, reject) => {
-    const s = tlsConnect({ host: '127.0.0.3', port: ams.ports.relay_port!, rejectUnauthorized: false }, () => {
-      s.write(`${JSON.stringify({ from: 'serve', grant: `${Date.now() + 60_000}.${'0'.repeat(64)}`, host: '127.0.0.1', port: webPort })}\n`);
-    });
+  const madeUp = { from: 'serve', exp: Date.now() + 60_000, session: '0'.repeat(32), nonce: '1'.repeat(32), time: Date.now(), grant: '0'.repeat(64), host: '127.0.0.1', port: webPort };
+  assert.equal(await askRelay(ams.ports.relay_port!, madeUp), '{"error":"unauthorized"}');
+});
+
+/** One request line to a node's relay listener (127.0.0.3: ams); resolves with the answer until it closed. */
+function askRelay(port: number, line: object): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
+    const s = tlsConnect({ host: '127.0.0.3', port, rejectUnauthorized: false }, () => s.write(`${JSON.stringify(line)}\n`));
     let got = '';
-    s.on('data', (b) => (got += b));
-    s.on('close', () => resolve(got));
+    s.on('data', (b) => {
+      got += b;
+      if (got.startsWith('OK\n')) s.end();
+    });
+    s.on('close', () => resolve(got.trim().split('\n')[0]));
     s.on('error', reject);
   });
-  assert.equal(answer.trim(), '{"error":"unauthorized"}');
+}
+
+test('a node\'s relay refuses grants from a node once it is removed; exits report what they carried, per entry', async (t) => {
+  const exit = (await srv.services.data.relayNodes()).find((n) => n.name === 'ams-1')!;
+  // A node of the cluster (it need not run): a grant made from the key the control plane would
+  // give it is accepted by ams, once its state lists the node.
+  const { node: gone } = await srv.services.data.addNode({ name: 'gone-1', zone: 'br-sao', public_host: '127.0.0.9' });
+  const grant = () => {
+    const exp = keyExpiry();
+    return { ...signRelayRequest({ from: gone.id, exp, key: relayKey(exit.token_hash, gone.id, exp) }, 'some-session', '127.0.0.1', webPort), host: '127.0.0.1', port: webPort };
+  };
+  await waitFor(async () => (await askRelay(ams.ports.relay_port!, grant())) === 'OK', 10_000, 'ams accepts the new node\'s grants');
+  await srv.services.data.removeNode('gone-1');
+  await waitFor(async () => (await askRelay(ams.ports.relay_port!, grant())) === '{"error":"unauthorized"}', 5000, 'ams refuses the removed node\'s grants');
+
+  // The relayed requests of the tests before were carried by ams and nyc for sao and serve, and
+  // reported to the control plane (vad_relay_carried_bytes_total, by entry).
+  const sao1 = (await srv.services.data.listNodes()).find((n) => n.name === 'sao-1')!;
+  await waitFor(async () => {
+    const text = await srv.services.metrics.registry.getSingleMetricAsString('vad_relay_carried_bytes_total');
+    return text.includes(`entry="${sao1.id}"`) && text.includes('entry="serve"');
+  }, 10_000, 'the exits reported what they carried');
+  // And compared with what sao counted on its sessions (10 s late): an honest entry shows no
+  // more than a few bytes of rewritten answer headers unreported.
+  await new Promise((r) => setTimeout(r, 11_000));
+  const gauge = await srv.services.metrics.registry.getSingleMetric('vad_relay_unreported_bytes')!.get();
+  const unreported = gauge.values.find((v) => v.labels.entry === sao1.id)?.value;
+  t.diagnostic(`carried for sao beyond what it counted: ${unreported} bytes`);
+  assert.ok(unreported !== undefined && unreported < 1024, `unreported for sao: ${unreported}`);
 });

@@ -1,0 +1,129 @@
+// Relay grants are no bearer tokens: a real relay listener (TLS, in this process) with a real
+// destination (a loopback TCP server that answers `hello` and echoes) is asked by hand-made
+// request lines. A grant is made from the relay key the control plane gives an entry, for one
+// session and one destination, once: used twice, for another destination, too late, with an
+// expired key, by an entry no longer in the cluster, or against an exit whose token changed, it
+// is refused. What the relay carried is tallied per entry and session hash for the reports.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer, type Server } from 'node:net';
+import { readFileSync } from 'node:fs';
+import { connect as tlsConnect } from 'node:tls';
+import { createRelayServer } from '../../server/node/relay-server.ts';
+import { keyExpiry, relayKey, sessionTag, signRelayRequest, GRANT_MS, RelayNonces } from '../../server/dataplane/relay-grant.ts';
+import { silentLogger } from '../../server/log.ts';
+import { removeDir, tempDir } from '../helpers/server.ts';
+import { makeCert } from '../helpers/tls.ts';
+
+const TOKEN_HASH = 'a'.repeat(64);
+const dir = tempDir('vad-relay-grants-');
+let relay: ReturnType<typeof createRelayServer>;
+let relayPort = 0;
+let dest: Server;
+let destPort = 0;
+let otherPort = 0;
+let other: Server;
+const entries = new Set(['node-a', 'serve']);
+
+before(async () => {
+  const pair = makeCert(dir, 'relay');
+  relay = createRelayServer({ cert: readFileSync(pair.cert, 'utf8'), key: readFileSync(pair.key, 'utf8'), tokenHash: TOKEN_HASH, entries: () => entries, egress: 'allow-all', log: silentLogger });
+  await new Promise<void>((r) => relay.listen(0, '127.0.0.1', () => r()));
+  relayPort = (relay.address() as { port: number }).port;
+  const listen = async (s: Server) => {
+    await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
+    return (s.address() as { port: number }).port;
+  };
+  dest = createServer((s) => {
+    s.write('hello\n');
+    s.pipe(s);
+  });
+  other = createServer((s) => s.end('other\n'));
+  destPort = await listen(dest);
+  otherPort = await listen(other);
+});
+after(async () => {
+  await relay.shutdown();
+  dest.close();
+  other.close();
+  removeDir(dir);
+});
+
+/** Sends one request line (and `extra`), resolves with all the relay answered until it closed. */
+function ask(line: object, extra = ''): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const s = tlsConnect({ host: '127.0.0.1', port: relayPort, rejectUnauthorized: false }, () => s.write(`${JSON.stringify(line)}\n${extra}`));
+    let got = '';
+    s.on('data', (b) => {
+      got += b;
+      if (got.startsWith('OK\n') && got.includes('hello\n') && (!extra || got.includes(extra))) s.end();
+    });
+    s.on('close', () => resolve(got));
+    s.on('error', reject);
+    setTimeout(() => s.destroy(), 5000);
+  });
+}
+
+const keyFor = (from: string, tokenHash = TOKEN_HASH, exp = keyExpiry()) => ({ from, exp, key: relayKey(tokenHash, from, exp) });
+const request = (key: ReturnType<typeof keyFor>, port = destPort, now = Date.now()) => ({ ...signRelayRequest(key, 'session-one', '127.0.0.1', port, now), host: '127.0.0.1', port });
+const refusal = (answer: string) => (JSON.parse(answer.trim()) as { error: string }).error;
+
+test('a grant opens one connection to its destination; used a second time it is refused', async () => {
+  const line = request(keyFor('node-a'));
+  assert.equal(await ask(line, 'ping\n'), 'OK\nhello\nping\n');
+  assert.equal(refusal(await ask(line)), 'replayed');
+  // A fresh grant from the same key works again.
+  assert.match(await ask(request(keyFor('node-a'))), /^OK\nhello\n/);
+});
+
+test('a grant made for another destination, session or entry is refused', async () => {
+  const line = request(keyFor('node-a'));
+  assert.equal(refusal(await ask({ ...line, port: otherPort })), 'unauthorized');
+  assert.equal(refusal(await ask({ ...line, host: 'localhost' })), 'unauthorized');
+  assert.equal(refusal(await ask({ ...line, session: sessionTag('session-two') })), 'unauthorized');
+  assert.equal(refusal(await ask({ ...line, from: 'serve' })), 'unauthorized');
+  // Not consumed by the refusals: the grant itself still opens its own destination once.
+  assert.match(await ask(line), /^OK\nhello\n/);
+});
+
+test('a grant made too long ago, or from an expired key, is refused', async () => {
+  assert.equal(refusal(await ask(request(keyFor('node-a'), destPort, Date.now() - GRANT_MS - 5000))), 'expired');
+  assert.equal(refusal(await ask(request(keyFor('node-a'), destPort, Date.now() + GRANT_MS + 5000))), 'expired');
+  const old = keyFor('node-a', TOKEN_HASH, Date.now() - 1000);
+  assert.equal(refusal(await ask(request(old))), 'expired');
+  // A key claiming to live far longer than the control plane makes them is refused too.
+  assert.equal(refusal(await ask(request(keyFor('node-a', TOKEN_HASH, Date.now() + 3_600_000)))), 'expired');
+});
+
+test('a grant from an entry no longer in the cluster, or keyed from the exit\'s old token, is refused', async () => {
+  assert.equal(refusal(await ask(request(keyFor('node-b')))), 'unauthorized');
+  entries.add('node-b');
+  try {
+    assert.match(await ask(request(keyFor('node-b'))), /^OK\nhello\n/);
+  } finally {
+    entries.delete('node-b');
+  }
+  assert.equal(refusal(await ask(request(keyFor('node-b')))), 'unauthorized');
+  assert.equal(refusal(await ask(request(keyFor('node-a', 'b'.repeat(64))))), 'unauthorized');
+});
+
+test('what the relay carried is tallied per entry and session hash, once', async () => {
+  relay.takeCarried();
+  const payload = 'x'.repeat(1000);
+  assert.equal(await ask(request(keyFor('serve')), payload), `OK\nhello\n${payload}`);
+  const carried = relay.takeCarried();
+  assert.deepEqual(carried, { serve: { [sessionTag('session-one')]: { up: 1000, down: 1006 } } });
+  assert.deepEqual(relay.takeCarried(), {});
+});
+
+test('the nonce set is bounded: full of live nonces, new grants are refused rather than forgotten', () => {
+  const n = new RelayNonces(2);
+  const t = 1_000_000;
+  assert.equal(n.take('a', t), 'ok');
+  assert.equal(n.take('a', t), 'replayed');
+  assert.equal(n.take('b', t), 'ok');
+  assert.equal(n.take('c', t), 'busy');
+  // Past their keeping time they go, and room is made.
+  assert.equal(n.take('c', t + 2 * GRANT_MS + 1), 'ok');
+  assert.equal(n.size, 1);
+});
