@@ -230,6 +230,13 @@ export const PG_MIGRATIONS: string[] = [
   ALTER TABLE nodes ADD COLUMN relay_pcs TEXT;
   ALTER TABLE sessions ADD COLUMN claimed_at BIGINT;
   `,
+  // 10 (crash repair): as SQLite's migration 11.
+  `
+  ALTER TABLE nodes ADD COLUMN boot_id TEXT;
+  ALTER TABLE nodes ADD COLUMN boot_repaired BOOLEAN NOT NULL DEFAULT FALSE;
+  ALTER TABLE session_placements ADD COLUMN moved_from TEXT;
+  CREATE INDEX placements_by_moved_from ON session_placements (moved_from);
+  `,
 ];
 
 /** An arbitrary constant naming "the schema migration" among advisory locks. */
