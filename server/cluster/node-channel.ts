@@ -6,7 +6,8 @@
 //   node → control plane
 //     {type:'report', seq, ports (with relay_port, relay_pcs, tls, tls_pcs), open:[{zone,count}], counters:{[session]:{up,down,status?,duration?,connections?}}, events:[...]}
 //       at least every second: it is the node's contact (touchNode with its ports); seq 0 is
-//       contact only (nothing to count), not acknowledged.
+//       contact only (nothing to count), not acknowledged. A channel's first report also names
+//       the node's process: {boot, boot_seq} (crash-repair.ts).
 //       `up`/`down` are bytes moved since the node's previous report: they are ADDED to the
 //       session's stored counters, never written over them. Each report is acknowledged by its
 //       seq; a seq at or below the last one applied for this node is acknowledged again and
@@ -19,8 +20,10 @@
 //       STATE_MS, and at once after a pause or limits change made through this process or,
 //       on PostgreSQL, announced by another instance's NOTIFY on vad_sessions/vad_limits/vad_nodes);
 //     {type:'ack', seq}  (also on connect, with hello: the last seq applied for the node);
-//     {type:'claimed', id, ok}  the answer to a node's {type:'claim', id, session, active:[ids]}:
-//       may the session's first connection open (central max_sessions, store.claimSession);
+//     {type:'claimed', id, ok, session, row, limits}  the answer to a node's {type:'claim', id, session, active:[ids]}:
+//       may the session's first connection open (central max_sessions, store.claimSession), with
+//       the session's row as stored now (null: not placed on the node) and its customer's limits
+//       (read-your-writes);
 //     {type:'removed'}  the node was removed from the catalogue: it cuts all and stops.
 //   node → control plane, besides reports and claims:
 //     {type:'release', key, gen}  the node moves none of that customer's (or client's) bytes now

@@ -12,6 +12,7 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { after, test } from 'node:test';
+import WebSocket from 'ws';
 import { startServer, type RunningServer } from '../../server/serve.ts';
 import { callApi } from '../helpers/http.ts';
 import { startPostgres } from '../helpers/postgres.ts';
@@ -258,5 +259,75 @@ test('PostgreSQL, two instances: repairs once across instances, read-your-writes
   } finally {
     await t.close();
     await pg.destroy();
+  }
+});
+
+/** A node's channel spoken by the test itself: reports as it chooses, acks collected. */
+async function fakeNode(origin: string, token: string, boot: string, bootSeq: number) {
+  const ws = new WebSocket(`${origin.replace(/^http/, 'ws')}/v2/node/channel`, { headers: { authorization: `Bearer ${token}` } });
+  const acks: number[] = [];
+  ws.on('message', (raw) => {
+    const m = JSON.parse(String(raw));
+    if (m.type === 'ack') acks.push(m.seq);
+  });
+  await new Promise<void>((resolve, reject) => {
+    ws.once('open', () => resolve());
+    ws.once('error', reject);
+  });
+  const report = (seq: number, counters: Record<string, unknown> = {}, events: unknown[] = []) =>
+    ws.send(JSON.stringify({ type: 'report', seq, ports: { vless_ws_port: 9 }, counters, events, ...(seq === 0 ? { boot, boot_seq: bootSeq } : {}) }));
+  report(0);
+  await waitFor(() => acks.length > 0, 5000, 'the hello ack');
+  return {
+    report,
+    applied: (seq: number) => waitFor(() => acks.includes(seq), 5000, `report ${seq} acknowledged`),
+    close: () => ws.terminate(),
+  };
+}
+
+test('a restarted node\'s late reports for a session repaired and moved while it was silent: their bytes count, their lifecycle does not', async () => {
+  const srv = await startServer({ dataDir: dir('vad-crash-late-'), port: 0, vlessTcpPort: null, proxyPort: null, rateLimit: { max: 100_000, windowMs: 60_000 } });
+  const owner = (await srv.services.data.createToken('late', 'owner')).token;
+  const call = (method: string, path: string, body?: unknown) => callApi(srv.baseUrl, owner, method, path, body);
+  const x = await srv.services.data.addNode({ name: 'sao-1', zone: 'br-sao', public_host: '127.0.0.2' });
+  const y = await srv.services.data.addNode({ name: 'sao-2', zone: 'br-sao', public_host: '127.0.0.3' });
+  const nx = await fakeNode(srv.origin, x.token, 'x-boot-1', 0);
+  const ny = await fakeNode(srv.origin, y.token, 'y-boot-1', 0);
+  const contact = setInterval(() => ny.report(0), 500);
+  const stream = await openRaw(`${srv.baseUrl}/sessions/events`, { authorization: `Bearer ${owner}` });
+  try {
+    const s = (await call('POST', '/sessions', { client_id: 'l', zone: 'br-sao', reusable: true })).json;
+    assert.equal(s.node, 'sao-1');
+    const ev = (type: string, up = 0, down = 0) => ({ customerId: 'x', sessionId: s.id, type, duration: 1, uploaded_bytes: up, downloaded_bytes: down });
+    nx.report(1, { [s.id]: { up: 10, down: 20, status: 'active', connections: 1 } }, [ev('session_start')]);
+    await nx.applied(1);
+    assert.equal((await call('GET', `/sessions/${s.id}`)).json.status, 'active');
+    // sao-1 dies: silent for 15 s (its last contact set back), the sweep repairs and moves.
+    nx.close();
+    srv.services.store.db.prepare('UPDATE nodes SET last_contact = ? WHERE id = ?').run(new Date(Date.now() - 16_000).toISOString(), x.node.id);
+    await waitFor(async () => (await call('GET', `/sessions/${s.id}`)).json.status === 'idle', 5000, 'repaired by the sweep');
+    assert.equal((await call('GET', `/sessions/${s.id}`)).json.node, 'sao-2');
+    await waitFor(() => count(stream, s.id, 'session_end') === 1, 5000, 'the repair\'s session_end');
+    // sao-1 comes back as a new process with what its previous one journalled (reports 2 and 3).
+    const again = await fakeNode(srv.origin, x.token, 'x-boot-2', 3);
+    again.report(2, { [s.id]: { up: 5, down: 7, status: 'active', connections: 2 } }, [ev('session_stats', 15, 27), ev('session_heartbeat')]);
+    again.report(3, { [s.id]: { up: 1, down: 1, status: 'idle' } }, [ev('session_end', 16, 28)]);
+    await again.applied(3);
+    const after = (await call('GET', `/sessions/${s.id}`)).json;
+    assert.deepEqual([after.uploaded_bytes, after.downloaded_bytes], [16, 28], 'the late bytes count');
+    assert.equal(after.status, 'idle');
+    assert.equal(after.node, 'sao-2');
+    await new Promise((r) => setTimeout(r, 500));
+    assert.deepEqual(
+      stream.events().filter((e) => e.session_id === s.id).map((e) => e.event_type),
+      ['session_start', 'session_stats', 'session_end', 'session_stats'],
+      'the repair\'s events once; of the late ones only the stats',
+    );
+    again.close();
+  } finally {
+    clearInterval(contact);
+    stream.close();
+    ny.close();
+    await srv.close();
   }
 });
