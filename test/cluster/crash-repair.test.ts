@@ -8,7 +8,10 @@
 //  - a node killed and restarted at once (a new boot id): its sessions are repaired at once;
 //  - read-your-writes: a creation, a resume or a limits change answered by one instance holds for
 //    the very next connection through a node attached to another instance, also right after the
-//    node restarted (its first connection once its channel is up again).
+//    node restarted (its first connection once its channel is up again);
+//  - through the channel spoken by the test: a node back as the same process keeps its sessions;
+//    a new process's journalled reports (up to its boot_seq) after a silent repair add their bytes
+//    but not their lifecycle, also for a session moved to another node meanwhile.
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { after, test } from 'node:test';
@@ -328,6 +331,49 @@ test('a restarted node\'s late reports for a session repaired and moved while it
     clearInterval(contact);
     stream.close();
     ny.close();
+    await srv.close();
+  }
+});
+
+test('a node back as the same process keeps its sessions; back as a new one after a silent repair, its journalled lifecycle is dropped up to boot_seq, its new reports count', async () => {
+  const srv = await startServer({ dataDir: dir('vad-crash-boot-'), port: 0, vlessTcpPort: null, proxyPort: null, rateLimit: { max: 100_000, windowMs: 60_000 } });
+  const owner = (await srv.services.data.createToken('boot', 'owner')).token;
+  const call = (method: string, path: string, body?: unknown) => callApi(srv.baseUrl, owner, method, path, body);
+  const x = await srv.services.data.addNode({ name: 'sao-1', zone: 'br-sao', public_host: '127.0.0.2' });
+  const stream = await openRaw(`${srv.baseUrl}/sessions/events`, { authorization: `Bearer ${owner}` });
+  const types = (id: string) => stream.events().filter((e) => e.session_id === id).map((e) => e.event_type);
+  try {
+    let nx = await fakeNode(srv.origin, x.token, 'boot-1', 0);
+    const s = (await call('POST', '/sessions', { client_id: 'b', zone: 'br-sao', reusable: true })).json;
+    const ev = (type: string) => ({ customerId: 'x', sessionId: s.id, type, duration: 1, uploaded_bytes: 0, downloaded_bytes: 0 });
+    nx.report(1, { [s.id]: { up: 1, down: 2, status: 'active' } }, [ev('session_start')]);
+    await nx.applied(1);
+    // The same process reconnecting (a control-plane failover): nothing is repaired.
+    nx.close();
+    nx = await fakeNode(srv.origin, x.token, 'boot-1', 0);
+    await new Promise((r) => setTimeout(r, 2500)); // a sweep ran
+    assert.equal((await call('GET', `/sessions/${s.id}`)).json.status, 'active', 'same process: still active');
+    // Silent for 15 s: repaired; the node stays (no other node in the zone to move it to).
+    nx.close();
+    srv.services.store.db.prepare('UPDATE nodes SET last_contact = ? WHERE id = ?').run(new Date(Date.now() - 16_000).toISOString(), x.node.id);
+    await waitFor(async () => (await call('GET', `/sessions/${s.id}`)).json.status === 'idle', 5000, 'repaired by the sweep');
+    assert.equal((await call('GET', `/sessions/${s.id}`)).json.node, 'sao-1');
+    // Back as a new process: reports 2 and 3 are its previous process's, 4 its own.
+    nx = await fakeNode(srv.origin, x.token, 'boot-2', 3);
+    nx.report(2, { [s.id]: { up: 10, down: 10, status: 'active' } }, [ev('session_heartbeat')]);
+    nx.report(3, { [s.id]: { up: 10, down: 10, status: 'active' } }, [ev('session_stats')]);
+    await nx.applied(3);
+    let now = (await call('GET', `/sessions/${s.id}`)).json;
+    assert.deepEqual([now.status, now.uploaded_bytes, now.downloaded_bytes], ['idle', 21, 22], 'the bytes count, the stale status does not');
+    nx.report(4, { [s.id]: { up: 1, down: 1, status: 'active' } }, [ev('session_start')]);
+    await nx.applied(4);
+    now = (await call('GET', `/sessions/${s.id}`)).json;
+    assert.deepEqual([now.status, now.uploaded_bytes], ['active', 22], 'the new process carries it');
+    await new Promise((r) => setTimeout(r, 300));
+    assert.deepEqual(types(s.id), ['session_start', 'session_stats', 'session_end', 'session_stats', 'session_start']);
+    nx.close();
+  } finally {
+    stream.close();
     await srv.close();
   }
 });
