@@ -349,7 +349,7 @@ export function createNodeChannel(services: Services): NodeChannel {
       try {
         const placed = (await data.placementOf(m.session)) === node.id;
         const row = placed ? await data.getSession(m.session) : undefined;
-        if (!row) answer = { ok: true, session: m.session, row: null };
+        if (!row) answer = { ok: false, session: m.session, row: null };
         else {
           const values = await Promise.all(SCOPES.map((scope) => data.getLimits(row.customer_id, scope)));
           const limits = Object.fromEntries(SCOPES.map((scope, i) => [scope, values[i] ?? null]));

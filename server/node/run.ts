@@ -633,7 +633,8 @@ export async function runNode(opts: NodeRunOptions): Promise<RunningNode> {
           view.freshen(m.session, m.row, m.limits);
           if (m.row) owners.set(m.row.id, { customer: m.row.customer_id, client: m.row.client_id });
         }
-        done(m.ok === true);
+        // Not placed here (row null): refused as unknown, no max_sessions refusal to keep.
+        done(m.row === null ? null : m.ok === true);
       }
       else if (msg.type === 'ack' && typeof msg.seq === 'number') {
         if (msg.seq >= nextSeq) {
