@@ -6,7 +6,8 @@
 //   node → control plane
 //     {type:'report', seq, ports (with relay_port, relay_pcs, tls, tls_pcs), open:[{zone,count}], counters:{[session]:{up,down,status?,duration?,connections?}}, events:[...]}
 //       at least every second: it is the node's contact (touchNode with its ports); seq 0 is
-//       contact only (nothing to count), not acknowledged.
+//       contact only (nothing to count), not acknowledged. A channel's first report also names
+//       the node's process: {boot, boot_seq} (crash-repair.ts).
 //       `up`/`down` are bytes moved since the node's previous report: they are ADDED to the
 //       session's stored counters, never written over them. Each report is acknowledged by its
 //       seq; a seq at or below the last one applied for this node is acknowledged again and
@@ -21,8 +22,10 @@
 //       STATE_MS, and at once after a pause or limits change made through this process or,
 //       on PostgreSQL, announced by another instance's NOTIFY on vad_sessions/vad_limits/vad_nodes);
 //     {type:'ack', seq}  (also on connect, with hello: the last seq applied for the node);
-//     {type:'claimed', id, ok}  the answer to a node's {type:'claim', id, session, active:[ids]}:
-//       may the session's first connection open (central max_sessions, store.claimSession);
+//     {type:'claimed', id, ok, session, row, limits}  the answer to a node's {type:'claim', id, session, active:[ids]}:
+//       may the session's first connection open (central max_sessions, store.claimSession), with
+//       the session's row as stored now (null: not placed on the node) and its customer's limits
+//       (read-your-writes);
 //     {type:'removed'}  the node was removed from the catalogue: it cuts all and stops.
 //   node → control plane, besides reports and claims:
 //     {type:'release', key, gen}  the node moves none of that customer's (or client's) bytes now
@@ -46,6 +49,7 @@ import { GrantPace, nodeShares, type WireShare } from './shares.ts';
 import { relayTargets, type RelayTarget } from './geo.ts';
 import { RelayAudit } from './relay-audit.ts';
 import type { ZoneInfo } from '../domain.ts';
+import { NodeBoot, startRepairSweep } from './crash-repair.ts';
 
 export const NODE_CHANNEL_PATH = '/v2/node/channel';
 /** The path a node serves VLESS over WebSocket on (links of sessions placed on a node name it). */
@@ -131,6 +135,7 @@ export function createNodeChannel(services: Services): NodeChannel {
   const chains = new Map<string, Promise<void>>();
   /** Each connected node's open connections per zone, from its last report (metrics). */
   const openOf = new Map<string, { zone: string; node: string; count: number }>();
+  const sweep = startRepairSweep(services);
   services.metrics.openConnections(() => [...openOf.values()]);
   /** What exits carried for each entry against what the entry counted (relay-audit.ts). */
   const audit = new RelayAudit(log, services.metrics.registry);
@@ -187,8 +192,15 @@ export function createNodeChannel(services: Services): NodeChannel {
     };
   }
 
-  async function apply(node: NodeInfo, msg: { seq: number; counters?: Record<string, CounterDelta>; events?: EventInput[] }): Promise<void> {
+  /**
+   * `stale`: a report of the node's previous process whose sessions were repaired already
+   * (crash-repair.ts): its bytes count, its statuses and lifecycle events are dropped.
+   */
+  async function apply(node: NodeInfo, msg: { seq: number; counters?: Record<string, CounterDelta>; events?: EventInput[] }, stale = false): Promise<void> {
     const placed = new Map((await data.sessionsOnNode(node.id)).map((s) => [s.id, s]));
+    // Sessions moved away from this node (crash-repair.ts): its late reports add their bytes only.
+    const moved = new Map((await data.sessionsMovedFrom(node.id)).map((s) => [s.id, s]));
+    for (const [id, s] of moved) if (!placed.has(id)) placed.set(id, s);
     const adds: NodeReportAdd[] = [];
     for (const [id, d] of Object.entries(msg.counters ?? {})) {
       if (!placed.has(id) || !d || typeof d !== 'object') continue;
@@ -196,7 +208,7 @@ export function createNodeChannel(services: Services): NodeChannel {
         id,
         uploaded_bytes: nonNeg(d.up),
         downloaded_bytes: nonNeg(d.down),
-        ...(d.status === 'active' || d.status === 'idle' || d.status === 'ended' || d.status === 'created' ? { status: d.status } : {}),
+        ...(!stale && !moved.has(id) && (d.status === 'active' || d.status === 'idle' || d.status === 'ended' || d.status === 'created') ? { status: d.status } : {}),
         ...(typeof d.duration === 'number' ? { duration: nonNeg(d.duration) } : {}),
         ...(typeof d.connections === 'number' ? { connections: nonNeg(d.connections) } : {}),
       });
@@ -206,7 +218,7 @@ export function createNodeChannel(services: Services): NodeChannel {
     const events: EventInsert[] = [];
     for (const e of (msg.events ?? []).slice(0, MAX_EVENTS_PER_REPORT)) {
       const row = e && placed.get(e.sessionId);
-      if (!row || !EVENT_TYPES.has(e.type)) continue;
+      if (!row || !EVENT_TYPES.has(e.type) || ((stale || moved.has(row.id)) && e.type !== 'session_stats')) continue;
       events.push(eventInsert({
         customerId: row.customer_id,
         sessionId: row.id,
@@ -242,6 +254,8 @@ export function createNodeChannel(services: Services): NodeChannel {
      */
     let broken = false;
     const pace = new GrantPace();
+    const boot = new NodeBoot(services, node);
+    let helloSeen = false;
     let building = false;
     const sendState = async () => {
       if (closed || building) return;
@@ -316,10 +330,14 @@ export function createNodeChannel(services: Services): NodeChannel {
       const facts = JSON.stringify(listeners);
       const storeListeners = facts !== listenersSeen;
       listenersSeen = facts;
+      // The channel's first report names the node's process (crash-repair.ts).
+      const hello = helloSeen ? null : (msg as { boot?: unknown; boot_seq?: unknown });
+      helloSeen = true;
       const prev = chains.get(node.id) ?? Promise.resolve();
       const next = prev
         .then(async () => {
           await data.touchNode(node.id, ports);
+          if (hello) await boot.hello(hello.boot, hello.boot_seq);
           if (storeListeners) {
             await data.setNodeListeners(node.id, listeners).catch((err: unknown) => {
               listenersSeen = ''; // stored with a later report
@@ -327,7 +345,8 @@ export function createNodeChannel(services: Services): NodeChannel {
             });
           }
           if (seq === 0 || broken) return; // contact only, or after a report that failed
-          await apply(node, { seq, counters: msg.counters, events: msg.events });
+          await apply(node, { seq, counters: msg.counters, events: msg.events }, boot.stale(seq));
+          await boot.applied(seq);
           if (!closed) ws.send(JSON.stringify({ type: 'ack', seq }));
         })
         .catch((err: unknown) => {
@@ -342,21 +361,30 @@ export function createNodeChannel(services: Services): NodeChannel {
      * Central max_sessions: a node asks before a session's first connection opens. Granted when
      * the client has no max_sessions, or fewer other active sessions anywhere (store.claimSession).
      */
+    /**
+     * Also read-your-writes: the answer carries the session's row as stored now (null: not placed
+     * on this node) and its customer's limits, so what any instance answered 201 or 200 for holds
+     * for this connection. A claim that fails says nothing of the session (the node keeps its state).
+     */
     const claim = async (m: { id?: unknown; session?: unknown; active?: unknown }) => {
       if (typeof m.id !== 'number' || typeof m.session !== 'string') return;
-      let ok = false;
+      let answer: Record<string, unknown> = { ok: false };
       try {
         const placed = (await data.placementOf(m.session)) === node.id;
         const row = placed ? await data.getSession(m.session) : undefined;
-        if (row) {
-          const max = (await data.getLimits(row.customer_id, 'client'))?.max_sessions;
+        if (!row) answer = { ok: false, session: m.session, row: null };
+        else {
+          const values = await Promise.all(SCOPES.map((scope) => data.getLimits(row.customer_id, scope)));
+          const limits = Object.fromEntries(SCOPES.map((scope, i) => [scope, values[i] ?? null]));
+          const max = values[SCOPES.indexOf('client')]?.max_sessions;
           const active = Array.isArray(m.active) ? m.active.filter((x): x is string => typeof x === 'string').slice(0, 10_000) : [];
-          ok = max == null ? true : await data.claimSession(node.id, row.id, active, max);
+          const ok = max == null ? true : await data.claimSession(node.id, row.id, active, max);
+          answer = { ok, session: row.id, row, limits };
         }
       } catch (err) {
         log.warn({ node: node.name, err: String(err) }, 'a session claim failed; refused');
       }
-      if (!closed) ws.send(JSON.stringify({ type: 'claimed', id: m.id, ok }));
+      if (!closed) ws.send(JSON.stringify({ type: 'claimed', id: m.id, ...answer }));
     };
     ws.on('close', () => {
       closed = true;
@@ -394,6 +422,7 @@ export function createNodeChannel(services: Services): NodeChannel {
       return true;
     },
     close() {
+      sweep.stop();
       for (const ws of wss.clients) ws.terminate();
       wss.close();
     },

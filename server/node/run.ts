@@ -36,7 +36,7 @@ import { pinOf, TlsCertificates } from '../tls/certificates.ts';
 import { peerPin } from '../dataplane/relay-dial.ts';
 import { LINK_ALPN } from '../tls/index.ts';
 import { hashToken } from '../store/store.ts';
-import { X509Certificate } from 'node:crypto';
+import { randomUUID, X509Certificate } from 'node:crypto';
 import type { ZoneInfo } from '../domain.ts';
 
 export interface NodeRunOptions {
@@ -117,18 +117,46 @@ class NodeView implements Pick<DataPlaneDeps['store'], 'getSession' | 'saveRunti
     return this.bases[quotaBaseKey(customerId, scope, entityId, periodStart)];
   }
 
-  /** Central max_sessions (issue 10): asks the control plane before a session's first connection. Set by runNode. */
-  claim: ((row: SessionRow) => Promise<void>) | null = null;
+  /**
+   * Asks the control plane before a session's first connection here (set by runNode): its answer
+   * carries the session's row and its customer's limits as stored now (read-your-writes: a
+   * creation, resume or limits change answered by any instance holds for this connection) and
+   * decides central max_sessions (issue 10).
+   */
+  claim: ((sessionId: string, row: SessionRow | undefined) => Promise<void>) | null = null;
   /** Refusals the control plane decided (a claim refused), taken by the next admission. */
   refusals = new Map<string, 'max_sessions'>();
+  /** Sessions unknown here asked about lately (each at most once a second, at most UNKNOWN_PER_S in all). */
+  private readonly unknownAsked = new Map<string, number>();
 
   prepare(sessionId: string): Promise<void> | null {
+    if (!this.claim) return null;
     const row = this.sessions.get(sessionId);
-    if (!row || !this.claim || row.paused || row.status === 'ended') return null;
     const live = this.dataPlane?.live(sessionId);
     if (live && live.open_connections > 0) return null;
-    if (this.limits[row.customer_id]?.client?.max_sessions == null) return null;
-    return this.claim(row);
+    if (!row && !this.mayAskUnknown(sessionId, Date.now())) return null;
+    return this.claim(sessionId, row);
+  }
+
+  private mayAskUnknown(id: string, now: number): boolean {
+    for (const [k, at] of this.unknownAsked) if (now - at >= 1000) this.unknownAsked.delete(k);
+    if (this.unknownAsked.has(id) || this.unknownAsked.size >= UNKNOWN_PER_S) return false;
+    this.unknownAsked.set(id, now);
+    return true;
+  }
+
+  /** The control plane's answer to a claim: the session as stored (null: not placed here) and its customer's limits. */
+  freshen(sessionId: string, row: SessionRow | null | undefined, limits: NodeState['limits'][string] | undefined): void {
+    if (row === undefined) return;
+    if (row === null || row.id !== sessionId) {
+      this.sessions.delete(sessionId);
+      return;
+    }
+    this.sessions.set(row.id, row);
+    if (limits && JSON.stringify(this.limits[row.customer_id]) !== JSON.stringify(limits)) {
+      this.limits = { ...this.limits, [row.customer_id]: limits };
+      this.dataPlane?.limitsChanged(row.customer_id);
+    }
   }
 
   clusterRefusal(sessionId: string): 'max_sessions' | undefined {
@@ -138,6 +166,8 @@ class NodeView implements Pick<DataPlaneDeps['store'], 'getSession' | 'saveRunti
   }
 }
 
+/** Unknown sessions a node asks the control plane about, at most, per second. */
+const UNKNOWN_PER_S = 50;
 /** How long a node waits for the control plane's answer to a claim before deciding alone. */
 const CLAIM_TIMEOUT_MS = 2000;
 /** Reports acknowledged within this long are kept to count what a grant's `left` does not include. */
@@ -207,6 +237,9 @@ export async function runNode(opts: NodeRunOptions): Promise<RunningNode> {
   // Unacknowledged reports and what was counted but not reported, as left by a previous run.
   const journal = CounterJournal.open(join(opts.dataDir, 'node-journal.log'), log);
   importLegacyReports(join(opts.dataDir, 'node-reports.json'), journal, log);
+  // What the previous process counted goes into reports now, before this process carries
+  // anything: their seqs are at most the boot seq the control plane's crash repair waits for.
+  while (journal.seal());
 
   // TLS on the node's listeners: one certificate for the ws port, the raw TCP inbound and the proxy.
   const tls = await TlsCertificates.open({
@@ -219,6 +252,14 @@ export async function runNode(opts: NodeRunOptions): Promise<RunningNode> {
     log,
   });
   const view = new NodeView(journal);
+  /**
+   * This process's random id, sent on every channel's first report: another id tells the control
+   * plane the node restarted, so the sessions the previous process carried are repaired
+   * (server/cluster/crash-repair.ts) once the reports up to `bootSeq` (the last seq issued before
+   * this process could carry anything: before its first state) are applied.
+   */
+  const bootId = randomUUID();
+  let bootSeq: number | null = null;
   // The geo proxy: requests for another zone's country or city leave through that node's relay.
   let geoZone = '';
   let geoZones: ZoneInfo[] = [];
@@ -440,26 +481,27 @@ export async function runNode(opts: NodeRunOptions): Promise<RunningNode> {
   let claimSeq = 0;
   const claims = new Map<number, (ok: boolean | null) => void>();
   const inFlight = new Map<string, Promise<void>>();
-  view.claim = (row) => {
-    const running = inFlight.get(row.id);
+  view.claim = (sessionId, row) => {
+    const running = inFlight.get(sessionId);
     if (running) return running;
-    if (!ws || !connected || !greeted) return Promise.resolve(); // decided here, with the last limits
+    if (!ws || !connected || !greeted) return Promise.resolve(); // decided here, with the last state
     const id = ++claimSeq;
+    // This node's active sessions of the client (of every client when the session is not known yet).
     const active: string[] = [];
-    for (const [sid, o] of owners) if (o.customer === row.customer_id && o.client === row.client_id && dataPlane.live(sid)?.status === 'active') active.push(sid);
+    for (const [sid, o] of owners) if ((!row || (o.customer === row.customer_id && o.client === row.client_id)) && dataPlane.live(sid)?.status === 'active') active.push(sid);
     const p = new Promise<void>((resolve) => {
       const timer = setTimeout(() => done(null), CLAIM_TIMEOUT_MS);
       const done = (ok: boolean | null) => {
         clearTimeout(timer);
         claims.delete(id);
-        inFlight.delete(row.id);
-        if (ok === false) view.refusals.set(row.id, 'max_sessions');
+        inFlight.delete(sessionId);
+        if (ok === false) view.refusals.set(sessionId, 'max_sessions');
         resolve();
       };
       claims.set(id, done);
     });
-    inFlight.set(row.id, p);
-    ws.send(JSON.stringify({ type: 'claim', id, session: row.id, active }));
+    inFlight.set(sessionId, p);
+    ws.send(JSON.stringify({ type: 'claim', id, session: sessionId, active }));
     return p;
   };
 
@@ -539,7 +581,7 @@ export async function runNode(opts: NodeRunOptions): Promise<RunningNode> {
       greeted = false;
       backoff = BACKOFF_MIN_MS;
       log.info({ control: new URL(url).host }, 'connected to the control plane');
-      sock.send(JSON.stringify({ type: 'report', seq: 0, ports }));
+      sock.send(JSON.stringify({ type: 'report', seq: 0, ports, boot: bootId, boot_seq: bootSeq ?? journal.lastSeq }));
     });
     sock.on('message', (raw) => {
       let msg: { type?: string; seq?: number; hello?: boolean } & Partial<NodeState>;
@@ -548,8 +590,21 @@ export async function runNode(opts: NodeRunOptions): Promise<RunningNode> {
       } catch {
         return;
       }
-      if (msg.type === 'state') applyState(msg as NodeState);
-      else if (msg.type === 'claimed') claims.get((msg as { id?: number }).id ?? -1)?.((msg as { ok?: unknown }).ok === true);
+      if (msg.type === 'state') {
+        bootSeq ??= journal.lastSeq;
+        applyState(msg as NodeState);
+      }
+      else if (msg.type === 'claimed') {
+        const m = msg as { id?: number; ok?: unknown; session?: unknown; row?: SessionRow | null; limits?: NodeState['limits'][string] };
+        const done = claims.get(m.id ?? -1);
+        if (!done) return;
+        if (typeof m.session === 'string') {
+          view.freshen(m.session, m.row, m.limits);
+          if (m.row) owners.set(m.row.id, { customer: m.row.customer_id, client: m.row.client_id });
+        }
+        // Not placed here (row null): refused as unknown, no max_sessions refusal to keep.
+        done(m.row === null ? null : m.ok === true);
+      }
       else if (msg.type === 'ack' && typeof msg.seq === 'number' && Number.isSafeInteger(msg.seq)) {
         if (msg.seq > journal.lastSeq) {
           // The control plane applied seqs this node never issued (its data folder was lost):

@@ -63,6 +63,11 @@ const OPS = [
   'relayNodes',
   'activeSessionNodes',
   'claimSession',
+  // crash repair
+  'nodeHello',
+  'repairRestartedNode',
+  'repairSilentNodes',
+  'sessionsMovedFrom',
   // usage history (issue 11)
   'addUsage',
   'usageBuckets',

@@ -235,6 +235,16 @@ const MIGRATIONS: string[] = [
   ALTER TABLE webhooks ADD COLUMN dropped INTEGER NOT NULL DEFAULT 0;
   CREATE INDEX webhook_deliveries_pending ON webhook_deliveries (webhook_id, status, seq);
   `,
+  // 12 (crash repair, server/cluster/crash-repair.ts): the random id of the node's running process
+  // (sent on its channel's first report; another one means the node restarted), and whether the
+  // sessions of that process were repaired already because the node fell silent; and the node a
+  // session was moved away from (its late reports still count their bytes).
+  `
+  ALTER TABLE nodes ADD COLUMN boot_id TEXT;
+  ALTER TABLE nodes ADD COLUMN boot_repaired INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE session_placements ADD COLUMN moved_from TEXT;
+  CREATE INDEX placements_by_moved_from ON session_placements (moved_from);
+  `,
 ];
 
 /** The database file's name inside the data folder. */

@@ -7,6 +7,7 @@ import type { LimitsRecord, SessionEvent } from '../contract/schemas.ts';
 import { isoNow } from '../time.ts';
 import { preparedStatements } from './db.ts';
 import { allocate, CLAIM_WINDOW_MS, releaseRow, type Grant, type GrantRequest, type GrantRow } from './grants.ts';
+import { NODE_SILENT_SECONDS, REPAIRED_STATUS_SQL, repairEvents, type NodeHello, type RepairedEvent, type RepairedRow } from './repair.ts';
 
 export type Role = 'owner' | 'agent';
 export interface TokenInfo {
@@ -673,11 +674,17 @@ export class Store {
     return r.changes > 0;
   }
 
-  /** Detaches a node; its placements go with it. */
+  /**
+   * Detaches a node: what it carried is repaired (crash repair: its active sessions go idle or
+   * end, with their events), its sessions move to an up node of its zone where there is one,
+   * the other placements go with it.
+   */
   removeNode(name: string): NodeInfo | undefined {
     return this.transaction(() => {
       const node = this.getNodeByName(name);
       if (!node) return undefined;
+      this.repairPlaced(node.id, Infinity);
+      this.replaceFrom(node.id, node.zone);
       this.q('DELETE FROM session_placements WHERE node_id = ?').run(node.id);
       this.q('DELETE FROM nodes WHERE id = ?').run(node.id);
       return node;
@@ -709,8 +716,8 @@ export class Store {
         this.q(
           `UPDATE sessions SET uploaded_bytes = uploaded_bytes + ?, downloaded_bytes = downloaded_bytes + ?,
              status = COALESCE(?, status), duration = COALESCE(?, duration), connections = COALESCE(?, connections)
-           WHERE id = ? AND id IN (SELECT session_id FROM session_placements WHERE node_id = ?)`,
-        ).run(a.uploaded_bytes, a.downloaded_bytes, a.status ?? null, a.duration ?? null, a.connections ?? null, a.id, nodeId);
+           WHERE id = ? AND id IN (SELECT session_id FROM session_placements WHERE node_id = ? OR moved_from = ?)`,
+        ).run(a.uploaded_bytes, a.downloaded_bytes, a.status ?? null, a.duration ?? null, a.connections ?? null, a.id, nodeId, nodeId);
         if (a.uploaded_bytes > 0 || a.downloaded_bytes > 0) {
           // What the node used of its grants (server/store/grants.ts): the client's and the customer's.
           for (const whole of [false, true]) {
@@ -791,7 +798,7 @@ export class Store {
   placeSession(sessionId: string, nodeId: string): void {
     this.q(
       `INSERT INTO session_placements (session_id, node_id, placed_at) VALUES (?, ?, ?)
-       ON CONFLICT (session_id) DO UPDATE SET node_id = excluded.node_id, placed_at = excluded.placed_at`,
+       ON CONFLICT (session_id) DO UPDATE SET node_id = excluded.node_id, placed_at = excluded.placed_at, moved_from = NULL`,
     ).run(sessionId, nodeId, isoNow());
   }
 
@@ -811,6 +818,99 @@ export class Store {
       )
       .all(...sessionIds) as unknown as (RawNode & { session_id: string })[];
     return rows.map((r) => ({ ...toNode(r, since), session_id: r.session_id }));
+  }
+
+  // Crash repair (server/cluster/crash-repair.ts)
+
+  /**
+   * A node's channel opened with the process id `boot`: the same process as last time
+   * ('same'; a repair made while it was silent is forgotten: it carries its sessions again),
+   * another one ('new'), or another one after the previous one's sessions were repaired.
+   */
+  nodeHello(nodeId: string, boot: string): NodeHello {
+    const r = this.q('SELECT boot_id, boot_repaired FROM nodes WHERE id = ?').get(nodeId) as { boot_id: string | null; boot_repaired: number } | undefined;
+    if (r?.boot_id === boot) {
+      if (r.boot_repaired) this.q('UPDATE nodes SET boot_repaired = 0 WHERE id = ? AND boot_id = ?').run(nodeId, boot);
+      return 'same';
+    }
+    return r?.boot_repaired ? 'new_after_repair' : 'new';
+  }
+
+  /**
+   * A node runs as a new process `boot`: records it and repairs, once (the first caller to
+   * record it), the sessions the previous process carried; claims made before `claimsBefore`
+   * (epoch ms) are released. False: `boot` was recorded already.
+   */
+  repairRestartedNode(nodeId: string, boot: string, claimsBefore: number): RepairedEvent[] | false {
+    return this.transaction(() => {
+      const r = this.q('UPDATE nodes SET boot_id = ?, boot_repaired = 0 WHERE id = ? AND (boot_id IS NULL OR boot_id <> ?)').run(boot, nodeId, boot);
+      if (Number(r.changes) === 0) return false;
+      return this.repairPlaced(nodeId, claimsBefore);
+    });
+  }
+
+  /**
+   * Nodes without contact for NODE_SILENT_SECONDS: their active sessions are repaired (idle or
+   * ended, with session_stats and session_end; claims released) and their sessions that did not
+   * end move to an up node of the zone when there is one. Returns the events stored.
+   */
+  repairSilentNodes(): RepairedEvent[] {
+    const find = () =>
+      this.q(
+        `SELECT DISTINCT n.id, n.zone FROM nodes n JOIN session_placements p ON p.node_id = n.id JOIN sessions s ON s.id = p.session_id
+         WHERE n.last_contact < ? AND (s.status = 'active' OR s.claimed_at IS NOT NULL OR (s.status <> 'ended' AND EXISTS (
+           SELECT 1 FROM nodes u WHERE u.zone = n.zone AND u.id <> n.id AND u.last_contact > ?)))`,
+      ).all(new Date(Date.now() - NODE_SILENT_SECONDS * 1000).toISOString(), upSince()) as Array<{ id: string; zone: string }>;
+    if (find().length === 0) return []; // no write lock taken when there is nothing to do
+    return this.transaction(() => {
+      const out: RepairedEvent[] = [];
+      for (const n of find()) {
+        const events = this.repairPlaced(n.id, Infinity);
+        if (events.length) this.q('UPDATE nodes SET boot_repaired = 1 WHERE id = ?').run(n.id);
+        out.push(...events);
+        this.replaceFrom(n.id, n.zone);
+      }
+      return out;
+    });
+  }
+
+  /** The active sessions placed on a node go idle or end, with their events; claims before `claimsBefore` are released. */
+  private repairPlaced(nodeId: string, claimsBefore: number): RepairedEvent[] {
+    const rows = this.q(
+      `UPDATE sessions SET status = ${REPAIRED_STATUS_SQL('reusable = 1')}, claimed_at = NULL
+       WHERE status = 'active' AND id IN (SELECT session_id FROM session_placements WHERE node_id = ?)
+       RETURNING seq, id, customer_id, duration, uploaded_bytes, downloaded_bytes`,
+    ).all(nodeId) as unknown as RepairedRow[];
+    this.q('UPDATE sessions SET claimed_at = NULL WHERE claimed_at < ? AND id IN (SELECT session_id FROM session_placements WHERE node_id = ?)').run(
+      Number.isFinite(claimsBefore) ? claimsBefore : Number.MAX_SAFE_INTEGER,
+      nodeId,
+    );
+    const inserts = repairEvents(rows, isoNow());
+    return inserts.map((e) => ({ customerId: e.customer_id, event: this.insertEvent(e) }));
+  }
+
+  /** The sessions of a node that did not end move to the least-loaded up node of its zone, if any. */
+  private replaceFrom(nodeId: string, zone: string): void {
+    const targets = this.upNodes(zone).filter((n) => n.id !== nodeId);
+    if (targets.length === 0) return;
+    const load = new Map(targets.map((n) => [n.id, (this.q('SELECT COUNT(*) AS c FROM session_placements WHERE node_id = ?').get(n.id) as { c: number }).c]));
+    const ids = this.q(
+      `SELECT p.session_id FROM session_placements p JOIN sessions s ON s.id = p.session_id WHERE p.node_id = ? AND s.status <> 'ended' ORDER BY s.seq`,
+    ).all(nodeId) as Array<{ session_id: string }>;
+    for (const { session_id } of ids) {
+      const to = [...load].sort((a, b) => a[1] - b[1])[0];
+      this.q('UPDATE session_placements SET node_id = ?, placed_at = ?, moved_from = node_id WHERE session_id = ? AND node_id = ?').run(to[0], isoNow(), session_id, nodeId);
+      load.set(to[0], to[1] + 1);
+    }
+  }
+
+  /** Sessions moved away from a node (crash repair): its late reports still add their bytes. */
+  sessionsMovedFrom(nodeId: string): SessionRow[] {
+    const raw = this.q(
+      `SELECT ${SESSION_COLUMNS.split(', ').map((c) => `s.${c}`).join(', ')}
+       FROM session_placements p JOIN sessions s ON s.id = p.session_id WHERE p.moved_from = ? ORDER BY s.seq`,
+    ).all(nodeId) as unknown as RawSession[];
+    return raw.map(toSessionRow);
   }
 
   /** Sessions placed on a node (a node may act only on these). */

@@ -122,9 +122,11 @@ test('node add prints only the token; a zone with no up node is unavailable; tou
   const local = await api(a, 'POST', '/sessions', { client_id: 'p', zone: 'de-fra' });
   assert.equal(local.json.configuration.address, '127.0.0.1');
 
+  assert.ok(await store.touchNode(node1.id)); // sao-1 up when sao-2 goes
   const removed = cli(['node', 'remove', 'sao-2', '--database', url]);
   assert.equal(removed.status, 0, removed.stderr);
-  assert.equal(await store.placementOf(second.json.id), undefined, 'its placements go with it');
+  assert.equal(await store.placementOf(second.json.id), node1.id, 'its sessions move to the zone\'s up node');
+  assert.equal((await api(a, 'GET', `/sessions/${second.json.id}`)).json.configuration.address, '127.0.0.2', 'and their links follow');
   assert.equal(cli(['node', 'remove', 'sao-2', '--database', url]).status, 2);
   assert.doesNotMatch(cli(['node', 'list', '--database', url]).stdout, /sao-2/);
   assert.match(cli(['node', 'run']).stderr, /node run needs --control/);

@@ -151,6 +151,20 @@ async function scenario(s: AnyStore): Promise<unknown[]> {
   assert.deepEqual([kept.left.down, kept.gen], [1 << 20, 1], 'KEEP_IDLE kept, in the next generation');
   await step('after release', kept);
   assert.equal(await s.releaseGrant(node.id, acme, 'nobody', 0), false);
+
+  // Crash repair: a node's process named by its boot id; a new one repairs the sessions the
+  // previous one carried (active ones go idle or end, with their events), once.
+  await s.placeSession(ids[0], node.id);
+  await s.placeSession(ids[1], node.id);
+  await s.saveRuntime(ids[1], { status: 'active' });
+  await step('hello first', s.nodeHello(node.id, 'boot-1'));
+  await step('repair first', s.repairRestartedNode(node.id, 'boot-1', Date.now()));
+  await step('repaired', [(await s.getSession(ids[0]))?.status, (await s.getSession(ids[1]))?.status]);
+  await step('hello same', s.nodeHello(node.id, 'boot-1'));
+  await step('repair again', s.repairRestartedNode(node.id, 'boot-1', Date.now()));
+  await step('hello other', s.nodeHello(node.id, 'boot-2'));
+  await step('silent: none', s.repairSilentNodes());
+  await step('moved from: none', s.sessionsMovedFrom(node.id));
   return log;
 }
 
@@ -235,11 +249,26 @@ test('several instances: races, token versions, nodes and placement', async (t) 
   assert.deepEqual((await b.upNodes('de-fra')).map((n) => n.name), ['fra-2']);
   assert.deepEqual((await b.listNodes()).map((n) => [n.name, n.up]), [['fra-1', false], ['fra-2', true]]);
 
-  // Removal takes the placements with it.
+  // Silent for 15 s: the instances sweeping at once repair its active session once, and move it
+  // to the zone's up node.
+  await a.saveRuntime(s1.id, { status: 'active' });
+  await c.query("UPDATE nodes SET last_contact = now() - interval '16 seconds' WHERE id = $1", [n1.node.id]);
+  const swept = [...(await Promise.all([a.repairSilentNodes(), b.repairSilentNodes(), a.repairSilentNodes()])).flat(), ...(await b.repairSilentNodes())];
+  assert.deepEqual(swept.map((e) => [e.event.session_id, e.event.event_type]), [[s1.id, 'session_stats'], [s1.id, 'session_end']]);
+  assert.equal((await b.getSession(s1.id))?.status, 'idle');
+  assert.equal(await b.placementOf(s1.id), n2.node.id, 'moved to fra-2');
+  assert.deepEqual((await a.sessionsMovedFrom(n1.node.id)).map((s) => s.id), [s1.id], 'fra-1\'s late reports still count');
+  await b.placeSession(s1.id, n1.node.id);
+  assert.deepEqual(await a.sessionsMovedFrom(n1.node.id), []);
+
+  // Removal moves the node's sessions to an up node of its zone; without one, the placements go.
   assert.equal((await a.removeNode('fra-1'))?.id, n1.node.id);
   assert.equal(await a.removeNode('fra-1'), undefined);
-  assert.equal(await b.placementOf(s1.id), undefined);
+  assert.equal(await b.placementOf(s1.id), n2.node.id, 'moved to fra-2, up in the same zone');
   assert.equal(await b.findNodeByToken(n1.token), undefined);
+  await c.query("UPDATE nodes SET last_contact = now() - interval '11 seconds' WHERE id = $1", [n2.node.id]);
+  assert.equal((await a.removeNode('fra-2'))?.id, n2.node.id);
+  assert.equal(await b.placementOf(s1.id), undefined);
   assert.equal((await b.getSession(s1.id))?.id, s1.id, 'the session itself stays');
 });
 

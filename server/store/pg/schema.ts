@@ -247,6 +247,13 @@ export const PG_MIGRATIONS: string[] = [
   ALTER TABLE webhooks ADD COLUMN dropped BIGINT NOT NULL DEFAULT 0;
   CREATE INDEX webhook_deliveries_pending ON webhook_deliveries (webhook_id, status, seq);
   `,
+  // 12 (crash repair): as SQLite's migration 12.
+  `
+  ALTER TABLE nodes ADD COLUMN boot_id TEXT;
+  ALTER TABLE nodes ADD COLUMN boot_repaired BOOLEAN NOT NULL DEFAULT FALSE;
+  ALTER TABLE session_placements ADD COLUMN moved_from TEXT;
+  CREATE INDEX placements_by_moved_from ON session_placements (moved_from);
+  `,
 ];
 
 /** An arbitrary constant naming "the schema migration" among advisory locks. */

@@ -30,9 +30,13 @@ import type { NodeListeners, RelayNode, QuotaBase, AuditEntry, AuditFilter, Audi
 import { quotaSnapshotSql, AUDIT_COLUMNS, AUDIT_INSERT_COLUMNS, AUDIT_VALUES, auditWhere, toAuditEntry, hashToken, NODE_TOKEN_PREFIX, NODE_UP_SECONDS, USAGE_STEP_MS } from '../store.ts';
 import { mapDatabaseError, openPool, type PoolOptions } from './pool.ts';
 import { migrate } from './schema.ts';
+import { NODE_SILENT_SECONDS, REPAIRED_STATUS_SQL, repairEvents, type NodeHello, type RepairedEvent, type RepairedRow } from '../repair.ts';
 
 export type { EventFilter, NodeInfo, NodePorts, Role, SessionFilter, TokenInfo };
 export { NODE_UP_SECONDS };
+
+/** An arbitrary constant naming "the silent-node repair sweep" among advisory locks. */
+const REPAIR_LOCK_KEY = 0x7661645f726570n; // "vad_rep"
 
 export const CHANNELS = {
   events: 'vad_events',
@@ -91,6 +95,11 @@ export type SharedStoreOps =
   | 'relayNodes'
   | 'activeSessionNodes'
   | 'claimSession'
+  // crash repair
+  | 'nodeHello'
+  | 'repairRestartedNode'
+  | 'repairSilentNodes'
+  | 'sessionsMovedFrom'
   // usage history (issue 11)
   | 'addUsage'
   | 'usageBuckets'
@@ -625,11 +634,13 @@ export class PgStore {
     );
   }
 
-  /** Detaches a node; its placements go with it. Every instance hears of it at once. */
+  /** Detaches a node (see the SQLite Store's removeNode). Every instance hears of it at once. */
   async removeNode(name: string): Promise<NodeInfo | undefined> {
     return this.transaction(async (tx) => {
       const node = await tx.getNodeByName(name);
       if (!node) return undefined;
+      await tx.repairPlaced(node.id, Number.MAX_SAFE_INTEGER);
+      await tx.replaceFrom(node.id, node.zone);
       await tx.rows(`DELETE FROM nodes WHERE id = $1 RETURNING pg_notify('${CHANNELS.nodes}', id)`, [node.id]);
       return node;
     });
@@ -649,7 +660,7 @@ export class PgStore {
         await tx.rows(
           `UPDATE sessions SET uploaded_bytes = uploaded_bytes + $1, downloaded_bytes = downloaded_bytes + $2,
              status = COALESCE($3, status), duration = COALESCE($4, duration), connections = COALESCE($5, connections)
-           WHERE id = $6 AND id IN (SELECT session_id FROM session_placements WHERE node_id = $7)`,
+           WHERE id = $6 AND id IN (SELECT session_id FROM session_placements WHERE node_id = $7 OR moved_from = $7)`,
           [a.uploaded_bytes, a.downloaded_bytes, a.status ?? null, a.duration ?? null, a.connections ?? null, a.id, nodeId],
         );
         if (a.uploaded_bytes > 0 || a.downloaded_bytes > 0) {
@@ -769,7 +780,7 @@ export class PgStore {
   async placeSession(sessionId: string, nodeId: string): Promise<void> {
     await this.rows(
       `INSERT INTO session_placements (session_id, node_id, placed_at) VALUES ($1, $2, $3)
-       ON CONFLICT (session_id) DO UPDATE SET node_id = EXCLUDED.node_id, placed_at = EXCLUDED.placed_at`,
+       ON CONFLICT (session_id) DO UPDATE SET node_id = EXCLUDED.node_id, placed_at = EXCLUDED.placed_at, moved_from = NULL`,
       [sessionId, nodeId, isoNow()],
     );
   }
@@ -786,6 +797,90 @@ export class PgStore {
       `SELECT p.session_id, n.* FROM session_placements p JOIN (${NODE_SELECT}) n ON n.id = p.node_id WHERE p.session_id = ANY($1::text[])`,
       [sessionIds],
     );
+  }
+
+  // Crash repair: see the SQLite Store's operations of the same names.
+
+  async nodeHello(nodeId: string, boot: string): Promise<NodeHello> {
+    const r = await this.row<{ boot_id: string | null; boot_repaired: boolean }>('SELECT boot_id, boot_repaired FROM nodes WHERE id = $1', [nodeId]);
+    if (r?.boot_id === boot) {
+      if (r.boot_repaired) await this.rows('UPDATE nodes SET boot_repaired = FALSE WHERE id = $1 AND boot_id = $2', [nodeId, boot]);
+      return 'same';
+    }
+    return r?.boot_repaired ? 'new_after_repair' : 'new';
+  }
+
+  /** Recorded by a conditional UPDATE: of instances racing, one repairs (the others wait on the row, then see it recorded). */
+  async repairRestartedNode(nodeId: string, boot: string, claimsBefore: number): Promise<RepairedEvent[] | false> {
+    return this.transaction(async (tx) => {
+      const r = await tx.rows('UPDATE nodes SET boot_id = $2, boot_repaired = FALSE WHERE id = $1 AND boot_id IS DISTINCT FROM $2 RETURNING id', [nodeId, boot]);
+      if (r.length === 0) return false;
+      return tx.repairPlaced(nodeId, claimsBefore);
+    });
+  }
+
+  /** One instance sweeps at a time (a transaction-scoped advisory lock; the others skip the pass). */
+  async repairSilentNodes(): Promise<RepairedEvent[]> {
+    const find = (db: PgStore) =>
+      db.rows<{ id: string; zone: string }>(
+        `SELECT DISTINCT n.id, n.zone FROM nodes n JOIN session_placements p ON p.node_id = n.id JOIN sessions s ON s.id = p.session_id
+         WHERE n.last_contact < now() - make_interval(secs => ${NODE_SILENT_SECONDS})
+           AND (s.status = 'active' OR s.claimed_at IS NOT NULL OR (s.status <> 'ended' AND EXISTS (
+             SELECT 1 FROM nodes u WHERE u.zone = n.zone AND u.id <> n.id AND u.last_contact > now() - make_interval(secs => ${NODE_UP_SECONDS}))))`,
+      );
+    if ((await find(this)).length === 0) return [];
+    return this.transaction(async (tx) => {
+      const [lock] = await tx.rows<{ ok: boolean }>('SELECT pg_try_advisory_xact_lock($1) AS ok', [REPAIR_LOCK_KEY.toString()]);
+      if (!lock.ok) return [];
+      const out: RepairedEvent[] = [];
+      for (const n of await find(tx)) {
+        const events = await tx.repairPlaced(n.id, Number.MAX_SAFE_INTEGER);
+        if (events.length) await tx.rows('UPDATE nodes SET boot_repaired = TRUE WHERE id = $1', [n.id]);
+        out.push(...events);
+        await tx.replaceFrom(n.id, n.zone);
+      }
+      return out;
+    });
+  }
+
+  /** Inside a transaction: the UPDATE's row locks and its `status = 'active'` condition repair each session once. */
+  private async repairPlaced(nodeId: string, claimsBefore: number): Promise<RepairedEvent[]> {
+    const rows = await this.rows<RepairedRow>(
+      `UPDATE sessions SET status = ${REPAIRED_STATUS_SQL('reusable')}, claimed_at = NULL
+       WHERE status = 'active' AND id IN (SELECT session_id FROM session_placements WHERE node_id = $1)
+       RETURNING seq, id, customer_id, duration, uploaded_bytes, downloaded_bytes`,
+      [nodeId],
+    );
+    await this.rows('UPDATE sessions SET claimed_at = NULL WHERE claimed_at < $2 AND id IN (SELECT session_id FROM session_placements WHERE node_id = $1)', [nodeId, claimsBefore]);
+    const inserts = repairEvents(rows, isoNow());
+    const stored = await this.insertEvents(inserts);
+    return stored.map((event, i) => ({ customerId: inserts[i].customer_id, event }));
+  }
+
+  /** Inside a transaction: moves are conditional on the old node, so racing instances move a session once. */
+  private async replaceFrom(nodeId: string, zone: string): Promise<void> {
+    const targets = (await this.upNodes(zone)).filter((n) => n.id !== nodeId);
+    if (targets.length === 0) return;
+    const counts = await this.rows<{ node_id: string; c: string }>('SELECT node_id, COUNT(*) AS c FROM session_placements WHERE node_id = ANY($1::text[]) GROUP BY node_id', [targets.map((n) => n.id)]);
+    const load = new Map(targets.map((n) => [n.id, Number(counts.find((c) => c.node_id === n.id)?.c ?? 0)]));
+    const ids = await this.rows<{ session_id: string }>(
+      `SELECT p.session_id FROM session_placements p JOIN sessions s ON s.id = p.session_id WHERE p.node_id = $1 AND s.status <> 'ended' ORDER BY s.seq`,
+      [nodeId],
+    );
+    for (const { session_id } of ids) {
+      const to = [...load].sort((a, b) => a[1] - b[1])[0];
+      await this.rows('UPDATE session_placements SET node_id = $1, placed_at = $2, moved_from = node_id WHERE session_id = $3 AND node_id = $4', [to[0], isoNow(), session_id, nodeId]);
+      load.set(to[0], to[1] + 1);
+    }
+  }
+
+  async sessionsMovedFrom(nodeId: string): Promise<SessionRow[]> {
+    const raw = await this.rows<RawSession>(
+      `SELECT ${SESSION_COLUMNS.split(', ').map((c) => `s.${c}`).join(', ')}
+       FROM session_placements p JOIN sessions s ON s.id = p.session_id WHERE p.moved_from = $1 ORDER BY s.seq`,
+      [nodeId],
+    );
+    return raw.map(toSessionRow);
   }
 
   /** Sessions placed on a node (a node may act only on these). */
