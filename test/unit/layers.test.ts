@@ -110,6 +110,44 @@ export function violations(): { problems: string[]; checked: number } {
   return { problems, checked };
 }
 
+/** The relative imports of every source file: file (from the repository root) -> the files it imports. */
+export function importGraph(): Map<string, string[]> {
+  const graph = new Map<string, string[]>();
+  for (const top of ['server', 'common', 'main', 'preload', 'renderer']) {
+    for (const file of sourceFiles(join(ROOT, top))) {
+      const targets = importsOf(readFileSync(file, 'utf8'))
+        .filter((spec) => spec.startsWith('.') && SOURCE.test(spec))
+        .map((spec) => relative(ROOT, resolve(dirname(file), spec)).split(sep).join('/'));
+      graph.set(relative(ROOT, file).split(sep).join('/'), [...new Set(targets)]);
+    }
+  }
+  return graph;
+}
+
+/**
+ * Import cycles of the graph, as the path of files that closes each: one for every back edge of a
+ * depth-first search, so the list is empty exactly when the graph has no cycle.
+ */
+export function cycles(graph: Map<string, string[]>): string[][] {
+  const found: string[][] = [];
+  const state = new Map<string, 'open' | 'done'>();
+  const path: string[] = [];
+  const visit = (file: string) => {
+    state.set(file, 'open');
+    path.push(file);
+    for (const next of graph.get(file) ?? []) {
+      if (!graph.has(next)) continue;
+      const s = state.get(next);
+      if (s === 'open') found.push([...path.slice(path.indexOf(next)), next]);
+      else if (!s) visit(next);
+    }
+    path.pop();
+    state.set(file, 'done');
+  };
+  for (const file of [...graph.keys()].sort()) if (!state.has(file)) visit(file);
+  return found;
+}
+
 test('every import stays inside the layers its layer may use', () => {
   const { problems, checked } = violations();
   assert.ok(checked > 100, `found the source files (${checked})`);
@@ -158,4 +196,19 @@ test('the import scanner sees every form of import', () => {
     "/* import y from './nor-me.ts'; */",
   ].join('\n');
   assert.deepEqual(importsOf(text).sort(), ['../b.ts', './a.ts', './c.ts', './e.ts', './f.ts', './g.css', './h.ts'].sort());
+});
+
+// The server's own cycles are being taken apart separately; the desktop's shared code and the
+// renderer hold none, and keep none.
+test('no import cycle among the renderer and common files', () => {
+  const inScope = (c: string[]) => c.some((f) => f.startsWith('renderer/') || f.startsWith('common/'));
+  assert.deepEqual(cycles(importGraph()).filter(inScope).map((c) => c.join(' -> ')), []);
+});
+
+test('the cycle search finds a cycle and only a cycle', () => {
+  const g = (edges: Record<string, string[]>) => new Map(Object.entries(edges));
+  assert.deepEqual(cycles(g({ a: ['b'], b: ['c'], c: [] })), []);
+  assert.deepEqual(cycles(g({ a: ['b'], b: ['a'] })), [['a', 'b', 'a']]);
+  assert.deepEqual(cycles(g({ a: ['b', 'c'], b: ['d'], c: ['d'], d: [] })), []);
+  assert.deepEqual(cycles(g({ a: ['b'], b: ['c'], c: ['a'], d: ['a'] })), [['a', 'b', 'c', 'a']]);
 });

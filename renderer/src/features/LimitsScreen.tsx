@@ -4,8 +4,7 @@
 import { useEffect, useRef, useState, type FormEvent, type KeyboardEvent } from 'react';
 import type { LimitField, LimitScope, LimitsRecord, LimitsUpdate, ResetPeriod } from '../../../common/api-types.ts';
 import { formatBytes, formatDateTime, formatSpeed, parseAmount } from '../lib/format.ts';
-import { navigate } from '../store/routing.ts';
-import { deleteLimits, loadLimits, saveLimits, scopeTitle, useStore } from '../store/index.ts';
+import { deleteLimits, loadLimits, navigate, saveLimits, scopeTitle, useStore } from '../store/index.ts';
 import { ErrorBanner, FormRow, Screen, Spinner } from '../components/ui.tsx';
 
 const SCOPES: LimitScope[] = ['global', 'client', 'session'];

@@ -1,8 +1,7 @@
 // Create a session: zone (zones without active nodes are listed but cannot be chosen),
 // client id (validated as the server does), reusable, VLESS.
 import { useEffect, useMemo, useState, type FormEvent } from 'react';
-import { navigate } from '../store/routing.ts';
-import { createSession, loadZones, useStore } from '../store/index.ts';
+import { createSession, loadZones, navigate, useStore } from '../store/index.ts';
 import { selectZones } from '../store/selectors.ts';
 import { ErrorBanner, FormRow, Screen, Spinner } from '../components/ui.tsx';
 

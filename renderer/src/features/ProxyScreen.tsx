@@ -2,10 +2,9 @@
 // session id, with country and city pickers fed by the zone catalogue.
 import { useMemo, useState } from 'react';
 import { buildProxyUser } from '../../../server/contract/proxy-string.ts';
-import { useStore } from '../store/index.ts';
+import { navigate, useStore } from '../store/index.ts';
 import { selectZones } from '../store/selectors.ts';
 import { AnyOrOptions, CopyButton, EmptyState, FormRow, Screen } from '../components/ui.tsx';
-import { navigate } from '../store/routing.ts';
 
 export function ProxyScreen() {
   const zones = useStore(selectZones);

@@ -6,10 +6,10 @@ import { useEffect, useState } from 'react';
 import { getPlatform } from '../platform/index.ts';
 import type { AuditPage, SessionEvent } from '../../../common/api-types.ts';
 import { formatBytes, formatDateTime, formatDuration, formatSpeed, formatTime } from '../lib/format.ts';
-import { pollStatus, fetchSession, setPaused, useStore, watchHistory } from '../store/index.ts';
+import { fetchSession, navigate, pollStatus, setPaused, useStore, watchHistory } from '../store/index.ts';
 import { CopyButton, EmptyState, ErrorBanner, Field, Screen, Spinner, StatusBadge } from '../components/ui.tsx';
 import { SpeedChart } from '../components/SpeedChart.tsx';
-import { navigate, routeHref } from '../store/routing.ts';
+import { routeHref } from '../store/routing.ts';
 import { SubscriptionSummary } from './ClientScreen.tsx';
 import { UsagePanel } from '../components/UsageChart.tsx';
 

@@ -3,8 +3,8 @@
 import { useVirtualizer } from '@tanstack/react-virtual';
 import { useEffect, useRef, useState, type KeyboardEvent } from 'react';
 import { formatBytes, formatDuration, formatSpeed } from '../lib/format.ts';
-import { routeHref, navigate } from '../store/routing.ts';
-import { loadSessions, setSessionFilter, syncNewest, useStore } from '../store/index.ts';
+import { routeHref } from '../store/routing.ts';
+import { loadSessions, navigate, setSessionFilter, syncNewest, useStore } from '../store/index.ts';
 import { selectClientIds, selectFilteredIds, selectZones } from '../store/selectors.ts';
 import { EmptyState, ErrorBanner, Screen, Spinner, StatusBadge } from '../components/ui.tsx';
 

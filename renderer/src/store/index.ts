@@ -1,5 +1,5 @@
 // One zustand store made of slices (slices/: app, zones, sessions, events, limits, sharing), in the
-// zustand slices pattern. Actions are the only writers; components read through the
+// zustand slices pattern; their shapes are in state.ts. Actions are the only writers; components read through the
 // selectors in selectors.ts; events from the platform enter through bridge.ts; the pure view
 // logic is in session-view.ts and event-merge.ts; routes are in routing.ts.
 import { create } from 'zustand';
@@ -26,6 +26,7 @@ export const {
   toast,
   dismissToast,
   setRoute,
+  navigate,
   noteGlobalError,
   startApp,
   submitToken,
@@ -59,9 +60,6 @@ export const {
   setLanSharing,
 } = useStore.getState();
 
-export type { State } from './state.ts';
-export type { Toast } from './slices/app.ts';
-export type { LimitsState } from './slices/limits.ts';
-export type { SubscriptionEntry } from './slices/sharing.ts';
+export type { LimitsState, State, SubscriptionEntry, Toast } from './state.ts';
 export type { SessionView } from './session-view.ts';
 export { scopeTitle } from './slices/limits.ts';

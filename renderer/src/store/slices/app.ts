@@ -1,49 +1,8 @@
 // The app slice: connection phase (starting, need-token, ready, unreachable), connection and
-// server info, the event stream's state, the current route and the toasts.
+// server info, the event stream's state, the current route (and navigate) and the toasts.
+import { routeHref } from '../routing.ts';
+import { ops, type AppSlice, type SliceCreator } from '../state.ts';
 import { getPlatform, toApiError } from '../../platform/index.ts';
-import type { ConnectionInfo, ConnectionSettings, ServerInfo, StreamState } from '../../../../common/api-types.ts';
-import type { ApiErrorInfo } from '../../../../common/result.ts';
-import type { Route } from '../routing.ts';
-import { ops, type SliceCreator } from '../state.ts';
-
-export interface Toast {
-  id: number;
-  kind: 'info' | 'error';
-  text: string;
-}
-
-export interface AppSlice {
-  phase: 'starting' | 'need-token' | 'ready' | 'unreachable';
-  phaseError: ApiErrorInfo | null;
-  connection: ConnectionInfo | null;
-  serverInfo: ServerInfo | null;
-  /** Web mode: a `#token=` link's token waiting for the user's answer, and whom it signs in as. */
-  linkToken: { customer: string; role: string } | null;
-  streamState: StreamState;
-  streamError: ApiErrorInfo | null;
-  route: Route;
-  toasts: Toast[];
-
-  toast(text: string, kind?: Toast['kind']): void;
-  dismissToast(id: number): void;
-  setRoute(route: Route): void;
-  /** Handles errors that concern the whole app (bad token, server gone). Returns the error. */
-  noteGlobalError(e: unknown): ApiErrorInfo;
-  /**
-   * Connects: reads the connection, checks the token and the server, then loads. A `retry`
-   * from the unreachable screen keeps that screen up while it tries (no flash of the
-   * "connecting" screen every few seconds, no lost form input).
-   */
-  startApp(opts?: { retry?: boolean }): Promise<void>;
-  submitToken(token: string): Promise<void>;
-  forgetToken(): void;
-  loadServerInfo(): Promise<void>;
-  /** Null when saved; else why not (also shown as a toast). */
-  saveConnection(settings: ConnectionSettings): Promise<string | null>;
-  /** Use (true) or drop the token of a `#token=` link. */
-  resolveLinkToken(use: boolean): Promise<void>;
-  setStreamState(state: StreamState, error?: ApiErrorInfo): void;
-}
 
 export const createAppSlice: SliceCreator<AppSlice> = (set, get) => {
   let toastSeq = 0;
@@ -68,6 +27,11 @@ export const createAppSlice: SliceCreator<AppSlice> = (set, get) => {
     },
     setRoute(route) {
       set({ route });
+    },
+    navigate(route) {
+      const href = routeHref(route);
+      if (location.hash !== href) location.hash = href;
+      else set({ route });
     },
     noteGlobalError(e) {
       const err = toApiError(e);
