@@ -5,7 +5,7 @@ import { humanError } from './lib/errors.ts';
 import { formatSpeed } from './lib/format.ts';
 import { routeHref, type Route } from './store/routing.ts';
 import { dismissToast, resolveLinkToken, startApp, submitToken, useStore } from './store/index.ts';
-import { selectPhase, selectRoute, selectToasts, useTotals } from './store/selectors.ts';
+import { selectBaseUrl, selectLinkToken, selectPhase, selectPhaseError, selectRoute, selectSignedInToken, selectStreamState, selectToasts, selectTokenProblem, useTotals } from './store/selectors.ts';
 import { ErrorBanner, Spinner } from './components/ui.tsx';
 import { SessionsScreen } from './features/SessionsScreen.tsx';
 import { NewSessionScreen } from './features/NewSession.tsx';
@@ -67,8 +67,8 @@ function ConnectionSettingsGate() {
 }
 
 function ElectronTokenGate() {
-  const err = useStore((s) => s.phaseError);
-  const problem = useStore((s) => s.connection?.tokenProblem);
+  const err = useStore(selectPhaseError);
+  const problem = useStore(selectTokenProblem);
   // The stored token exists but cannot be read (keychain locked or reset): main kept the file
   // and made no new token; say so, and what to do.
   if (problem)
@@ -94,7 +94,7 @@ function ElectronTokenGate() {
 }
 
 function TokenPrompt() {
-  const err = useStore((s) => s.phaseError);
+  const err = useStore(selectPhaseError);
   const [token, setToken] = useState('');
   const [busy, setBusy] = useState(false);
   const submit = async (e: FormEvent) => {
@@ -122,8 +122,8 @@ function TokenPrompt() {
 }
 
 function Unreachable() {
-  const err = useStore((s) => s.phaseError);
-  const baseUrl = useStore((s) => s.connection?.baseUrl);
+  const err = useStore(selectPhaseError);
+  const baseUrl = useStore(selectBaseUrl);
   const [seconds, setSeconds] = useState(5);
   useEffect(() => {
     // Try again by itself every 5 seconds.
@@ -156,7 +156,7 @@ function Unreachable() {
 
 /** "customer (role)" of the token in use, from server-info, or null before it answers. */
 export function useSignedInAs(): string | null {
-  const token = useStore((s) => s.serverInfo?.token);
+  const token = useStore(selectSignedInToken);
   return token ? `${token.customer} (${token.role})` : null;
 }
 
@@ -165,7 +165,7 @@ export function useSignedInAs(): string | null {
  * until the user chooses, seeing whom each token signs in as.
  */
 function LinkTokenDialog() {
-  const next = useStore((s) => s.linkToken);
+  const next = useStore(selectLinkToken);
   const current = useSignedInAs();
   const keepRef = useRef<HTMLButtonElement>(null);
   useEffect(() => {
@@ -206,7 +206,7 @@ function LinkTokenDialog() {
 
 function Header() {
   const t = useTotals();
-  const stream = useStore((s) => s.streamState);
+  const stream = useStore(selectStreamState);
   const who = useSignedInAs();
   return (
     <header className="topbar">

@@ -12,6 +12,7 @@ import { SpeedChart } from '../components/SpeedChart.tsx';
 import { routeHref } from '../store/routing.ts';
 import { SubscriptionSummary } from './ClientScreen.tsx';
 import { UsagePanel } from '../components/UsageChart.tsx';
+import { readStore, selectActionError, selectActionPending, selectSession, selectSpeedHistory } from '../store/selectors.ts';
 
 function useQr(text: string | undefined, dark: string) {
   const [svg, setSvg] = useState('');
@@ -98,10 +99,10 @@ export function actorLabel(actor: AuditEntry['actor']): string {
 type TimelineItem = { kind: 'event'; at: string; key: string; ev: SessionEvent } | { kind: 'audit'; at: string; key: string; entry: AuditEntry };
 
 export function SessionDetail({ id }: { id: string }) {
-  const s = useStore((st) => st.sessions[id]);
-  const history = useStore((st) => st.speedHistory[id]);
-  const pending = useStore((st) => !!st.actionPending[id]);
-  const actionError = useStore((st) => st.actionError[id]);
+  const s = useStore(selectSession(id));
+  const history = useStore(selectSpeedHistory(id));
+  const pending = useStore(selectActionPending(id));
+  const actionError = useStore(selectActionError(id));
   const [missing, setMissing] = useState(false);
   const [loadError, setLoadError] = useState<string | null>(null);
   const [attempt, setAttempt] = useState(0);
@@ -125,7 +126,7 @@ export function SessionDetail({ id }: { id: string }) {
     const poll = () => {
       if (!stopped && !t) t = setInterval(() => void pollStatus(id), 1000);
     };
-    if (useStore.getState().sessions[id]) poll();
+    if (readStore(selectSession(id))) poll();
     else
       void fetchSession(id).then((r) => {
         if (stopped) return;

@@ -10,6 +10,7 @@ import { formatDateTime } from '../lib/format.ts';
 import type { ServerInfo } from '../../../common/api-types.ts';
 import { LanSharingCard } from './LanSharing.tsx';
 import { WebhooksCard } from './WebhooksCard.tsx';
+import { selectConnection, selectServerInfo } from '../store/selectors.ts';
 
 const CERT_SOURCE = {
   files: 'Certificate files (--tls-cert / --tls-key), reloaded when they change',
@@ -84,7 +85,7 @@ function plainHttpBeyondLoopback(url: string): boolean {
 }
 
 export function EndpointForm() {
-  const conn = useStore((s) => s.connection);
+  const conn = useStore(selectConnection);
   const [mode, setMode] = useState<'embedded' | 'remote'>(conn?.mode === 'remote' ? 'remote' : 'embedded');
   const [url, setUrl] = useState(conn?.mode === 'remote' ? conn.baseUrl : '');
   const [token, setToken] = useState('');
@@ -166,8 +167,8 @@ export function EndpointForm() {
 }
 
 export function SettingsScreen() {
-  const conn = useStore((s) => s.connection);
-  const info = useStore((s) => s.serverInfo);
+  const conn = useStore(selectConnection);
+  const info = useStore(selectServerInfo);
   const kind = getPlatform().kind;
   return (
     <Screen name="settings" title="Settings">
