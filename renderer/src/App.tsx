@@ -5,7 +5,7 @@ import { humanError } from './lib/errors.ts';
 import { formatSpeed } from './lib/format.ts';
 import { routeHref, type Route } from './store/routing.ts';
 import { dismissToast, resolveLinkToken, startApp, submitToken, useStore } from './store/index.ts';
-import { selectBaseUrl, selectLinkToken, selectPhase, selectPhaseError, selectRoute, selectSignedInToken, selectStreamState, selectToasts, selectTokenProblem, useTotals } from './store/selectors.ts';
+import { selectBaseUrl, selectLinkToken, selectPhase, selectPhaseError, selectPlatformKind, selectRoute, selectSignedInToken, selectStreamState, selectToasts, selectTokenProblem, useTotals } from './store/selectors.ts';
 import { ErrorBanner, Spinner } from './components/ui.tsx';
 import { SessionsScreen } from './features/SessionsScreen.tsx';
 import { NewSessionScreen } from './features/NewSession.tsx';
@@ -16,7 +16,6 @@ import { EventsScreen } from './features/EventsScreen.tsx';
 import { ProxyScreen } from './features/ProxyScreen.tsx';
 import { DashboardScreen } from './features/DashboardScreen.tsx';
 import { EndpointForm, SettingsScreen } from './features/SettingsScreen.tsx';
-import { getPlatform } from './platform/index.ts';
 
 const NAV: Array<{ label: string; route: Route; match: Route['name'][] }> = [
   { label: 'Sessions', route: { name: 'sessions' }, match: ['sessions', 'session', 'client'] },
@@ -57,7 +56,8 @@ function Screen({ route }: { route: Route }) {
  * since the navigation to Settings is not there before the app is connected.
  */
 function ConnectionSettingsGate() {
-  if (getPlatform().kind !== 'electron') return null;
+  const kind = useStore(selectPlatformKind);
+  if (kind !== 'electron') return null;
   return (
     <details className="gate-settings">
       <summary>Connection settings</summary>
@@ -252,6 +252,7 @@ function Toasts() {
 export function App() {
   const phase = useStore(selectPhase);
   const route = useStore(selectRoute);
+  const kind = useStore(selectPlatformKind);
   const mainRef = useRef<HTMLElement>(null);
   // Move focus to the new screen's heading for keyboard and screen-reader users.
   useEffect(() => {
@@ -269,7 +270,7 @@ export function App() {
         <Spinner label="Connecting to the server…" />
       </main>
     ) : phase === 'need-token' ? (
-      getPlatform().kind === 'electron' ? <ElectronTokenGate /> : <TokenPrompt />
+      kind === 'electron' ? <ElectronTokenGate /> : <TokenPrompt />
     ) : phase === 'unreachable' ? (
       <Unreachable />
     ) : null;

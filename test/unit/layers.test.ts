@@ -18,6 +18,8 @@ interface Layer {
   packages?: string[];
 }
 
+const RENDERER_PACKAGES = ['react', 'react-dom', 'react-dom/client', 'react/jsx-runtime', 'zustand', 'eventsource', 'qrcode', '@tanstack/react-virtual', 'recharts'];
+
 // Order matters: a file belongs to the first layer whose prefix matches it.
 const LAYERS: Record<string, Layer> = {
   domain: { files: ['server/domain.ts'], may: [], packages: [] },
@@ -33,11 +35,14 @@ const LAYERS: Record<string, Layer> = {
   // What main, preload and renderer share: neither Node nor Electron nor the UI libraries.
   common: { files: ['common/'], may: ['contract'], packages: ['eventsource'] },
   preload: { files: ['preload/'], may: ['common'], packages: ['electron'] },
-  renderer: {
-    files: ['renderer/'],
-    may: ['common', 'contract'],
-    packages: ['react', 'react-dom', 'react-dom/client', 'react/jsx-runtime', 'zustand', 'eventsource', 'qrcode', '@tanstack/react-virtual', 'recharts'],
+  // The renderer's screens (and main.tsx, which mounts them) reach the platform only through the store's actions.
+  screens: {
+    files: ['renderer/src/main.tsx', 'renderer/src/App.tsx', 'renderer/src/features/', 'renderer/src/components/'],
+    may: ['renderer', 'common', 'contract'],
+    packages: RENDERER_PACKAGES,
   },
+  'renderer-platform': { files: ['renderer/src/platform/'], may: ['common', 'contract'], packages: RENDERER_PACKAGES },
+  renderer: { files: ['renderer/'], may: ['renderer-platform', 'common', 'contract'], packages: RENDERER_PACKAGES },
   // Main may start the embedded server (server/serve.ts) and nothing else of the server but its contract.
   main: { files: ['main/'], may: ['common', 'contract', 'serve'] },
 };
@@ -167,8 +172,15 @@ test('the rules refuse the imports that would break the layering', () => {
   assert.match(breach(at('main/ipc.ts'), '../renderer/src/store/index.ts')!, /\(main\)/);
   assert.match(breach(at('main/ipc.ts'), '../preload/index.ts')!, /\(main\)/);
   assert.match(breach(at('main/ipc.ts'), '../server/store/store.ts')!, /\(main\)/);
-  assert.match(breach(at('renderer/src/App.tsx'), '../../main/ipc.ts')!, /\(renderer\)/);
+  assert.match(breach(at('renderer/src/App.tsx'), '../../main/ipc.ts')!, /\(screens\)/);
+  assert.match(breach(at('renderer/src/store/index.ts'), '../../../main/ipc.ts')!, /\(renderer\)/);
   assert.match(breach(at('renderer/src/App.tsx'), 'node:fs')!, /package 'node:fs'/);
+  // Screens reach the platform through the store; the platform knows nothing of the store.
+  assert.match(breach(at('renderer/src/App.tsx'), './platform/index.ts')!, /\(screens\) imports renderer\/src\/platform/);
+  assert.match(breach(at('renderer/src/features/SessionDetail.tsx'), '../platform/index.ts')!, /\(screens\)/);
+  assert.match(breach(at('renderer/src/platform/web.ts'), '../store/index.ts')!, /\(renderer-platform\)/);
+  assert.equal(breach(at('renderer/src/store/state.ts'), '../platform/index.ts'), null);
+  assert.equal(breach(at('renderer/src/features/SessionDetail.tsx'), '../store/index.ts'), null);
   assert.match(breach(at('preload/index.ts'), '../renderer/src/App.tsx')!, /\(preload\)/);
   assert.match(breach(at('common/result.ts'), 'node:fs')!, /package 'node:fs'/);
   assert.match(breach(at('common/result.ts'), 'react')!, /package 'react'/);

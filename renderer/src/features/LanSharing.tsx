@@ -4,11 +4,10 @@
 // code of a session's link or of its client's subscription URL, for the phone to scan.
 // In web mode the server was started from the command line, so the card says which flags do it.
 import { useEffect, useMemo, useState } from 'react';
-import { getPlatform } from '../platform/index.ts';
 import { loadLanSharing, loadSubscription, setLanSharing, useStore } from '../store/index.ts';
 import { ErrorBanner, FormRow, Spinner } from '../components/ui.tsx';
 import { QrImage } from '../components/Qr.tsx';
-import { selectLan, selectLanError, selectLanPending, selectPublicHost, selectSessionOrder, selectSessions, selectSubscription } from '../store/selectors.ts';
+import { selectLan, selectLanError, selectLanPending, selectPlatformKind, selectPublicHost, selectSessionOrder, selectSessions, selectSubscription } from '../store/selectors.ts';
 
 function WebExplanation() {
   const host = useStore(selectPublicHost);
@@ -71,7 +70,7 @@ function ScanCode() {
 }
 
 export function LanSharingCard() {
-  const kind = getPlatform().kind;
+  const kind = useStore(selectPlatformKind);
   const lan = useStore(selectLan);
   const pending = useStore(selectLanPending);
   const error = useStore(selectLanError);

@@ -3,16 +3,15 @@
 // link to the client view) and the session's own event timeline.
 import QRCode from 'qrcode';
 import { useEffect, useState } from 'react';
-import { getPlatform } from '../platform/index.ts';
 import type { AuditPage, SessionEvent } from '../../../common/api-types.ts';
 import { formatBytes, formatDateTime, formatDuration, formatSpeed, formatTime } from '../lib/format.ts';
-import { fetchSession, navigate, pollStatus, setPaused, useStore, watchHistory } from '../store/index.ts';
+import { fetchSession, listAudit, navigate, pollStatus, setPaused, useStore, watchHistory, watchTimeline } from '../store/index.ts';
+import { readStore, selectActionError, selectActionPending, selectSession, selectSpeedHistory, selectTimeline } from '../store/selectors.ts';
 import { CopyButton, EmptyState, ErrorBanner, Field, Screen, Spinner, StatusBadge } from '../components/ui.tsx';
 import { SpeedChart } from '../components/SpeedChart.tsx';
 import { routeHref } from '../store/routing.ts';
 import { SubscriptionSummary } from './ClientScreen.tsx';
 import { UsagePanel } from '../components/UsageChart.tsx';
-import { readStore, selectActionError, selectActionPending, selectSession, selectSpeedHistory } from '../store/selectors.ts';
 
 function useQr(text: string | undefined, dark: string) {
   const [svg, setSvg] = useState('');
@@ -29,36 +28,10 @@ function useQr(text: string | undefined, dark: string) {
   return svg;
 }
 
+/** This session's live timeline (the store streams it while the screen is open). */
 function useTimeline(id: string) {
-  const [events, setEvents] = useState<SessionEvent[]>([]);
-  useEffect(() => {
-    setEvents([]);
-    // This session's newest stored events (the stream's tail; replaying from id 0 would send a
-    // long-lived session's whole history to keep 500), then live ones. They are rendered in
-    // batches: one render per burst, not one per event.
-    let pending: SessionEvent[] = [];
-    let timer: ReturnType<typeof setTimeout> | null = null;
-    const flush = () => {
-      timer = null;
-      const batch = pending.reverse();
-      pending = [];
-      setEvents((prev) => [...batch, ...prev].slice(0, 500));
-    };
-    const unsubscribe = getPlatform().subscribe(
-      { session_id: [id] },
-      {
-        onEvent: (ev) => {
-          pending.push(ev);
-          if (!timer) timer = setTimeout(flush, 100);
-        },
-      },
-    );
-    return () => {
-      unsubscribe();
-      if (timer) clearTimeout(timer);
-    };
-  }, [id]);
-  return events;
+  useEffect(() => watchTimeline(id), [id]);
+  return useStore(selectTimeline(id));
 }
 
 type AuditEntry = AuditPage['entries'][number];
@@ -72,8 +45,7 @@ function useAudit(id: string, paused: boolean | undefined) {
   useEffect(() => {
     let live = true;
     const load = () =>
-      getPlatform()
-        .ops.listAudit({ session_id: id, limit: 100 })
+      listAudit({ session_id: id, limit: 100 })
         .then((page) => live && setEntries(page.entries))
         .catch(() => {
           /* the trail is a complement: the timeline shows the traffic events without it */

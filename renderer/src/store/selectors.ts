@@ -10,6 +10,7 @@ import { filterSessionIds, sessionTotals } from './session-view.ts';
 // The app: phase, connection, server, stream, route, toasts.
 export const selectPhase = (s: State) => s.phase;
 export const selectPhaseError = (s: State) => s.phaseError;
+export const selectPlatformKind = (s: State) => s.platformKind;
 export const selectConnection = (s: State) => s.connection;
 export const selectBaseUrl = (s: State) => s.connection?.baseUrl;
 export const selectTokenProblem = (s: State) => s.connection?.tokenProblem;
@@ -42,9 +43,11 @@ export const selectSpeedHistory = (id: string) => (s: State) => s.speedHistory[i
 export const selectActionPending = (id: string) => (s: State) => !!s.actionPending[id];
 export const selectActionError = (id: string) => (s: State) => s.actionError[id];
 
-// Events.
+// Events and a session's timeline.
 export const selectEvents = (s: State) => s.events;
 export const selectEventFilter = (s: State) => s.eventFilter;
+const NO_EVENTS: State['timelines'][string] = [];
+export const selectTimeline = (id: string) => (s: State) => s.timelines[id] ?? NO_EVENTS;
 
 // Limits, subscriptions and LAN sharing.
 export const selectLimits = (scope: LimitScope) => (s: State) => s.limits[scope];

@@ -22,7 +22,8 @@ import type {
   Zone,
 } from '../../../common/api-types.ts';
 import type { ApiErrorInfo } from '../../../common/result.ts';
-import { getPlatform } from '../platform/index.ts';
+import { getPlatform, type Platform } from '../platform/index.ts';
+import type { PlatformOps } from '../platform/platform.ts';
 import type { Route } from './routing.ts';
 import type { SessionFilter, SessionView, SpeedHistory } from './session-view.ts';
 
@@ -46,6 +47,8 @@ export interface AppSlice {
   streamError: ApiErrorInfo | null;
   route: Route;
   toasts: Toast[];
+  /** Which platform the window runs on: the desktop app (electron) or a browser (web). */
+  platformKind: Platform['kind'];
 
   toast(text: string, kind?: Toast['kind']): void;
   dismissToast(id: number): void;
@@ -68,6 +71,9 @@ export interface AppSlice {
   /** Use (true) or drop the token of a `#token=` link. */
   resolveLinkToken(use: boolean): Promise<void>;
   setStreamState(state: StreamState, error?: ApiErrorInfo): void;
+  /** Support tools: put the API token on the clipboard; read the server's OpenAPI document. */
+  copyApiToken: PlatformOps['copyApiToken'];
+  openApiDocument: PlatformOps['openApiDocument'];
 }
 
 export interface ZonesSlice {
@@ -157,7 +163,26 @@ export interface SharingSlice {
   setLanSharing(request: LanSharingRequest): Promise<boolean>;
 }
 
-export type State = AppSlice & ZonesSlice & SessionsSlice & EventsSlice & LimitsSlice & SharingSlice;
+/** The customer's webhook endpoints and their deliveries (Settings → Webhooks keeps them on screen). */
+export interface WebhooksSlice {
+  listWebhooks: PlatformOps['listWebhooks'];
+  createWebhook: PlatformOps['createWebhook'];
+  deleteWebhook: PlatformOps['deleteWebhook'];
+  webhookDeliveries: PlatformOps['webhookDeliveries'];
+}
+
+export interface HistorySlice {
+  /** The live timeline of each session someone watches: its newest events first (at most 500). */
+  timelines: Record<string, SessionEvent[]>;
+  /** Streams one session's events into `timelines` (batched: one render per burst); returns the stop. */
+  watchTimeline(id: string): () => void;
+  /** Usage history (GET /v2/usage) for a filter, range and step. */
+  loadUsage: PlatformOps['usage'];
+  /** One page of the audit trail. */
+  listAudit: PlatformOps['listAudit'];
+}
+
+export type State = AppSlice & ZonesSlice & SessionsSlice & EventsSlice & LimitsSlice & SharingSlice & WebhooksSlice & HistorySlice;
 
 export type SliceCreator<Slice> = StateCreator<State, [], [], Slice>;
 

@@ -1,8 +1,9 @@
 // The app slice: connection phase (starting, need-token, ready, unreachable), connection and
-// server info, the event stream's state, the current route (and navigate) and the toasts.
+// server info, the event stream's state, the current route (and navigate), the toasts, which
+// platform the window runs on, and the support tools of Settings.
 import { routeHref } from '../routing.ts';
 import { ops, type AppSlice, type SliceCreator } from '../state.ts';
-import { getPlatform, toApiError } from '../../platform/index.ts';
+import { getPlatform, platformKind, toApiError } from '../../platform/index.ts';
 
 export const createAppSlice: SliceCreator<AppSlice> = (set, get) => {
   let toastSeq = 0;
@@ -16,6 +17,7 @@ export const createAppSlice: SliceCreator<AppSlice> = (set, get) => {
     streamError: null,
     route: { name: 'sessions' },
     toasts: [],
+    platformKind: platformKind(),
 
     toast(text, kind = 'info') {
       const t = { id: ++toastSeq, kind, text };
@@ -42,6 +44,7 @@ export const createAppSlice: SliceCreator<AppSlice> = (set, get) => {
     async startApp(opts = {}) {
       // A link's token that differs from the stored one: ask (LinkTokenDialog), never replace silently.
       const platform = getPlatform();
+      if (platform.kind !== get().platformKind) set({ platformKind: platform.kind });
       if (platform.linkToken && !get().linkToken) {
         platform.linkToken().then(
           (who) => who && set({ linkToken: who }),
@@ -112,5 +115,7 @@ export const createAppSlice: SliceCreator<AppSlice> = (set, get) => {
       set({ streamState: state, streamError: error ?? (state === 'open' ? null : get().streamError) });
       if (error?.status === 401) get().noteGlobalError(error);
     },
+    copyApiToken: () => ops().copyApiToken(),
+    openApiDocument: () => ops().openApiDocument(),
   };
 };

@@ -1,0 +1,10 @@
+// The webhooks slice: the customer's endpoints (list, add, delete) and each one's last
+// deliveries, for Settings → Webhooks, which keeps what it shows in its own state.
+import { ops, type SliceCreator, type WebhooksSlice } from '../state.ts';
+
+export const createWebhooksSlice: SliceCreator<WebhooksSlice> = () => ({
+  listWebhooks: () => ops().listWebhooks(),
+  createWebhook: (body) => ops().createWebhook(body),
+  deleteWebhook: (id) => ops().deleteWebhook(id),
+  webhookDeliveries: (id) => ops().webhookDeliveries(id),
+});
