@@ -1,6 +1,7 @@
 // How the renderer's screens use the store, held by a test: they read it only through the named
 // selectors of renderer/src/store/selectors.ts (`useStore(selectX)`, never an inline function,
-// never useStore.getState()).
+// never useStore.getState()), and one component draws every QR code. That screens reach the
+// platform only through the store is a layer rule (layers.test.ts).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
@@ -40,4 +41,9 @@ test('the check tells a named selector from an inline one', () => {
   assert.equal(inlineStoreReads('const a = useStore((st) => st.sessions[id]);').length, 1);
   assert.equal(inlineStoreReads('if (useStore.getState().sessions[id]) poll();').length, 1);
   assert.equal(inlineStoreReads('const a = useStore(pickPhase);').length, 1);
+});
+
+test('one component draws QR codes', () => {
+  const drawing = [...files(SRC)].filter((f) => /from ['"]qrcode['"]/.test(readFileSync(f, 'utf8'))).map((f) => relative(SRC, f));
+  assert.deepEqual(drawing, ['components/Qr.tsx']);
 });

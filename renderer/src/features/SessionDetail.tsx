@@ -1,7 +1,6 @@
 // One session: status, live counters and speed chart, its usage history chart, the configuration link (copy + QR),
 // the configuration as fields, Pause and Resume, the client's subscription (in short, with a
 // link to the client view) and the session's own event timeline.
-import QRCode from 'qrcode';
 import { useEffect, useState } from 'react';
 import type { AuditPage, SessionEvent } from '../../../common/api-types.ts';
 import { formatBytes, formatDateTime, formatDuration, formatSpeed, formatTime } from '../lib/format.ts';
@@ -10,23 +9,9 @@ import { readStore, selectActionError, selectActionPending, selectSession, selec
 import { CopyButton, EmptyState, ErrorBanner, Field, Screen, Spinner, StatusBadge } from '../components/ui.tsx';
 import { SpeedChart } from '../components/SpeedChart.tsx';
 import { routeHref } from '../store/routing.ts';
+import { QrImage } from '../components/Qr.tsx';
 import { SubscriptionSummary } from './ClientScreen.tsx';
 import { UsagePanel } from '../components/UsageChart.tsx';
-
-function useQr(text: string | undefined, dark: string) {
-  const [svg, setSvg] = useState('');
-  useEffect(() => {
-    if (!text) return;
-    let live = true;
-    QRCode.toString(text, { type: 'svg', margin: 1, errorCorrectionLevel: 'M', color: { dark, light: '#ffffff' } })
-      .then((s) => live && setSvg(s))
-      .catch(() => live && setSvg(''));
-    return () => {
-      live = false;
-    };
-  }, [text, dark]);
-  return svg;
-}
 
 /** This session's live timeline (the store streams it while the screen is open). */
 function useTimeline(id: string) {
@@ -78,7 +63,6 @@ export function SessionDetail({ id }: { id: string }) {
   const [missing, setMissing] = useState(false);
   const [loadError, setLoadError] = useState<string | null>(null);
   const [attempt, setAttempt] = useState(0);
-  const qr = useQr(s?.configuration_link, '#111111');
   const events = useTimeline(id);
   const audit = useAudit(id, s?.paused);
   // Traffic events and changes made to the session, newest first.
@@ -194,7 +178,9 @@ export function SessionDetail({ id }: { id: string }) {
             <code className="link" data-testid="configuration-link">{s.configuration_link}</code>
             <CopyButton text={s.configuration_link} label="Copy link" />
           </div>
-          {qr ? <div className="qr" role="img" aria-label="QR code of the configuration link" dangerouslySetInnerHTML={{ __html: qr }} /> : null}
+          <div className="qr-box">
+            <QrImage text={s.configuration_link} label="QR code of the configuration link" size={168} />
+          </div>
           <h3>Configuration</h3>
           <dl className="kvs">
             <Field label="Protocol" value={c.protocol} />
