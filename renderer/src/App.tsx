@@ -5,7 +5,7 @@ import { humanError } from './lib/errors.ts';
 import { formatSpeed } from './lib/format.ts';
 import { routeHref, type Route } from './store/routing.ts';
 import { dismissToast, resolveLinkToken, startApp, submitToken, useStore } from './store/index.ts';
-import { selectPhase, selectRoute, selectToasts, useTotals } from './store/selectors.ts';
+import { selectBaseUrl, selectLinkToken, selectPhase, selectPhaseError, selectPlatformKind, selectRoute, selectSignedInToken, selectStreamState, selectToasts, selectTokenProblem, useTotals } from './store/selectors.ts';
 import { ErrorBanner, Spinner } from './components/ui.tsx';
 import { SessionsScreen } from './features/SessionsScreen.tsx';
 import { NewSessionScreen } from './features/NewSession.tsx';
@@ -16,7 +16,6 @@ import { EventsScreen } from './features/EventsScreen.tsx';
 import { ProxyScreen } from './features/ProxyScreen.tsx';
 import { DashboardScreen } from './features/DashboardScreen.tsx';
 import { EndpointForm, SettingsScreen } from './features/SettingsScreen.tsx';
-import { getPlatform } from './platform/index.ts';
 
 const NAV: Array<{ label: string; route: Route; match: Route['name'][] }> = [
   { label: 'Sessions', route: { name: 'sessions' }, match: ['sessions', 'session', 'client'] },
@@ -57,7 +56,8 @@ function Screen({ route }: { route: Route }) {
  * since the navigation to Settings is not there before the app is connected.
  */
 function ConnectionSettingsGate() {
-  if (getPlatform().kind !== 'electron') return null;
+  const kind = useStore(selectPlatformKind);
+  if (kind !== 'electron') return null;
   return (
     <details className="gate-settings">
       <summary>Connection settings</summary>
@@ -67,8 +67,8 @@ function ConnectionSettingsGate() {
 }
 
 function ElectronTokenGate() {
-  const err = useStore((s) => s.phaseError);
-  const problem = useStore((s) => s.connection?.tokenProblem);
+  const err = useStore(selectPhaseError);
+  const problem = useStore(selectTokenProblem);
   // The stored token exists but cannot be read (keychain locked or reset): main kept the file
   // and made no new token; say so, and what to do.
   if (problem)
@@ -94,7 +94,7 @@ function ElectronTokenGate() {
 }
 
 function TokenPrompt() {
-  const err = useStore((s) => s.phaseError);
+  const err = useStore(selectPhaseError);
   const [token, setToken] = useState('');
   const [busy, setBusy] = useState(false);
   const submit = async (e: FormEvent) => {
@@ -122,8 +122,8 @@ function TokenPrompt() {
 }
 
 function Unreachable() {
-  const err = useStore((s) => s.phaseError);
-  const baseUrl = useStore((s) => s.connection?.baseUrl);
+  const err = useStore(selectPhaseError);
+  const baseUrl = useStore(selectBaseUrl);
   const [seconds, setSeconds] = useState(5);
   useEffect(() => {
     // Try again by itself every 5 seconds.
@@ -156,7 +156,7 @@ function Unreachable() {
 
 /** "customer (role)" of the token in use, from server-info, or null before it answers. */
 export function useSignedInAs(): string | null {
-  const token = useStore((s) => s.serverInfo?.token);
+  const token = useStore(selectSignedInToken);
   return token ? `${token.customer} (${token.role})` : null;
 }
 
@@ -165,7 +165,7 @@ export function useSignedInAs(): string | null {
  * until the user chooses, seeing whom each token signs in as.
  */
 function LinkTokenDialog() {
-  const next = useStore((s) => s.linkToken);
+  const next = useStore(selectLinkToken);
   const current = useSignedInAs();
   const keepRef = useRef<HTMLButtonElement>(null);
   useEffect(() => {
@@ -206,7 +206,7 @@ function LinkTokenDialog() {
 
 function Header() {
   const t = useTotals();
-  const stream = useStore((s) => s.streamState);
+  const stream = useStore(selectStreamState);
   const who = useSignedInAs();
   return (
     <header className="topbar">
@@ -252,6 +252,7 @@ function Toasts() {
 export function App() {
   const phase = useStore(selectPhase);
   const route = useStore(selectRoute);
+  const kind = useStore(selectPlatformKind);
   const mainRef = useRef<HTMLElement>(null);
   // Move focus to the new screen's heading for keyboard and screen-reader users.
   useEffect(() => {
@@ -269,7 +270,7 @@ export function App() {
         <Spinner label="Connecting to the server…" />
       </main>
     ) : phase === 'need-token' ? (
-      getPlatform().kind === 'electron' ? <ElectronTokenGate /> : <TokenPrompt />
+      kind === 'electron' ? <ElectronTokenGate /> : <TokenPrompt />
     ) : phase === 'unreachable' ? (
       <Unreachable />
     ) : null;

@@ -18,6 +18,8 @@ interface Layer {
   packages?: string[];
 }
 
+const RENDERER_PACKAGES = ['react', 'react-dom', 'react-dom/client', 'react/jsx-runtime', 'zustand', 'eventsource', 'qrcode', '@tanstack/react-virtual', 'recharts'];
+
 // Order matters: a file belongs to the first layer whose prefix matches it.
 const LAYERS: Record<string, Layer> = {
   domain: { files: ['server/domain.ts'], may: [], packages: [] },
@@ -33,11 +35,14 @@ const LAYERS: Record<string, Layer> = {
   // What main, preload and renderer share: neither Node nor Electron nor the UI libraries.
   common: { files: ['common/'], may: ['contract'], packages: ['eventsource'] },
   preload: { files: ['preload/'], may: ['common'], packages: ['electron'] },
-  renderer: {
-    files: ['renderer/'],
-    may: ['common', 'contract'],
-    packages: ['react', 'react-dom', 'react-dom/client', 'react/jsx-runtime', 'zustand', 'eventsource', 'qrcode', '@tanstack/react-virtual', 'recharts'],
+  // The renderer's screens (and main.tsx, which mounts them) reach the platform only through the store's actions.
+  screens: {
+    files: ['renderer/src/main.tsx', 'renderer/src/App.tsx', 'renderer/src/features/', 'renderer/src/components/'],
+    may: ['renderer', 'common', 'contract'],
+    packages: RENDERER_PACKAGES,
   },
+  'renderer-platform': { files: ['renderer/src/platform/'], may: ['common', 'contract'], packages: RENDERER_PACKAGES },
+  renderer: { files: ['renderer/'], may: ['renderer-platform', 'common', 'contract'], packages: RENDERER_PACKAGES },
   // Main may start the embedded server (server/serve.ts) and nothing else of the server but its contract.
   main: { files: ['main/'], may: ['common', 'contract', 'serve'] },
 };
@@ -110,6 +115,44 @@ export function violations(): { problems: string[]; checked: number } {
   return { problems, checked };
 }
 
+/** The relative imports of every source file: file (from the repository root) -> the files it imports. */
+export function importGraph(): Map<string, string[]> {
+  const graph = new Map<string, string[]>();
+  for (const top of ['server', 'common', 'main', 'preload', 'renderer']) {
+    for (const file of sourceFiles(join(ROOT, top))) {
+      const targets = importsOf(readFileSync(file, 'utf8'))
+        .filter((spec) => spec.startsWith('.') && SOURCE.test(spec))
+        .map((spec) => relative(ROOT, resolve(dirname(file), spec)).split(sep).join('/'));
+      graph.set(relative(ROOT, file).split(sep).join('/'), [...new Set(targets)]);
+    }
+  }
+  return graph;
+}
+
+/**
+ * Import cycles of the graph, as the path of files that closes each: one for every back edge of a
+ * depth-first search, so the list is empty exactly when the graph has no cycle.
+ */
+export function cycles(graph: Map<string, string[]>): string[][] {
+  const found: string[][] = [];
+  const state = new Map<string, 'open' | 'done'>();
+  const path: string[] = [];
+  const visit = (file: string) => {
+    state.set(file, 'open');
+    path.push(file);
+    for (const next of graph.get(file) ?? []) {
+      if (!graph.has(next)) continue;
+      const s = state.get(next);
+      if (s === 'open') found.push([...path.slice(path.indexOf(next)), next]);
+      else if (!s) visit(next);
+    }
+    path.pop();
+    state.set(file, 'done');
+  };
+  for (const file of [...graph.keys()].sort()) if (!state.has(file)) visit(file);
+  return found;
+}
+
 test('every import stays inside the layers its layer may use', () => {
   const { problems, checked } = violations();
   assert.ok(checked > 100, `found the source files (${checked})`);
@@ -129,8 +172,15 @@ test('the rules refuse the imports that would break the layering', () => {
   assert.match(breach(at('main/ipc.ts'), '../renderer/src/store/index.ts')!, /\(main\)/);
   assert.match(breach(at('main/ipc.ts'), '../preload/index.ts')!, /\(main\)/);
   assert.match(breach(at('main/ipc.ts'), '../server/store/store.ts')!, /\(main\)/);
-  assert.match(breach(at('renderer/src/App.tsx'), '../../main/ipc.ts')!, /\(renderer\)/);
+  assert.match(breach(at('renderer/src/App.tsx'), '../../main/ipc.ts')!, /\(screens\)/);
+  assert.match(breach(at('renderer/src/store/index.ts'), '../../../main/ipc.ts')!, /\(renderer\)/);
   assert.match(breach(at('renderer/src/App.tsx'), 'node:fs')!, /package 'node:fs'/);
+  // Screens reach the platform through the store; the platform knows nothing of the store.
+  assert.match(breach(at('renderer/src/App.tsx'), './platform/index.ts')!, /\(screens\) imports renderer\/src\/platform/);
+  assert.match(breach(at('renderer/src/features/SessionDetail.tsx'), '../platform/index.ts')!, /\(screens\)/);
+  assert.match(breach(at('renderer/src/platform/web.ts'), '../store/index.ts')!, /\(renderer-platform\)/);
+  assert.equal(breach(at('renderer/src/store/state.ts'), '../platform/index.ts'), null);
+  assert.equal(breach(at('renderer/src/features/SessionDetail.tsx'), '../store/index.ts'), null);
   assert.match(breach(at('preload/index.ts'), '../renderer/src/App.tsx')!, /\(preload\)/);
   assert.match(breach(at('common/result.ts'), 'node:fs')!, /package 'node:fs'/);
   assert.match(breach(at('common/result.ts'), 'react')!, /package 'react'/);
@@ -158,4 +208,19 @@ test('the import scanner sees every form of import', () => {
     "/* import y from './nor-me.ts'; */",
   ].join('\n');
   assert.deepEqual(importsOf(text).sort(), ['../b.ts', './a.ts', './c.ts', './e.ts', './f.ts', './g.css', './h.ts'].sort());
+});
+
+// The server's own cycles are being taken apart separately; the desktop's shared code and the
+// renderer hold none, and keep none.
+test('no import cycle among the renderer and common files', () => {
+  const inScope = (c: string[]) => c.some((f) => f.startsWith('renderer/') || f.startsWith('common/'));
+  assert.deepEqual(cycles(importGraph()).filter(inScope).map((c) => c.join(' -> ')), []);
+});
+
+test('the cycle search finds a cycle and only a cycle', () => {
+  const g = (edges: Record<string, string[]>) => new Map(Object.entries(edges));
+  assert.deepEqual(cycles(g({ a: ['b'], b: ['c'], c: [] })), []);
+  assert.deepEqual(cycles(g({ a: ['b'], b: ['a'] })), [['a', 'b', 'a']]);
+  assert.deepEqual(cycles(g({ a: ['b', 'c'], b: ['d'], c: ['d'], d: [] })), []);
+  assert.deepEqual(cycles(g({ a: ['b'], b: ['c'], c: ['a'], d: ['a'] })), [['a', 'b', 'c', 'a']]);
 });

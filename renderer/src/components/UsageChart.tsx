@@ -1,6 +1,6 @@
-// Usage history charts (issue 11): the range picker, the loading of GET /v2/usage (through the
-// platform: IPC in the desktop app, fetch in web mode), and the chart itself (recharts bars,
-// upload hatched and download solid, so the two differ without colour), with its summary in
+// Usage history charts (issue 11): the range picker, the loading of GET /v2/usage (the store's
+// loadUsage, through the platform: IPC in the desktop app, fetch in web mode), and the chart
+// itself (recharts bars, upload hatched and download solid, so the two differ without colour), with its summary in
 // words and a table of the buckets for people who do not see the chart. Colours come from the
 // theme's CSS variables (styles.css), so light and dark follow the system.
 import { useCallback, useEffect, useId, useRef, useState } from 'react';
@@ -11,7 +11,7 @@ import type { ApiErrorInfo } from '../../../common/result.ts';
 import { humanError } from '../lib/errors.ts';
 import { formatBytes } from '../lib/format.ts';
 import { DEFAULT_RANGE, niceTicks, timeTicks, bucketLabel, busiest, chartPoints, localZone, rangeDef, RANGES, tickLabel, usageQuery, type ChartPoint, type RangeKey, type UsageFilter } from '../lib/usage.ts';
-import { getPlatform, toApiError } from '../platform/index.ts';
+import { loadUsage, toApiError } from '../store/index.ts';
 import { Spinner } from './ui.tsx';
 
 /** Refreshes the shown range while it is on screen (the newest bucket fills as traffic moves). */
@@ -35,7 +35,7 @@ export function useUsage(filter: UsageFilter, range: RangeKey): UsageState {
     const load = async () => {
       setState((s) => (s.key === key ? { ...s, loading: true } : { key, report: null, error: null, loading: true }));
       try {
-        const report = await getPlatform().ops.usage(usageQuery(filter, range));
+        const report = await loadUsage(usageQuery(filter, range));
         if (live) setState({ key, report, error: null, loading: false });
       } catch (e) {
         // A failed refresh keeps the bars it had; the error is said above them.

@@ -7,7 +7,7 @@ import { formatDateTime } from '../lib/format.ts';
 import { importLinks, profileName } from '../lib/import-links.ts';
 import { deleteSubscription, loadSubscription, putSubscription, useStore } from '../store/index.ts';
 import { routeHref } from '../store/routing.ts';
-import { selectSubscription, useClientSessionIds } from '../store/selectors.ts';
+import { selectSessions, selectSubscription, selectSubscriptionPending, useClientSessionIds } from '../store/selectors.ts';
 import { CopyButton, EmptyState, ErrorBanner, Screen, Spinner, StatusBadge } from '../components/ui.tsx';
 import { QrImage } from '../components/Qr.tsx';
 import { UsagePanel } from '../components/UsageChart.tsx';
@@ -22,7 +22,7 @@ export function useSubscription(clientId: string) {
 }
 
 function RotateConfirm({ clientId, onDone }: { clientId: string; onDone: () => void }) {
-  const pending = useStore((s) => !!s.subscriptions[clientId]?.pending);
+  const pending = useStore(selectSubscriptionPending(clientId));
   return (
     <div className="confirm" role="alertdialog" aria-labelledby="rotate-q" aria-describedby="rotate-d">
       <p id="rotate-q" className="confirm-title">Rotate the subscription URL?</p>
@@ -130,7 +130,7 @@ export function SubscriptionPanel({ clientId }: { clientId: string }) {
 
 function ClientSessions({ clientId }: { clientId: string }) {
   const ids = useClientSessionIds(clientId);
-  const sessions = useStore((s) => s.sessions);
+  const sessions = useStore(selectSessions);
   if (ids.length === 0) return <p className="muted">No sessions of this client are loaded.</p>;
   return (
     <ul className="plain-list" aria-label={`Sessions of ${clientId}`}>

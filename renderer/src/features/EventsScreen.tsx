@@ -4,14 +4,15 @@ import { formatBytes, formatDuration, formatTime } from '../lib/format.ts';
 import { routeHref } from '../store/routing.ts';
 import { clearEvents, setEventFilter, useStore } from '../store/index.ts';
 import { AnyOrOptions, EmptyState, ErrorBanner, Screen } from '../components/ui.tsx';
+import { selectEventFilter, selectEvents, selectStreamError, selectStreamState } from '../store/selectors.ts';
 
 const TYPES = ['session_start', 'session_stats', 'session_heartbeat', 'session_end'] as const;
 
 export function EventsScreen() {
-  const events = useStore((s) => s.events);
-  const filter = useStore((s) => s.eventFilter);
-  const streamState = useStore((s) => s.streamState);
-  const streamError = useStore((s) => s.streamError);
+  const events = useStore(selectEvents);
+  const filter = useStore(selectEventFilter);
+  const streamState = useStore(selectStreamState);
+  const streamError = useStore(selectStreamError);
   const shown = useMemo(() => {
     const q = filter.sessionId.trim().toLowerCase();
     return events.filter((e) => (!filter.type || e.event_type === filter.type) && (!q || e.session_id.toLowerCase().startsWith(q))).slice(0, 500);

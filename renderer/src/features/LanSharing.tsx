@@ -4,13 +4,13 @@
 // code of a session's link or of its client's subscription URL, for the phone to scan.
 // In web mode the server was started from the command line, so the card says which flags do it.
 import { useEffect, useMemo, useState } from 'react';
-import { getPlatform } from '../platform/index.ts';
 import { loadLanSharing, loadSubscription, setLanSharing, useStore } from '../store/index.ts';
 import { ErrorBanner, FormRow, Spinner } from '../components/ui.tsx';
 import { QrImage } from '../components/Qr.tsx';
+import { selectLan, selectLanError, selectLanPending, selectPlatformKind, selectPublicHost, selectSessionOrder, selectSessions, selectSubscription } from '../store/selectors.ts';
 
 function WebExplanation() {
-  const host = useStore((s) => s.serverInfo?.public_host);
+  const host = useStore(selectPublicHost);
   const example = host && host !== '127.0.0.1' && host !== 'localhost' ? host : '192.168.1.20';
   return (
     <>
@@ -28,14 +28,14 @@ function WebExplanation() {
 }
 
 function ScanCode() {
-  const sessions = useStore((s) => s.sessions);
-  const order = useStore((s) => s.sessionOrder);
+  const sessions = useStore(selectSessions);
+  const order = useStore(selectSessionOrder);
   const usable = useMemo(() => order.filter((id) => sessions[id] && sessions[id].status !== 'ended'), [order, sessions]);
   const [chosen, setChosen] = useState('');
   const [what, setWhat] = useState<'link' | 'subscription'>('link');
   const id = usable.includes(chosen) ? chosen : usable[0];
   const s = id ? sessions[id] : undefined;
-  const sub = useStore((st) => (s ? st.subscriptions[s.client_id] : undefined));
+  const sub = useStore(selectSubscription(s?.client_id));
   useEffect(() => {
     if (s) void loadSubscription(s.client_id);
   }, [s?.client_id]);
@@ -70,10 +70,10 @@ function ScanCode() {
 }
 
 export function LanSharingCard() {
-  const kind = getPlatform().kind;
-  const lan = useStore((s) => s.lan);
-  const pending = useStore((s) => s.lanPending);
-  const error = useStore((s) => s.lanError);
+  const kind = useStore(selectPlatformKind);
+  const lan = useStore(selectLan);
+  const pending = useStore(selectLanPending);
+  const error = useStore(selectLanError);
   const [address, setAddress] = useState('');
   const [wanted, setWanted] = useState<boolean | null>(null);
   useEffect(() => {

@@ -4,9 +4,9 @@
 import { useEffect, useRef, useState, type FormEvent, type KeyboardEvent } from 'react';
 import type { LimitField, LimitScope, LimitsRecord, LimitsUpdate, ResetPeriod } from '../../../common/api-types.ts';
 import { formatBytes, formatDateTime, formatSpeed, parseAmount } from '../lib/format.ts';
-import { navigate } from '../store/routing.ts';
-import { deleteLimits, loadLimits, saveLimits, scopeTitle, useStore } from '../store/index.ts';
+import { deleteLimits, loadLimits, navigate, saveLimits, scopeTitle, useStore } from '../store/index.ts';
 import { ErrorBanner, FormRow, Screen, Spinner } from '../components/ui.tsx';
+import { selectLimits } from '../store/selectors.ts';
 
 const SCOPES: LimitScope[] = ['global', 'client', 'session'];
 const FIELDS: Record<LimitScope, LimitField[]> = {
@@ -59,7 +59,7 @@ function toTexts(scope: LimitScope, r: LimitsRecord | null): Record<string, stri
 }
 
 function LimitsForm({ scope }: { scope: LimitScope }) {
-  const st = useStore((s) => s.limits[scope]);
+  const st = useStore(selectLimits(scope));
   const [texts, setTexts] = useState<Record<string, string>>(() => toTexts(scope, st.record));
   const [submitted, setSubmitted] = useState(false);
   const [formError, setFormError] = useState<string | null>(null);

@@ -1,9 +1,8 @@
 // Create a session: zone (zones without active nodes are listed but cannot be chosen),
 // client id (validated as the server does), reusable, VLESS.
 import { useEffect, useMemo, useState, type FormEvent } from 'react';
-import { navigate } from '../store/routing.ts';
-import { createSession, loadZones, useStore } from '../store/index.ts';
-import { selectZones } from '../store/selectors.ts';
+import { createSession, loadZones, navigate, useStore } from '../store/index.ts';
+import { selectCreateError, selectCreating, selectZones, selectZonesError, selectZonesLoad } from '../store/selectors.ts';
 import { ErrorBanner, FormRow, Screen, Spinner } from '../components/ui.tsx';
 
 const CLIENT_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
@@ -26,10 +25,10 @@ export function validateClientId(v: string): string | null {
 
 export function NewSessionScreen() {
   const zones = useStore(selectZones);
-  const zonesLoad = useStore((s) => s.zonesLoad);
-  const zonesError = useStore((s) => s.zonesError);
-  const creating = useStore((s) => s.creating);
-  const createError = useStore((s) => s.createError);
+  const zonesLoad = useStore(selectZonesLoad);
+  const zonesError = useStore(selectZonesError);
+  const creating = useStore(selectCreating);
+  const createError = useStore(selectCreateError);
   const firstUsable = useMemo(() => zones.find((z) => z.has_active_nodes)?.code ?? '', [zones]);
   const [zone, setZone] = useState('');
   const [clientId, setClientId] = useState('');

@@ -2,16 +2,15 @@
 // session id, with country and city pickers fed by the zone catalogue.
 import { useMemo, useState } from 'react';
 import { buildProxyUser } from '../../../server/contract/proxy-string.ts';
-import { useStore } from '../store/index.ts';
-import { selectZones } from '../store/selectors.ts';
+import { navigate, useStore } from '../store/index.ts';
+import { selectServerInfo, selectSessionOrder, selectSessions, selectZones } from '../store/selectors.ts';
 import { AnyOrOptions, CopyButton, EmptyState, FormRow, Screen } from '../components/ui.tsx';
-import { navigate } from '../store/routing.ts';
 
 export function ProxyScreen() {
   const zones = useStore(selectZones);
-  const info = useStore((s) => s.serverInfo);
-  const sessions = useStore((s) => s.sessions);
-  const order = useStore((s) => s.sessionOrder);
+  const info = useStore(selectServerInfo);
+  const sessions = useStore(selectSessions);
+  const order = useStore(selectSessionOrder);
   const usable = useMemo(() => order.slice(0, 2000).map((id) => sessions[id]).filter((s) => s && s.status !== 'ended'), [order, sessions]);
   const [sessionId, setSessionId] = useState('');
   const [country, setCountry] = useState('');

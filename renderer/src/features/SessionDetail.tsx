@@ -1,63 +1,22 @@
 // One session: status, live counters and speed chart, its usage history chart, the configuration link (copy + QR),
 // the configuration as fields, Pause and Resume, the client's subscription (in short, with a
 // link to the client view) and the session's own event timeline.
-import QRCode from 'qrcode';
 import { useEffect, useState } from 'react';
-import { getPlatform } from '../platform/index.ts';
 import type { AuditPage, SessionEvent } from '../../../common/api-types.ts';
 import { formatBytes, formatDateTime, formatDuration, formatSpeed, formatTime } from '../lib/format.ts';
-import { pollStatus, fetchSession, setPaused, useStore, watchHistory } from '../store/index.ts';
+import { fetchSession, listAudit, navigate, pollStatus, setPaused, useStore, watchHistory, watchTimeline } from '../store/index.ts';
+import { readStore, selectActionError, selectActionPending, selectSession, selectSpeedHistory, selectTimeline } from '../store/selectors.ts';
 import { CopyButton, EmptyState, ErrorBanner, Field, Screen, Spinner, StatusBadge } from '../components/ui.tsx';
 import { SpeedChart } from '../components/SpeedChart.tsx';
-import { navigate, routeHref } from '../store/routing.ts';
+import { routeHref } from '../store/routing.ts';
+import { QrImage } from '../components/Qr.tsx';
 import { SubscriptionSummary } from './ClientScreen.tsx';
 import { UsagePanel } from '../components/UsageChart.tsx';
 
-function useQr(text: string | undefined, dark: string) {
-  const [svg, setSvg] = useState('');
-  useEffect(() => {
-    if (!text) return;
-    let live = true;
-    QRCode.toString(text, { type: 'svg', margin: 1, errorCorrectionLevel: 'M', color: { dark, light: '#ffffff' } })
-      .then((s) => live && setSvg(s))
-      .catch(() => live && setSvg(''));
-    return () => {
-      live = false;
-    };
-  }, [text, dark]);
-  return svg;
-}
-
+/** This session's live timeline (the store streams it while the screen is open). */
 function useTimeline(id: string) {
-  const [events, setEvents] = useState<SessionEvent[]>([]);
-  useEffect(() => {
-    setEvents([]);
-    // This session's newest stored events (the stream's tail; replaying from id 0 would send a
-    // long-lived session's whole history to keep 500), then live ones. They are rendered in
-    // batches: one render per burst, not one per event.
-    let pending: SessionEvent[] = [];
-    let timer: ReturnType<typeof setTimeout> | null = null;
-    const flush = () => {
-      timer = null;
-      const batch = pending.reverse();
-      pending = [];
-      setEvents((prev) => [...batch, ...prev].slice(0, 500));
-    };
-    const unsubscribe = getPlatform().subscribe(
-      { session_id: [id] },
-      {
-        onEvent: (ev) => {
-          pending.push(ev);
-          if (!timer) timer = setTimeout(flush, 100);
-        },
-      },
-    );
-    return () => {
-      unsubscribe();
-      if (timer) clearTimeout(timer);
-    };
-  }, [id]);
-  return events;
+  useEffect(() => watchTimeline(id), [id]);
+  return useStore(selectTimeline(id));
 }
 
 type AuditEntry = AuditPage['entries'][number];
@@ -71,8 +30,7 @@ function useAudit(id: string, paused: boolean | undefined) {
   useEffect(() => {
     let live = true;
     const load = () =>
-      getPlatform()
-        .ops.listAudit({ session_id: id, limit: 100 })
+      listAudit({ session_id: id, limit: 100 })
         .then((page) => live && setEntries(page.entries))
         .catch(() => {
           /* the trail is a complement: the timeline shows the traffic events without it */
@@ -98,14 +56,13 @@ export function actorLabel(actor: AuditEntry['actor']): string {
 type TimelineItem = { kind: 'event'; at: string; key: string; ev: SessionEvent } | { kind: 'audit'; at: string; key: string; entry: AuditEntry };
 
 export function SessionDetail({ id }: { id: string }) {
-  const s = useStore((st) => st.sessions[id]);
-  const history = useStore((st) => st.speedHistory[id]);
-  const pending = useStore((st) => !!st.actionPending[id]);
-  const actionError = useStore((st) => st.actionError[id]);
+  const s = useStore(selectSession(id));
+  const history = useStore(selectSpeedHistory(id));
+  const pending = useStore(selectActionPending(id));
+  const actionError = useStore(selectActionError(id));
   const [missing, setMissing] = useState(false);
   const [loadError, setLoadError] = useState<string | null>(null);
   const [attempt, setAttempt] = useState(0);
-  const qr = useQr(s?.configuration_link, '#111111');
   const events = useTimeline(id);
   const audit = useAudit(id, s?.paused);
   // Traffic events and changes made to the session, newest first.
@@ -125,7 +82,7 @@ export function SessionDetail({ id }: { id: string }) {
     const poll = () => {
       if (!stopped && !t) t = setInterval(() => void pollStatus(id), 1000);
     };
-    if (useStore.getState().sessions[id]) poll();
+    if (readStore(selectSession(id))) poll();
     else
       void fetchSession(id).then((r) => {
         if (stopped) return;
@@ -221,7 +178,9 @@ export function SessionDetail({ id }: { id: string }) {
             <code className="link" data-testid="configuration-link">{s.configuration_link}</code>
             <CopyButton text={s.configuration_link} label="Copy link" />
           </div>
-          {qr ? <div className="qr" role="img" aria-label="QR code of the configuration link" dangerouslySetInnerHTML={{ __html: qr }} /> : null}
+          <div className="qr-box">
+            <QrImage text={s.configuration_link} label="QR code of the configuration link" size={168} />
+          </div>
           <h3>Configuration</h3>
           <dl className="kvs">
             <Field label="Protocol" value={c.protocol} />

@@ -3,15 +3,15 @@
 import { useVirtualizer } from '@tanstack/react-virtual';
 import { useEffect, useRef, useState, type KeyboardEvent } from 'react';
 import { formatBytes, formatDuration, formatSpeed } from '../lib/format.ts';
-import { routeHref, navigate } from '../store/routing.ts';
-import { loadSessions, setSessionFilter, syncNewest, useStore } from '../store/index.ts';
-import { selectClientIds, selectFilteredIds, selectZones } from '../store/selectors.ts';
+import { routeHref } from '../store/routing.ts';
+import { loadSessions, navigate, setSessionFilter, syncNewest, useStore } from '../store/index.ts';
+import { selectClientIds, selectFilteredIds, selectSession, selectSessionCount, selectSessionFilter, selectSessionsError, selectSessionsLoad, selectZones } from '../store/selectors.ts';
 import { EmptyState, ErrorBanner, Screen, Spinner, StatusBadge } from '../components/ui.tsx';
 
 const ROW = 44;
 
 function Row({ id, index, top, now }: { id: string; index: number; top: number; now: number }) {
-  const s = useStore((st) => st.sessions[id]);
+  const s = useStore(selectSession(id));
   if (!s) return null;
   // A speed not refreshed for 12 s (stats arrive every 5 s) is stale: show zero.
   const fresh = now - s.sampled_at < 12_000;
@@ -59,10 +59,10 @@ function ClientLinks() {
 
 export function SessionsScreen() {
   const ids = useStore(selectFilteredIds);
-  const total = useStore((s) => s.sessionOrder.length);
-  const load = useStore((s) => s.sessionsLoad);
-  const error = useStore((s) => s.sessionsError);
-  const filter = useStore((s) => s.sessionFilter);
+  const total = useStore(selectSessionCount);
+  const load = useStore(selectSessionsLoad);
+  const error = useStore(selectSessionsError);
+  const filter = useStore(selectSessionFilter);
   const zones = useStore(selectZones);
   const parentRef = useRef<HTMLDivElement>(null);
   const [now, setNow] = useState(Date.now());

@@ -2,14 +2,14 @@
 // TLS mode in force and why, "Let other devices connect" (LanSharing.tsx), and support tools:
 // copy the API token, read the OpenAPI document.
 import { useState, type FormEvent } from 'react';
-import { getPlatform, toApiError } from '../platform/index.ts';
 import { humanError } from '../lib/errors.ts';
-import { forgetToken, loadServerInfo, saveConnection, toast, useStore } from '../store/index.ts';
+import { copyApiToken, forgetToken, loadServerInfo, openApiDocument, saveConnection, toApiError, toast, useStore } from '../store/index.ts';
 import { CopyButton, Field, FormRow, Screen, Spinner } from '../components/ui.tsx';
 import { formatDateTime } from '../lib/format.ts';
 import type { ServerInfo } from '../../../common/api-types.ts';
 import { LanSharingCard } from './LanSharing.tsx';
 import { WebhooksCard } from './WebhooksCard.tsx';
+import { selectConnection, selectPlatformKind, selectServerInfo } from '../store/selectors.ts';
 
 const CERT_SOURCE = {
   files: 'Certificate files (--tls-cert / --tls-key), reloaded when they change',
@@ -39,7 +39,7 @@ function OpenApiViewer() {
   const open = async () => {
     setBusy(true);
     try {
-      const d = await getPlatform().ops.openApiDocument();
+      const d = await openApiDocument();
       setDoc(JSON.stringify(d, null, 2));
     } catch (e) {
       toast(humanError(toApiError(e)), 'error');
@@ -84,7 +84,7 @@ function plainHttpBeyondLoopback(url: string): boolean {
 }
 
 export function EndpointForm() {
-  const conn = useStore((s) => s.connection);
+  const conn = useStore(selectConnection);
   const [mode, setMode] = useState<'embedded' | 'remote'>(conn?.mode === 'remote' ? 'remote' : 'embedded');
   const [url, setUrl] = useState(conn?.mode === 'remote' ? conn.baseUrl : '');
   const [token, setToken] = useState('');
@@ -166,9 +166,9 @@ export function EndpointForm() {
 }
 
 export function SettingsScreen() {
-  const conn = useStore((s) => s.connection);
-  const info = useStore((s) => s.serverInfo);
-  const kind = getPlatform().kind;
+  const conn = useStore(selectConnection);
+  const info = useStore(selectServerInfo);
+  const kind = useStore(selectPlatformKind);
   return (
     <Screen name="settings" title="Settings">
       <div className="grid2">
@@ -215,7 +215,7 @@ export function SettingsScreen() {
         <h2>Support</h2>
         <p className="muted">Support staff may need the API token to call the API directly. Treat it like a password.</p>
         <div className="actions">
-          <CopyButton label="Copy API token" getText={() => getPlatform().ops.copyApiToken()} />
+          <CopyButton label="Copy API token" getText={copyApiToken} />
         </div>
         <OpenApiViewer />
       </div>

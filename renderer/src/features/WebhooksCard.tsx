@@ -2,12 +2,11 @@
 // new endpoint shown once with a copy button, and each endpoint's last deliveries with the answer
 // they got, and each endpoint's health (disabled by the server after failing, failing now, dropped
 // deliveries) with a button to turn it on again. Owner tokens only: an agent token sees the API's
-// 403 as a plain message. Goes through
-// the platform (IPC in the desktop app, HTTP in web mode) like every other screen.
+// 403 as a plain message. Goes through the store's actions to the platform (IPC in the desktop
+// app, HTTP in web mode) like every other screen.
 import { useCallback, useEffect, useState, type FormEvent } from 'react';
-import { getPlatform, toApiError } from '../platform/index.ts';
 import { humanError } from '../lib/errors.ts';
-import { toast } from '../store/index.ts';
+import { createWebhook, deleteWebhook, listWebhooks, setWebhookEnabled, toApiError, toast, webhookDeliveries } from '../store/index.ts';
 import { CopyButton, EmptyState, FormRow, Spinner } from '../components/ui.tsx';
 import { formatDateTime } from '../lib/format.ts';
 import { webhookState } from '../lib/webhook-state.ts';
@@ -32,7 +31,7 @@ function Deliveries({ hook }: { hook: Webhook }) {
   const [err, setErr] = useState<string | null>(null);
   const load = useCallback(async () => {
     try {
-      setRows((await getPlatform().ops.webhookDeliveries(hook.id)).deliveries);
+      setRows((await webhookDeliveries(hook.id)).deliveries);
       setErr(null);
     } catch (e) {
       setErr(humanError(toApiError(e)));
@@ -88,7 +87,7 @@ function AddWebhook({ onAdded }: { onAdded: (secret: string) => void }) {
     if (kinds.size === 0) return setErr('Choose at least one event.');
     setBusy(true);
     try {
-      const created = await getPlatform().ops.createWebhook({ url: url.trim(), events: KINDS.map((k) => k.kind).filter((k) => kinds.has(k)) });
+      const created = await createWebhook({ url: url.trim(), events: KINDS.map((k) => k.kind).filter((k) => kinds.has(k)) });
       setErr(null);
       setUrl('');
       onAdded(created.secret);
@@ -147,7 +146,7 @@ export function WebhooksCard() {
   };
   const load = useCallback(async () => {
     try {
-      setHooks((await getPlatform().ops.listWebhooks()).webhooks);
+      setHooks((await listWebhooks()).webhooks);
       setErr(null);
     } catch (e) {
       setErr(humanError(toApiError(e)));
@@ -157,7 +156,7 @@ export function WebhooksCard() {
   const remove = async (h: Webhook) => {
     if (!window.confirm(`Delete the webhook to ${h.url}? Its pending deliveries are dropped.`)) return;
     try {
-      await getPlatform().ops.deleteWebhook(h.id);
+      await deleteWebhook(h.id);
       toast('Webhook deleted', 'info');
       await load();
     } catch (e) {
@@ -166,7 +165,7 @@ export function WebhooksCard() {
   };
   const setEnabled = async (h: Webhook, enabled: boolean) => {
     try {
-      await getPlatform().ops.setWebhookEnabled(h.id, enabled);
+      await setWebhookEnabled(h.id, enabled);
       toast(enabled ? 'Webhook enabled' : 'Webhook turned off', 'info');
       await load();
     } catch (e) {

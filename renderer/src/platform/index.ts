@@ -10,6 +10,11 @@ export function getPlatform(): Platform {
   return instance;
 }
 
+/** Which platform getPlatform() gives, known without making it (making the web one reads the address). */
+export function platformKind(): Platform['kind'] {
+  return instance?.kind ?? (window.app ? 'electron' : 'web');
+}
+
 /** Tests and benchmarks may inject a platform before the app renders. */
 export function setPlatform(p: Platform): void {
   instance = p;

@@ -3,6 +3,7 @@
 // main process, and the location hash (read by routing.ts).
 import { getPlatform } from '../platform/index.ts';
 import type { SessionEvent } from '../../../common/api-types.ts';
+import { batcher } from './batcher.ts';
 import { applyEvents, setRoute, setStreamState, useStore } from './index.ts';
 import { parseHash } from './routing.ts';
 
@@ -17,26 +18,10 @@ export function startBridge(): () => void {
   });
 
   let stream: (() => void) | null = null;
-  let pending: SessionEvent[] = [];
-  let timer: ReturnType<typeof setTimeout> | null = null;
-  const flush = () => {
-    timer = null;
-    const batch = pending;
-    pending = [];
-    applyEvents(batch);
-  };
+  const events = batcher<SessionEvent>(250, applyEvents);
   const openStream = () => {
     stream?.();
-    stream = getPlatform().subscribe(
-      { last_event_id: useStore.getState().lastEventId },
-      {
-        onEvent(ev) {
-          pending.push(ev);
-          if (!timer) timer = setTimeout(flush, 250);
-        },
-        onState: setStreamState,
-      },
-    );
+    stream = getPlatform().subscribe({ last_event_id: useStore.getState().lastEventId }, { onEvent: (ev) => events.push(ev), onState: setStreamState });
   };
   // The stream runs while the app is ready (a token works); it restarts after a token change.
   let phase = useStore.getState().phase;
@@ -56,6 +41,6 @@ export function startBridge(): () => void {
     offNav();
     unsub();
     stream?.();
-    if (timer) clearTimeout(timer);
+    events.cancel();
   };
 }

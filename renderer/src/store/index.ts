@@ -1,13 +1,16 @@
-// One zustand store made of slices (slices/: app, zones, sessions, events, limits, sharing), in the
-// zustand slices pattern. Actions are the only writers; components read through the
+// One zustand store made of slices (slices/: app, zones, sessions, events, limits, sharing,
+// webhooks, history), in the zustand slices pattern; their shapes are in state.ts. Actions are
+// the only writers, and the only way screens reach the platform; screens read through the named
 // selectors in selectors.ts; events from the platform enter through bridge.ts; the pure view
 // logic is in session-view.ts and event-merge.ts; routes are in routing.ts.
 import { create } from 'zustand';
 import { createAppSlice } from './slices/app.ts';
 import { createEventsSlice } from './slices/events.ts';
+import { createHistorySlice } from './slices/history.ts';
 import { createLimitsSlice } from './slices/limits.ts';
 import { createSessionsSlice } from './slices/sessions.ts';
 import { createSharingSlice } from './slices/sharing.ts';
+import { createWebhooksSlice } from './slices/webhooks.ts';
 import { createZonesSlice } from './slices/zones.ts';
 import type { State } from './state.ts';
 
@@ -18,6 +21,8 @@ export const useStore = create<State>()((...a) => ({
   ...createEventsSlice(...a),
   ...createLimitsSlice(...a),
   ...createSharingSlice(...a),
+  ...createWebhooksSlice(...a),
+  ...createHistorySlice(...a),
 }));
 
 // The actions never change after the store is made, so components and the bridge import them
@@ -26,6 +31,7 @@ export const {
   toast,
   dismissToast,
   setRoute,
+  navigate,
   noteGlobalError,
   startApp,
   submitToken,
@@ -57,11 +63,20 @@ export const {
   deleteSubscription,
   loadLanSharing,
   setLanSharing,
+  copyApiToken,
+  openApiDocument,
+  listWebhooks,
+  createWebhook,
+  deleteWebhook,
+  setWebhookEnabled,
+  webhookDeliveries,
+  watchTimeline,
+  loadUsage,
+  listAudit,
 } = useStore.getState();
 
-export type { State } from './state.ts';
-export type { Toast } from './slices/app.ts';
-export type { LimitsState } from './slices/limits.ts';
-export type { SubscriptionEntry } from './slices/sharing.ts';
+export type { LimitsState, State, SubscriptionEntry, Toast } from './state.ts';
 export type { SessionView } from './session-view.ts';
 export { scopeTitle } from './slices/limits.ts';
+/** What the actions throw, as a record the screens can show (humanError). */
+export { toApiError } from '../platform/index.ts';

@@ -1,8 +1,7 @@
 // Routes of the app and their hash addresses (`#/sessions/<id>`, `#/clients/<id>`, `#/limits/client`, ...).
-// The hash is the truth: `navigate` changes it, and the bridge turns each hashchange into
-// the store's `route`. parseHash and routeHref are pure.
+// The hash is the truth: the store's `navigate` action changes it, and the bridge turns each
+// hashchange into the store's `route`. Pure: parseHash and routeHref know nothing of the store.
 import type { LimitScope } from '../../../common/api-types.ts';
-import { useStore } from './index.ts';
 
 export type Route =
   | { name: 'sessions' }
@@ -50,11 +49,4 @@ export function routeHref(r: Route): string {
     default:
       return `#/${r.name}`;
   }
-}
-
-/** Shows a route: through the hash (so Back works), or directly when the hash already says it. */
-export function navigate(r: Route): void {
-  const href = routeHref(r);
-  if (location.hash !== href) location.hash = href;
-  else useStore.getState().setRoute(r);
 }

@@ -1,14 +1,64 @@
-// Named selectors: components read the store only through these.
+// Named selectors: components read the store only through these (`useStore(selectX)`), and
+// test/unit/renderer-rules.test.ts holds them to it. A selector that builds a new object or
+// array is memoized or wrapped in useShallow, so it does not render again for an equal answer.
+import type { LimitScope } from '../../../common/api-types.ts';
 import { useShallow } from 'zustand/react/shallow';
 import type { State, SessionView } from './index.ts';
 import { useStore } from './index.ts';
 import { filterSessionIds, sessionTotals } from './session-view.ts';
 
+// The app: phase, connection, server, stream, route, toasts.
 export const selectPhase = (s: State) => s.phase;
+export const selectPhaseError = (s: State) => s.phaseError;
+export const selectPlatformKind = (s: State) => s.platformKind;
+export const selectConnection = (s: State) => s.connection;
+export const selectBaseUrl = (s: State) => s.connection?.baseUrl;
+export const selectTokenProblem = (s: State) => s.connection?.tokenProblem;
+export const selectServerInfo = (s: State) => s.serverInfo;
+export const selectPublicHost = (s: State) => s.serverInfo?.public_host;
+/** Whom the API token in use signs in as (server-info), undefined before it answers. */
+export const selectSignedInToken = (s: State) => s.serverInfo?.token;
+export const selectLinkToken = (s: State) => s.linkToken;
+export const selectStreamState = (s: State) => s.streamState;
+export const selectStreamError = (s: State) => s.streamError;
 export const selectRoute = (s: State) => s.route;
-export const selectZones = (s: State) => s.zones;
 export const selectToasts = (s: State) => s.toasts;
+
+// Zones and the new-session form.
+export const selectZones = (s: State) => s.zones;
+export const selectZonesLoad = (s: State) => s.zonesLoad;
+export const selectZonesError = (s: State) => s.zonesError;
+export const selectCreating = (s: State) => s.creating;
+export const selectCreateError = (s: State) => s.createError;
+
+// Sessions.
+export const selectSessions = (s: State) => s.sessions;
+export const selectSessionOrder = (s: State) => s.sessionOrder;
+export const selectSessionCount = (s: State) => s.sessionOrder.length;
+export const selectSessionsLoad = (s: State) => s.sessionsLoad;
+export const selectSessionsError = (s: State) => s.sessionsError;
+export const selectSessionFilter = (s: State) => s.sessionFilter;
 export const selectSession = (id: string) => (s: State): SessionView | undefined => s.sessions[id];
+export const selectSpeedHistory = (id: string) => (s: State) => s.speedHistory[id];
+export const selectActionPending = (id: string) => (s: State) => !!s.actionPending[id];
+export const selectActionError = (id: string) => (s: State) => s.actionError[id];
+
+// Events and a session's timeline.
+export const selectEvents = (s: State) => s.events;
+export const selectEventFilter = (s: State) => s.eventFilter;
+const NO_EVENTS: State['timelines'][string] = [];
+export const selectTimeline = (id: string) => (s: State) => s.timelines[id] ?? NO_EVENTS;
+
+// Limits, subscriptions and LAN sharing.
+export const selectLimits = (scope: LimitScope) => (s: State) => s.limits[scope];
+export const selectLan = (s: State) => s.lan;
+export const selectLanPending = (s: State) => s.lanPending;
+export const selectLanError = (s: State) => s.lanError;
+
+/** What a selector answers right now, for code outside rendering (effects, handlers). */
+export function readStore<T>(selector: (s: State) => T): T {
+  return selector(useStore.getState());
+}
 
 let memo: { sessions: State['sessions']; order: string[]; filter: State['sessionFilter']; out: string[] } | null = null;
 /** Ids of the sessions that pass the filter, newest first (memoized on its inputs). */
@@ -37,7 +87,9 @@ export function useClientSessionIds(clientId: string): string[] {
   return useStore(useShallow((s: State) => s.sessionOrder.filter((id) => s.sessions[id]?.client_id === clientId)));
 }
 
-export const selectSubscription = (clientId: string) => (s: State) => s.subscriptions[clientId];
+/** A client's subscription entry; undefined while not loaded, or when there is no client. */
+export const selectSubscription = (clientId: string | undefined) => (s: State) => (clientId === undefined ? undefined : s.subscriptions[clientId]);
+export const selectSubscriptionPending = (clientId: string) => (s: State) => !!s.subscriptions[clientId]?.pending;
 
 /** Totals for the header: active sessions and live speeds. */
 export function useTotals() {

@@ -1,20 +1,190 @@
-// The store's whole state (the union of its slices), the type every slice creator has, and
-// the platform's operations the actions call. Slices see the whole state through get() and
-// set(), so an action may call another slice's action (the zustand slices pattern).
+// The store's whole shape: every slice's state and actions (the slices in slices/ implement
+// them), their union State, the type every slice creator has, and the platform's operations the
+// actions call. The shapes live here, not beside their slices, so that a slice can import State
+// without State importing the slice back. Slices see the whole state through get() and set(), so
+// an action may call another slice's action (the zustand slices pattern).
 import type { StateCreator } from 'zustand';
-import { getPlatform } from '../platform/index.ts';
-import type { AppSlice } from './slices/app.ts';
-import type { EventsSlice } from './slices/events.ts';
-import type { LimitsSlice } from './slices/limits.ts';
-import type { SessionsSlice } from './slices/sessions.ts';
-import type { SharingSlice } from './slices/sharing.ts';
-import type { ZonesSlice } from './slices/zones.ts';
-
-export type State = AppSlice & ZonesSlice & SessionsSlice & EventsSlice & LimitsSlice & SharingSlice;
-
-export type SliceCreator<Slice> = StateCreator<State, [], [], Slice>;
+import type {
+  ConnectionInfo,
+  ConnectionSettings,
+  LanSharing,
+  LanSharingRequest,
+  LimitScope,
+  LimitsRecord,
+  LimitsUpdate,
+  ServerInfo,
+  Session,
+  SessionCreateRequest,
+  SessionEvent,
+  SessionStatusResponse,
+  StreamState,
+  Subscription,
+  Zone,
+} from '../../../common/api-types.ts';
+import type { ApiErrorInfo } from '../../../common/result.ts';
+import { getPlatform, type Platform } from '../platform/index.ts';
+import type { PlatformOps } from '../platform/platform.ts';
+import type { Route } from './routing.ts';
+import type { SessionFilter, SessionView, SpeedHistory } from './session-view.ts';
 
 /** Where a list stands while it loads. */
 export type Load = 'idle' | 'loading' | 'ready' | 'error';
+
+export interface Toast {
+  id: number;
+  kind: 'info' | 'error';
+  text: string;
+}
+
+export interface AppSlice {
+  phase: 'starting' | 'need-token' | 'ready' | 'unreachable';
+  phaseError: ApiErrorInfo | null;
+  connection: ConnectionInfo | null;
+  serverInfo: ServerInfo | null;
+  /** Web mode: a `#token=` link's token waiting for the user's answer, and whom it signs in as. */
+  linkToken: { customer: string; role: string } | null;
+  streamState: StreamState;
+  streamError: ApiErrorInfo | null;
+  route: Route;
+  toasts: Toast[];
+  /** Which platform the window runs on: the desktop app (electron) or a browser (web). */
+  platformKind: Platform['kind'];
+
+  toast(text: string, kind?: Toast['kind']): void;
+  dismissToast(id: number): void;
+  setRoute(route: Route): void;
+  /** Shows a route: through the hash (so Back works), or directly when the hash already says it. */
+  navigate(route: Route): void;
+  /** Handles errors that concern the whole app (bad token, server gone). Returns the error. */
+  noteGlobalError(e: unknown): ApiErrorInfo;
+  /**
+   * Connects: reads the connection, checks the token and the server, then loads. A `retry`
+   * from the unreachable screen keeps that screen up while it tries (no flash of the
+   * "connecting" screen every few seconds, no lost form input).
+   */
+  startApp(opts?: { retry?: boolean }): Promise<void>;
+  submitToken(token: string): Promise<void>;
+  forgetToken(): void;
+  loadServerInfo(): Promise<void>;
+  /** Null when saved; else why not (also shown as a toast). */
+  saveConnection(settings: ConnectionSettings): Promise<string | null>;
+  /** Use (true) or drop the token of a `#token=` link. */
+  resolveLinkToken(use: boolean): Promise<void>;
+  setStreamState(state: StreamState, error?: ApiErrorInfo): void;
+  /** Support tools: put the API token on the clipboard; read the server's OpenAPI document. */
+  copyApiToken: PlatformOps['copyApiToken'];
+  openApiDocument: PlatformOps['openApiDocument'];
+}
+
+export interface ZonesSlice {
+  zones: Zone[];
+  zonesLoad: Load;
+  zonesError: ApiErrorInfo | null;
+  /** Loads the zones; `rethrow` lets startApp use the answer as its token check. */
+  loadZones(rethrow?: boolean): Promise<void>;
+}
+
+export interface SessionsSlice {
+  sessions: Record<string, SessionView>;
+  /** Ids, newest first. */
+  sessionOrder: string[];
+  sessionsLoad: Load;
+  sessionsError: ApiErrorInfo | null;
+  sessionFilter: SessionFilter;
+  creating: boolean;
+  createError: ApiErrorInfo | null;
+  speedHistory: SpeedHistory;
+  actionPending: Record<string, boolean>;
+  actionError: Record<string, ApiErrorInfo | null>;
+
+  /** Loads every session (newest first), page by page; the first page shows at once. */
+  loadSessions(): Promise<void>;
+  /**
+   * Picks up sessions created elsewhere (another window, the API, the CLI) and refreshes the
+   * newest ones: one small request, merged into what is loaded.
+   */
+  syncNewest(): Promise<void>;
+  /** Merges a full session into the list (newly created or refreshed). */
+  upsertSession(s: Session): void;
+  watchHistory(id: string, on: boolean): void;
+  applyStatus(id: string, st: SessionStatusResponse): void;
+  /** Loads one session into the store; the error says whether it is missing or the request failed. */
+  fetchSession(id: string): Promise<{ session: Session; error: null } | { session: null; error: ApiErrorInfo }>;
+  refreshSession(id: string): Promise<Session | null>;
+  pollStatus(id: string): Promise<void>;
+  setSessionFilter(f: Partial<SessionFilter>): void;
+  createSession(req: SessionCreateRequest): Promise<Session | null>;
+  setPaused(id: string, paused: boolean): Promise<void>;
+}
+
+export interface EventsSlice {
+  events: SessionEvent[];
+  eventFilter: { sessionId: string; type: string };
+  lastEventId: number | undefined;
+  /** Applies a batch of events: the event list, and each session's counters and status. */
+  applyEvents(batch: SessionEvent[]): void;
+  setEventFilter(f: Partial<EventsSlice['eventFilter']>): void;
+  clearEvents(): void;
+}
+
+export interface LimitsState {
+  load: Load | 'unset' | 'forbidden';
+  record: LimitsRecord | null;
+  error: ApiErrorInfo | null;
+  saving: boolean;
+}
+
+export interface LimitsSlice {
+  limits: Record<LimitScope, LimitsState>;
+  loadLimits(scope: LimitScope): Promise<void>;
+  saveLimits(scope: LimitScope, body: LimitsUpdate): Promise<boolean>;
+  deleteLimits(scope: LimitScope): Promise<void>;
+}
+
+export interface SubscriptionEntry {
+  /** `ready` with `sub: null` means the subscription is off. */
+  load: Load;
+  sub: Subscription | null;
+  error: ApiErrorInfo | null;
+  pending: boolean;
+}
+
+export interface SharingSlice {
+  subscriptions: Record<string, SubscriptionEntry>;
+  lan: LanSharing | null;
+  lanPending: boolean;
+  lanError: ApiErrorInfo | null;
+
+  loadSubscription(clientId: string): Promise<void>;
+  /** On when off; a new URL (the old one stops working) when on. */
+  putSubscription(clientId: string): Promise<boolean>;
+  deleteSubscription(clientId: string): Promise<boolean>;
+  loadLanSharing(): Promise<void>;
+  setLanSharing(request: LanSharingRequest): Promise<boolean>;
+}
+
+/** The customer's webhook endpoints and their deliveries (Settings → Webhooks keeps them on screen). */
+export interface WebhooksSlice {
+  listWebhooks: PlatformOps['listWebhooks'];
+  createWebhook: PlatformOps['createWebhook'];
+  deleteWebhook: PlatformOps['deleteWebhook'];
+  setWebhookEnabled: PlatformOps['setWebhookEnabled'];
+  webhookDeliveries: PlatformOps['webhookDeliveries'];
+}
+
+export interface HistorySlice {
+  /** The live timeline of each session someone watches: its newest events first (at most 500). */
+  timelines: Record<string, SessionEvent[]>;
+  /** Streams one session's events into `timelines` (batched: one render per burst); returns the stop. */
+  watchTimeline(id: string): () => void;
+  /** Usage history (GET /v2/usage) for a filter, range and step. */
+  loadUsage: PlatformOps['usage'];
+  /** One page of the audit trail. */
+  listAudit: PlatformOps['listAudit'];
+}
+
+export type State = AppSlice & ZonesSlice & SessionsSlice & EventsSlice & LimitsSlice & SharingSlice & WebhooksSlice & HistorySlice;
+
+export type SliceCreator<Slice> = StateCreator<State, [], [], Slice>;
 
 export const ops = () => getPlatform().ops;

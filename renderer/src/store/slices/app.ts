@@ -1,49 +1,9 @@
 // The app slice: connection phase (starting, need-token, ready, unreachable), connection and
-// server info, the event stream's state, the current route and the toasts.
-import { getPlatform, toApiError } from '../../platform/index.ts';
-import type { ConnectionInfo, ConnectionSettings, ServerInfo, StreamState } from '../../../../common/api-types.ts';
-import type { ApiErrorInfo } from '../../../../common/result.ts';
-import type { Route } from '../routing.ts';
-import { ops, type SliceCreator } from '../state.ts';
-
-export interface Toast {
-  id: number;
-  kind: 'info' | 'error';
-  text: string;
-}
-
-export interface AppSlice {
-  phase: 'starting' | 'need-token' | 'ready' | 'unreachable';
-  phaseError: ApiErrorInfo | null;
-  connection: ConnectionInfo | null;
-  serverInfo: ServerInfo | null;
-  /** Web mode: a `#token=` link's token waiting for the user's answer, and whom it signs in as. */
-  linkToken: { customer: string; role: string } | null;
-  streamState: StreamState;
-  streamError: ApiErrorInfo | null;
-  route: Route;
-  toasts: Toast[];
-
-  toast(text: string, kind?: Toast['kind']): void;
-  dismissToast(id: number): void;
-  setRoute(route: Route): void;
-  /** Handles errors that concern the whole app (bad token, server gone). Returns the error. */
-  noteGlobalError(e: unknown): ApiErrorInfo;
-  /**
-   * Connects: reads the connection, checks the token and the server, then loads. A `retry`
-   * from the unreachable screen keeps that screen up while it tries (no flash of the
-   * "connecting" screen every few seconds, no lost form input).
-   */
-  startApp(opts?: { retry?: boolean }): Promise<void>;
-  submitToken(token: string): Promise<void>;
-  forgetToken(): void;
-  loadServerInfo(): Promise<void>;
-  /** Null when saved; else why not (also shown as a toast). */
-  saveConnection(settings: ConnectionSettings): Promise<string | null>;
-  /** Use (true) or drop the token of a `#token=` link. */
-  resolveLinkToken(use: boolean): Promise<void>;
-  setStreamState(state: StreamState, error?: ApiErrorInfo): void;
-}
+// server info, the event stream's state, the current route (and navigate), the toasts, which
+// platform the window runs on, and the support tools of Settings.
+import { routeHref } from '../routing.ts';
+import { ops, type AppSlice, type SliceCreator } from '../state.ts';
+import { getPlatform, platformKind, toApiError } from '../../platform/index.ts';
 
 export const createAppSlice: SliceCreator<AppSlice> = (set, get) => {
   let toastSeq = 0;
@@ -57,6 +17,7 @@ export const createAppSlice: SliceCreator<AppSlice> = (set, get) => {
     streamError: null,
     route: { name: 'sessions' },
     toasts: [],
+    platformKind: platformKind(),
 
     toast(text, kind = 'info') {
       const t = { id: ++toastSeq, kind, text };
@@ -69,6 +30,11 @@ export const createAppSlice: SliceCreator<AppSlice> = (set, get) => {
     setRoute(route) {
       set({ route });
     },
+    navigate(route) {
+      const href = routeHref(route);
+      if (location.hash !== href) location.hash = href;
+      else set({ route });
+    },
     noteGlobalError(e) {
       const err = toApiError(e);
       if (err.status === 401 && getPlatform().kind === 'web') set({ phase: 'need-token', phaseError: err });
@@ -78,6 +44,7 @@ export const createAppSlice: SliceCreator<AppSlice> = (set, get) => {
     async startApp(opts = {}) {
       // A link's token that differs from the stored one: ask (LinkTokenDialog), never replace silently.
       const platform = getPlatform();
+      if (platform.kind !== get().platformKind) set({ platformKind: platform.kind });
       if (platform.linkToken && !get().linkToken) {
         platform.linkToken().then(
           (who) => who && set({ linkToken: who }),
@@ -148,5 +115,7 @@ export const createAppSlice: SliceCreator<AppSlice> = (set, get) => {
       set({ streamState: state, streamError: error ?? (state === 'open' ? null : get().streamError) });
       if (error?.status === 401) get().noteGlobalError(error);
     },
+    copyApiToken: () => ops().copyApiToken(),
+    openApiDocument: () => ops().openApiDocument(),
   };
 };

@@ -1,19 +1,9 @@
 // The events slice: the live event list and its filter, and the last event id (the stream
 // resumes after it). Batches from the bridge are merged by event-merge.ts.
+import type { EventsSlice, SliceCreator } from '../state.ts';
 import type { SessionEvent } from '../../../../common/api-types.ts';
 import { Coalescer } from '../../../../common/coalescer.ts';
 import { mergeEventBatch } from '../event-merge.ts';
-import type { SliceCreator } from '../state.ts';
-
-export interface EventsSlice {
-  events: SessionEvent[];
-  eventFilter: { sessionId: string; type: string };
-  lastEventId: number | undefined;
-  /** Applies a batch of events: the event list, and each session's counters and status. */
-  applyEvents(batch: SessionEvent[]): void;
-  setEventFilter(f: Partial<EventsSlice['eventFilter']>): void;
-  clearEvents(): void;
-}
 
 /**
  * Session look-ups the events ask for: each session at most every 2 s, all together at most 2 a

@@ -1,22 +1,7 @@
 // The limits slice: the three limit records (global, client, session), each with its own
 // load state (unset when the server has none, forbidden for an agent token) and save state.
-import type { LimitScope, LimitsRecord, LimitsUpdate } from '../../../../common/api-types.ts';
-import type { ApiErrorInfo } from '../../../../common/result.ts';
-import { ops, type Load, type SliceCreator } from '../state.ts';
-
-export interface LimitsState {
-  load: Load | 'unset' | 'forbidden';
-  record: LimitsRecord | null;
-  error: ApiErrorInfo | null;
-  saving: boolean;
-}
-
-export interface LimitsSlice {
-  limits: Record<LimitScope, LimitsState>;
-  loadLimits(scope: LimitScope): Promise<void>;
-  saveLimits(scope: LimitScope, body: LimitsUpdate): Promise<boolean>;
-  deleteLimits(scope: LimitScope): Promise<void>;
-}
+import type { LimitScope } from '../../../../common/api-types.ts';
+import { ops, type LimitsSlice, type LimitsState, type SliceCreator } from '../state.ts';
 
 export function scopeTitle(scope: LimitScope): string {
   return scope === 'global' ? 'Global' : scope === 'client' ? 'Client' : 'Session';

@@ -1,43 +1,8 @@
 // The sessions slice: every session as a row (session-view.ts builds them), newest first,
 // with the list filter, the create form's state, per-session pause/resume state and the
 // speed history of the sessions someone is looking at.
-import type { Session, SessionCreateRequest, SessionStatusResponse } from '../../../../common/api-types.ts';
-import type { ApiErrorInfo } from '../../../../common/result.ts';
-import { addListingPage, mergeNewest, pushHistory, toView, watchHistoryOf, type SessionFilter, type SessionView, type SpeedHistory } from '../session-view.ts';
-import { ops, type Load, type SliceCreator } from '../state.ts';
-
-export interface SessionsSlice {
-  sessions: Record<string, SessionView>;
-  /** Ids, newest first. */
-  sessionOrder: string[];
-  sessionsLoad: Load;
-  sessionsError: ApiErrorInfo | null;
-  sessionFilter: SessionFilter;
-  creating: boolean;
-  createError: ApiErrorInfo | null;
-  speedHistory: SpeedHistory;
-  actionPending: Record<string, boolean>;
-  actionError: Record<string, ApiErrorInfo | null>;
-
-  /** Loads every session (newest first), page by page; the first page shows at once. */
-  loadSessions(): Promise<void>;
-  /**
-   * Picks up sessions created elsewhere (another window, the API, the CLI) and refreshes the
-   * newest ones: one small request, merged into what is loaded.
-   */
-  syncNewest(): Promise<void>;
-  /** Merges a full session into the list (newly created or refreshed). */
-  upsertSession(s: Session): void;
-  watchHistory(id: string, on: boolean): void;
-  applyStatus(id: string, st: SessionStatusResponse): void;
-  /** Loads one session into the store; the error says whether it is missing or the request failed. */
-  fetchSession(id: string): Promise<{ session: Session; error: null } | { session: null; error: ApiErrorInfo }>;
-  refreshSession(id: string): Promise<Session | null>;
-  pollStatus(id: string): Promise<void>;
-  setSessionFilter(f: Partial<SessionFilter>): void;
-  createSession(req: SessionCreateRequest): Promise<Session | null>;
-  setPaused(id: string, paused: boolean): Promise<void>;
-}
+import { addListingPage, mergeNewest, pushHistory, toView, watchHistoryOf, type SessionView } from '../session-view.ts';
+import { ops, type SessionsSlice, type SliceCreator } from '../state.ts';
 
 const PAGE = 500;
 const MAX_PAGES = 60;

@@ -2,32 +2,8 @@
 // turn on / rotate / turn off actions, and the desktop's "Let other devices connect" state.
 // Turning LAN sharing on or off restarts the embedded server on another address, so the
 // connection, the server info, the sessions (their links) and the subscriptions are read again.
+import { ops, type SharingSlice, type SliceCreator, type SubscriptionEntry } from '../state.ts';
 import { toApiError } from '../../platform/index.ts';
-import type { LanSharing, LanSharingRequest, Subscription } from '../../../../common/api-types.ts';
-import type { ApiErrorInfo } from '../../../../common/result.ts';
-import { ops, type Load, type SliceCreator } from '../state.ts';
-
-export interface SubscriptionEntry {
-  /** `ready` with `sub: null` means the subscription is off. */
-  load: Load;
-  sub: Subscription | null;
-  error: ApiErrorInfo | null;
-  pending: boolean;
-}
-
-export interface SharingSlice {
-  subscriptions: Record<string, SubscriptionEntry>;
-  lan: LanSharing | null;
-  lanPending: boolean;
-  lanError: ApiErrorInfo | null;
-
-  loadSubscription(clientId: string): Promise<void>;
-  /** On when off; a new URL (the old one stops working) when on. */
-  putSubscription(clientId: string): Promise<boolean>;
-  deleteSubscription(clientId: string): Promise<boolean>;
-  loadLanSharing(): Promise<void>;
-  setLanSharing(request: LanSharingRequest): Promise<boolean>;
-}
 
 const EMPTY: SubscriptionEntry = { load: 'idle', sub: null, error: null, pending: false };
 

@@ -1,15 +1,5 @@
 // The zones slice: the zone catalogue for the new-session form, the proxy screen and filters.
-import type { Zone } from '../../../../common/api-types.ts';
-import type { ApiErrorInfo } from '../../../../common/result.ts';
-import { ops, type Load, type SliceCreator } from '../state.ts';
-
-export interface ZonesSlice {
-  zones: Zone[];
-  zonesLoad: Load;
-  zonesError: ApiErrorInfo | null;
-  /** Loads the zones; `rethrow` lets startApp use the answer as its token check. */
-  loadZones(rethrow?: boolean): Promise<void>;
-}
+import { ops, type SliceCreator, type ZonesSlice } from '../state.ts';
 
 export const createZonesSlice: SliceCreator<ZonesSlice> = (set, get) => ({
   zones: [],

@@ -1,0 +1,11 @@
+// The webhooks slice: the customer's endpoints (list, add, delete, turn on and off) and each one's last
+// deliveries, for Settings → Webhooks, which keeps what it shows in its own state.
+import { ops, type SliceCreator, type WebhooksSlice } from '../state.ts';
+
+export const createWebhooksSlice: SliceCreator<WebhooksSlice> = () => ({
+  listWebhooks: () => ops().listWebhooks(),
+  createWebhook: (body) => ops().createWebhook(body),
+  deleteWebhook: (id) => ops().deleteWebhook(id),
+  setWebhookEnabled: (id, enabled) => ops().setWebhookEnabled(id, enabled),
+  webhookDeliveries: (id) => ops().webhookDeliveries(id),
+});
