@@ -1,4 +1,4 @@
-// Cluster benchmark (issue 10; not a test): `node bench/cluster.ts`, also `npm run bench -- cluster`.
+// Cluster benchmark (not a test): `node bench/cluster.ts`, also `npm run bench -- cluster`.
 // Each figure beside its baseline measured in the same run:
 //  - authenticated reads (GET /v2/sessions/{id}/status) and session creation (POST /v2/sessions)
 //    on SQLite (the baseline), on one `serve --database` instance, and on two instances at once

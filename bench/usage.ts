@@ -1,4 +1,4 @@
-// Usage-history and webhooks benchmark (issue 11; not a test): `node bench/usage.ts`, also run by
+// Usage-history and webhooks benchmark (not a test): `node bench/usage.ts`, also run by
 // `npm run bench`. The relay's throughput with the usage history and webhooks ON beside OFF, in
 // the same run: two whole servers (startServer on SQLite, each in its own child process so CPU is
 // measured per server), identical but for `usageHistory: false, webhooks: false` on one (the ON

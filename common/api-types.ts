@@ -18,9 +18,9 @@ export type {
 } from '../server/contract/schemas.ts';
 export type { Subscription, SubscriptionFormat } from '../server/contract/subscriptions.ts';
 export type { AuditPage, AuditQuery } from '../server/contract/audit.ts';
-// Usage history (issue 11, extension): GET /v2/usage.
+// Usage history (extension): GET /v2/usage.
 export type { UsageQuery, UsageReport, UsageStepValue } from '../server/contract/usage.ts';
-// Webhooks (issue 11).
+// Webhooks.
 export type { Webhook, WebhookCreate, WebhookDelivery, WebhookEventKind } from '../server/contract/webhooks.ts';
 
 import type { ClientLimits, ClientLimitsUpdate, SessionStatusValue, EventType } from '../server/contract/schemas.ts';

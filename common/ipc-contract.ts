@@ -59,7 +59,7 @@ export interface AppOps {
   deleteSubscription(clientId: string): Promise<Result<true>>;
   /** The audit trail (who changed what), newest first; filters as GET /v2/audit. */
   listAudit(query: AuditQuery): Promise<Result<AuditPage>>;
-  /** Webhooks (issue 11): the customer's endpoints (owner token). */
+  /** Webhooks: the customer's endpoints (owner token). */
   listWebhooks(): Promise<Result<{ webhooks: Webhook[] }>>;
   /** Registers an endpoint; the answer carries its secret, this once. */
   createWebhook(body: WebhookCreate): Promise<Result<Webhook & { secret: string }>>;
@@ -72,7 +72,7 @@ export interface AppOps {
   lanSharing(): Promise<Result<LanSharing>>;
   /** Desktop: turns sharing on (on an address) or off; main restarts the embedded server. */
   setLanSharing(request: LanSharingRequest): Promise<Result<LanSharing>>;
-  /** Usage history (issue 11): GET /v2/usage with the query's filters, range and step. */
+  /** Usage history: GET /v2/usage with the query's filters, range and step. */
   usage(query: UsageQuery): Promise<Result<UsageReport>>;
   /** Starts an event subscription in main; events arrive through `onStreamMessage`. */
   openStream(streamId: string, filter: EventFilter): Promise<Result<true>>;

@@ -19,16 +19,16 @@ export interface SessionRow {
   duration: number;
   connections: number;
   created_at: string;
-  /** Extension (issue 11): when the session ends by itself (ISO time), or null. */
+  /** Extension: when the session ends by itself (ISO time), or null. */
   expires_at: string | null;
 }
 
 export interface LimitValues {
-  /** Issue 11: when the byte caps renew (none: they count the lifetime); see server/quota/period.ts. */
+  /** When the byte caps renew (none: they count the lifetime); see server/contract/period.ts. */
   reset_period?: 'none' | 'day' | 'week' | 'month' | 'rolling_30d';
-  /** Issue 11: where fixed periods start counting from (ISO time). */
+  /** Where fixed periods start counting from (ISO time). */
   reset_anchor?: string;
-  /** Session scope only (issue 11): the lifetime a new session gets when it names no expires_at. */
+  /** Session scope only: the lifetime a new session gets when it names no expires_at. */
   default_lifetime_seconds?: number;
   downloaded_bytes?: number;
   uploaded_bytes?: number;

@@ -1,4 +1,4 @@
-// Prometheus metrics of one server instance (issue 11), with prom-client: one Registry per
+// Prometheus metrics of one server instance, with prom-client: one Registry per
 // instance (several servers in one process, as in tests, never share a metric). Served at
 // GET /metrics by http/metrics.ts. What is measured, and where it is fed from:
 //

@@ -160,12 +160,12 @@ export interface Services {
   streams: StreamRegistry;
   /** SQLite mode only (synchronous); on either database use `data.createToken`. */
   tokens: { create(opts: { customer: string; role: Role }): string };
-  /** Webhooks (issue 11), set by buildServer unless `webhooks: false`: emit() queues an event kind
+  /** Webhooks, set by buildServer unless `webhooks: false`: emit() queues an event kind
    *  outside the event log (pause, resume, limits changed, cap reached, expired). */
   webhooks?: WebhookEmitter & { emitQuietly(customerId: string, kind: WebhookEventKind, data: Record<string, unknown>, sessionId?: string): Promise<void> };
   /** Releases the store (and on PostgreSQL the listener, the event feed, the data plane's view). */
   close(): Promise<void>;
-  /** Usage history writer (issue 11); null with `usageHistory: false`. */
+  /** Usage history writer; null with `usageHistory: false`. */
   usage: UsageHistory | null;
   /** This instance's Prometheus metrics (server/metrics.ts), served at GET /metrics. */
   metrics: Metrics;

@@ -1,4 +1,4 @@
-// The audit trail (issue 11): every change made through the API (sessions created, paused,
+// The audit trail: every change made through the API (sessions created, paused,
 // resumed; limits changed or deleted; subscriptions managed) and through the command line
 // (tokens created or revoked) is recorded with who made it (the token's id and role, never the
 // token; `cli` for the command line), what (action and target) and the values before and after.

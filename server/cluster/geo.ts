@@ -1,4 +1,4 @@
-// The geo proxy in a cluster (issue 10): a proxy request whose user name targets a country (and a
+// The geo proxy in a cluster: a proxy request whose user name targets a country (and a
 // city) leaves the cluster from an up node there; when it entered elsewhere, the entry relays it
 // to that node's relay listener (server/node/relay-server.ts, dialled by dataplane/relay-dial.ts).
 // The entry counts the bytes on the session, the exit node counts nothing: traffic is counted once.

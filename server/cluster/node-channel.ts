@@ -70,7 +70,7 @@ export interface NodeState {
   limits: Record<string, Partial<Record<LimitScope, LimitValues | null>>>;
   /** Counter sums by customer id, and by `customer\u0000client`. */
   sums: Record<string, { up: number; down: number }>;
-  /** Periodic caps (issue 11): the recorded bases of the current periods, by quotaBaseKey. */
+  /** Periodic caps: the recorded bases of the current periods, by quotaBaseKey. */
   bases?: Record<string, { up: number; down: number }>;
   /**
    * The node's share of each limited customer (key its id) and client (`customer\u0000client`):

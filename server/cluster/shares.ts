@@ -1,4 +1,4 @@
-// A node's share of its customers' limits across the cluster (issue 10), computed by the control
+// A node's share of its customers' limits across the cluster, computed by the control
 // plane with each state it sends the node (node-channel.ts):
 //  - byte caps: a grant per capped customer and client (server/store/grants.ts), topped up to
 //    about two seconds of the node's recent traffic (at least 1 MiB, at most 256 MiB), so that

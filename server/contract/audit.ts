@@ -1,4 +1,4 @@
-// Schemas of the audit trail extension (issue 11): GET /v2/audit, who changed what and when.
+// Schemas of the audit trail extension: GET /v2/audit, who changed what and when.
 // Everything here is an extension (`x-extension: true`).
 import Type, { type Static } from 'typebox';
 import { CLIENT_ID_PATTERN, DateTime } from './schemas.ts';

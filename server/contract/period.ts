@@ -1,4 +1,4 @@
-// Periodic byte caps (issue 11): which period a limits record's caps count in now.
+// Periodic byte caps: which period a limits record's caps count in now.
 //
 // A limits record may carry `reset_period` (none, day, week, month, rolling_30d) and
 // `reset_anchor` (a date-time; default 2000-01-01T00:00:00Z, so days turn at midnight UTC and

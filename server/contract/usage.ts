@@ -1,4 +1,4 @@
-// Schemas of the usage history extension (issue 11): GET /v2/usage, traffic in time buckets per
+// Schemas of the usage history extension: GET /v2/usage, traffic in time buckets per
 // customer, client, session, zone or node (owner and agent tokens; a customer sees only its
 // own). Everything here is an extension (`x-extension: true`).
 import Type, { type Static } from 'typebox';

@@ -15,7 +15,7 @@ export type Refusal =
   | 'too_many_connections'
   | 'connection_rate'
   | 'session_cap'
-  // its expires_at has passed (issue 11): the session ends
+  // its expires_at has passed: the session ends
   | 'expired'
   | 'client_cap'
   | 'global_cap'

@@ -20,14 +20,14 @@ export interface DataPlaneDeps {
      */
     prepare?(sessionId: string): Promise<void> | null;
     /**
-     * Optional (periodic caps, issue 11): an entity's lifetime totals at the start of the period
+     * Optional (periodic caps): an entity's lifetime totals at the start of the period
      * its caps count in (the customer for `global`, a client id, a session id), as the control
      * plane recorded them; undefined when none is recorded (the runtime then counts from its
      * totals now). Without it, periodic caps count from when the runtime first saw the entity.
      */
     quotaBase?(customerId: string, scope: LimitScope, entityId: string, periodStart: number): { up: number; down: number } | undefined;
     /**
-     * Optional (cluster nodes, issue 10): a refusal the control plane decided for this session's
+     * Optional (cluster nodes): a refusal the control plane decided for this session's
      * first connection (central max_sessions, asked for in prepare()); undefined: admit as usual.
      */
     clusterRefusal?(sessionId: string): 'max_sessions' | undefined;
@@ -40,18 +40,18 @@ export interface DataPlaneDeps {
   log: Logger;
   config: DataPlaneConfig;
   /**
-   * Optional (cluster, issue 10): where a proxy request targeting a country (and city) leaves:
+   * Optional (cluster): where a proxy request targeting a country (and city) leaves:
    * a GeoRoute, or null when no node is up there (412). Without it, every country and city of
    * the catalogue leaves from here.
    */
   geo?: { route(country: string, city: string | undefined): GeoRoute | null };
   /**
-   * Optional (usage history, issue 11): told, after each successful counter save, the bytes that
+   * Optional (usage history): told, after each successful counter save, the bytes that
    * save added. Must be cheap and never throw (it only adds to memory; the writer batches).
    */
   usage?: { add(sessionId: string, up: number, down: number): void };
   /**
-   * Optional (metrics, issue 11): told of each refused admission (its reason) and, after each
+   * Optional (metrics): told of each refused admission (its reason) and, after each
    * successful counter save, the bytes that save added with the session's zone. Cheap, never throws.
    */
   observe?: {
@@ -63,7 +63,7 @@ export interface DataPlaneDeps {
 }
 
 /**
- * Where a geo-targeted proxy request leaves the cluster (issue 10): from this data plane, or
+ * Where a geo-targeted proxy request leaves the cluster: from this data plane, or
  * through another node's relay listener (TLS, its certificate pinned by `pcs`; `key` is the
  * control plane's short-lived relay key for `from`, expiring at `exp`, from which each
  * connection's single-use grant is made: relay-grant.ts).
@@ -140,7 +140,7 @@ export interface DataPlane {
   /** A new certificate for the TLS listeners: used by new handshakes, open connections keep theirs. */
   updateTls?(tls: { cert: string; key: string }): void;
   /**
-   * Cluster nodes (issue 10): this node's share of a customer's limits (clientId null) or a
+   * Cluster nodes: this node's share of a customer's limits (clientId null) or a
    * client's: bytes its grant still lets it move past what it has saved (`left`, Infinity: no cap),
    * whether a spent grant is the cap (`final`), its part of the speed limits (`rateShare`). null: none.
    */

@@ -29,7 +29,7 @@ export type CloseReason =
   | 'shutdown';
 
 /** A byte cap reached at one level of the limits. */
-/** A byte cap reached, or the session's expires_at passed (issue 11): the session ends, cut by a reset. */
+/** A byte cap reached, or the session's expires_at passed: the session ends, cut by a reset. */
 export type CapReason = 'session_cap' | 'client_cap' | 'global_cap' | 'expired';
 
 export function isCapReason(reason: CloseReason): reason is CapReason {

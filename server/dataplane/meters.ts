@@ -38,8 +38,8 @@ export interface CustomerLimits {
 }
 
 /**
- * A data-plane node's part of a customer's or one client's limits across the cluster (issue 10;
- * set through DataPlane.setClusterShare, server/cluster/grants.ts). Outside a cluster: no limit.
+ * A data-plane node's part of a customer's or one client's limits across the cluster (set
+ * through DataPlane.setClusterShare, server/store/grants.ts). Outside a cluster: no limit.
  */
 export interface ClusterShare {
   /** Bytes this runtime may still move (its grant, counted down by every byte); Infinity: no cap. */

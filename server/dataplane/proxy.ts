@@ -370,7 +370,7 @@ function handle(ctx: ProxyContext, conn: Connection, head: Head, rest: Buffer, g
   // 4. the session admits the connection (same rules as VLESS)
   const admitted = ctx.runtime.admit(sessionId, conn);
   if (!admitted.ok) {
-    // issue 8 point 10: flood refusals are logged by the runtime (once per session per 10 s)
+    // flood refusals are logged by the runtime (once per session per 10 s)
     if (!isFloodRefusal(admitted.reason)) ctx.log.warn({ transport: 'proxy', session: sessionId.slice(0, 8), reason: admitted.reason }, 'proxy connection refused');
     return respond(conn, errorResponse('session_refused', `session refused: ${admitted.reason}`));
   }

@@ -1,4 +1,4 @@
-// Dialling a destination through another node's geo relay listener (issue 10): a TLS connection
+// Dialling a destination through another node's geo relay listener: a TLS connection
 // to the exit node, its certificate checked against the pinned SHA-256 before anything is sent,
 // then one request line (`{"from","exp","session","nonce","time","grant","host","port"}` JSON: a
 // single-use grant for this session and destination, made from the route's relay key by

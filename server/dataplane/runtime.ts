@@ -129,7 +129,7 @@ export class Runtime implements LeaseOwner {
   }
 
   /**
-   * Where an entity's caps count from (periodic caps, issue 11): lifetime caps from zero; a
+   * Where an entity's caps count from (periodic caps): lifetime caps from zero; a
    * periodic cap from the entity's totals at the start of the current period, as the control
    * plane recorded them, or else, when the runtime first sees the entity in this period (or sees
    * the period turn while it is in memory), from its totals now. A rolling window's base moves
@@ -440,8 +440,8 @@ export class Runtime implements LeaseOwner {
   }
 
   /**
-   * A cluster node's share of a customer's limits (clientId null) or of one client's (issue 10,
-   * server/cluster/grants.ts): `left` is what its grant lets it move from the bytes it has saved
+   * A cluster node's share of a customer's limits (clientId null) or of one client's
+   * (server/store/grants.ts): `left` is what its grant lets it move from the bytes it has saved
    * (what the runtime counted and not yet saved is taken off here), `final` whether more may
    * come, `rateShare` its part of the speed limits. Kept for entities not in memory yet.
    */

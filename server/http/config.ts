@@ -37,10 +37,10 @@ export interface ServerOptions extends ServerTlsOptions {
   heartbeatIntervalMs?: number;
   /** Egress policy of the data plane; default 'public-only' (see server/dataplane/egress.ts). */
   egress?: 'public-only' | 'lan' | 'allow-all';
-  /** Webhooks (issue 11): `false` turns them off (no routes, no sender); an object tunes the sender
+  /** Webhooks: `false` turns them off (no routes, no sender); an object tunes the sender
    *  (server/webhooks/service.ts WebhookOptions). Default: on. */
   webhooks?: false | WebhookOptions;
-  /** Connection hardening of the data plane (issue 8): idle timeout, ws pings, keep-alive,
+  /** Connection hardening of the data plane: idle timeout, ws pings, keep-alive,
    *  connections per session, connection rate, reconnection grace, DNS timeout. Defaults in dataplane/. */
   connectionLimits?: ConnectionLimits;
   sse?: Partial<SseOptions>;
@@ -66,7 +66,7 @@ export interface ServerOptions extends ServerTlsOptions {
   /** Folder of the built renderer, served at `/`. */
   rendererDir?: string;
   /**
-   * Usage history (issue 11; server/usage/history.ts): on by default; `false` records nothing
+   * Usage history (server/usage/history.ts): on by default; `false` records nothing
    * (GET /v2/usage then answers empty buckets); an object sets its clock and intervals (tests).
    */
   usageHistory?: boolean | UsageHistoryOptions;

@@ -121,7 +121,7 @@ class NodeView implements Pick<DataPlaneDeps['store'], 'getSession' | 'saveRunti
    * Asks the control plane before a session's first connection here (set by runNode): its answer
    * carries the session's row and its customer's limits as stored now (read-your-writes: a
    * creation, resume or limits change answered by any instance holds for this connection) and
-   * decides central max_sessions (issue 10).
+   * decides central max_sessions.
    */
   claim: ((sessionId: string, row: SessionRow | undefined) => Promise<void>) | null = null;
   /** Refusals the control plane decided (a claim refused), taken by the next admission. */
@@ -370,7 +370,7 @@ export async function runNode(opts: NodeRunOptions): Promise<RunningNode> {
     applyShares(state.shares ?? {}, state.shareSeq ?? 0);
   };
 
-  // Cluster limits (issue 10): the node's grants and speed shares (server/cluster/shares.ts).
+  // Cluster limits: the node's grants and speed shares (server/cluster/shares.ts).
   /** Which customer and client each session counts for (kept after a session leaves the state). */
   const owners = new Map<string, { customer: string; client: string }>();
   /** Acknowledged reports of the last RECENT_ACKED_MS: a grant may have been read before them. */

@@ -1,4 +1,4 @@
-// The quota job (periodic caps, issue 11): once a second, for every limits record whose byte
+// The quota job (periodic caps): once a second, for every limits record whose byte
 // caps renew, records each entity's base for the current period (its lifetime totals at the
 // period's start: server/store/store.ts quotaSnapshotSql). Fixed periods (day, week, month) keep
 // the first base recorded, so every instance of a cluster, every node and every restart counts

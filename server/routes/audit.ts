@@ -1,4 +1,4 @@
-// GET /v2/audit (issue 11, extension): the audit trail of the caller's customer, newest first,
+// GET /v2/audit (extension): the audit trail of the caller's customer, newest first,
 // filtered by session, client, action, token and time, with cursor pagination. Owner and agent
 // tokens alike (support staff answer "who changed this and when" without a database shell), but
 // an agent sees only the actions agents may take (server/audit/redact.ts); webhook URLs are shown

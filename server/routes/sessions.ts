@@ -101,7 +101,7 @@ export async function sessionRoutes(app: FastifyInstance, ctx: Services): Promis
           before: { paused: before?.paused ?? null },
           after: { paused: result.paused },
         });
-        // Webhooks (issue 11): queued once the change is made.
+        // Webhooks: queued once the change is made.
         await ctx.webhooks?.emitQuietly(caller.customerId, action === 'pause' ? 'session_paused' : 'session_resumed', { session_id: result.session_id, paused: result.paused }, result.session_id);
         return result;
       },

@@ -1,4 +1,4 @@
-// GET /v2/usage (issue 11, extension): the traffic history in time buckets, for the charts of the
+// GET /v2/usage (extension): the traffic history in time buckets, for the charts of the
 // session detail, the per-client page and the customer dashboard. Owner and agent tokens alike
 // (it is read-only, like the session reads); a customer reads only its own sessions' traffic.
 //

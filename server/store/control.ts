@@ -68,20 +68,20 @@ const OPS = [
   'repairRestartedNode',
   'repairSilentNodes',
   'sessionsMovedFrom',
-  // usage history (issue 11)
+  // usage history
   'addUsage',
   'usageBuckets',
   'usageTopClients',
   'rollupUsage',
   'pruneUsage',
   'usageRowCounts',
-  // audit trail (issue 11)
+  // audit trail
   'recordAudit',
   'auditEntries',
   'pruneAuditBatch',
-  // session expiry (issue 11)
+  // session expiry
   'expireIdleSessions',
-  // periodic caps (issue 11)
+  // periodic caps
   'quotaBase',
   'snapshotQuotaBases',
   'pruneQuotaBases',

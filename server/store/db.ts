@@ -101,7 +101,7 @@ const MIGRATIONS: string[] = [
   // 4: the last report (by sequence number) applied per node (`node run`), so that a report
   // resent after a lost acknowledgement is not counted twice, whichever process receives it.
   `ALTER TABLE nodes ADD COLUMN report_seq INTEGER NOT NULL DEFAULT 0;`,
-  // 5 (usage history, issue 11): traffic per session and node in time buckets (server/usage/history.ts).
+  // 5 (usage history): traffic per session and node in time buckets (server/usage/history.ts).
   // `step` is minute, hour or day; `start` the bucket's start in epoch milliseconds (UTC). The
   // writer adds to minute buckets; compaction rolls minutes older than a day into hours, hours
   // older than 90 days into days, and prunes days past the retention. customer, client and zone
@@ -123,7 +123,7 @@ const MIGRATIONS: string[] = [
   CREATE INDEX usage_by_client ON usage_buckets (customer_id, client_id, step, start);
   CREATE INDEX usage_by_age ON usage_buckets (step, start);
   `,
-  // 6 (audit trail, issue 11): every change made through the API or the command line, with who
+  // 6 (audit trail): every change made through the API or the command line, with who
   // made it (token id and role, never the token), what, and the values before and after (JSON).
   `
   CREATE TABLE audit_log (
@@ -144,12 +144,12 @@ const MIGRATIONS: string[] = [
   CREATE INDEX audit_by_session ON audit_log (customer_id, session_id, id);
   CREATE INDEX audit_by_age ON audit_log (created_at);
   `,
-  // 7 (session expiry, issue 11): when a session ends by itself (ISO time), or NULL.
+  // 7 (session expiry): when a session ends by itself (ISO time), or NULL.
   `
   ALTER TABLE sessions ADD COLUMN expires_at TEXT;
   CREATE INDEX sessions_by_expiry ON sessions (expires_at) WHERE expires_at IS NOT NULL;
   `,
-  // 8 (periodic caps, issue 11): each entity's lifetime totals at the start of its current period
+  // 8 (periodic caps): each entity's lifetime totals at the start of its current period
   // (server/quota/*): global (entity: the customer), client (client_id) or session (id).
   `
   CREATE TABLE quota_bases (
@@ -163,7 +163,7 @@ const MIGRATIONS: string[] = [
   );
   CREATE INDEX quota_bases_by_age ON quota_bases (period_start);
   `,
-  // 9 (webhooks, issue 11): the endpoints (secret AES-GCM encrypted, server/webhooks/secret.ts), the
+  // 9 (webhooks): the endpoints (secret AES-GCM encrypted, server/webhooks/secret.ts), the
   // durable outbox of deliveries (times in epoch ms; one lease per sender), and the cursor of the
   // event log the outbox has read up to (starting at the newest event: nothing older is sent).
   `
@@ -201,7 +201,7 @@ const MIGRATIONS: string[] = [
   CREATE TABLE webhook_cursor (id INTEGER PRIMARY KEY CHECK (id = 1), last_event_id INTEGER NOT NULL);
   INSERT INTO webhook_cursor (id, last_event_id) SELECT 1, COALESCE(MAX(id), 0) FROM events;
   `,
-  // 10 (cluster limits and node TLS, issue 10): byte grants per node and capped entity
+  // 10 (cluster limits and node TLS): byte grants per node and capped entity
   // (server/cluster/grants.ts: a node moves at most \`granted - used\` more bytes of a customer, or
   // of one client with client_id set; both cumulative per node, never reset), and what a node
   // reported of its listeners' TLS (its certificate's SHA-256 when it is self-signed, for links' pcs),

@@ -1,4 +1,4 @@
-// Byte grants of the cluster (issue 10): how a customer's or a client's byte caps hold while
+// Byte grants of the cluster: how a customer's or a client's byte caps hold while
 // several data-plane nodes carry its traffic. Each node may move at most what it was granted:
 // per node and capped entity, `granted` and `used` are cumulative byte counts (used grows with
 // every report the node's channel applies, in the same transaction), and the node moves at most
@@ -33,9 +33,9 @@ export type Dir = 'up' | 'down';
 export interface GrantRequest {
   /** The entity's byte caps (null: none in that direction). */
   cap: { up: number | null; down: number | null };
-  /** What its caps count from in this period (issue 11's base); null: lifetime caps, or no base recorded yet. */
+  /** What its caps count from in this period (the period's base); null: lifetime caps, or no base recorded yet. */
   base: { up: number; down: number } | null;
-  /** The caps renew (issue 11): without a recorded base the period counts from now. */
+  /** The caps renew: without a recorded base the period counts from now. */
   periodic?: boolean;
   /** How much this node should hold unused after a top-up (about its next second of traffic). */
   want: { up: number; down: number };

@@ -41,7 +41,7 @@ export const NODE_UP_SECONDS = 10;
 /** The fields of a limits record that are not limits. */
 const RECORD_META = new Set(['id', 'created_at', 'updated_at']);
 
-/** Where a periodic cap's period started for one entity: its lifetime totals then (issue 11). */
+/** Where a periodic cap's period started for one entity: its lifetime totals then. */
 export interface QuotaBase {
   up: number;
   down: number;
@@ -160,7 +160,7 @@ export interface NodeReportAdd {
   connections?: number;
 }
 
-// Usage history (issue 11): traffic buckets per session and node (server/usage/history.ts).
+// Usage history: traffic buckets per session and node (server/usage/history.ts).
 export type UsageStep = 'minute' | 'hour' | 'day';
 export const USAGE_STEP_MS: Record<UsageStep, number> = { minute: 60_000, hour: 3_600_000, day: 86_400_000 };
 
@@ -922,7 +922,7 @@ export class Store {
     return raw.map(toSessionRow);
   }
 
-  // Usage history (issue 11)
+  // Usage history
 
   /**
    * Adds each entry to its minute bucket (created at 0 when missing), in one transaction. The
@@ -1008,7 +1008,7 @@ export class Store {
     );
   }
 
-  // Audit trail (issue 11)
+  // Audit trail
 
   recordAudit(a: AuditInsert): number {
     return Number(this.q(`INSERT INTO audit_log (${AUDIT_INSERT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`).run(...AUDIT_VALUES(a)).lastInsertRowid);
@@ -1028,7 +1028,7 @@ export class Store {
   }
 
 
-  // Periodic caps (issue 11): each entity's lifetime totals at the start of its current period.
+  // Periodic caps: each entity's lifetime totals at the start of its current period.
 
   quotaBase(customerId: string, scope: LimitScope, entityId: string, periodStart: number): QuotaBase | undefined {
     return this.q('SELECT up, down FROM quota_bases WHERE customer_id = ? AND scope = ? AND entity_id = ? AND period_start = ?').get(customerId, scope, entityId, periodStart) as

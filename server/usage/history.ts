@@ -1,4 +1,4 @@
-// Usage history (issue 11): traffic per session and node in time buckets, written without
+// Usage history: traffic per session and node in time buckets, written without
 // slowing the relay. The relay never waits on it:
 //
 //  - add() is called where counters are already saved: by the data plane's Reporter after each

@@ -1,4 +1,4 @@
-// The audit trail (issue 11): a scripted sequence of calls (a session created, paused, resumed;
+// The audit trail: a scripted sequence of calls (a session created, paused, resumed;
 // limits updated and deleted; a subscription enabled, rotated and disabled; tokens created and
 // revoked on the command line) is read back through GET /v2/audit with who (token id and role,
 // never the token), what, and the values before and after. Filters, pagination, tenancy and bad

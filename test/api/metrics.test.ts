@@ -1,4 +1,4 @@
-// GET /metrics (issue 11): scraped and parsed as the Prometheus text format after real
+// GET /metrics: scraped and parsed as the Prometheus text format after real
 // traffic through the data plane of a listening server (raw VLESS over TCP to a loopback echo
 // server). Requests by route pattern and status; bytes by zone and node equal the session's
 // counters; open connections while one relays; refusals by reason; event-stream subscribers and

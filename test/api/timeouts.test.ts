@@ -1,4 +1,4 @@
-// Slow clients (issue 8, point 9): the API port bounds how long a client may take to send its
+// Slow clients: the API port bounds how long a client may take to send its
 // headers and its whole request, and how long an idle keep-alive connection stays open; an
 // event stream (a long response, not a long request) and VLESS over ws (an upgraded socket)
 // are not cut by any of them. Timeouts are configured short here so the bounds are seconds.

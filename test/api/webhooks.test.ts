@@ -1,4 +1,4 @@
-// Webhooks (issue 11) end to end: endpoints through the API, deliveries received by a local
+// Webhooks end to end: endpoints through the API, deliveries received by a local
 // HTTP server (node:http on 127.0.0.1) with their signatures verified, triggered by real session
 // traffic through the data plane (a raw VLESS connection to a loopback echo), retried with
 // backoff after 500s in per-session order, kept across a restart of the service (nothing lost,

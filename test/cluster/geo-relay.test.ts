@@ -1,4 +1,4 @@
-// The geo proxy acts in a cluster (issue 10): a proxy request whose user name says `-cc-NL` or
+// The geo proxy acts in a cluster: a proxy request whose user name says `-cc-NL` or
 // `-cc-US-city-new.york` leaves the cluster from an up node in that country or city, relayed node
 // to node (TLS, the exit's certificate pinned, a grant from the control plane) when it entered
 // elsewhere; 412 when no node is up there; the traffic is counted once, on the session.

@@ -1,4 +1,4 @@
-// Limits across nodes (issue 10): a client whose connections are spread over two data-plane nodes
+// Limits across nodes: a client whose connections are spread over two data-plane nodes
 // (127.0.0.2 and 127.0.0.3), each attached to a different control-plane instance on one throwaway
 // PostgreSQL. Real sockets end to end: raw VLESS over TCP to each node, a loopback echo behind.
 //  - byte caps: the client's cap holds in total, at most 1 MiB over per node (the nodes move only

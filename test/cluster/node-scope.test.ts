@@ -1,4 +1,4 @@
-// A node may act only on the sessions placed on it (issue 10, security). A hostile node, here a
+// A node may act only on the sessions placed on it (security). A hostile node, here a
 // raw WebSocket holding a real node token, reports bytes and events for a session placed on
 // another node and for one of the serve process's own, and asks to open their first connection:
 // its state never names them, its report is acknowledged but only its own session's bytes and

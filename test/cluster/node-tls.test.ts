@@ -1,4 +1,4 @@
-// TLS on a node's own listeners (issue 10; TLS wherever traffic leaves the machine): a node run
+// TLS on a node's own listeners (TLS wherever traffic leaves the machine): a node run
 // with TLS makes a self-signed certificate for its public host (kept in <data-dir>/tls/), serves
 // it on the VLESS ws port (wss), the raw TCP inbound and the proxy, and reports its pin; the links
 // of sessions placed on it say `security=tls` with that `pcs`. Real v2ray 4.34 trusting only that

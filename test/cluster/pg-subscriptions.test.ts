@@ -1,4 +1,4 @@
-// Subscriptions in cluster mode (issue 10): two `serve` instances on one throwaway PostgreSQL.
+// Subscriptions in cluster mode: two `serve` instances on one throwaway PostgreSQL.
 // A subscription turned on through instance A gives the same URL when read through B, and the
 // URL's feed answers on either instance with the client's usable sessions (one placed on a
 // data-plane node links to the node's host). Rotation through B makes A's old URL stop working

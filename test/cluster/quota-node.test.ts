@@ -1,4 +1,4 @@
-// Periodic caps and expiry on a data-plane node (issue 11 in cluster mode): a control plane on a
+// Periodic caps and expiry on a data-plane node (in cluster mode): a control plane on a
 // throwaway PostgreSQL and a real node (runNode, in process on 127.0.0.2, so the injected wall
 // clock moves both). A daily client cap set through the API cuts a transfer through the node and
 // refuses new connections there; the status says until when; when the day turns the node lets

@@ -1,4 +1,4 @@
-// A node report's events are recorded exactly once (issue 10): its counters, its events and the
+// A node report's events are recorded exactly once: its counters, its events and the
 // node's last applied seq commit in one transaction, on SQLite and on PostgreSQL. A report
 // applied once and resent (its acknowledgement lost) adds no byte and no event; a report whose
 // transaction fails half-way (the process dies, the database refuses) leaves nothing behind,

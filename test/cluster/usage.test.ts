@@ -1,4 +1,4 @@
-// Usage history (issue 11) on PostgreSQL in cluster mode, with real traffic: two control-plane
+// Usage history on PostgreSQL in cluster mode, with real traffic: two control-plane
 // instances (startServer --database) on one throwaway PostgreSQL, each with its local data
 // plane, and a real data-plane node (runNode, in process, listening on 127.0.0.2) reporting to
 // instance A over the node channel. Raw VLESS over TCP moves bytes to a loopback echo server:
@@ -143,7 +143,7 @@ test('on PostgreSQL, local data planes of two instances and a node: buckets sum 
   const rows = await a.services.data.usageRowCounts();
   assert.ok(rows.minute >= 2 && rows.minute <= 4, JSON.stringify(rows));
 
-  // Metrics (GET /metrics, issue 11) count the same bytes: the node's on the instance it reports
+  // Metrics (GET /metrics) count the same bytes: the node's on the instance it reports
   // to (A), labelled with its name and zone; the local data planes' on each instance, summed.
   const relayed = async (srv: RunningServer, labels: string) => {
     const text = await (await fetch(`${srv.origin}/metrics`)).text();

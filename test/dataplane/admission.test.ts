@@ -67,7 +67,7 @@ test('refusalByLimits: the reuse and count limits come before the byte caps', ()
   assert.equal(refusalByLimits(facts({ limits, totals: overAll })), 'session_cap');
 });
 
-test('refusalByLimits: a session at its open-connection cap is refused (issue 8 point 5)', () => {
+test('refusalByLimits: a session at its open-connection cap is refused', () => {
   assert.equal(refusalByLimits(facts({ openConnections: 63, maxOpenConnections: 64 })), undefined);
   assert.equal(refusalByLimits(facts({ openConnections: 64, maxOpenConnections: 64 })), 'too_many_connections');
   assert.equal(refusalByLimits(facts({ openConnections: 1000 })), undefined, 'no cap given, none applied');

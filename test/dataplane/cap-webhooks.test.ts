@@ -1,4 +1,4 @@
-// Webhooks for a cap or an expiry reached (issue 11): the data plane's cut of a live session by
+// Webhooks for a cap or an expiry reached: the data plane's cut of a live session by
 // its expiry sends `expired`, a client byte cap reached sends `cap_reached` (with the session
 // and the reason), signed, to a local receiver; real traffic through the VLESS data plane.
 import { test, before, after } from 'node:test';

@@ -1,4 +1,4 @@
-// Connection churn from one session (issue 8 point 10): 1,000 new connections a second for 3 s,
+// Connection churn from one session: 1,000 new connections a second for 3 s,
 // through the proxy (plain-http requests) and over VLESS tcp, against the real service (SQLite
 // store, event bus). A reconnection within the grace keeps the session active (no
 // session_start/session_end pair per connection), and the per-session connection rate limit

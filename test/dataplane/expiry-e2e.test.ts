@@ -1,4 +1,4 @@
-// Session expiry (issue 11) with real traffic: `expires_at` on POST /v2/sessions (or the session
+// Session expiry with real traffic: `expires_at` on POST /v2/sessions (or the session
 // limits' default_lifetime_seconds) ends the session at that time, exactly like a cap: a live
 // transfer through the VLESS data plane is cut, session_end is published, the status turns
 // `ended` and a new connection is refused. A session nobody carries ends by the sweep, without

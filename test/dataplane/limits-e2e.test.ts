@@ -20,7 +20,7 @@ after(async () => {
   await files?.close();
 });
 
-// A pause or a cap resets the connection (TCP RST, issue 8 point 11). v2ray 4.x over raw TCP
+// A pause or a cap resets the connection (TCP RST). v2ray 4.x over raw TCP
 // does not notice a reset in the middle of a bulk read (its readv reader waits for readiness
 // again on any error), so curl behind it stalls until its own --max-time instead of failing at
 // once; the cut transfers over tcp below get a short max-time for that reason.
@@ -101,7 +101,7 @@ test('a session byte cap ends the session with overshoot under 64 KiB', async ()
     assert.equal(row.status, 'ended');
     assert.ok(row.downloaded_bytes >= cap && row.downloaded_bytes - cap < 64 * KiB, `downloaded ${row.downloaded_bytes}, cap ${cap}`);
     assert.equal(end.downloaded_bytes, row.downloaded_bytes);
-    // The cap resets the connection (issue 8 point 11): what was still in flight is dropped, so
+    // The cap resets the connection: what was still in flight is dropped, so
     // the client gets at most what was counted, never more.
     assert.ok(r.body.length <= cap && r.body.length > 0, `client received ${r.body.length} of ${cap}`);
     // ended is terminal

@@ -1,4 +1,4 @@
-// Periodic byte caps (issue 11) with real traffic through the VLESS data plane, and an injected
+// Periodic byte caps with real traffic through the VLESS data plane, and an injected
 // wall clock (setWallClock) instead of a sleep of a day: a daily client cap cuts a transfer and
 // refuses the client's sessions, the status says "over quota until" the next period, and when
 // the period turns the SAME session is let in again by itself, without any call. A weekly

@@ -1,4 +1,4 @@
-// The reconnection grace (issue 8 point 10): a session whose last connection closes stays
+// The reconnection grace: a session whose last connection closes stays
 // active for reconnectGraceMs; a connection within it publishes no new session_start and the
 // earlier one no session_end. After the grace the session ends once (its duration up to the last
 // close); a pause or a one-shot session ends at once; the connection rate limit refuses the excess.

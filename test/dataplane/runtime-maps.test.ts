@@ -1,4 +1,4 @@
-// The runtime's memory shrinks (issue 8 point 17): once a customer's sessions have ended and its
+// The runtime's memory shrinks: once a customer's sessions have ended and its
 // token buckets owe nothing, its customer and client state are dropped; state made again later
 // starts from the stored totals, so a client over its byte cap is still refused.
 import { test, before, after } from 'node:test';

@@ -1,4 +1,4 @@
-// Usage history (issue 11) on SQLite with real traffic: raw VLESS over TCP through the data
+// Usage history on SQLite with real traffic: raw VLESS over TCP through the data
 // plane of a listening server (startServer) to a loopback echo server. The buckets GET /v2/usage
 // answers sum to the session counters per session, per client and per customer; the filters
 // (client, session, zone, node, range, step) and the errors; tenants are apart; and compaction

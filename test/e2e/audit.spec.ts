@@ -1,4 +1,4 @@
-// The audit trail in the session timeline (issue 11): a session created and paused in the
+// The audit trail in the session timeline: a session created and paused in the
 // window, then resumed by an agent token through the API, shows "created by", "paused by" and
 // "resumed by" beside its traffic events, naming the role and the token's id (never the token);
 // a change made elsewhere appears without reloading. Screenshots in light and dark.

@@ -1,4 +1,4 @@
-// Periodic caps and expiry in the window (issue 11): a daily client cap reached by real v2ray
+// Periodic caps and expiry in the window: a daily client cap reached by real v2ray
 // traffic shows "Over quota until <next midnight>" on the session; when the day turns (the
 // backend's wall clock moved ahead: it runs in this worker) the notice goes by itself and the
 // same session downloads again. A session with expires_at shows when it expires. The Limits

@@ -1,4 +1,4 @@
-// Usage history charts (issue 11) with real VLESS traffic through v2ray: the chart on the session
+// Usage history charts with real VLESS traffic through v2ray: the chart on the session
 // detail, on the client page (reached from the sessions list by the client id) and on the
 // Dashboard (totals, top clients), range switching by mouse and keyboard, hover values, the
 // table alternative, and the empty state. Screenshots in light and dark under test-results

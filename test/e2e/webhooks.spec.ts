@@ -1,4 +1,4 @@
-// Settings → Webhooks (issue 11): the empty state, adding an endpoint by keyboard-reachable
+// Settings → Webhooks: the empty state, adding an endpoint by keyboard-reachable
 // controls (URL, event kinds), the secret shown once with a copy button, a real delivery to a
 // local receiver (node:http on 127.0.0.1; the backend's egress policy allows loopback) shown
 // with its answer, and deleting after a confirmation. Screenshots in light and dark are kept as

@@ -127,7 +127,7 @@ async function scenario(s: AnyStore): Promise<unknown[]> {
   await step('prune', s.pruneEvents('2026-06-01T00:00:00.000Z'));
   await step('after prune', s.eventsAfter(acme, 0, {}, 100));
 
-  // Nodes' listener facts (geo relay, TLS) and byte grants with their releases (issue 10).
+  // Nodes' listener facts (geo relay, TLS) and byte grants with their releases.
   const { node } = await s.addNode({ name: 'sao-1', zone: 'br-sao', public_host: 'sao-1.example.net' });
   const nodeFacts = async () => {
     const n = await s.getNode(node.id);

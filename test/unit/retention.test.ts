@@ -1,4 +1,4 @@
-// The event prune (issue 8 point 17): a large backlog of old events is deleted in batches, with
+// The event prune: a large backlog of old events is deleted in batches, with
 // the event loop free between them, so relays on the same thread are not stalled; recent events
 // stay. Against a real SQLite store.
 import { test } from 'node:test';

@@ -1,4 +1,4 @@
-// Usage history charts (issue 11): the range picker, the loading of GET /v2/usage (the store's
+// Usage history charts: the range picker, the loading of GET /v2/usage (the store's
 // loadUsage, through the platform: IPC in the desktop app, fetch in web mode), and the chart
 // itself (recharts bars, upload hatched and download solid, so the two differ without colour), with its summary in
 // words and a table of the buckets for people who do not see the chart. Colours come from the

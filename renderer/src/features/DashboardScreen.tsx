@@ -1,4 +1,4 @@
-// The customer dashboard (issue 11): the customer's traffic over the chosen range (totals, the
+// The customer dashboard: the customer's traffic over the chosen range (totals, the
 // chart of every session together) and the clients that moved the most bytes, each a link to
 // its client page (its sessions and its own chart).
 import { formatBytes } from '../lib/format.ts';

@@ -1,4 +1,4 @@
-// Settings → Webhooks (issue 11): the customer's endpoints (list, add, delete), the secret of a
+// Settings → Webhooks: the customer's endpoints (list, add, delete), the secret of a
 // new endpoint shown once with a copy button, and each endpoint's last deliveries with the answer
 // they got, and each endpoint's health (disabled by the server after failing, failing now, dropped
 // deliveries) with a button to turn it on again. Owner tokens only: an agent token sees the API's

@@ -1,4 +1,4 @@
-// Usage history (issue 11): the ranges a person picks for the charts, the query each one sends
+// Usage history: the ranges a person picks for the charts, the query each one sends
 // to GET /v2/usage, and the words and time labels of the buckets. Pure: no React, no platform.
 import type { UsageQuery, UsageReport, UsageStepValue } from '../../../common/api-types.ts';
 

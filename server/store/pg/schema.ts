@@ -102,7 +102,7 @@ export const PG_MIGRATIONS: string[] = [
   `,
   // 2: the last report (by sequence number) applied per node (`node run`): see SQLite's 4.
   `ALTER TABLE nodes ADD COLUMN report_seq BIGINT NOT NULL DEFAULT 0;`,
-  // 3 (usage history, issue 11): traffic buckets per session and node; see SQLite's 5.
+  // 3 (usage history): traffic buckets per session and node; see SQLite's 5.
   `
   CREATE TABLE usage_buckets (
     step TEXT NOT NULL CHECK (step IN ('minute', 'hour', 'day')),
@@ -120,7 +120,7 @@ export const PG_MIGRATIONS: string[] = [
   CREATE INDEX usage_by_client ON usage_buckets (customer_id, client_id, step, start);
   CREATE INDEX usage_by_age ON usage_buckets (step, start);
   `,
-  // 4 (audit trail, issue 11): as SQLite's migration 6 (server/store/db.ts).
+  // 4 (audit trail): as SQLite's migration 6 (server/store/db.ts).
   `
   CREATE TABLE audit_log (
     id BIGSERIAL PRIMARY KEY,
@@ -140,7 +140,7 @@ export const PG_MIGRATIONS: string[] = [
   CREATE INDEX audit_by_session ON audit_log (customer_id, session_id, id);
   CREATE INDEX audit_by_age ON audit_log (created_at);
   `,
-  // 5 (session expiry, issue 11): as SQLite's migration 7.
+  // 5 (session expiry): as SQLite's migration 7.
   `
   ALTER TABLE sessions ADD COLUMN expires_at TEXT;
   CREATE INDEX sessions_by_expiry ON sessions (expires_at) WHERE expires_at IS NOT NULL;
@@ -162,7 +162,7 @@ export const PG_MIGRATIONS: string[] = [
     value TEXT NOT NULL
   );
   `,
-  // 7 (periodic caps, issue 11): as SQLite's migration 8.
+  // 7 (periodic caps): as SQLite's migration 8.
   `
   CREATE TABLE quota_bases (
     customer_id TEXT NOT NULL,
@@ -175,7 +175,7 @@ export const PG_MIGRATIONS: string[] = [
   );
   CREATE INDEX quota_bases_by_age ON quota_bases (period_start);
   `,
-  // 8 (webhooks, issue 11): endpoints, the durable outbox, the event-log cursor (see SQLite's entry).
+  // 8 (webhooks): endpoints, the durable outbox, the event-log cursor (see SQLite's entry).
   `
   CREATE TABLE webhooks (
     id TEXT PRIMARY KEY,
@@ -211,7 +211,7 @@ export const PG_MIGRATIONS: string[] = [
   CREATE TABLE webhook_cursor (id INTEGER PRIMARY KEY CHECK (id = 1), last_event_id BIGINT NOT NULL);
   INSERT INTO webhook_cursor (id, last_event_id) SELECT 1, COALESCE(MAX(id), 0) FROM events;
   `,
-  // 9 (cluster limits and node TLS, issue 10): as SQLite's migration 10.
+  // 9 (cluster limits and node TLS): as SQLite's migration 10.
   `
   CREATE TABLE node_grants (
     node_id TEXT NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,

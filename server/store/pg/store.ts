@@ -100,20 +100,20 @@ export type SharedStoreOps =
   | 'repairRestartedNode'
   | 'repairSilentNodes'
   | 'sessionsMovedFrom'
-  // usage history (issue 11)
+  // usage history
   | 'addUsage'
   | 'usageBuckets'
   | 'usageTopClients'
   | 'rollupUsage'
   | 'pruneUsage'
   | 'usageRowCounts'
-  // audit trail (issue 11)
+  // audit trail
   | 'recordAudit'
   | 'auditEntries'
   | 'pruneAuditBatch'
-  // session expiry (issue 11)
+  // session expiry
   | 'expireIdleSessions'
-  // periodic caps (issue 11)
+  // periodic caps
   | 'quotaBase'
   | 'snapshotQuotaBases'
   | 'pruneQuotaBases'
@@ -893,7 +893,7 @@ export class PgStore {
     return raw.map(toSessionRow);
   }
 
-  // Usage history (issue 11): the SQLite Store's operations, same shapes.
+  // Usage history: the SQLite Store's operations, same shapes.
 
   /** Adds every entry to its minute bucket in one statement (several instances add to one row safely). */
   async addUsage(adds: UsageAdd[]): Promise<void> {
@@ -971,7 +971,7 @@ export class PgStore {
     return out;
   }
 
-  // Audit trail (issue 11), as on SQLite
+  // Audit trail, as on SQLite
 
   async recordAudit(a: AuditInsert): Promise<number> {
     const r = await this.row<{ id: string }>(`INSERT INTO audit_log (${AUDIT_INSERT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id`, AUDIT_VALUES(a));
@@ -990,7 +990,7 @@ export class PgStore {
     return this.count('DELETE FROM audit_log WHERE id IN (SELECT id FROM audit_log WHERE created_at < $1 ORDER BY id LIMIT $2)', [olderThanIso, limit]);
   }
 
-  // Periodic caps (issue 11), as on SQLite
+  // Periodic caps, as on SQLite
 
   async quotaBase(customerId: string, scope: LimitScope, entityId: string, periodStart: number): Promise<QuotaBase | undefined> {
     const r = await this.row<{ up: string; down: string }>('SELECT up, down FROM quota_bases WHERE customer_id = $1 AND scope = $2 AND entity_id = $3 AND period_start = $4', [customerId, scope, entityId, periodStart]);

@@ -1,4 +1,4 @@
-// The desktop app pointed at a cluster (issue 10, "Done means"): a throwaway PostgreSQL, two
+// The desktop app pointed at a cluster: a throwaway PostgreSQL, two
 // `vpn-access serve --database` control planes, and three `vpn-access node run` data-plane nodes
 // in three zones (127.0.0.2 in São Paulo, 127.0.0.3 in Tokyo, 127.0.0.4 in Amsterdam; no zone of
 // the catalogue used here has the serve process's own `local` node, so every session is placed
