@@ -1,4 +1,4 @@
-// Electron's security checklist, applied in one place (each item is answered in the README):
+// Electron's security checklist, applied in one place (each item is answered in main/README.md):
 // isolation and sandbox on every window, no navigation, no new windows, no webviews,
 // no permissions, a CSP on every response, and a trusted-sender check for IPC.
 import type { BrowserWindowConstructorOptions, Session, WebContents, WebFrameMain } from 'electron';

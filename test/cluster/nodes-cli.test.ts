@@ -34,7 +34,7 @@ before(async () => {
   const dirA = tempDir('vad-cla-');
   const dirB = tempDir('vad-clb-');
   dirs.push(dirA, dirB);
-  // VPN_ACCESS_DATABASE would do too; the flag is what the README shows.
+  // VPN_ACCESS_DATABASE would do too; the flag is what docs/cluster.md shows.
   [a, b] = await Promise.all([serve(dirA, ['--database', url, '--quiet']), serve(dirB, ['--database', url, '--quiet'])]);
   store = await PgStore.open(url);
   const made = cli(['token', 'create', '--customer', 'acme', '--role', 'owner', '--database', url]);

@@ -1,7 +1,8 @@
 // The layering of the code base, held by a test: every import statement of every source file
 // (type-only imports included: a cycle of types is still a cycle) must point into a layer the
-// importing layer may use. The rules are the architecture of README.md and server/README.md in
-// executable form; a new folder must be given a layer here before its files can import anything.
+// importing layer may use. The rules are the architecture of docs/architecture.md and
+// server/README.md in executable form; a new folder must be given a layer here before its files
+// can import anything.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, statSync } from 'node:fs';

@@ -4,7 +4,7 @@
 // key is the cluster's, kept in the database (cluster_keys), made once by whichever instance
 // needs it first. Whoever reads this database could derive the URLs from it, as they could read
 // the sessions' ids, which are the VLESS credentials themselves: the database is the cluster's
-// secret store and must be protected as such (README, Security notes).
+// secret store and must be protected as such (docs/cluster.md).
 import type pg from 'pg';
 import type { SessionRow } from '../../domain.ts';
 import { isoNow } from '../../time.ts';
