@@ -43,6 +43,7 @@ import type { Services } from '../services.ts';
 import { GrantPace, nodeShares, type WireShare } from './shares.ts';
 import { relayTargets, type RelayTarget } from './geo.ts';
 import type { ZoneInfo } from '../domain.ts';
+import { createNodeGuards, NODE_FRAME_LIMIT, type ChannelGuard } from './node-guard.ts';
 
 export const NODE_CHANNEL_PATH = '/v2/node/channel';
 /** The path a node serves VLESS over WebSocket on (links of sessions placed on a node name it). */
@@ -121,7 +122,8 @@ const nonNeg = (v: unknown): number => (typeof v === 'number' && Number.isFinite
 
 export function createNodeChannel(services: Services): NodeChannel {
   const { data, log } = services;
-  const wss = new WebSocketServer({ noServer: true, maxPayload: 16 * 1024 * 1024 });
+  const wss = new WebSocketServer({ noServer: true, maxPayload: NODE_FRAME_LIMIT });
+  const guards = createNodeGuards(log);
   /** Reports are applied one at a time per node (a resend must see the seq of the one before). */
   const chains = new Map<string, Promise<void>>();
   /** Each connected node's open connections per zone, from its last report (metrics). */
@@ -219,7 +221,7 @@ export function createNodeChannel(services: Services): NodeChannel {
     for (const a of adds) services.metrics.moved(placed.get(a.id)!.zone, node.name, a.uploaded_bytes, a.downloaded_bytes);
   }
 
-  function serveNode(ws: WebSocket, first: NodeInfo): void {
+  function serveNode(ws: WebSocket, first: NodeInfo, guard: ChannelGuard): void {
     const node = first;
     const short = node.id.slice(0, 8);
     log.info({ node: node.name, id: short }, 'node connected');
@@ -261,7 +263,8 @@ export function createNodeChannel(services: Services): NodeChannel {
     clusterSignals.on('changed', onSignal);
     void sendState();
 
-    ws.on('message', (raw) => {
+    ws.on('message', (raw: Buffer) => {
+      if (!guard.frame(raw.length)) return; // over the node's limits (node-guard.ts)
       let msg: { type?: string; seq?: unknown; ports?: Record<string, number | string | boolean | null>; counters?: Record<string, CounterDelta>; events?: EventInput[] };
       try {
         msg = JSON.parse(String(raw));
@@ -270,22 +273,24 @@ export function createNodeChannel(services: Services): NodeChannel {
         return;
       }
       if (msg.type === 'claim') {
-        void claim(msg as { id?: unknown; session?: unknown; active?: unknown });
+        const m = msg as { id?: unknown; session?: unknown; active?: unknown };
+        guard.claim(() => claim(m), () => !closed && ws.send(JSON.stringify({ type: 'claimed', id: m.id, ok: false })));
         return;
       }
       if (msg.type === 'release') {
         // After the reports sent before it (same chain), so the grant's `used` counts all it moved.
         const { key, gen } = msg as { key?: unknown; gen?: unknown };
-        if (typeof key !== 'string' || key.length > 300 || typeof gen !== 'number' || !Number.isSafeInteger(gen)) return;
+        if (typeof key !== 'string' || key.length > 300 || typeof gen !== 'number' || !Number.isSafeInteger(gen) || !guard.release()) return;
         const [customer, client = ''] = key.split('\u0000');
         const prev = chains.get(node.id) ?? Promise.resolve();
         chains.set(node.id, prev.then(async () => {
-          if (await data.releaseGrant(node.id, customer, client, gen)) log.debug({ node: node.name }, 'a node gave back an unused grant');
+          if (guard.next() && await data.releaseGrant(node.id, customer, client, gen)) log.debug({ node: node.name }, 'a node gave back an unused grant');
         }).catch((err: unknown) => log.warn({ node: node.name, err: String(err) }, 'releasing a node grant failed; the node asks again')));
         return;
       }
       if (msg.type !== 'report' || typeof msg.seq !== 'number' || !Number.isSafeInteger(msg.seq) || msg.seq < 0) return;
       const seq = msg.seq;
+      if (!guard.report(seq)) return; // not applied, not acknowledged: the node resends it
       openOf.set(node.id, { zone: node.zone, node: node.name, count: openCount((msg as { open?: unknown }).open) });
       const p = msg.ports ?? {};
       const ports = {
@@ -301,6 +306,7 @@ export function createNodeChannel(services: Services): NodeChannel {
       const prev = chains.get(node.id) ?? Promise.resolve();
       const next = prev
         .then(async () => {
+          if (!guard.next(seq)) return;
           await data.touchNode(node.id, ports);
           if (storeListeners) {
             await data.setNodeListeners(node.id, listeners).catch((err: unknown) => {
@@ -312,7 +318,7 @@ export function createNodeChannel(services: Services): NodeChannel {
           await apply(node, { seq, counters: msg.counters, events: msg.events });
           if (!closed) ws.send(JSON.stringify({ type: 'ack', seq }));
         })
-        .catch((err: unknown) => log.warn({ node: node.name, err: String(err) }, 'applying a node report failed; the node resends it'));
+        .catch((err: unknown) => guard.failed(seq, err)); // logged there, at most once a second
       chains.set(node.id, next);
     });
     /**
@@ -320,7 +326,7 @@ export function createNodeChannel(services: Services): NodeChannel {
      * the client has no max_sessions, or fewer other active sessions anywhere (store.claimSession).
      */
     const claim = async (m: { id?: unknown; session?: unknown; active?: unknown }) => {
-      if (typeof m.id !== 'number' || typeof m.session !== 'string') return;
+      if (typeof m.id !== 'number' || typeof m.session !== 'string' || closed) return;
       let ok = false;
       try {
         const placed = (await data.placementOf(m.session)) === node.id;
@@ -331,7 +337,7 @@ export function createNodeChannel(services: Services): NodeChannel {
           ok = max == null ? true : await data.claimSession(node.id, row.id, active, max);
         }
       } catch (err) {
-        log.warn({ node: node.name, err: String(err) }, 'a session claim failed; refused');
+        guard.claimFailed(err);
       }
       if (!closed) ws.send(JSON.stringify({ type: 'claimed', id: m.id, ok }));
     };
@@ -358,10 +364,15 @@ export function createNodeChannel(services: Services): NodeChannel {
         refuse(401, 'Unauthorized');
         return true;
       }
+      if (guards.early(token)) {
+        refuse(429, 'Too Many Requests'); // a node opening channels too often: not even looked up
+        return true;
+      }
       data.findNodeByToken(token).then(
         (node) => {
           if (!node) return refuse(401, 'Unauthorized');
-          wss.handleUpgrade(req, socket, head, (ws) => serveNode(ws, node));
+          if (!guards.admit(node, token)) return refuse(429, 'Too Many Requests');
+          wss.handleUpgrade(req, socket, head, (ws) => serveNode(ws, node, guards.attach(node, ws)));
         },
         (err: unknown) => {
           log.warn({ err: String(err) }, 'looking up a node token failed');
