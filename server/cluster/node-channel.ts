@@ -27,6 +27,7 @@
 //       and gives back its grant beyond KEEP_IDLE (store.releaseGrant), in order after its reports.
 //
 // A node may act only on sessions placed on it: counters and events of any other session are dropped.
+// What it may cost (one live channel, frame size, rates, claims in flight) is bounded in node-guard.ts.
 // The last applied seq per node is stored with the node (nodes.report_seq), in the transaction
 // that adds the report's counters and stores its events, so no instance of the cluster counts a
 // report or records its events twice, and a report resent after a crash loses none.

@@ -78,7 +78,7 @@ export class TokenBucket {
 
 const tokenKey = (token: string) => createHash('sha256').update(token).digest('base64');
 
-type Kind = 'channel' | 'frame' | 'frame_too_big' | 'unread' | 'contact' | 'report' | 'report_failed' | 'claim' | 'claim_queue' | 'claim_failed' | 'release';
+type Kind = 'channel' | 'frame' | 'frame_too_big' | 'unread' | 'contact' | 'contact_failed' | 'report' | 'report_failed' | 'claim' | 'claim_queue' | 'claim_failed' | 'release';
 
 /** One node's limits, kept across its channels. */
 class NodeLimits {
@@ -242,7 +242,7 @@ export class ChannelGuard {
 
   /** Applying report `seq` failed: it and every later one of this channel are resent after a reconnection. */
   failed(seq: number, err: unknown): void {
-    if (seq === 0) return;
+    if (seq === 0) return this.node.refused('contact_failed', err);
     this.node.refused('report_failed', err);
     this.refuseFrom(seq);
   }
