@@ -48,7 +48,12 @@ export interface SoakInput {
 }
 
 const MiB = 1024 * 1024;
-/** What a request may wait for its answer (its first byte, for a data-plane request). */
+/**
+ * What a request may wait for its answer (its first byte, for a data-plane request). The soak adds
+ * the test process's own largest event-loop delay: a wait is measured by a client on the same
+ * cores (this process, or curl and v2ray beside it), and how late the client itself was scheduled
+ * is not the server's wait. On a quiet machine that margin is a few milliseconds.
+ */
 export const MAX_WAIT_MS = 2000;
 const mib = (n: number) => `${(n / MiB).toFixed(2)} MiB`;
 
@@ -119,11 +124,14 @@ export function soakFigures(x: SoakInput): string[] {
   const outside = x.answers.filter((a) => a.at >= x.start && !apiExcused(a));
   const errors500 = outside.filter((a) => a.status >= 500);
   if (errors500.length) failures.push(`${errors500.length} answers were 5xx outside the outage windows: ${errors500.slice(0, 5).map((a) => `${a.cp} ${a.what} ${a.status}`).join('; ')}`);
-  const slow = outside.filter((a) => a.ms > MAX_WAIT_MS);
-  if (slow.length) failures.push(`${slow.length} API requests waited more than ${MAX_WAIT_MS} ms outside the outage windows: ${slow.slice(0, 5).map((a) => `${a.cp} ${a.what} ${a.ms.toFixed(0)} ms`).join('; ')}`);
+  const unanswered = outside.filter((a) => a.status === 0);
+  if (unanswered.length) failures.push(`${unanswered.length} API requests got no answer (refused, reset or 15 s without one) outside the outage windows: ${unanswered.slice(0, 5).map((a) => `${a.cp} ${a.what}`).join('; ')}`);
+  const waitBound = MAX_WAIT_MS + x.loopDelayMaxMs;
+  const slow = outside.filter((a) => a.ms > waitBound);
+  if (slow.length) failures.push(`${slow.length} API requests waited more than ${waitBound.toFixed(0)} ms (2 s + the client's own delay) outside the outage windows: ${slow.slice(0, 5).map((a) => `${a.cp} ${a.what} ${a.ms.toFixed(0)} ms`).join('; ')}`);
   const dataOutside = x.traffic.dataLatency.filter((d) => d.at >= x.start && !dataExcused(d));
-  const slowData = dataOutside.filter((d) => d.ms > MAX_WAIT_MS);
-  if (slowData.length) failures.push(`${slowData.length} data-plane requests waited more than ${MAX_WAIT_MS} ms for their first byte: ${slowData.slice(0, 5).map((d) => `via ${d.nodes.join('→')} ${d.ms.toFixed(0)} ms`).join('; ')}`);
+  const slowData = dataOutside.filter((d) => d.ms > waitBound);
+  if (slowData.length) failures.push(`${slowData.length} data-plane requests waited more than ${waitBound.toFixed(0)} ms (2 s + the client's own delay) for their first byte: ${slowData.slice(0, 5).map((d) => `via ${d.nodes.join('→')} ${d.ms.toFixed(0)} ms`).join('; ')}`);
   if (x.stale.length) failures.push(`${x.stale.length} sessions still active (or unreadable) ${(x.quietMs / 1000).toFixed(1)} s after every client left: ${x.stale.join('; ')}`);
 
   const max = (xs: number[]) => (xs.length ? Math.max(...xs) : 0);
@@ -135,7 +143,7 @@ export function soakFigures(x: SoakInput): string[] {
       `  API requests ${x.answers.length}: 2xx ${byClass(200, 300)}, 4xx ${byClass(400, 500)}, 5xx ${byClass(500, 600)} (${errors500.length} outside the windows), no answer ${byClass(0, 1)} (${outside.filter((a) => a.status === 0).length} outside)`,
       `  transfers ${x.traffic.transfers} (${x.traffic.failed} cut or refused); origin bytes: uploaded ${mib(originUp)}, downloaded ${mib(originDown)}`,
       `  kills (-9): ${x.kills.join(', ')}; windows: ${x.windows.map((w) => `${w.what} ${Number.isFinite(w.to) ? `${((w.to - w.from) / 1000).toFixed(1)} s` : 'to the end'}`).join(', ')} (+${x.marginMs / 1000} s margin)`,
-      `  max wait: API ${max(x.answers.map((a) => a.ms)).toFixed(0)} ms (outside the windows ${max(outside.map((a) => a.ms)).toFixed(0)} ms), data plane first byte ${max(x.traffic.dataLatency.map((d) => d.ms)).toFixed(0)} ms (outside ${max(dataOutside.map((d) => d.ms)).toFixed(0)} ms) | bound ${MAX_WAIT_MS} ms; the test process's own event-loop delay up to ${x.loopDelayMaxMs.toFixed(0)} ms, load average ${loadavg()[0].toFixed(1)} on ${availableParallelism()} cores`,
+      `  max wait: API ${max(x.answers.map((a) => a.ms)).toFixed(0)} ms (outside the windows ${max(outside.map((a) => a.ms)).toFixed(0)} ms), data plane first byte ${max(x.traffic.dataLatency.map((d) => d.ms)).toFixed(0)} ms (outside ${max(dataOutside.map((d) => d.ms)).toFixed(0)} ms) | bound ${MAX_WAIT_MS} ms + the test process's own event-loop delay (up to ${x.loopDelayMaxMs.toFixed(0)} ms), load average ${loadavg()[0].toFixed(1)} on ${availableParallelism()} cores`,
       `  bytes lost: node kills (sessions on ${x.victims.join(', ') || 'none'}) ${mib(lostVictim)}; other sessions (control plane and PostgreSQL kills) ${mib(lostOthers)}; worst session |counters - origin| ${mib(worst)} | bound ${mib(bound)} per session (1 MiB per kill)`,
       `  origin - counters per session (KiB up/down): ${perSession.join(', ')}`,
       `  events ${x.truth.length}; stream connections ${x.followers.map((f) => `${f.name} ${f.connections}`).join(', ')}`,
