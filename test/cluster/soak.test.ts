@@ -189,8 +189,8 @@ test('cluster soak: kill -9 of a node, a control plane and PostgreSQL under chur
   // 1) kill -9 of the node carrying the most sessions, while a session on it moves data fast.
   const killNode = async () => {
     const victim = [...nodes.values()].sort((x, y) => sessions.filter((s) => s.node === y.name).length - sessions.filter((s) => s.node === x.name).length)[0];
-    const fast = live().find((s) => s.node === victim.name && s.v2ray);
-    const burst = fast ? transfer(traffic, fast, { zones: ZONES, mode: 'vless', download: 64 * MiB, rate: 8_000_000 }) : Promise.resolve();
+    const fast = live().find((s) => s.node === victim.name && s.v2ray) ?? live().find((s) => s.node === victim.name);
+    const burst = fast ? transfer(traffic, fast, { zones: ZONES, mode: fast.v2ray ? 'vless' : 'proxy', download: 64 * MiB, rate: 8_000_000 }) : Promise.resolve();
     await sleep(1500);
     const nodeWindow: Window = { what: `node ${victim.name}`, from: Date.now(), to: Infinity, node: victim.name };
     windows.push(nodeWindow);
@@ -205,10 +205,10 @@ test('cluster soak: kill -9 of a node, a control plane and PostgreSQL under chur
   // stay `active` (crash repair once it has been silent for a while).
   const killNodeForGood = async () => {
     const first = windows.find((w) => w.node)?.node;
-    const fast = live().find((s) => s.node !== first && s.v2ray);
+    const fast = pick(sessions.filter((s) => s.node !== first && nodes.get(s.node)!.running));
     if (!fast) return;
     const victim = nodes.get(fast.node)!;
-    const slow = transfer(traffic, fast, { zones: ZONES, mode: 'vless', download: 64 * MiB, rate: 2_000_000 });
+    const slow = transfer(traffic, fast, { zones: ZONES, mode: fast.v2ray ? 'vless' : 'proxy', download: 64 * MiB, rate: 2_000_000 });
     await sleep(1000);
     windows.push({ what: `node ${victim.name} (not restarted)`, from: Date.now(), to: Infinity, node: victim.name });
     await victim.kill9();

@@ -139,7 +139,7 @@ export function soakFigures(x: SoakInput): string[] {
   console.log(
     [
       `soak figures (${(x.activityMs / 1000).toFixed(0)} s of activity, quiet period ${(x.quietMs / 1000).toFixed(1)} s):`,
-      `  sessions ${x.sessions.length} (on ${[...new Set(x.sessions.map((s) => s.node))].sort().join(', ')})`,
+      `  sessions ${x.sessions.length} (on ${[...new Set(x.sessions.map((s) => s.node))].sort().join(', ')}; ${x.sessions.filter((s) => s.vlessClient).length} with a v2ray client)`,
       `  API requests ${x.answers.length}: 2xx ${byClass(200, 300)}, 4xx ${byClass(400, 500)}, 5xx ${byClass(500, 600)} (${errors500.length} outside the windows), no answer ${byClass(0, 1)} (${outside.filter((a) => a.status === 0).length} outside)`,
       `  transfers ${x.traffic.transfers} (${x.traffic.failed} cut or refused); origin bytes: uploaded ${mib(originUp)}, downloaded ${mib(originDown)}`,
       `  kills (-9): ${x.kills.join(', ')}; windows: ${x.windows.map((w) => `${w.what} ${Number.isFinite(w.to) ? `${((w.to - w.from) / 1000).toFixed(1)} s` : 'to the end'}`).join(', ')} (+${x.marginMs / 1000} s margin)`,

@@ -22,6 +22,8 @@ export interface SoakSession {
   createdOn: string;
   network: string;
   paused: boolean;
+  /** Whether a v2ray client could be started on its link. */
+  vlessClient: boolean;
   origin: SessionOrigin;
   v2ray?: V2rayClient;
   closeClient(): Promise<void>;
@@ -68,6 +70,7 @@ export async function openSession(json: { id: string; node?: string; zone: strin
     createdOn,
     network: link.network,
     paused: false,
+    vlessClient: v2ray !== undefined,
     origin,
     v2ray,
     async closeClient() {
