@@ -11,7 +11,9 @@
 //    (p50, p99 over BENCH_LAGS rounds);
 //  - the geo proxy relayed node to node: a download through the São Paulo node's proxy with
 //    `-cc-AU` (relayed over TLS to the Sydney node, which dials the origin) beside the same
-//    download leaving from the São Paulo node itself (`-cc-BR`), median of BENCH_GEO_RUNS.
+//    download leaving from the São Paulo node itself (`-cc-BR`), median of BENCH_GEO_RUNS;
+//  - bytes lost per `kill -9` of a node moving data at full speed, beside the 1 MiB bound
+//    (bench/node-kill.ts).
 // Servers and the node are child processes (`vpn-access serve` / `node run`), PostgreSQL a
 // throwaway server (test/helpers/postgres.ts). Env: BENCH_SECONDS (6), BENCH_PAUSES (20), BENCH_LAGS (10).
 import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -19,6 +21,7 @@ import { createServer as createHttpServer } from 'node:http';
 import { connect, createServer, type Socket } from 'node:net';
 import autocannon from 'autocannon';
 import { buildVlessHeader } from '../server/dataplane/vless-header.ts';
+import { nodeKillFigure } from './node-kill.ts';
 import { serve, type ServeProcess } from '../test/helpers/cli.ts';
 import { startPostgres } from '../test/helpers/postgres.ts';
 import { CLI, NODE, ROOT, removeDir, tempDir } from '../test/helpers/server.ts';
@@ -120,7 +123,8 @@ async function main(): Promise<void> {
 
     // A node on 127.0.0.2 connected to A; pauses are made on B.
     const nodeToken = cli(['node', 'add', '--name', 'sao-bench', '--zone', 'br-sao', '--public-host', '127.0.0.2', '--database', url]);
-    const node = await runNode(nodeToken, [a.baseUrl.replace(/\/v2$/, '')], dir('vad-bench-node-'));
+    const nodeDir = dir('vad-bench-node-');
+    const node = await runNode(nodeToken, [a.baseUrl.replace(/\/v2$/, '')], nodeDir);
     cleanup.push(() => node.child.kill('SIGKILL'));
     const echo = createServer((s) => s.pipe(s));
     await new Promise<void>((r) => echo.listen(0, '127.0.0.1', () => r()));
@@ -219,6 +223,25 @@ async function main(): Promise<void> {
     }
     const med = (xs: number[]) => pct(xs, 50);
     console.log(`geo proxy, ${GEO_BYTES >> 20} MiB through the São Paulo node (CONNECT), median of ${GEO_RUNS}: -cc-AU relayed to the Sydney node ${fmt(med(relayed))} MiB/s | baseline -cc-BR leaving from São Paulo ${fmt(med(direct))} MiB/s | ratio ${fmt(med(relayed) / med(direct), 2)}`);
+
+    // Last: it kills the São Paulo node with -9 in the middle of a full-speed download.
+    await nodeKillFigure({
+      sessionId: session.id,
+      tcpPort: node.tcpPort,
+      kill9: async () => {
+        const gone = new Promise((r) => node.child.once('exit', r));
+        node.child.kill('SIGKILL');
+        await gone;
+      },
+      restart: async () => {
+        const again = await runNode(nodeToken, [a.baseUrl.replace(/\/v2$/, '')], nodeDir);
+        cleanup.push(() => again.child.kill('SIGKILL'));
+      },
+      counters: async () => {
+        const st = await api(b.baseUrl, pgToken, 'GET', `/sessions/${session.id}/status`);
+        return { up: st.uploaded_bytes, down: st.downloaded_bytes };
+      },
+    });
   } finally {
     for (const c of cleanup.reverse()) await Promise.resolve().then(c).catch(() => {});
     for (const d of dirs) removeDir(d);

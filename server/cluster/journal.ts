@@ -53,7 +53,13 @@ const MAX_PENDING_EVENTS = 10_000;
 export const REPORT_MAX_EVENTS = 2000;
 export const REPORT_MAX_SESSIONS = 4000;
 
-type Line = { h?: { id: string; next: number }; d?: [string, number, number, SessionStatus | null, number | null, number | null]; e?: JournalEvent; r?: Report; a?: number };
+type Line = { h?: { id: string; next: number }; c?: string[]; d?: [string, number, number, SessionStatus | null, number | null, number | null]; e?: JournalEvent; r?: Report; a?: number };
+
+/** Keeps the set of sessions last recorded with open connections up to date with a record. */
+function trackConnected(connected: Set<string>, id: string, d: Delta): void {
+  if (d.status === 'active' || (d.connections ?? 0) > 0) connected.add(id);
+  else if (d.status !== undefined || d.connections === 0) connected.delete(id);
+}
 
 function mergeInto(map: Map<string, Delta>, id: string, d: Delta): void {
   let p = map.get(id);
@@ -85,6 +91,8 @@ export class CounterJournal {
   private unsynced = false;
   private readonly syncTimer: NodeJS.Timeout;
   private closed = false;
+  /** Sessions last recorded with open connections (kept in the file across compactions: crash repair). */
+  private readonly connected = new Set<string>();
 
   private constructor(file: string, log: Logger, state: { id: string; next: number; reports: Report[]; pending: Map<string, Delta>; events: JournalEvent[]; carried: string[] }) {
     this.file = file;
@@ -95,6 +103,8 @@ export class CounterJournal {
     for (const [id, d] of state.pending) this.pending.set(id, d);
     this.pendingEvents = state.events;
     this.carriedBefore = state.carried;
+    // Kept listed (and in the file) until forgetCarried(): a process that dies before its repair leaves them to the next.
+    for (const id of state.carried) this.connected.add(id);
     this.fd = this.rewrite();
     this.syncTimer = setInterval(() => this.sync(), SYNC_MS);
     this.syncTimer.unref();
@@ -115,6 +125,7 @@ export class CounterJournal {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
     }
     const state = { id: '', next: 1, reports: [] as Report[], pending: new Map<string, Delta>(), events: [] as JournalEvent[], carried: [] as string[] };
+    const connected = new Set<string>();
     let torn = 0;
     for (const raw of text.split('\n')) {
       if (!raw) continue;
@@ -128,9 +139,14 @@ export class CounterJournal {
       if (line.h) {
         state.id = String(line.h.id);
         state.next = Math.max(state.next, Number(line.h.next) || 1);
+      } else if (line.c) {
+        connected.clear();
+        for (const id of line.c) connected.add(id);
       } else if (line.d) {
         const [id, up, down, status, duration, connections] = line.d;
-        mergeInto(state.pending, id, { up, down, ...(status ? { status } : {}), ...(duration !== null ? { duration } : {}), ...(connections !== null ? { connections } : {}) });
+        const d: Delta = { up, down, ...(status ? { status } : {}), ...(duration !== null ? { duration } : {}), ...(connections !== null ? { connections } : {}) };
+        mergeInto(state.pending, id, d);
+        trackConnected(connected, id, d);
       } else if (line.e) {
         state.events.push(line.e);
         if (state.events.length > MAX_PENDING_EVENTS) state.events.shift();
@@ -145,9 +161,8 @@ export class CounterJournal {
       }
     }
     if (torn) log.warn({ lines: torn }, 'the counter journal had unreadable lines (a write cut short); they were skipped');
-    const carried = new Set<string>();
-    const settle = (id: string, d: Delta) => {
-      if (d.status === 'active' || (d.connections ?? 0) > 0) carried.add(id);
+    const carried = connected;
+    const settle = (_id: string, d: Delta) => {
       if (d.status === 'active') delete d.status;
       delete d.connections;
     };
@@ -162,6 +177,7 @@ export class CounterJournal {
   record(id: string, d: Delta): void {
     if (this.closed) return;
     mergeInto(this.pending, id, d);
+    trackConnected(this.connected, id, d);
     this.append({ d: [id, d.up, d.down, d.status ?? null, d.duration ?? null, d.connections ?? null] });
   }
 
@@ -170,6 +186,12 @@ export class CounterJournal {
     this.pendingEvents.push(e);
     if (this.pendingEvents.length > MAX_PENDING_EVENTS) this.pendingEvents.shift();
     this.append({ e });
+  }
+
+  /** These sessions of carriedBefore were repaired: they are no longer listed as connected. */
+  forgetCarried(ids: string[]): void {
+    for (const id of ids) this.connected.delete(id);
+    this.append({ c: [...this.connected] });
   }
 
   /** Bytes of a session counted here that the store has not applied yet (pending and sealed). */
@@ -290,7 +312,7 @@ export class CounterJournal {
   /** Writes the whole state to a new file that replaces the old; returns its descriptor for appends. */
   private rewrite(oldFd?: number): number {
     this.buf = ''; // what it held is in the state written here
-    const lines: Line[] = [{ h: { id: this.id, next: this.nextSeq } }, ...this.reports.map((r) => ({ r }))];
+    const lines: Line[] = [{ h: { id: this.id, next: this.nextSeq } }, { c: [...this.connected] }, ...this.reports.map((r) => ({ r }))];
     const pendingLines = [...this.pending].map(([id, d]): Line => ({ d: [id, d.up, d.down, d.status ?? null, d.duration ?? null, d.connections ?? null] }));
     // Pending is written before the reports would take it again at replay: reports first, then pending.
     const text = [...lines, ...pendingLines, ...this.pendingEvents.map((e) => ({ e }))].map((l) => JSON.stringify(l) + '\n').join('');

@@ -54,6 +54,8 @@ export class LocalView implements Pick<DataPlaneDeps['store'], 'getSession' | 's
   private readonly journal: CounterJournal;
   private flushing: Promise<void> | null = null;
   private flushSoon = false;
+  /** Sessions the previous process's data plane had connections of (repaired once its reports are applied). */
+  private carried: string[];
   private readonly timer: NodeJS.Timeout;
   private readonly unlisten: (() => void)[] = [];
 
@@ -61,6 +63,7 @@ export class LocalView implements Pick<DataPlaneDeps['store'], 'getSession' | 's
     this.store = store;
     this.log = log;
     this.journal = journal;
+    this.carried = journal.carriedBefore;
     if (listener) {
       this.unlisten.push(
         listener.onNotification((channel, payload) => {
@@ -230,7 +233,7 @@ export class LocalView implements Pick<DataPlaneDeps['store'], 'getSession' | 's
    */
   flush(): Promise<void> {
     if (this.flushing) return this.flushing;
-    if (!this.journal.reports.length && !this.journal.hasPending) return Promise.resolve();
+    if (!this.journal.reports.length && !this.journal.hasPending && !this.carried.length) return Promise.resolve();
     this.flushing = (async () => {
       for (let i = 0; i < REPORTS_PER_FLUSH; i++) {
         const report = this.journal.reports[0] ?? this.journal.seal();
@@ -243,10 +246,27 @@ export class LocalView implements Pick<DataPlaneDeps['store'], 'getSession' | 's
         }
         this.journal.ack(report.seq);
       }
+      if (this.carried.length && !this.journal.reports.length) await this.repairCarried();
     })().finally(() => {
       this.flushing = null;
     });
     return this.flushing;
+  }
+
+  /**
+   * The previous process died with connections of these sessions open: none is open now (unless
+   * a client came back already), so they end as the data plane would have ended them.
+   */
+  private async repairCarried(): Promise<void> {
+    const ids = this.carried.filter((id) => !this.live(id));
+    try {
+      const repaired = await this.store.repairCarriedSessions(ids);
+      this.journal.forgetCarried(ids);
+      this.carried = [];
+      if (repaired.length) this.log.info({ sessions: repaired.length / 2 }, 'sessions left active by the previous process were closed');
+    } catch (err) {
+      this.log.warn({ err: String(err) }, 'closing the sessions left active by the previous process failed; retrying');
+    }
   }
 
   private async apply(report: Report): Promise<void> {

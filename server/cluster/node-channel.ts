@@ -32,6 +32,7 @@
 //       and gives back its grant beyond KEEP_IDLE (store.releaseGrant), in order after its reports.
 //
 // A node may act only on sessions placed on it: counters and events of any other session are dropped.
+// What it may cost (one live channel, frame size, rates, claims in flight) is bounded in node-guard.ts.
 // The last applied seq per node is stored with the node (nodes.report_seq), in the transaction
 // that adds the report's counters and stores its events, so no instance of the cluster counts a
 // report or records its events twice, and a report resent after a crash loses none.
@@ -50,6 +51,7 @@ import { relayTargets, type RelayTarget } from './geo.ts';
 import { RelayAudit } from './relay-audit.ts';
 import type { ZoneInfo } from '../domain.ts';
 import { NodeBoot, startRepairSweep } from './crash-repair.ts';
+import { createNodeGuards, NODE_FRAME_LIMIT, type ChannelGuard } from './node-guard.ts';
 
 export const NODE_CHANNEL_PATH = '/v2/node/channel';
 /** The path a node serves VLESS over WebSocket on (links of sessions placed on a node name it). */
@@ -130,7 +132,8 @@ const nonNeg = (v: unknown): number => (typeof v === 'number' && Number.isFinite
 
 export function createNodeChannel(services: Services): NodeChannel {
   const { data, log } = services;
-  const wss = new WebSocketServer({ noServer: true, maxPayload: 16 * 1024 * 1024 });
+  const wss = new WebSocketServer({ noServer: true, maxPayload: NODE_FRAME_LIMIT });
+  const guards = createNodeGuards(log);
   /** Reports are applied one at a time per node (a resend must see the seq of the one before). */
   const chains = new Map<string, Promise<void>>();
   /** Each connected node's open connections per zone, from its last report (metrics). */
@@ -240,19 +243,13 @@ export function createNodeChannel(services: Services): NodeChannel {
     audit.counted(node.id, adds.map((a) => [a.id, a.uploaded_bytes + a.downloaded_bytes]));
   }
 
-  function serveNode(ws: WebSocket, first: NodeInfo): void {
+  function serveNode(ws: WebSocket, first: NodeInfo, guard: ChannelGuard): void {
     const node = first;
     const short = node.id.slice(0, 8);
     log.info({ node: node.name, id: short }, 'node connected');
     let lastSent = '';
     let listenersSeen = '';
     let closed = false;
-    /**
-     * A report failed to apply: later ones on this channel are not applied (a later seq applied
-     * first would make the store skip the failed one for good); the channel is closed and the
-     * node resends every unacknowledged report, in order, after its next hello.
-     */
-    let broken = false;
     const pace = new GrantPace();
     const boot = new NodeBoot(services, node);
     let helloSeen = false;
@@ -290,7 +287,8 @@ export function createNodeChannel(services: Services): NodeChannel {
     clusterSignals.on('changed', onSignal);
     void sendState();
 
-    ws.on('message', (raw) => {
+    ws.on('message', (raw: Buffer) => {
+      if (!guard.frame(raw.length)) return; // over the node's limits (node-guard.ts)
       let msg: { type?: string; seq?: unknown; ports?: Record<string, number | string | boolean | null>; counters?: Record<string, CounterDelta>; events?: EventInput[] };
       try {
         msg = JSON.parse(String(raw));
@@ -299,24 +297,24 @@ export function createNodeChannel(services: Services): NodeChannel {
         return;
       }
       if (msg.type === 'claim') {
-        void claim(msg as { id?: unknown; session?: unknown; active?: unknown });
+        const m = msg as { id?: unknown; session?: unknown; active?: unknown };
+        guard.claim(() => claim(m), () => !closed && ws.send(JSON.stringify({ type: 'claimed', id: m.id, ok: false })));
         return;
       }
       if (msg.type === 'release') {
         // After the reports sent before it (same chain), so the grant's `used` counts all it moved.
         const { key, gen } = msg as { key?: unknown; gen?: unknown };
-        if (typeof key !== 'string' || key.length > 300 || typeof gen !== 'number' || !Number.isSafeInteger(gen)) return;
+        if (typeof key !== 'string' || key.length > 300 || typeof gen !== 'number' || !Number.isSafeInteger(gen) || !guard.release()) return;
         const [customer, client = ''] = key.split('\u0000');
         const prev = chains.get(node.id) ?? Promise.resolve();
         chains.set(node.id, prev.then(async () => {
-          // After a report that failed, `used` lacks its bytes: the node asks again once it is applied.
-          if (broken) return;
-          if (await data.releaseGrant(node.id, customer, client, gen)) log.debug({ node: node.name }, 'a node gave back an unused grant');
+          if (guard.next() && await data.releaseGrant(node.id, customer, client, gen)) log.debug({ node: node.name }, 'a node gave back an unused grant');
         }).catch((err: unknown) => log.warn({ node: node.name, err: String(err) }, 'releasing a node grant failed; the node asks again')));
         return;
       }
       if (msg.type !== 'report' || typeof msg.seq !== 'number' || !Number.isSafeInteger(msg.seq) || msg.seq < 0) return;
       const seq = msg.seq;
+      if (!guard.report(seq)) return; // not applied, not acknowledged: the node resends it
       openOf.set(node.id, { zone: node.zone, node: node.name, count: openCount((msg as { open?: unknown }).open) });
       audit.carried(node.id, (msg as { relayed?: unknown }).relayed);
       const p = msg.ports ?? {};
@@ -336,6 +334,7 @@ export function createNodeChannel(services: Services): NodeChannel {
       const prev = chains.get(node.id) ?? Promise.resolve();
       const next = prev
         .then(async () => {
+          if (!guard.next(seq)) return;
           await data.touchNode(node.id, ports);
           if (hello) await boot.hello(hello.boot, hello.boot_seq);
           if (storeListeners) {
@@ -344,17 +343,12 @@ export function createNodeChannel(services: Services): NodeChannel {
               throw err;
             });
           }
-          if (seq === 0 || broken) return; // contact only, or after a report that failed
+          if (seq === 0) return; // contact only
           await apply(node, { seq, counters: msg.counters, events: msg.events }, boot.stale(seq));
           await boot.applied(seq);
           if (!closed) ws.send(JSON.stringify({ type: 'ack', seq }));
         })
-        .catch((err: unknown) => {
-          log.warn({ node: node.name, err: String(err) }, 'applying a node report failed; the node resends it');
-          if (seq === 0 || broken) return;
-          broken = true;
-          ws.close(1011, 'report not applied');
-        });
+        .catch((err: unknown) => guard.failed(seq, err)); // logged there, at most once a second
       chains.set(node.id, next);
     });
     /**
@@ -367,7 +361,7 @@ export function createNodeChannel(services: Services): NodeChannel {
      * for this connection. A claim that fails says nothing of the session (the node keeps its state).
      */
     const claim = async (m: { id?: unknown; session?: unknown; active?: unknown }) => {
-      if (typeof m.id !== 'number' || typeof m.session !== 'string') return;
+      if (typeof m.id !== 'number' || typeof m.session !== 'string' || closed) return;
       let answer: Record<string, unknown> = { ok: false };
       try {
         const placed = (await data.placementOf(m.session)) === node.id;
@@ -382,7 +376,7 @@ export function createNodeChannel(services: Services): NodeChannel {
           answer = { ok, session: row.id, row, limits };
         }
       } catch (err) {
-        log.warn({ node: node.name, err: String(err) }, 'a session claim failed; refused');
+        guard.claimFailed(err);
       }
       if (!closed) ws.send(JSON.stringify({ type: 'claimed', id: m.id, ...answer }));
     };
@@ -409,10 +403,15 @@ export function createNodeChannel(services: Services): NodeChannel {
         refuse(401, 'Unauthorized');
         return true;
       }
+      if (guards.early(token)) {
+        refuse(429, 'Too Many Requests'); // a node opening channels too often: not even looked up
+        return true;
+      }
       data.findNodeByToken(token).then(
         (node) => {
           if (!node) return refuse(401, 'Unauthorized');
-          wss.handleUpgrade(req, socket, head, (ws) => serveNode(ws, node));
+          if (!guards.admit(node, token)) return refuse(429, 'Too Many Requests');
+          wss.handleUpgrade(req, socket, head, (ws) => serveNode(ws, node, guards.attach(node, ws)));
         },
         (err: unknown) => {
           log.warn({ err: String(err) }, 'looking up a node token failed');

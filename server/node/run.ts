@@ -72,8 +72,13 @@ export interface NodeRunOptions {
 const REPORT_MS = 500;
 const BACKOFF_MIN_MS = 250;
 const BACKOFF_MAX_MS = 5_000;
-/** Reports sealed and sent in one tick at most (each within the channel's frame bounds). */
-const MAX_REPORTS_PER_TICK = 20;
+/** Reports sealed in one tick at most (each within the channel's frame bound, cluster/node-guard.ts). */
+const MAX_REPORTS_PER_TICK = 4;
+/**
+ * Reports sent and not yet acknowledged on a channel at most: a backlog (resent after a
+ * reconnection) goes out as acknowledgements come, within the channel's per-node rates.
+ */
+const SEND_WINDOW = 8;
 
 /** The node's synchronous store for the data plane: the last state the control plane sent. */
 class NodeView implements Pick<DataPlaneDeps['store'], 'getSession' | 'saveRuntime' | 'getLimits' | 'sumCounters' | 'quotaBase' | 'prepare' | 'clusterRefusal'> {
@@ -515,24 +520,35 @@ export async function runNode(opts: NodeRunOptions): Promise<RunningNode> {
     const carried = relay?.takeCarried() ?? {};
     return Object.keys(carried).length ? { relayed: carried } : {};
   };
-  const send = (r: Report) => {
-    if (!ws || !connected || !greeted) return;
-    ws.send(JSON.stringify({ type: 'report', seq: r.seq, ports, open: dataPlane.openByZone?.() ?? [], counters: r.counters, events: r.events.map(({ at: _at, ...e }) => e), ...relayed() }));
+  /** The highest seq sent on this channel (reports above it are sent next, in order). */
+  let sentUpTo = 0;
+  /** Sends the unacknowledged reports not yet sent on this channel, at most SEND_WINDOW outstanding; whether it sent any. */
+  const pump = (): boolean => {
+    if (!ws || !connected || !greeted) return false;
+    let outstanding = 0;
+    let sent = false;
+    for (const r of journal.reports) {
+      if (r.seq <= sentUpTo) {
+        outstanding++;
+        continue;
+      }
+      if (outstanding >= SEND_WINDOW) break;
+      ws.send(JSON.stringify({ type: 'report', seq: r.seq, ports, open: dataPlane.openByZone?.() ?? [], counters: r.counters, events: r.events.map(({ at: _at, ...e }) => e), ...relayed() }));
+      sentUpTo = r.seq;
+      outstanding++;
+      sent = true;
+    }
+    return sent;
   };
   /**
    * Reports are sealed only while they can be sent (connected, greeted: the seq numbering is
-   * settled); offline, what is counted stays pending in the journal, merged per session.
+   * settled) and while few wait for an acknowledgement; otherwise what is counted stays pending
+   * in the journal, merged per session.
    */
   const tick = () => {
     if (!ws || !connected) return;
-    let sent = false;
-    for (let i = 0; greeted && i < MAX_REPORTS_PER_TICK; i++) {
-      const r = journal.seal();
-      if (!r) break;
-      send(r);
-      sent = true;
-    }
-    if (!sent) ws.send(JSON.stringify({ type: 'report', seq: 0, ports, open: dataPlane.openByZone?.() ?? [], ...relayed() }));
+    for (let i = 0; greeted && i < MAX_REPORTS_PER_TICK && journal.reports.length < SEND_WINDOW; i++) if (!journal.seal()) break;
+    if (!pump()) ws.send(JSON.stringify({ type: 'report', seq: 0, ports, open: dataPlane.openByZone?.() ?? [], ...relayed() }));
   };
   const timer = setInterval(tick, REPORT_MS);
 
@@ -616,8 +632,9 @@ export async function runNode(opts: NodeRunOptions): Promise<RunningNode> {
         for (const r of journal.ack(msg.seq)) recentAcked.push({ ...r, at });
         if (msg.hello) {
           greeted = true;
-          for (const r of journal.reports) send(r);
+          sentUpTo = msg.seq;
         }
+        pump();
       } else if (msg.type === 'removed') {
         log.warn({}, 'this node was removed from the control plane\'s catalogue; stopping');
         void shutdown('removed');

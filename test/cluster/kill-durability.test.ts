@@ -17,6 +17,7 @@ import WebSocket from 'ws';
 import { freePort } from '../dataplane/helpers/targets.ts';
 import { printedToken, serve, type ServeProcess } from '../helpers/cli.ts';
 import { startPostgres, type PgServer } from '../helpers/postgres.ts';
+import { openRaw } from '../helpers/sse.ts';
 import { CLI, NODE, ROOT, removeDir, tempDir, waitFor } from '../helpers/server.ts';
 
 const MiB = 1 << 20;
@@ -267,6 +268,53 @@ test('serve on PostgreSQL: its own proxy\'s bytes during an outage survive kill 
       seen = (await api('GET', `/sessions/${s.id}`)).json;
       const counted = seen.downloaded_bytes - before.downloaded_bytes;
       assert.ok(counted - 60 * MiB < 4096, `${stop}: counted ${counted - 60 * MiB} bytes more than the payload (twice?)`);
+    }
+    srv.kill('SIGTERM');
+    await srv.exited;
+  } finally {
+    await pg.destroy();
+  }
+});
+
+test('serve on PostgreSQL killed with a connection of its own open: the next start closes the session (idle, with session_end) and keeps its bytes', async () => {
+  const pg: PgServer = await startPostgres();
+  try {
+    const dir = tempDir('vad-kill-carried-');
+    dirs.push(dir);
+    const port = await freePort();
+    const args = ['--port', String(port), '--egress', 'allow-all', '--database', pg.url(), '--quiet', '--rate-limit', '100000/60'];
+    let srv = await serve(dir, args);
+    children.add(srv.child);
+    const token = printedToken(srv.stdout())!;
+    const api = apiOf(() => srv.baseUrl, token);
+    const s = (await api('POST', '/sessions', { client_id: 'carried', zone: 'de-fra', reusable: true })).json;
+    // A download through this instance's own VLESS over ws, still open when it is killed.
+    sendTotal = 4096 * MiB;
+    const ws = new WebSocket(`ws://127.0.0.1:${port}/vless`);
+    let got = 0;
+    const tp = (tcp.address() as { port: number }).port;
+    ws.on('open', () => ws.send(Buffer.concat([Buffer.from([0]), Buffer.from(s.id.replace(/-/g, ''), 'hex'), Buffer.from([0, 1, tp >> 8, tp & 0xff, 1, 127, 0, 0, 1]), Buffer.from('go')])));
+    ws.on('message', (d: Buffer) => (got += d.length));
+    ws.on('error', () => {});
+    await waitFor(async () => got > 8 * MiB && (await api('GET', `/sessions/${s.id}/status`)).json.status === 'active', 15_000, 'the session is active and moving');
+    srv.kill('SIGKILL');
+    await srv.exited;
+    ws.terminate();
+    const received = Math.max(0, got - 2);
+    srv = await serve(dir, args);
+    children.add(srv.child);
+    let row: any;
+    await waitFor(async () => (row = (await api('GET', `/sessions/${s.id}`)).json).status === 'idle', 10_000, 'the session is idle after the restart').catch(() =>
+      assert.fail(`status ${row?.status} after the restart`),
+    );
+    assert.ok(received - row.downloaded_bytes < MiB, `client received ${received}, counted ${row.downloaded_bytes}`);
+    const stream = await openRaw(`${srv.baseUrl}/sessions/events?session_id=${s.id}&event_type=session_end`, { authorization: `Bearer ${token}` });
+    try {
+      await waitFor(() => stream.events().length > 0, 5000, 'session_end on the stream');
+      await new Promise((r) => setTimeout(r, 500));
+      assert.equal(stream.events().length, 1, 'one session_end, from the repair');
+    } finally {
+      stream.close();
     }
     srv.kill('SIGTERM');
     await srv.exited;

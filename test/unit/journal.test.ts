@@ -71,6 +71,20 @@ test('sessions the dead process had connected are listed and no longer reported 
     assert.deepEqual(c.pending.get('after'), { up: 1, down: 0 });
     b.close();
     c.close();
+    // Connected sessions stay listed after their reports are acknowledged and the file rewritten,
+    // until the repair says it closed them.
+    const d = CounterJournal.open(file, silentLogger);
+    d.record('open', { up: 1, down: 1, status: 'active', connections: 1 });
+    d.ack(d.seal()!.seq);
+    d.renumberAfter(1000); // rewrites the file
+    await turn();
+    const e = CounterJournal.open(file, silentLogger);
+    assert.ok(e.carriedBefore.includes('open'));
+    e.forgetCarried(['open', 'later', 'on']);
+    await turn();
+    assert.deepEqual(CounterJournal.open(file, silentLogger).carriedBefore, []);
+    d.close();
+    e.close();
   } finally {
     removeDir(dir);
   }

@@ -819,6 +819,26 @@ export class PgStore {
     });
   }
 
+  /**
+   * Sessions this instance's own data plane had connections of when its previous process died
+   * (its counter journal lists them): those still `active` and placed on no node become idle or
+   * ended, with session_stats and session_end, as their last connection closing would have made them.
+   */
+  async repairCarriedSessions(ids: string[]): Promise<RepairedEvent[]> {
+    if (ids.length === 0) return [];
+    return this.transaction(async (tx) => {
+      const rows = await tx.rows<RepairedRow>(
+        `UPDATE sessions SET status = ${REPAIRED_STATUS_SQL('reusable')}, connections = 0
+         WHERE status = 'active' AND id = ANY($1::text[]) AND id NOT IN (SELECT session_id FROM session_placements)
+         RETURNING seq, id, customer_id, duration, uploaded_bytes, downloaded_bytes`,
+        [ids],
+      );
+      const inserts = repairEvents(rows, isoNow());
+      const stored = await tx.insertEvents(inserts);
+      return stored.map((event, i) => ({ customerId: inserts[i].customer_id, event }));
+    });
+  }
+
   /** One instance sweeps at a time (a transaction-scoped advisory lock; the others skip the pass). */
   async repairSilentNodes(): Promise<RepairedEvent[]> {
     const find = (db: PgStore) =>
