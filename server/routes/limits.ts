@@ -1,4 +1,3 @@
-import { clusterSignals } from '../cluster/node-channel.ts';
 import type { FastifyInstance } from 'fastify';
 import { ApiError } from '../contract/errors.ts';
 import {
@@ -55,7 +54,7 @@ export async function limitRoutes(app: FastifyInstance, ctx: Services): Promise<
         ctx.sessions.limitsChanged(customerId);
         ctx.dataPlane?.limitsChanged(customerId);
         await ctx.webhooks?.emitQuietly(customerId, 'limits_changed', { scope, action: 'updated', limits: saved as Record<string, unknown> });
-        clusterSignals.emit('changed');
+        ctx.changes.emit();
         await ctx.audit.record(customerId, apiActor(caller), { action: 'limits.update', target: { type: 'limits', id: scope }, before: before ?? null, after: saved });
         return saved;
       },
@@ -72,7 +71,7 @@ export async function limitRoutes(app: FastifyInstance, ctx: Services): Promise<
         ctx.sessions.limitsChanged(customerId);
         ctx.dataPlane?.limitsChanged(customerId);
         await ctx.webhooks?.emitQuietly(customerId, 'limits_changed', { scope, action: 'deleted', limits: null });
-        clusterSignals.emit('changed');
+        ctx.changes.emit();
         await ctx.audit.record(customerId, apiActor(caller), { action: 'limits.delete', target: { type: 'limits', id: scope }, before: before ?? null, after: null });
         return reply.code(204).send();
       },
