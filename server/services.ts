@@ -29,6 +29,8 @@ import type { SubscriptionService } from './subscriptions/service.ts';
 import { createSubscriptions } from './subscriptions/index.ts';
 import type { Backend, SqliteHandles } from './backend/types.ts';
 import { openSqlite } from './backend/sqlite.ts';
+import { LimitsService } from './limits.ts';
+import { PauseService } from './pause.ts';
 
 /** Settings live with the rest of the resolved configuration; re-exported for the routes' callers. */
 export type { Settings } from './http/config.ts';
@@ -53,6 +55,10 @@ export interface Services {
   zones: ZoneCatalogue;
   placement: ZonePlacement;
   sessions: SessionService;
+  /** Limits use cases: read, update, delete (server/limits.ts). */
+  limits: LimitsService;
+  /** Pause and resume (server/pause.ts). */
+  pause: PauseService;
   dataPlane: DataPlane | null;
   /** The certificate of every listener; `reload()` re-reads given files (SIGHUP). */
   tls: TlsCertificates;
@@ -135,6 +141,8 @@ export async function createServices(opts: ServerOptions, config: ResolvedConfig
     zones,
     placement,
     sessions,
+    limits: new LimitsService({ data, sessions, dataPlane: () => dataPlane, webhooks, changes, audit }),
+    pause: new PauseService({ data, sessions, webhooks, audit }),
     dataPlane,
     tls,
     log,

@@ -1,6 +1,7 @@
 // One composition for both databases: every member of the services is there and readable on
 // SQLite and on PostgreSQL (none throws); each server has its own change feed, so two servers
-// built in one process never wake each other's node channels.
+// built in one process never wake each other's node channels; and updating limits is one
+// service call that stores, audits and wakes the node channels, with or without HTTP.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { buildServer } from '../../server/app.ts';
@@ -30,7 +31,7 @@ test('on SQLite no member of the services throws, and the SQLite handles are the
     assert.deepEqual(throwingMembers(s.services), []);
     assert.equal(s.services.database, 'sqlite');
     assert.ok(s.services.sqlite?.store && s.services.sqlite.bus);
-    assert.ok(s.services.webhooks && s.services.subscriptions);
+    assert.ok(s.services.webhooks && s.services.subscriptions && s.services.limits && s.services.pause);
   } finally {
     await s.close();
   }
@@ -44,7 +45,7 @@ test('on PostgreSQL no member of the services throws, and there are no SQLite ha
     assert.deepEqual(throwingMembers(services), []);
     assert.equal(services.database, 'postgres');
     assert.equal(services.sqlite, null);
-    assert.ok(services.webhooks && services.subscriptions);
+    assert.ok(services.webhooks && services.subscriptions && services.limits && services.pause);
     // A token made through the seam works on this database too.
     const token = (await services.data.createToken('compose', 'owner')).token;
     assert.ok(await services.tokenLookup.find(token));
@@ -79,5 +80,28 @@ test('each server has its own change feed: a limits change on one never wakes th
   } finally {
     await a.close();
     await b.close();
+  }
+});
+
+test('updating limits is one service call: stored, audited, node channels woken', async () => {
+  const s = await makeServer();
+  try {
+    const info = await s.services.tokenLookup.find(s.owner);
+    assert.ok(info);
+    let heard = 0;
+    s.services.changes.on(() => heard++);
+    const actor = { tokenId: info.id, role: 'owner' as const };
+    const saved = await s.services.limits.update(info.customer_id, actor, 'global', { max_sessions: 7 });
+    assert.equal(saved.max_sessions, 7);
+    assert.equal((await s.services.limits.get(info.customer_id, 'global')).max_sessions, 7);
+    assert.equal(heard, 1);
+    const audit = await s.services.data.auditEntries(info.customer_id, {}, 10);
+    assert.deepEqual(audit.rows.map((r) => r.action), ['limits.update']);
+    await s.services.limits.remove(info.customer_id, actor, 'global');
+    await assert.rejects(s.services.limits.get(info.customer_id, 'global'), { code: 'limits_not_found' });
+    await assert.rejects(s.services.limits.remove(info.customer_id, actor, 'global'), { code: 'limits_not_found' });
+    assert.equal(heard, 2);
+  } finally {
+    await s.close();
   }
 });
