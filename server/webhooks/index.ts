@@ -3,10 +3,9 @@
 import type { AuditTrail } from '../audit/trail.ts';
 import type { EgressPolicy } from '../dataplane/egress.ts';
 import type { Logger } from '../domain.ts';
-import type { ServerOptions } from '../http/config.ts';
 import type { WebhookStore } from '../store/webhooks.ts';
 import { loadWebhookKey, WEBHOOK_KEY_BYTES } from './secret.ts';
-import { WebhookService } from './service.ts';
+import { WebhookService, type WebhookOptions } from './service.ts';
 
 export interface WebhookParts {
   store: () => WebhookStore;
@@ -17,7 +16,14 @@ export interface WebhookParts {
   audit: Pick<AuditTrail, 'record'>;
 }
 
-export async function createWebhooks(opts: ServerOptions, parts: WebhookParts): Promise<WebhookService | null> {
+/** The server options webhooks read (http/config.ts ServerOptions). */
+export interface WebhookServerOptions {
+  webhooks?: false | WebhookOptions;
+  egress?: EgressPolicy;
+  dataDir: string;
+}
+
+export async function createWebhooks(opts: WebhookServerOptions, parts: WebhookParts): Promise<WebhookService | null> {
   if (opts.webhooks === false) return null;
   const o = opts.webhooks ?? {};
   const store = parts.store();
