@@ -20,6 +20,9 @@ export interface StateTargets {
   log: Logger;
 }
 
+/** How long a session read just before its first connection outlives a state that does not name it yet. */
+export const FRESH_GRACE_MS = 5000;
+
 export function applyState(state: NodeState, t: StateTargets): void {
   const { view, dataPlane, owners, geo, log } = t;
   const before = view.sessions;
@@ -28,6 +31,18 @@ export function applyState(state: NodeState, t: StateTargets): void {
   view.limits = state.limits;
   view.sums = state.sums;
   view.bases = state.bases ?? {};
+  // Read from the control plane a moment ago: a state built before that read may lack it.
+  const at0 = Date.now();
+  for (const [id, at] of view.freshAt) {
+    if (at0 - at > FRESH_GRACE_MS || view.sessions.has(id)) {
+      view.freshAt.delete(id);
+      continue;
+    }
+    const row = before.get(id);
+    if (!row) continue;
+    view.sessions.set(id, row);
+    if (!view.limits[row.customer_id] && oldLimits[row.customer_id]) view.limits = { ...view.limits, [row.customer_id]: oldLimits[row.customer_id] };
+  }
   for (const [id] of before) {
     const now = view.sessions.get(id);
     // No longer placed here, or paused: cut its connections here.

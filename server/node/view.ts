@@ -81,6 +81,13 @@ export class NodeView implements Pick<DataPlaneDeps['store'], 'getSession' | 'sa
   }
 
   /** The control plane's answer to a claim: the session as stored (null: not placed here) and its customer's limits. */
+  /**
+   * When each session was last read from the control plane before its first connection: a state
+   * built before that read may not name it yet (another instance made it a moment ago), so for
+   * FRESH_GRACE_MS a state without it neither drops nor cuts it (state.ts).
+   */
+  readonly freshAt = new Map<string, number>();
+
   freshen(sessionId: string, row: SessionRow | null | undefined, limits: NodeState['limits'][string] | undefined): void {
     if (row === undefined) return;
     if (row === null || row.id !== sessionId) {
@@ -88,6 +95,7 @@ export class NodeView implements Pick<DataPlaneDeps['store'], 'getSession' | 'sa
       return;
     }
     this.sessions.set(row.id, row);
+    this.freshAt.set(row.id, Date.now());
     if (limits && JSON.stringify(this.limits[row.customer_id]) !== JSON.stringify(limits)) {
       this.limits = { ...this.limits, [row.customer_id]: limits };
       this.dataPlane?.limitsChanged(row.customer_id);
