@@ -191,7 +191,7 @@ export class Endpoints {
       // Keep the port: configuration links handed out earlier carry it.
       if (settings.get().embeddedPort !== server.apiPort) settings.update({ embeddedPort: server.apiPort });
       if (server.ownerToken) tokens.write('embedded', server.ownerToken);
-      else if (!tokens.read('embedded')) tokens.write('embedded', server.services.tokens.create({ customer: 'local', role: 'owner' }));
+      else if (!tokens.read('embedded')) tokens.write('embedded', (await server.services.data.createToken('local', 'owner')).token);
     }
     return { baseUrl: this.#server.baseUrl, token: tokens.read('embedded') ?? '' };
   }

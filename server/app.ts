@@ -2,7 +2,7 @@
 // The desktop app, the command line and every test build the server through this function.
 // This is the composition root only; each part lives in its own file:
 //   http/config.ts     options → resolved settings (every default)
-//   services.ts        store, zones, event bus, data plane, session service
+//   services.ts        store (backend/), zones, data plane, session service, use cases, webhooks
 //   http/body.ts       JSON bodies and validation
 //   plugins/errors.ts  the one error format
 //   http/openapi.ts    the OpenAPI document
@@ -32,13 +32,11 @@ import { createNodeChannel } from './cluster/node-channel.ts';
 import { createServices, type Services } from './services.ts';
 import { startExpirySweep } from './sessions.ts';
 import { startQuotaJob } from './quota/job.ts';
-import { createSubscriptions, subscriptionFeedRoutes, subscriptionRoutes } from './routes/subscriptions.ts';
+import { subscriptionFeedRoutes, subscriptionRoutes } from './routes/subscriptions.ts';
 import { openTls, wireTls } from './tls/index.ts';
 import { silentLogger } from './log.ts';
-import { takeDataDir } from './store/recovery.ts';
 import { redactIds } from './time.ts';
 import { webhookRoutes } from './routes/webhooks.ts';
-import { createWebhooks } from './webhooks/index.ts';
 
 export type { ServerOptions } from './http/config.ts';
 
@@ -54,16 +52,9 @@ export interface BuiltServer {
 export async function buildServer(opts: ServerOptions): Promise<BuiltServer> {
   const tls = await openTls({ ...opts, publicHost: opts.publicHost ?? '127.0.0.1', log: opts.logger ?? silentLogger });
   const config = resolveConfig(opts, pkg.version, tls);
+  // On SQLite, the folder's lock and the repair of what a crash left behind come first (backend/sqlite.ts).
   const services = await createServices(opts, config, tls);
-  // Subscriptions: beside the SQLite store, or in the shared PostgreSQL database (cluster).
-  const subscriptions = await createSubscriptions(services, opts.dataDir);
-  const { dataPlane, log } = services;
-  const webhooks = await createWebhooks(opts, services);
-  // The folder's lock (one server per folder) and the repair of what a crash left behind, before
-  // any connection can be accepted. SQLite only: on PostgreSQL other instances share the
-  // database, and one starting must not close the sessions they carry.
-  const releaseDataDir =
-    services.database === 'sqlite' ? takeDataDir(opts.dataDir, services.store, (e) => void services.bus.publish(e), log) : () => {};
+  const { dataPlane, log, subscriptions, webhooks } = services;
   const guard = new V2Guard();
   const timeouts = config.httpTimeouts;
   // Node's own deadlines (http.createServer / https.createServer options): see HttpTimeouts.
@@ -110,12 +101,12 @@ export async function buildServer(opts: ServerOptions): Promise<BuiltServer> {
       await metaRoutes(v2, services);
       await usageRoutes(v2, services);
       await auditRoutes(v2, services);
-      if (subscriptions) await subscriptionRoutes(v2, subscriptions, services.audit);
+      await subscriptionRoutes(v2, subscriptions, services.audit);
       if (webhooks) await webhookRoutes(v2, webhooks, services.audit);
     },
   });
   // Outside /v2 and without a token: the URL's secret is the credential (server/subscriptions).
-  if (subscriptions) await subscriptionFeedRoutes(app, subscriptions);
+  await subscriptionFeedRoutes(app, subscriptions);
   await registerWebUi(app, opts.rendererDir);
 
   wireTls(tls, app, dataPlane, config.settings.link);
@@ -129,7 +120,7 @@ export async function buildServer(opts: ServerOptions): Promise<BuiltServer> {
 
   const stopExpiry = startExpirySweep(services.data, log);
   const quotaJob = startQuotaJob(services.data, log);
-  const stopRetention = startEventRetention(services.database === 'sqlite' ? services.store : services.data, config.eventRetentionMs);
+  const stopRetention = startEventRetention(services.data, config.eventRetentionMs);
 
   app.addHook('preClose', async () => {
     services.streams.closeAll();
@@ -142,7 +133,6 @@ export async function buildServer(opts: ServerOptions): Promise<BuiltServer> {
     quotaJob.stop();
     await webhooks?.close();
     await services.close();
-    releaseDataDir();
   });
 
   return { app, services };

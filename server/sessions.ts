@@ -1,7 +1,7 @@
 // Session use cases: creation (placed on a node of its zone), views with live counters,
 // listing, pause and resume. They talk to the async store seam (store/control.ts), so the same
 // code runs on SQLite and on PostgreSQL.
-import { clusterSignals, NODE_WS_PATH } from './cluster/node-channel.ts';
+import { NODE_WS_PATH } from './cluster/paths.ts';
 import { randomUUID } from 'node:crypto';
 import { ApiError } from './contract/errors.ts';
 import type { Session, SessionCreateRequest, SessionList, SessionListQuery, SessionStatusResponse } from './contract/schemas.ts';
@@ -14,6 +14,7 @@ import { LINK_ALPN, LINK_FP } from './tls/index.ts';
 import type { ControlStore } from './store/control.ts';
 import type { NodeInfo } from './store/store.ts';
 import type { ZonePlacement } from './cluster/placement.ts';
+import type { ChangeFeed } from './events/changes.ts';
 import { isoNow, wallClock } from './time.ts';
 
 /**
@@ -50,9 +51,11 @@ export class SessionService {
   private readonly zones: ZonePlacement;
   private readonly link: LinkSettings;
   private readonly dataPlane: () => DataPlane | null;
+  private readonly changes: ChangeFeed;
   private readonly periodicCache = new Map<string, { at: number; values: Partial<Record<'global' | 'client' | 'session', LimitValues>> }>();
 
-  constructor(deps: { store: ControlStore; zones: ZonePlacement; link: LinkSettings; dataPlane: () => DataPlane | null }) {
+  constructor(deps: { store: ControlStore; zones: ZonePlacement; link: LinkSettings; dataPlane: () => DataPlane | null; changes: ChangeFeed }) {
+    this.changes = deps.changes;
     this.store = deps.store;
     this.zones = deps.zones;
     this.link = deps.link;
@@ -253,7 +256,7 @@ export class SessionService {
     await this.store.setPaused(id, paused);
     if (paused) this.dataPlane()?.pause(id);
     // Nodes carrying the session hear of it at once (server/cluster/node-channel.ts).
-    clusterSignals.emit('changed');
+    this.changes.emit();
     return { session_id: id, paused };
   }
 }

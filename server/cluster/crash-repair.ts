@@ -20,23 +20,34 @@
 // Each repair is one transaction whose UPDATE is conditional (`status = 'active'`), so of
 // instances racing (two control planes on PostgreSQL), one repairs a session and stores its
 // events: every event stream carries them once.
-import type { Services } from '../services.ts';
+import type { Logger } from '../domain.ts';
+import type { ChangeFeed } from '../events/changes.ts';
+import type { ControlStore } from '../store/control.ts';
 import type { NodeInfo } from '../store/store.ts';
 import type { RepairedEvent } from '../store/repair.ts';
-import { clusterSignals } from './node-channel.ts';
+
+/** What the repairs use of the server's services. */
+export interface RepairDeps {
+  data: ControlStore;
+  log: Logger;
+  /** Wakes the readers of events already stored. */
+  announce(stored: RepairedEvent[]): void;
+  /** Wakes the node channels (they re-send their state). */
+  changes: ChangeFeed;
+}
 
 /** How often every instance looks for silent nodes. */
 export const SWEEP_MS = 2000;
 
-function announced(services: Services, events: RepairedEvent[], what: string, node?: string): void {
+function announced(services: RepairDeps, events: RepairedEvent[], what: string, node?: string): void {
   if (events.length === 0) return;
   services.announce(events);
-  clusterSignals.emit('changed');
+  services.changes.emit();
   services.log.info({ ...(node ? { node } : {}), sessions: events.length / 2 }, what);
 }
 
 /** The sweep of silent nodes; stop() ends it. */
-export function startRepairSweep(services: Services): { stop(): void } {
+export function startRepairSweep(services: RepairDeps): { stop(): void } {
   let running = false;
   const timer = setInterval(() => {
     if (running) return;
@@ -54,10 +65,10 @@ export function startRepairSweep(services: Services): { stop(): void } {
 /** One channel's view of its node's process: what its hello said, and the repair it still owes. */
 export class NodeBoot {
   private pending: { boot: string; bootSeq: number; stale: boolean; claimsBefore: number } | null = null;
-  private readonly services: Services;
+  private readonly services: RepairDeps;
   private readonly node: NodeInfo;
 
-  constructor(services: Services, node: NodeInfo) {
+  constructor(services: RepairDeps, node: NodeInfo) {
     this.services = services;
     this.node = node;
   }

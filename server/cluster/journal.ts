@@ -16,9 +16,10 @@
 // past COMPACT_BYTES and at every open, so a torn last line (power loss) never glues to the next.
 //
 // What a crash can cost: kill -9 loses nothing written (the page cache outlives the process),
-// so only what was counted in the current event-loop turn and what the data plane had not yet
-// handed over (it saves a session at least every 500 ms and whenever SAVE_BYTES more moved,
-// dataplane/reporter.ts): under 1 MiB per session. Power loss can also cost what was written in
+// so only what the data plane had not yet handed over (it saves a session at least every 500 ms
+// and whenever SAVE_BYTES (512 KiB) more moved, dataplane/reporter.ts) and what was handed over
+// but not yet written (written at the end of the event-loop turn, or at once past WRITE_NOW_BYTES,
+// 256 KiB): under 768 KiB per session. Power loss can also cost what was written in
 // the last SYNC_MS, as the file is fdatasync'ed once a second when written to.
 import { randomUUID } from 'node:crypto';
 import { closeSync, fdatasyncSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
@@ -43,6 +44,11 @@ export interface Report {
   events: JournalEvent[];
 }
 
+/**
+ * Records holding this many bytes since the last write are written at once, not at the end of
+ * the event-loop turn: a turn can read many chunks before it ends, and the bound must not grow with it.
+ */
+const WRITE_NOW_BYTES = 256 * 1024;
 /** The file is rewritten once appends made it this large. */
 const COMPACT_BYTES = 2 * 1024 * 1024;
 /** How often written lines are made durable against power loss. */
@@ -87,6 +93,8 @@ export class CounterJournal {
   private readonly log: Logger;
   private buf = '';
   private flushScheduled = false;
+  /** Bytes the records in `buf` carry. */
+  private bufferedBytes = 0;
   private size = 0;
   private unsynced = false;
   private readonly syncTimer: NodeJS.Timeout;
@@ -179,6 +187,8 @@ export class CounterJournal {
     mergeInto(this.pending, id, d);
     trackConnected(this.connected, id, d);
     this.append({ d: [id, d.up, d.down, d.status ?? null, d.duration ?? null, d.connections ?? null] });
+    this.bufferedBytes += d.up + d.down;
+    if (this.bufferedBytes >= WRITE_NOW_BYTES) this.flush();
   }
 
   event(e: JournalEvent): void {
@@ -268,6 +278,7 @@ export class CounterJournal {
   /** Writes what was appended in this turn (also run at the end of each turn that appended). */
   flush(): void {
     this.flushScheduled = false;
+    this.bufferedBytes = 0;
     if (!this.buf || this.closed) return;
     const text = this.buf;
     this.buf = '';
@@ -312,6 +323,7 @@ export class CounterJournal {
   /** Writes the whole state to a new file that replaces the old; returns its descriptor for appends. */
   private rewrite(oldFd?: number): number {
     this.buf = ''; // what it held is in the state written here
+    this.bufferedBytes = 0;
     const lines: Line[] = [{ h: { id: this.id, next: this.nextSeq } }, { c: [...this.connected] }, ...this.reports.map((r) => ({ r }))];
     const pendingLines = [...this.pending].map(([id, d]): Line => ({ d: [id, d.up, d.down, d.status ?? null, d.duration ?? null, d.connections ?? null] }));
     // Pending is written before the reports would take it again at replay: reports first, then pending.

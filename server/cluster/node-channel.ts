@@ -38,33 +38,38 @@
 // report or records its events twice, and a report resent after a crash loses none.
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { EventEmitter } from 'node:events';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { eventInsert, type EventInput, type EventInsert, type EventType, type LimitScope, type LimitValues, type SessionRow } from '../domain.ts';
 import { isoNow } from '../time.ts';
 import { periodOf } from '../contract/period.ts';
 import { wallClock } from '../time.ts';
 import type { NodeInfo, NodeListeners, NodeReportAdd } from '../store/store.ts';
-import type { Services } from '../services.ts';
 import { GrantPace, nodeShares, type WireShare } from './shares.ts';
 import { relayTargets, type RelayTarget } from './geo.ts';
 import { RelayAudit } from './relay-audit.ts';
 import type { ZoneInfo } from '../domain.ts';
-import { NodeBoot, startRepairSweep } from './crash-repair.ts';
+import { NodeBoot, type RepairDeps, startRepairSweep } from './crash-repair.ts';
 import { createNodeGuards, NODE_FRAME_LIMIT, type ChannelGuard } from './node-guard.ts';
+import type { Metrics } from '../metrics.ts';
+import type { UsageHistory } from '../usage/history.ts';
+import type { ServeGeoRoutes } from './geo.ts';
+import { NODE_CHANNEL_PATH } from './paths.ts';
 
-export const NODE_CHANNEL_PATH = '/v2/node/channel';
-/** The path a node serves VLESS over WebSocket on (links of sessions placed on a node name it). */
-export const NODE_WS_PATH = '/vless';
+export { NODE_CHANNEL_PATH, NODE_WS_PATH } from './paths.ts';
+
 /** How often the state sent to a node is rebuilt and compared with the last one sent. */
 const STATE_MS = 250;
 const EVENT_TYPES = new Set<EventType>(['session_start', 'session_stats', 'session_heartbeat', 'session_end']);
 const SCOPES: LimitScope[] = ['global', 'client', 'session'];
 const MAX_EVENTS_PER_REPORT = 10_000;
 
-/** In-process signal: a pause or a limits change was stored here; channels re-send state at once. */
-export const clusterSignals = new EventEmitter();
-clusterSignals.setMaxListeners(0);
+/** What the channel uses of the server's services (services.ts builds them). */
+export interface NodeChannelDeps extends RepairDeps {
+  metrics: Pick<Metrics, 'openConnections' | 'registry' | 'moved'>;
+  geo: Pick<ServeGeoRoutes, 'nodes' | 'entries'>;
+  zones: { list(): ZoneInfo[] };
+  usage: Pick<UsageHistory, 'add'> | null;
+}
 
 export interface NodeState {
   type: 'state';
@@ -130,7 +135,7 @@ function openCount(v: unknown): number {
 
 const nonNeg = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) && v > 0 ? Math.floor(v) : 0);
 
-export function createNodeChannel(services: Services): NodeChannel {
+export function createNodeChannel(services: NodeChannelDeps): NodeChannel {
   const { data, log } = services;
   const wss = new WebSocketServer({ noServer: true, maxPayload: NODE_FRAME_LIMIT });
   const guards = createNodeGuards(log);
@@ -284,7 +289,7 @@ export function createNodeChannel(services: Services): NodeChannel {
     );
     const timer = setInterval(() => void sendState(), STATE_MS);
     const onSignal = () => void sendState();
-    clusterSignals.on('changed', onSignal);
+    const stopSignal = services.changes.on(onSignal);
     void sendState();
 
     ws.on('message', (raw: Buffer) => {
@@ -384,7 +389,7 @@ export function createNodeChannel(services: Services): NodeChannel {
       closed = true;
       openOf.delete(node.id);
       clearInterval(timer);
-      clusterSignals.off('changed', onSignal);
+      stopSignal();
       log.info({ node: node.name, id: short }, 'node disconnected');
     });
     ws.on('error', () => ws.terminate());

@@ -41,6 +41,11 @@ export function extractToken(header: string | string[] | undefined): string | un
  * made through this process's Store, and within `checkMs` for changes by another process (the
  * CLI's `token revoke`), seen through SQLite's data_version. `ttlMs` bounds any entry's age.
  */
+/** Token look-ups of the API guard: synchronous on SQLite, a Promise on PostgreSQL. */
+export interface TokenLookup {
+  find(token: string): TokenInfo | undefined | Promise<TokenInfo | undefined>;
+}
+
 export class TokenCache {
   private readonly store: Store;
   private readonly ttlMs: number;

@@ -1,6 +1,4 @@
-import { clusterSignals } from '../cluster/node-channel.ts';
 import type { FastifyInstance } from 'fastify';
-import { ApiError } from '../contract/errors.ts';
 import {
   ClientLimits,
   ClientLimitsUpdate,
@@ -12,7 +10,6 @@ import {
 } from '../contract/schemas.ts';
 import { callerOf } from '../plugins/auth.ts';
 import { apiActor } from '../audit/trail.ts';
-import { recordQuotaBases } from '../quota/job.ts';
 import type { Services } from '../services.ts';
 import { bearer, responses } from './common.ts';
 
@@ -27,12 +24,11 @@ export async function limitRoutes(app: FastifyInstance, ctx: Services): Promise<
     const { record, update, what } = SCOPES[scope];
     const url = `/customer/limits/${scope}`;
     const config = { ownerOnly: 'limits' };
-    const notSet = () => new ApiError('limits_not_found', `No ${scope} limits are set.`, { scope });
 
     app.get(url, {
       config,
       schema: { summary: `Read the ${what}`, tags: ['limits'], security: bearer, response: responses({ 200: record }, 401, 403, 404, 429, 500) },
-      handler: async (request) => (await ctx.data.getLimitsRecord(callerOf(request).customerId, scope)) ?? Promise.reject(notSet()),
+      handler: async (request) => ctx.limits.get(callerOf(request).customerId, scope),
     });
 
     app.patch<{ Body: Record<string, number | null> }>(url, {
@@ -47,17 +43,7 @@ export async function limitRoutes(app: FastifyInstance, ctx: Services): Promise<
       },
       handler: async (request) => {
         const caller = callerOf(request);
-        const { customerId } = caller;
-        const before = await ctx.data.getLimitsRecord(customerId, scope);
-        const saved = await ctx.data.patchLimits(customerId, scope, request.body);
-        // A periodic cap counts from now: its entities' bases are recorded before the data planes re-read it.
-        await recordQuotaBases(ctx.data, customerId, scope);
-        ctx.sessions.limitsChanged(customerId);
-        ctx.dataPlane?.limitsChanged(customerId);
-        await ctx.webhooks?.emitQuietly(customerId, 'limits_changed', { scope, action: 'updated', limits: saved as Record<string, unknown> });
-        clusterSignals.emit('changed');
-        await ctx.audit.record(customerId, apiActor(caller), { action: 'limits.update', target: { type: 'limits', id: scope }, before: before ?? null, after: saved });
-        return saved;
+        return ctx.limits.update(caller.customerId, apiActor(caller), scope, request.body);
       },
     });
 
@@ -66,14 +52,7 @@ export async function limitRoutes(app: FastifyInstance, ctx: Services): Promise<
       schema: { summary: `Delete the ${what}`, tags: ['limits'], security: bearer, response: responses({ 204: { type: 'null' } }, 401, 403, 404, 429, 500) },
       handler: async (request, reply) => {
         const caller = callerOf(request);
-        const { customerId } = caller;
-        const before = await ctx.data.getLimitsRecord(customerId, scope);
-        if (!(await ctx.data.deleteLimits(customerId, scope))) throw notSet();
-        ctx.sessions.limitsChanged(customerId);
-        ctx.dataPlane?.limitsChanged(customerId);
-        await ctx.webhooks?.emitQuietly(customerId, 'limits_changed', { scope, action: 'deleted', limits: null });
-        clusterSignals.emit('changed');
-        await ctx.audit.record(customerId, apiActor(caller), { action: 'limits.delete', target: { type: 'limits', id: scope }, before: before ?? null, after: null });
+        await ctx.limits.remove(caller.customerId, apiActor(caller), scope);
         return reply.code(204).send();
       },
     });

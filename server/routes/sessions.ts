@@ -91,19 +91,7 @@ export async function sessionRoutes(app: FastifyInstance, ctx: Services): Promis
         noBody(request.body);
         const caller = callerOf(request);
         const id = request.params.id;
-        const before = await ctx.data.getSessionOf(caller.customerId, id);
-        const result = await ctx.sessions.setPaused(caller.customerId, id, action === 'pause');
-        await ctx.audit.record(caller.customerId, apiActor(caller), {
-          action: `session.${action}`,
-          target: { type: 'session', id },
-          sessionId: id,
-          clientId: before?.client_id,
-          before: { paused: before?.paused ?? null },
-          after: { paused: result.paused },
-        });
-        // Webhooks: queued once the change is made.
-        await ctx.webhooks?.emitQuietly(caller.customerId, action === 'pause' ? 'session_paused' : 'session_resumed', { session_id: result.session_id, paused: result.paused }, result.session_id);
-        return result;
+        return ctx.pause.set(caller.customerId, apiActor(caller), id, action === 'pause');
       },
     });
   }

@@ -13,18 +13,9 @@ import { ErrorRecord } from '../contract/schemas.ts';
 import { callerOf } from '../plugins/auth.ts';
 import { apiActor, type AuditTrail } from '../audit/trail.ts';
 import { sendError } from '../plugins/errors.ts';
-import type { Services } from '../services.ts';
 import { formatForUserAgent, USER_AGENT_TABLE } from '../subscriptions/formats.ts';
-import type { MissLimiterOptions } from '../subscriptions/miss-limiter.ts';
-import { SubscriptionService } from '../subscriptions/service.ts';
+import type { SubscriptionService } from '../subscriptions/service.ts';
 import { bearer, noBody, responses } from './common.ts';
-
-export async function createSubscriptions(ctx: Services, dataDir: string, missLimit?: Partial<MissLimiterOptions>): Promise<SubscriptionService> {
-  if (ctx.database === 'sqlite') return new SubscriptionService(ctx, dataDir, missLimit);
-  // PostgreSQL: the rows and the cluster's key in the shared database (loaded only in this mode).
-  const { PgSubscriptionData } = await import('../store/pg/subscriptions.ts');
-  return new SubscriptionService(ctx, dataDir, missLimit, new PgSubscriptionData((ctx.data as unknown as { pool: import('pg').Pool }).pool));
-}
 
 type P = { Params: SubscriptionParams };
 

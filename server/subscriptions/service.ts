@@ -4,12 +4,14 @@
 import { ApiError } from '../contract/errors.ts';
 import { SUBSCRIPTION_FORMATS, type Subscription, type SubscriptionFormat } from '../contract/subscriptions.ts';
 import { buildLink } from '../links.ts';
-import type { Services } from '../services.ts';
-import { SubscriptionStore, sqliteSubscriptionData, type SubscriptionData, type SubscriptionRow } from '../store/subscriptions.ts';
-import type { PgSubscriptionData } from '../store/pg/subscriptions.ts';
+import type { ControlStore } from '../store/control.ts';
+import type { SubscriptionData, SubscriptionRow } from '../store/subscriptions.ts';
+import type { LinkSettings } from '../links.ts';
+import type { SessionService } from '../sessions.ts';
+import type { TlsCertificates } from '../tls/index.ts';
 import { render, type RenderedSubscription, type SubscriptionEntry } from './formats.ts';
 import { MissLimiter, type MissLimiterOptions } from './miss-limiter.ts';
-import { KEY_BYTES, loadServerKey, SECRET_SHAPE, SubscriptionSecrets } from './secret.ts';
+import { SECRET_SHAPE, SubscriptionSecrets } from './secret.ts';
 
 /** Hours between two polls, as clients read `profile-update-interval`. */
 export const UPDATE_INTERVAL_HOURS = 12;
@@ -18,27 +20,26 @@ export interface SubscriptionFeed extends RenderedSubscription {
   headers: Record<string, string>;
 }
 
+/** What the subscription use cases read besides their own rows. */
+export interface SubscriptionDeps {
+  data: Pick<ControlStore, 'sumCounters' | 'getLimits'>;
+  sessions: Pick<SessionService, 'views'>;
+  settings: { link: LinkSettings };
+  tls: Pick<TlsCertificates, 'current'>;
+}
+
 export class SubscriptionService {
   readonly store: SubscriptionData;
   readonly misses: MissLimiter;
-  private readonly ctx: Services;
+  private readonly ctx: SubscriptionDeps;
   private readonly loadKey: () => Promise<Buffer>;
   private secretsCache: Promise<SubscriptionSecrets> | undefined;
 
-  /**
-   * SQLite: the rows beside the store, the key in a file of the data folder. PostgreSQL (`pg`
-   * given): the rows in the shared database and the cluster's key there too, so that every
-   * instance gives and serves the same URLs.
-   */
-  constructor(ctx: Services, dataDir: string, missLimit: Partial<MissLimiterOptions> = {}, pg?: PgSubscriptionData) {
+  /** `store`: the rows (subscriptions/index.ts picks them, and the key, by database). */
+  constructor(ctx: SubscriptionDeps, store: SubscriptionData, loadKey: () => Promise<Buffer>, missLimit: Partial<MissLimiterOptions> = {}) {
     this.ctx = ctx;
-    if (pg) {
-      this.store = pg;
-      this.loadKey = () => pg.clusterKey(KEY_BYTES);
-    } else {
-      this.store = sqliteSubscriptionData(new SubscriptionStore(ctx.store.db));
-      this.loadKey = async () => loadServerKey(dataDir);
-    }
+    this.store = store;
+    this.loadKey = loadKey;
     this.misses = new MissLimiter(missLimit);
   }
 

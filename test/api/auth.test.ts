@@ -8,8 +8,8 @@ let revoked: string;
 let sessionId: string;
 before(async () => {
   s = await makeServer();
-  revoked = s.services.tokens.create({ customer: 'acme', role: 'owner' });
-  assert.ok(s.services.store.revokeToken(revoked));
+  revoked = s.services.sqlite!.store.createToken('acme', 'owner').token;
+  assert.ok(s.services.sqlite!.store.revokeToken(revoked));
   sessionId = (await createSession(s.app, s.owner, { reusable: true })).id;
 });
 after(async () => {
@@ -56,15 +56,15 @@ describe('401 unauthorized', () => {
   });
 
   test('a token is refused as soon as it is revoked', async () => {
-    const t = s.services.tokens.create({ customer: 'acme', role: 'agent' });
+    const t = s.services.sqlite!.store.createToken('acme', 'agent').token;
     assert.equal((await s.app.inject({ url: '/v2/zones', headers: auth(t) })).statusCode, 200);
     assert.equal((await s.app.inject({ url: '/v2/zones', headers: auth(t) })).statusCode, 200);
-    assert.ok(s.services.store.revokeToken(t));
+    assert.ok(s.services.sqlite!.store.revokeToken(t));
     assertError(await s.app.inject({ url: '/v2/zones', headers: auth(t) }), 401, 'unauthorized');
   });
 
   test('tokens are stored hashed, never in plain text', async () => {
-    const rows = s.services.store.db.prepare('SELECT * FROM tokens').all() as Record<string, unknown>[];
+    const rows = s.services.sqlite!.store.db.prepare('SELECT * FROM tokens').all() as Record<string, unknown>[];
     assert.ok(rows.length >= 4);
     const dump = JSON.stringify(rows);
     for (const t of [s.owner, s.agent, s.other, revoked]) assert.ok(!dump.includes(t), 'plain token stored');

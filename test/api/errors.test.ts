@@ -172,7 +172,7 @@ describe('500 internal_error', () => {
     const logger = { info() {}, warn() {}, debug() {}, error: (o: object | string, m?: string) => void lines.push(JSON.stringify(o) + (m ?? '')) };
     const t = await makeServer({ logger });
     const id = (await createSession(t.app, t.owner, { reusable: true })).id;
-    t.services.store.db.close();
+    t.services.sqlite!.store.db.close();
     const requests = [
       { method: 'POST' as const, url: '/v2/sessions', payload: { client_id: 'a', zone: 'de-fra' } },
       { method: 'GET' as const, url: `/v2/sessions/${id}/status` },
@@ -201,7 +201,7 @@ describe('500 internal_error', () => {
   test('the event stream answers 500 as text/event-stream', async () => {
     const t = await makeServer();
     assert.equal((await t.app.inject({ url: '/v2/zones', headers: auth(t.owner) })).statusCode, 200);
-    t.services.store.db.close();
+    t.services.sqlite!.store.db.close();
     const res = await t.app.inject({ url: '/v2/sessions/events', headers: auth(t.owner) });
     assert.equal(res.statusCode, 500, res.body);
     assert.match(String(res.headers['content-type']), /^text\/event-stream/);

@@ -14,16 +14,16 @@ let other: string; // token of another customer
 let otherCustomer: string;
 before(async () => {
   srv = await listen({ sse: { keepAliveMs: 100, retryMs: 3000 } });
-  acme = srv.services.store.findToken(srv.owner)!.customer_id;
-  other = srv.services.tokens.create({ customer: 'globex', role: 'owner' });
-  otherCustomer = srv.services.store.findToken(other)!.customer_id;
+  acme = srv.services.sqlite!.store.findToken(srv.owner)!.customer_id;
+  other = srv.services.sqlite!.store.createToken('globex', 'owner').token;
+  otherCustomer = srv.services.sqlite!.store.findToken(other)!.customer_id;
 });
 after(async () => {
   await srv.stop();
 });
 
 function publish(sessionId: string, type: EventType = 'session_stats', customerId = acme, n = 0): SessionEvent {
-  return srv.services.bus.publish({ customerId, sessionId, type, duration: n, uploaded_bytes: n * 10, downloaded_bytes: n * 20 });
+  return srv.services.sqlite!.bus.publish({ customerId, sessionId, type, duration: n, uploaded_bytes: n * 10, downloaded_bytes: n * 20 });
 }
 
 const url = (qs = '') => `${srv.baseUrl}/sessions/events${qs}`;
@@ -81,7 +81,7 @@ describe('framing', () => {
     assert.equal(res.status, 200);
     assert.match(String(res.headers.get('content-type')), /^text\/event-stream/);
     assert.equal(srv.services.streams.size, 0);
-    assert.equal(srv.services.bus.subscriberCount, 0);
+    assert.equal(srv.services.sqlite!.bus.subscriberCount, 0);
     const unauth = await fetch(url(), { method: 'HEAD' });
     assert.equal(unauth.status, 401);
   });
@@ -283,7 +283,7 @@ describe('authentication and tenancy', () => {
 describe('reconnection and load', () => {
   test('the eventsource client resumes after forced drops with no gap and no duplicate while events keep coming', async () => {
     const fast = await listen({ sse: { retryMs: 50, keepAliveMs: 1000 } });
-    const customerId = fast.services.store.findToken(fast.owner)!.customer_id;
+    const customerId = fast.services.sqlite!.store.findToken(fast.owner)!.customer_id;
     const es = eventSource(`${fast.baseUrl}/sessions/events`, fast.owner);
     const received: number[] = [];
     let opens = 0;
@@ -298,7 +298,7 @@ describe('reconnection and load', () => {
       let drops = 0;
       for (let burst = 0; burst < 40; burst++) {
         for (let i = 0; i < TOTAL / 40; i++) {
-          published.push(fast.services.bus.publish({ customerId, sessionId: `load-${i % 7}`, type: 'session_stats', duration: burst, uploaded_bytes: i, downloaded_bytes: i }).id);
+          published.push(fast.services.sqlite!.bus.publish({ customerId, sessionId: `load-${i % 7}`, type: 'session_stats', duration: burst, uploaded_bytes: i, downloaded_bytes: i }).id);
         }
         if (burst % 8 === 4) {
           await waitFor(() => fast.services.streams.size === 1, 5000, 'the client to be connected');
@@ -337,7 +337,7 @@ describe('reconnection and load', () => {
 
   test('a slow consumer is disconnected past the buffer bound, memory stays flat, and it resumes with everything', async () => {
     const slow = await listen({ sse: { maxBufferedBytes: 64 * 1024, keepAliveMs: 60_000 } });
-    const customerId = slow.services.store.findToken(slow.owner)!.customer_id;
+    const customerId = slow.services.sqlite!.store.findToken(slow.owner)!.customer_id;
     const url = new URL(slow.baseUrl);
     const sock = connect({ host: url.hostname, port: Number(url.port) });
     try {
@@ -361,12 +361,12 @@ describe('reconnection and load', () => {
       // Publish until the server gives up on the consumer (bounded: at most ~40 MB of events).
       for (let batch = 0; batch < 200 && slow.services.streams.size > 0; batch++) {
         for (let i = 0; i < 1000; i++) {
-          published.push(slow.services.bus.publish({ customerId, sessionId: `${pad}-${i % 5}`, type: 'session_stats', duration: batch, uploaded_bytes: i, downloaded_bytes: i }).id);
+          published.push(slow.services.sqlite!.bus.publish({ customerId, sessionId: `${pad}-${i % 5}`, type: 'session_stats', duration: batch, uploaded_bytes: i, downloaded_bytes: i }).id);
         }
         await new Promise((r) => setImmediate(r));
       }
       assert.equal(slow.services.streams.size, 0, 'the slow consumer was disconnected');
-      assert.equal(slow.services.bus.subscriberCount, 0, 'and unsubscribed');
+      assert.equal(slow.services.sqlite!.bus.subscriberCount, 0, 'and unsubscribed');
       const heapGrowth = process.memoryUsage().heapUsed - heapBefore;
       assert.ok(heapGrowth < 64 * 1024 * 1024, `heap grew by ${(heapGrowth / 1048576).toFixed(1)} MiB`);
       // Drain what reached this side, then resume from the last complete event.
@@ -390,9 +390,9 @@ describe('reconnection and load', () => {
 
   test('a replay far larger than the buffer bound is delivered whole while new events keep arriving', async () => {
     const big = await listen({ sse: { maxBufferedBytes: 64 * 1024, keepAliveMs: 60_000, replayBatch: 200 } });
-    const customerId = big.services.store.findToken(big.owner)!.customer_id;
+    const customerId = big.services.sqlite!.store.findToken(big.owner)!.customer_id;
     const pub = (i: number) =>
-      big.services.bus.publish({ customerId, sessionId: `history-${'y'.repeat(150)}`, type: 'session_heartbeat', duration: i, uploaded_bytes: i, downloaded_bytes: i }).id;
+      big.services.sqlite!.bus.publish({ customerId, sessionId: `history-${'y'.repeat(150)}`, type: 'session_heartbeat', duration: i, uploaded_bytes: i, downloaded_bytes: i }).id;
     const published: number[] = [];
     for (let i = 0; i < 3000; i++) published.push(pub(i));
     const st = await openRaw(`${big.baseUrl}/sessions/events`, { ...auth(big.owner), 'last-event-id': '0' });

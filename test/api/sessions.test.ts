@@ -284,7 +284,7 @@ describe('PATCH /sessions/{id}/pause and /resume', () => {
 
   test('400 session_ended for an ended session', async () => {
     const b = await createSession(s.app, s.owner, { reusable: true });
-    s.services.store.saveRuntime(b.id, { status: 'ended' });
+    s.services.sqlite!.store.saveRuntime(b.id, { status: 'ended' });
     assertError(await patch(b.id, 'pause'), 400, 'session_ended');
     assertError(await patch(b.id, 'resume'), 400, 'session_ended');
   });
@@ -320,8 +320,8 @@ describe('extension: GET /sessions and GET /sessions/{id}', () => {
     const plan: [string, string][] = [];
     for (let i = 0; i < 23; i++) plan.push([i % 3 === 0 ? 'c-x' : 'c-y', i % 2 === 0 ? 'de-fra' : 'jp-tyo']);
     for (const [client_id, zone] of plan) created.push(await createSession(t.app, t.owner, { client_id, zone }) as never);
-    t.services.store.saveRuntime(created[0].id, { status: 'ended' });
-    t.services.store.saveRuntime(created[1].id, { status: 'active' });
+    t.services.sqlite!.store.saveRuntime(created[0].id, { status: 'ended' });
+    t.services.sqlite!.store.saveRuntime(created[1].id, { status: 'active' });
   });
   after(async () => {
     await t.close();

@@ -24,13 +24,13 @@ async function endsWithin(st: RawStream, bound: number): Promise<number> {
 test('revoking a token (in this process) closes its open event streams within a second, and only its own', async () => {
   const srv = await listen({ sse: { keepAliveMs: 60_000 } });
   try {
-    const agent = srv.services.tokens.create({ customer: 'local', role: 'agent' });
-    const agentId = srv.services.store.findToken(agent)!.id;
+    const agent = srv.services.sqlite!.store.createToken('local', 'agent').token;
+    const agentId = srv.services.sqlite!.store.findToken(agent)!.id;
     const revoked = await openRaw(`${srv.baseUrl}/sessions/events`, auth(agent));
     const kept = await openRaw(`${srv.baseUrl}/sessions/events`, auth(srv.owner));
     assert.equal(revoked.status, 200);
     await waitFor(() => srv.services.streams.size === 2, 3000, 'two streams');
-    assert.ok(srv.services.store.revokeToken(agentId));
+    assert.ok(srv.services.sqlite!.store.revokeToken(agentId));
     await endsWithin(revoked, 1000);
     assert.match(revoked.text(), /"code":"unauthorized"/, 'the stream says why it ends');
     assert.equal(srv.services.streams.size, 1, "the other token's stream stays open");
@@ -43,8 +43,8 @@ test('revoking a token (in this process) closes its open event streams within a 
 test('`vpn-access token revoke` from another process closes the open event streams within a second', async () => {
   const srv = await listen({ sse: { keepAliveMs: 60_000 } });
   try {
-    const agent = srv.services.tokens.create({ customer: 'local', role: 'agent' });
-    const agentId = srv.services.store.findToken(agent)!.id;
+    const agent = srv.services.sqlite!.store.createToken('local', 'agent').token;
+    const agentId = srv.services.sqlite!.store.findToken(agent)!.id;
     const streams = await Promise.all([1, 2].map(() => openRaw(`${srv.baseUrl}/sessions/events`, auth(agent))));
     await waitFor(() => srv.services.streams.size === 2, 3000, 'two streams');
     const r = tokenCli(['revoke', agentId, '--data-dir', srv.dataDir]);
@@ -61,10 +61,10 @@ test('streams are capped per token and per customer: over a cap 429 with the err
   const srv = await listen({ sse: { keepAliveMs: 60_000, maxStreamsPerToken: 3, maxStreamsPerCustomer: 5 } });
   const open: RawStream[] = [];
   try {
-    const customer = srv.services.store.findToken(srv.owner)!.customer_name;
-    const second = srv.services.tokens.create({ customer, role: 'agent' });
-    const third = srv.services.tokens.create({ customer, role: 'agent' });
-    const otherCustomer = srv.services.tokens.create({ customer: 'globex', role: 'owner' });
+    const customer = srv.services.sqlite!.store.findToken(srv.owner)!.customer_name;
+    const second = srv.services.sqlite!.store.createToken(customer, 'agent').token;
+    const third = srv.services.sqlite!.store.createToken(customer, 'agent').token;
+    const otherCustomer = srv.services.sqlite!.store.createToken('globex', 'owner').token;
     const url = `${srv.baseUrl}/sessions/events`;
     for (let i = 0; i < 3; i++) open.push(await openRaw(url, auth(srv.owner)));
     assert.deepEqual(open.map((s) => s.status), [200, 200, 200]);
@@ -138,8 +138,8 @@ test('100 stalled full replays of 60k events stay within the memory bound and ar
   const srv = await listen({ sse: { keepAliveMs: 60_000, maxStreamsPerToken: 1000, maxStreamsPerCustomer: 1000, replayStallMs: 3000 } });
   const clients: { sock: Socket; closed: Promise<void> }[] = [];
   try {
-    const customerId = srv.services.store.findToken(srv.owner)!.customer_id;
-    const store = srv.services.store;
+    const customerId = srv.services.sqlite!.store.findToken(srv.owner)!.customer_id;
+    const store = srv.services.sqlite!.store;
     store.transaction(() => {
       for (let i = 0; i < 60_000; i++) {
         store.insertEvent({ customer_id: customerId, session_id: `00000000-0000-4000-8000-${String(i % 1000).padStart(12, '0')}`, event_type: 'session_stats', created_at: new Date().toISOString(), duration: i, downloaded_bytes: i * 1000, uploaded_bytes: i * 10 });
@@ -174,7 +174,7 @@ test('100 stalled full replays of 60k events stay within the memory bound and ar
     console.log(`# 100 stalled replays: RSS ${mib(rssBefore)} MiB, peak +${mib(growth)} MiB, heap after the cut +${mib(retained)} MiB, ${streamsPeak} open at once`);
     assert.ok(growth < RSS_PEAK_BOUND, `RSS peak grew by ${mib(growth)} MiB (bound ${RSS_PEAK_BOUND / 1048576} MiB)`);
     assert.ok(retained < HEAP_RETAINED_BOUND, `the heap after the cut grew by ${mib(retained)} MiB (bound ${HEAP_RETAINED_BOUND / 1048576} MiB)`);
-    assert.equal(srv.services.bus.subscriberCount, 0);
+    assert.equal(srv.services.sqlite!.bus.subscriberCount, 0);
   } finally {
     for (const c of clients) c.sock.destroy();
     await srv.stop();

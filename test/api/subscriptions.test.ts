@@ -132,9 +132,9 @@ describe('the feed', () => {
     ids.otherClient = (await createSession(s.app, s.owner, { client_id: 'carol' })).id;
     const p = await s.app.inject({ method: 'PATCH', url: `/v2/sessions/${ids.paused}/pause`, headers: auth(s.owner) });
     assert.equal(p.statusCode, 200, p.body);
-    s.services.store.saveRuntime(ids.ended, { status: 'ended', uploaded_bytes: 100, downloaded_bytes: 2000 });
-    s.services.store.saveRuntime(ids.plain, { uploaded_bytes: 11, downloaded_bytes: 22 });
-    s.services.store.saveRuntime(ids.otherClient, { uploaded_bytes: 5000, downloaded_bytes: 5000 });
+    s.services.sqlite!.store.saveRuntime(ids.ended, { status: 'ended', uploaded_bytes: 100, downloaded_bytes: 2000 });
+    s.services.sqlite!.store.saveRuntime(ids.plain, { uploaded_bytes: 11, downloaded_bytes: 22 });
+    s.services.sqlite!.store.saveRuntime(ids.otherClient, { uploaded_bytes: 5000, downloaded_bytes: 5000 });
     url = json(await put(s, 'bob')).url;
   });
   after(() => s.close());

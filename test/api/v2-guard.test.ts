@@ -49,7 +49,7 @@ test('every response carries the three headers with the right values, errors inc
 });
 
 test('remaining counts down per token, then 429 rate_limited with Retry-After; the window resets', async () => {
-  const token = s.services.tokens.create({ customer: 'rl-1', role: 'owner' });
+  const token = s.services.sqlite!.store.createToken('rl-1', 'owner').token;
   const remaining: number[] = [];
   for (let i = 0; i < MAX; i++) {
     const res = await s.app.inject({ url: '/v2/zones', headers: auth(token) });
@@ -75,8 +75,8 @@ test('remaining counts down per token, then 429 rate_limited with Retry-After; t
 });
 
 test('tokens are counted separately: one exhausted token does not affect another', async () => {
-  const a = s.services.tokens.create({ customer: 'rl-a', role: 'owner' });
-  const b = s.services.tokens.create({ customer: 'rl-a', role: 'agent' });
+  const a = s.services.sqlite!.store.createToken('rl-a', 'owner').token;
+  const b = s.services.sqlite!.store.createToken('rl-a', 'agent').token;
   for (let i = 0; i < MAX; i++) assert.equal((await s.app.inject({ url: '/v2/zones', headers: auth(a) })).statusCode, 200);
   assertError(await s.app.inject({ url: '/v2/zones', headers: auth(a) }), 429, 'rate_limited');
   const res = await s.app.inject({ url: '/v2/zones', headers: auth(b) });
@@ -90,8 +90,8 @@ test('tokens are counted separately: one exhausted token does not affect another
 test('made-up, malformed and revoked tokens share the per-address allowance', async () => {
   const t = await makeServer({ rateLimit: { max: MAX, windowMs: 60_000 } });
   try {
-    const revoked = t.services.tokens.create({ customer: 'rl-r', role: 'owner' });
-    t.services.store.revokeToken(revoked);
+    const revoked = t.services.sqlite!.store.createToken('rl-r', 'owner').token;
+    t.services.sqlite!.store.revokeToken(revoked);
     const kinds = [{}, { authorization: 'Bearer vad_madeup1' }, { authorization: 'Basic a b' }, auth(revoked), { authorization: 'vad_madeup2' }];
     for (let i = 0; i < MAX; i++) {
       const res = await t.app.inject({ url: '/v2/zones', headers: kinds[i % kinds.length] });
@@ -111,8 +111,8 @@ test('made-up, malformed and revoked tokens share the per-address allowance', as
 test('the event stream counts as one request however long it stays open, and is limited too', async () => {
   const srv = await listen({ rateLimit: { max: MAX, windowMs: 10_000 } });
   try {
-    const token = srv.services.tokens.create({ customer: 'rl-sse', role: 'owner' });
-    const customerId = srv.services.store.findToken(token)!.customer_id;
+    const token = srv.services.sqlite!.store.createToken('rl-sse', 'owner').token;
+    const customerId = srv.services.sqlite!.store.findToken(token)!.customer_id;
     const open = () =>
       new Promise<{ status: number; headers: Record<string, unknown>; close(): void; firstChunk: Promise<string> }>((resolve, reject) => {
         const req = httpRequest(`${srv.baseUrl}/sessions/events`, { headers: auth(token) }, (res) => {
@@ -127,7 +127,7 @@ test('the event stream counts as one request however long it stays open, and is 
     assertRateHeaders(first, MAX);
     assert.equal(first.headers['x-ratelimit-remaining'], String(MAX - 1));
     await first.firstChunk;
-    for (let i = 0; i < 20; i++) srv.services.bus.publish({ customerId, sessionId: 'x', type: 'session_stats', duration: i, uploaded_bytes: 0, downloaded_bytes: 0 });
+    for (let i = 0; i < 20; i++) srv.services.sqlite!.bus.publish({ customerId, sessionId: 'x', type: 'session_stats', duration: i, uploaded_bytes: 0, downloaded_bytes: 0 });
     const res = await fetch(`${srv.baseUrl}/zones`, { headers: auth(token) });
     assert.equal(res.headers.get('x-ratelimit-remaining'), String(MAX - 2), 'events delivered on the stream are not requests');
     const streams: { close(): void }[] = [first];

@@ -307,7 +307,7 @@ test('a restarted node\'s late reports for a session repaired and moved while it
     assert.equal((await call('GET', `/sessions/${s.id}`)).json.status, 'active');
     // sao-1 dies: silent for 15 s (its last contact set back), the sweep repairs and moves.
     nx.close();
-    srv.services.store.db.prepare('UPDATE nodes SET last_contact = ? WHERE id = ?').run(new Date(Date.now() - 16_000).toISOString(), x.node.id);
+    srv.services.sqlite!.store.db.prepare('UPDATE nodes SET last_contact = ? WHERE id = ?').run(new Date(Date.now() - 16_000).toISOString(), x.node.id);
     await waitFor(async () => (await call('GET', `/sessions/${s.id}`)).json.status === 'idle', 5000, 'repaired by the sweep');
     assert.equal((await call('GET', `/sessions/${s.id}`)).json.node, 'sao-2');
     await waitFor(() => count(stream, s.id, 'session_end') === 1, 5000, 'the repair\'s session_end');
@@ -355,7 +355,7 @@ test('a node back as the same process keeps its sessions; back as a new one afte
     assert.equal((await call('GET', `/sessions/${s.id}`)).json.status, 'active', 'same process: still active');
     // Silent for 15 s: repaired; the node stays (no other node in the zone to move it to).
     nx.close();
-    srv.services.store.db.prepare('UPDATE nodes SET last_contact = ? WHERE id = ?').run(new Date(Date.now() - 16_000).toISOString(), x.node.id);
+    srv.services.sqlite!.store.db.prepare('UPDATE nodes SET last_contact = ? WHERE id = ?').run(new Date(Date.now() - 16_000).toISOString(), x.node.id);
     await waitFor(async () => (await call('GET', `/sessions/${s.id}`)).json.status === 'idle', 5000, 'repaired by the sweep');
     assert.equal((await call('GET', `/sessions/${s.id}`)).json.node, 'sao-1');
     // Back as a new process: reports 2 and 3 are its previous process's, 4 its own.

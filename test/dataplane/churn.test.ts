@@ -63,7 +63,7 @@ function load(mode: 'proxy' | 'vless', port: number, id: string): Promise<{ star
   });
 }
 
-const eventRows = (id: string) => Number((srv.services.store.db.prepare('SELECT COUNT(*) AS n FROM events WHERE session_id = ?').get(id) as { n: number }).n);
+const eventRows = (id: string) => Number((srv.services.sqlite!.store.db.prepare('SELECT COUNT(*) AS n FROM events WHERE session_id = ?').get(id) as { n: number }).n);
 
 for (const mode of ['proxy', 'vless'] as const) {
   test(`${RATE} connections a second from one session for ${SECONDS} s (${mode}): few events, a quiet log, a healthy event loop`, async () => {
@@ -84,7 +84,7 @@ for (const mode of ['proxy', 'vless'] as const) {
     assert.equal(st.status, 200);
     await new Promise((res) => setTimeout(res, 3000));
     const rows = eventRows(id);
-    const types = (srv.services.store.db.prepare('SELECT event_type AS t, COUNT(*) AS n FROM events WHERE session_id = ? GROUP BY event_type').all(id) as { t: string; n: number }[]);
+    const types = (srv.services.sqlite!.store.db.prepare('SELECT event_type AS t, COUNT(*) AS n FROM events WHERE session_id = ? GROUP BY event_type').all(id) as { t: string; n: number }[]);
     process.stdout.write(`# ${mode}: event rows ${rows} ${JSON.stringify(types)}\n`);
     assert.ok(rows <= EVENTS_BOUND, `${rows} events for one session: ${JSON.stringify(types)}`);
     assert.equal(types.find((t) => t.t === 'session_start')?.n, 1);

@@ -40,7 +40,7 @@ async function start(opts: Partial<StartOptions> & { dataDir: string }): Promise
 const tokens = new WeakMap<RunningServer, string>();
 function token(s: RunningServer): string {
   let t = tokens.get(s);
-  if (!t) tokens.set(s, (t = s.services.tokens.create({ customer: 'tls', role: 'owner' })));
+  if (!t) tokens.set(s, (t = s.services.sqlite!.store.createToken('tls', 'owner').token));
   return t;
 }
 

@@ -50,7 +50,7 @@ export async function startBackend(
     token,
     server,
     dataDir,
-    newToken: (role) => server.services.tokens.create({ customer: 'default', role }),
+    newToken: (role) => server.services.sqlite!.store.createToken('default', role).token,
     async api<T>(method: string, path: string, body?: unknown, tok = token) {
       const res = await fetch(server.baseUrl + path, {
         method,

@@ -9,7 +9,7 @@ const stored = (page: import('@playwright/test').Page) => page.evaluate(() => lo
 
 test('a #token= link asks before it replaces the stored token, naming both customers', async ({ page, backend }, testInfo) => {
   test.skip(testInfo.project.name !== 'web', 'web mode only: the desktop window has no address and never holds a token');
-  const other = backend.server.services.tokens.create({ customer: 'globex-support', role: 'agent' });
+  const other = backend.server.services.sqlite!.store.createToken('globex-support', 'agent').token;
   const link = (t: string) => `${backend.origin}/#token=${encodeURIComponent(t)}`;
 
   // No token kept yet: the link's token is taken (nothing to replace), and the header names it.

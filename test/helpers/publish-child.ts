@@ -7,12 +7,12 @@ import { startServer } from '../../server/serve.ts';
 const dataDir = process.argv[2];
 if (!dataDir) throw new Error('usage: publish-child.ts DATA_DIR');
 const s = await startServer({ dataDir, host: '127.0.0.1', port: 0, dataPlane: null, vlessTcpPort: null, proxyPort: null });
-const customerId = s.services.store.findToken(s.ownerToken!)!.customer_id;
+const customerId = s.services.sqlite!.store.findToken(s.ownerToken!)!.customer_id;
 writeSync(1, `ready ${s.baseUrl} ${s.ownerToken}\n`);
 let n = 0;
 const tick = () => {
   for (let i = 0; i < 20; i++) {
-    const e = s.services.bus.publish({ customerId, sessionId: `durable-${n % 3}`, type: 'session_stats', duration: n, uploaded_bytes: n, downloaded_bytes: 2 * n });
+    const e = s.services.sqlite!.bus.publish({ customerId, sessionId: `durable-${n % 3}`, type: 'session_stats', duration: n, uploaded_bytes: n, downloaded_bytes: 2 * n });
     writeSync(1, `E ${e.id}\n`);
     n++;
   }

@@ -63,9 +63,9 @@ export async function makeServer(opts: Partial<ServerOptions> = {}): Promise<Tes
     ...opts,
     dataDir,
   });
-  const owner = services.tokens.create({ customer: 'acme', role: 'owner' });
-  const agent = services.tokens.create({ customer: 'acme', role: 'agent' });
-  const other = services.tokens.create({ customer: 'globex', role: 'owner' });
+  const owner = (await services.data.createToken('acme', 'owner')).token;
+  const agent = (await services.data.createToken('acme', 'agent')).token;
+  const other = (await services.data.createToken('globex', 'owner')).token;
   let closed = false;
   return {
     app,

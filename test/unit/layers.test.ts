@@ -21,18 +21,69 @@ interface Layer {
 
 const RENDERER_PACKAGES = ['react', 'react-dom', 'react-dom/client', 'react/jsx-runtime', 'zustand', 'eventsource', 'qrcode', '@tanstack/react-virtual', 'recharts'];
 
-// Order matters: a file belongs to the first layer whose prefix matches it.
+// Order matters: a file belongs to the first layer whose prefix matches it. Every server folder
+// and top-level file has its own layer: a server file in no layer fails the test below. The
+// server's layers, from the inside out (each may use only layers above it in this list):
 const LAYERS: Record<string, Layer> = {
   domain: { files: ['server/domain.ts'], may: [], packages: [] },
   contract: { files: ['server/contract/'], may: ['domain'], packages: ['typebox'] },
   util: { files: ['server/time.ts', 'server/log.ts'], may: ['domain'], packages: ['node:'] },
+  // Files of the data folder holding a key; configuration links; the Prometheus registry.
+  'key-file': { files: ['server/key-file.ts'], may: [], packages: ['node:'] },
+  links: { files: ['server/links.ts'], may: ['contract'], packages: [] },
+  metrics: { files: ['server/metrics.ts'], may: [], packages: ['prom-client'] },
   store: { files: ['server/store/'], may: ['domain', 'contract', 'util'], packages: ['node:', 'pg'] },
   zones: { files: ['server/zones/'], may: ['domain', 'contract', 'util'], packages: ['node:'] },
   // The data plane knows neither fastify nor the store nor electron: DataPlaneDeps is its seam.
   dataplane: { files: ['server/dataplane/'], may: ['domain', 'contract', 'util'], packages: ['node:', 'ws'] },
   events: { files: ['server/events/'], may: ['domain', 'contract', 'util', 'store'], packages: ['node:'] },
-  serve: { files: ['server/serve.ts'], may: ['server', 'domain', 'contract', 'util', 'store', 'zones', 'dataplane', 'events'] },
-  server: { files: ['server/'], may: ['domain', 'contract', 'util', 'store', 'zones', 'dataplane', 'events', 'serve'] },
+  // Certificates of every listener (self-signed, ACME, given files), and the public host guess.
+  tls: { files: ['server/tls/'], may: ['domain', 'util', 'links', 'dataplane'] },
+  'public-host': { files: ['server/public-host.ts'], may: ['tls'], packages: ['node:'] },
+  // Stores' neighbours that hold one concern each, below every use case.
+  audit: { files: ['server/audit/'], may: ['domain', 'util', 'store'], packages: ['node:'] },
+  usage: { files: ['server/usage/'], may: ['domain', 'util', 'store'], packages: ['node:'] },
+  quota: { files: ['server/quota/'], may: ['domain', 'contract', 'util', 'store'], packages: ['node:'] },
+  // The API's token guard and error format (fastify plugins), below the routes and the backends.
+  plugins: { files: ['server/plugins/'], may: ['domain', 'contract', 'store'], packages: ['node:', 'fastify'] },
+  // The control plane's side of the cluster: it never knows the services, only narrow deps types.
+  cluster: {
+    files: ['server/cluster/'],
+    may: ['domain', 'contract', 'util', 'metrics', 'store', 'zones', 'dataplane', 'events', 'usage'],
+    packages: ['node:', 'ws', 'prom-client'],
+  },
+  // What differs between SQLite and PostgreSQL under the composition.
+  backend: { files: ['server/backend/'], may: ['domain', 'contract', 'util', 'metrics', 'store', 'dataplane', 'events', 'plugins', 'cluster'], packages: ['node:'] },
+  // The session service, then the use cases built on it.
+  sessions: {
+    files: ['server/sessions.ts'],
+    may: ['domain', 'contract', 'util', 'links', 'store', 'dataplane', 'events', 'tls', 'quota', 'cluster'],
+    packages: ['node:'],
+  },
+  'use-cases': { files: ['server/limits.ts', 'server/pause.ts'], may: ['domain', 'contract', 'store', 'dataplane', 'events', 'audit', 'quota', 'sessions'], packages: [] },
+  subscriptions: { files: ['server/subscriptions/'], may: ['domain', 'contract', 'key-file', 'links', 'store', 'tls', 'sessions'], packages: ['node:', 'yaml'] },
+  webhooks: { files: ['server/webhooks/'], may: ['domain', 'contract', 'util', 'key-file', 'store', 'dataplane', 'audit'], packages: ['node:'] },
+  // The server's configuration and its HTTP parts (body, OpenAPI, guard, metrics, web UI, retention).
+  http: {
+    files: ['server/http/'],
+    may: ['domain', 'contract', 'util', 'links', 'metrics', 'dataplane', 'events', 'tls', 'usage', 'webhooks', 'plugins'],
+  },
+  // The composition: the one place that knows every part.
+  services: {
+    files: ['server/services.ts'],
+    may: ['domain', 'contract', 'util', 'metrics', 'store', 'zones', 'dataplane', 'events', 'tls', 'audit', 'usage', 'plugins', 'cluster', 'backend', 'sessions', 'use-cases', 'subscriptions', 'webhooks', 'http'],
+    packages: [],
+  },
+  routes: {
+    files: ['server/routes/'],
+    may: ['domain', 'contract', 'util', 'store', 'events', 'audit', 'usage', 'plugins', 'sessions', 'use-cases', 'subscriptions', 'webhooks', 'services'],
+    packages: ['fastify', 'typebox'],
+  },
+  app: { files: ['server/app.ts'], may: ['contract', 'util', 'store', 'tls', 'quota', 'plugins', 'cluster', 'sessions', 'http', 'services', 'routes'] },
+  serve: { files: ['server/serve.ts'], may: ['public-host', 'app'], packages: ['node:'] },
+  // A data-plane node (`vpn-access node run`): the data plane, a channel to the control plane.
+  node: { files: ['server/node/'], may: ['domain', 'contract', 'util', 'key-file', 'links', 'store', 'zones', 'dataplane', 'tls', 'cluster'] },
+  cli: { files: ['server/cli/', 'server/cli.ts'], may: ['domain', 'util', 'store', 'audit', 'tls', 'public-host', 'serve', 'node'], packages: ['node:'] },
   // What main, preload and renderer share: neither Node nor Electron nor the UI libraries.
   common: { files: ['common/'], may: ['contract'], packages: ['eventsource'] },
   preload: { files: ['preload/'], may: ['common'], packages: ['electron'] },
@@ -160,6 +211,14 @@ test('every import stays inside the layers its layer may use', () => {
   assert.deepEqual(problems, []);
 });
 
+test('the server layers point only inward: each may use only layers listed before it', () => {
+  const names = Object.keys(LAYERS);
+  const server = names.filter((n) => LAYERS[n]!.files.every((f) => f.startsWith('server/')));
+  assert.ok(server.length > 25, `every server folder has a layer (${server.length})`);
+  const outward = server.flatMap((n) => LAYERS[n]!.may.filter((m) => names.indexOf(m) >= names.indexOf(n)).map((m) => `${n} -> ${m}`));
+  assert.deepEqual(outward, []);
+});
+
 test('the rules refuse the imports that would break the layering', () => {
   const at = (rel: string) => join(ROOT, rel);
   // Storage, the data plane and the domain never reach up.
@@ -185,12 +244,29 @@ test('the rules refuse the imports that would break the layering', () => {
   assert.match(breach(at('preload/index.ts'), '../renderer/src/App.tsx')!, /\(preload\)/);
   assert.match(breach(at('common/result.ts'), 'node:fs')!, /package 'node:fs'/);
   assert.match(breach(at('common/result.ts'), 'react')!, /package 'react'/);
+  // The server's layers: nothing below the composition knows the services, routes stay out of
+  // the cluster and the use cases, and a server file outside every layer is refused.
+  assert.match(breach(at('server/cluster/node-channel.ts'), '../services.ts')!, /\(cluster\) imports server\/services\.ts/);
+  assert.match(breach(at('server/cluster/crash-repair.ts'), '../sessions.ts')!, /\(cluster\)/);
+  assert.match(breach(at('server/sessions.ts'), './services.ts')!, /\(sessions\)/);
+  assert.match(breach(at('server/backend/postgres.ts'), '../services.ts')!, /\(backend\)/);
+  assert.match(breach(at('server/limits.ts'), './services.ts')!, /\(use-cases\)/);
+  assert.match(breach(at('server/routes/limits.ts'), '../cluster/node-channel.ts')!, /\(routes\)/);
+  assert.match(breach(at('server/http/config.ts'), '../routes/limits.ts')!, /\(http\)/);
+  assert.match(breach(at('server/webhooks/index.ts'), '../http/config.ts')!, /\(webhooks\)/);
+  assert.match(breach(at('server/store/store.ts'), '../events/changes.ts')!, /\(store\)/);
+  assert.match(breach(at('server/tls/index.ts'), '../services.ts')!, /\(tls\)/);
+  assert.match(breach(at('server/node/run.ts'), '../services.ts')!, /\(node\)/);
+  assert.equal(breach(at('server/new-part.ts'), './time.ts'), 'belongs to no layer');
   // And allow what the architecture allows.
   assert.equal(breach(at('main/endpoint.ts'), '../server/serve.ts'), null);
   assert.equal(breach(at('main/ipc.ts'), '../common/ipc-contract.ts'), null);
   assert.equal(breach(at('renderer/src/App.tsx'), '../../server/contract/schemas.ts'), null);
   assert.equal(breach(at('server/store/store.ts'), '../domain.ts'), null);
   assert.equal(breach(at('server/routes/sessions.ts'), '../sessions.ts'), null);
+  assert.equal(breach(at('server/routes/limits.ts'), '../services.ts'), null);
+  assert.equal(breach(at('server/services.ts'), './backend/sqlite.ts'), null);
+  assert.equal(breach(at('server/cluster/node-channel.ts'), '../events/changes.ts'), null);
 });
 
 test('the import scanner sees every form of import', () => {
@@ -211,11 +287,8 @@ test('the import scanner sees every form of import', () => {
   assert.deepEqual(importsOf(text).sort(), ['../b.ts', './a.ts', './c.ts', './e.ts', './f.ts', './g.css', './h.ts'].sort());
 });
 
-// The server's own cycles are being taken apart separately; the desktop's shared code and the
-// renderer hold none, and keep none.
-test('no import cycle among the renderer and common files', () => {
-  const inScope = (c: string[]) => c.some((f) => f.startsWith('renderer/') || f.startsWith('common/'));
-  assert.deepEqual(cycles(importGraph()).filter(inScope).map((c) => c.join(' -> ')), []);
+test('no import cycle anywhere: server, desktop, shared code and renderer', () => {
+  assert.deepEqual(cycles(importGraph()).map((c) => c.join(' -> ')), []);
 });
 
 test('the cycle search finds a cycle and only a cycle', () => {

@@ -1,0 +1,56 @@
+// The embedded SQLite backend (the default, one process per data folder): the synchronous Store
+// behind the async seam, the in-process event bus, and the data folder's lock with the repair of
+// what a crash left behind, taken before anything can read the store.
+import type { Logger } from '../domain.ts';
+import { EventBus } from '../events/bus.ts';
+import type { Metrics } from '../metrics.ts';
+import { timedStore } from '../metrics.ts';
+import { TokenCache } from '../plugins/auth.ts';
+import { sqliteControlStore } from '../store/control.ts';
+import { openDatabase } from '../store/db.ts';
+import { takeDataDir } from '../store/recovery.ts';
+import { Store } from '../store/store.ts';
+import { SqliteWebhookStore } from '../store/webhooks.ts';
+import { SubscriptionStore, sqliteSubscriptionData } from '../store/subscriptions.ts';
+import type { Backend } from './types.ts';
+
+export function openSqlite(dataDir: string, metrics: Metrics, log: Logger): Backend {
+  const store = new Store(openDatabase(dataDir));
+  const bus = new EventBus(store);
+  // One server per folder; on PostgreSQL other instances share the database instead, and one
+  // starting must not close the sessions they carry.
+  let releaseDataDir: () => void;
+  try {
+    releaseDataDir = takeDataDir(dataDir, store, (e) => void bus.publish(e), log);
+  } catch (err) {
+    store.db.close();
+    throw err;
+  }
+  return {
+    database: 'sqlite',
+    data: timedStore(sqliteControlStore(store), metrics),
+    events: {
+      eventsAfter: (customerId, afterId, filter, limit) => store.eventsAfter(customerId, afterId, filter, limit),
+      subscribe: (sub) => bus.subscribe(sub),
+      fromLog: false,
+    },
+    publish: (e) => Promise.resolve(bus.publish(e)),
+    announce: (stored) => {
+      for (const s of stored) bus.fanOut(s.customerId, s.event);
+    },
+    tokenLookup: new TokenCache(store),
+    revocations: store,
+    sqlite: { store, bus },
+    dataPlaneStore: store,
+    publishLocal: (e) => void bus.publish(e),
+    attach: () => {},
+    webhookStore: () => new SqliteWebhookStore(store.db),
+    subscriptionData: () => sqliteSubscriptionData(new SubscriptionStore(store.db)),
+    clusterKey: null,
+    drain: async () => {},
+    close: async () => {
+      store.db.close();
+      releaseDataDir();
+    },
+  };
+}
