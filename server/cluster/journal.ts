@@ -169,14 +169,13 @@ export class CounterJournal {
       }
     }
     if (torn) log.warn({ lines: torn }, 'the counter journal had unreadable lines (a write cut short); they were skipped');
-    const carried = connected;
-    const settle = (_id: string, d: Delta) => {
+    const settle = (d: Delta) => {
       if (d.status === 'active') delete d.status;
       delete d.connections;
     };
-    for (const r of state.reports) for (const [id, d] of Object.entries(r.counters)) settle(id, d);
-    for (const [id, d] of state.pending) settle(id, d);
-    state.carried = [...carried];
+    for (const r of state.reports) for (const d of Object.values(r.counters)) settle(d);
+    for (const d of state.pending.values()) settle(d);
+    state.carried = [...connected];
     if (!state.id) state.id = randomUUID();
     return new CounterJournal(file, log, state);
   }

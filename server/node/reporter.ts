@@ -33,6 +33,8 @@ export function openNodeJournal(dataDir: string, log: Logger): CounterJournal {
   const journal = CounterJournal.open(join(dataDir, 'node-journal.log'), log);
   importLegacyReports(join(dataDir, 'node-reports.json'), journal, log);
   while (journal.seal());
+  // The control plane repairs what the previous process carried (it sees a new boot id).
+  journal.forgetCarried(journal.carriedBefore);
   return journal;
 }
 

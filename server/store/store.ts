@@ -906,18 +906,18 @@ export class Store {
 
   /** Sessions moved away from a node (crash repair): its late reports still add their bytes. */
   sessionsMovedFrom(nodeId: string): SessionRow[] {
-    const raw = this.q(
-      `SELECT ${SESSION_COLUMNS.split(', ').map((c) => `s.${c}`).join(', ')}
-       FROM session_placements p JOIN sessions s ON s.id = p.session_id WHERE p.moved_from = ? ORDER BY s.seq`,
-    ).all(nodeId) as unknown as RawSession[];
-    return raw.map(toSessionRow);
+    return this.placedBy('moved_from', nodeId);
   }
 
   /** Sessions placed on a node (a node may act only on these). */
   sessionsOnNode(nodeId: string): SessionRow[] {
+    return this.placedBy('node_id', nodeId);
+  }
+
+  private placedBy(column: 'node_id' | 'moved_from', nodeId: string): SessionRow[] {
     const raw = this.q(
       `SELECT ${SESSION_COLUMNS.split(', ').map((c) => `s.${c}`).join(', ')}
-       FROM session_placements p JOIN sessions s ON s.id = p.session_id WHERE p.node_id = ? ORDER BY s.seq`,
+       FROM session_placements p JOIN sessions s ON s.id = p.session_id WHERE p.${column} = ? ORDER BY s.seq`,
     ).all(nodeId) as unknown as RawSession[];
     return raw.map(toSessionRow);
   }

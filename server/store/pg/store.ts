@@ -833,9 +833,7 @@ export class PgStore {
          RETURNING seq, id, customer_id, duration, uploaded_bytes, downloaded_bytes`,
         [ids],
       );
-      const inserts = repairEvents(rows, isoNow());
-      const stored = await tx.insertEvents(inserts);
-      return stored.map((event, i) => ({ customerId: inserts[i].customer_id, event }));
+      return tx.storeRepairEvents(rows);
     });
   }
 
@@ -872,6 +870,11 @@ export class PgStore {
       [nodeId],
     );
     await this.rows('UPDATE sessions SET claimed_at = NULL WHERE claimed_at < $2 AND id IN (SELECT session_id FROM session_placements WHERE node_id = $1)', [nodeId, claimsBefore]);
+    return this.storeRepairEvents(rows);
+  }
+
+  /** session_stats and session_end of each repaired session, stored (inside the repair's transaction). */
+  private async storeRepairEvents(rows: RepairedRow[]): Promise<RepairedEvent[]> {
     const inserts = repairEvents(rows, isoNow());
     const stored = await this.insertEvents(inserts);
     return stored.map((event, i) => ({ customerId: inserts[i].customer_id, event }));
@@ -895,19 +898,18 @@ export class PgStore {
   }
 
   async sessionsMovedFrom(nodeId: string): Promise<SessionRow[]> {
-    const raw = await this.rows<RawSession>(
-      `SELECT ${SESSION_COLUMNS.split(', ').map((c) => `s.${c}`).join(', ')}
-       FROM session_placements p JOIN sessions s ON s.id = p.session_id WHERE p.moved_from = $1 ORDER BY s.seq`,
-      [nodeId],
-    );
-    return raw.map(toSessionRow);
+    return this.placedBy('moved_from', nodeId);
   }
 
   /** Sessions placed on a node (a node may act only on these). */
   async sessionsOnNode(nodeId: string): Promise<SessionRow[]> {
+    return this.placedBy('node_id', nodeId);
+  }
+
+  private async placedBy(column: 'node_id' | 'moved_from', nodeId: string): Promise<SessionRow[]> {
     const raw = await this.rows<RawSession>(
       `SELECT ${SESSION_COLUMNS.split(', ').map((c) => `s.${c}`).join(', ')}
-       FROM session_placements p JOIN sessions s ON s.id = p.session_id WHERE p.node_id = $1 ORDER BY s.seq`,
+       FROM session_placements p JOIN sessions s ON s.id = p.session_id WHERE p.${column} = $1 ORDER BY s.seq`,
       [nodeId],
     );
     return raw.map(toSessionRow);
