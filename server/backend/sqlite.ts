@@ -18,14 +18,9 @@ export function openSqlite(dataDir: string, metrics: Metrics, log: Logger): Back
   const store = new Store(openDatabase(dataDir));
   const bus = new EventBus(store);
   // One server per folder; on PostgreSQL other instances share the database instead, and one
-  // starting must not close the sessions they carry.
-  let releaseDataDir: () => void;
-  try {
-    releaseDataDir = takeDataDir(dataDir, store, (e) => void bus.publish(e), log);
-  } catch (err) {
-    store.db.close();
-    throw err;
-  }
+  // starting must not close the sessions they carry. When the folder is in use (or the repair
+  // fails), takeDataDir closes the database itself and throws its own error.
+  const releaseDataDir = takeDataDir(dataDir, store, (e) => void bus.publish(e), log);
   return {
     database: 'sqlite',
     data: timedStore(sqliteControlStore(store), metrics),

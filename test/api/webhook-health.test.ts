@@ -218,7 +218,7 @@ function suite(kind: 'sqlite' | 'postgres') {
           const hook = (await s.api('POST', '/webhooks', { url: recv.url, events: ['limits_changed'] })).json;
           await s.api('PATCH', '/customer/limits/global', { uploaded_bytes: 1 });
           await until('delivered', () => recv.got.length > 0);
-          const db = (s.srv.services as unknown as { store: { db: import('node:sqlite').DatabaseSync } }).store.db;
+          const db = s.srv.services.sqlite!.store.db;
           const seqs = (db.prepare('SELECT seq FROM webhook_deliveries ORDER BY seq').all() as { seq: number }[]).map((r) => r.seq);
           db.prepare('UPDATE webhook_deliveries SET last_error = ? WHERE seq = ?').run('egress refused: destination not allowed: 10.1.2.3', seqs[0]!);
           await s.api('PATCH', '/customer/limits/global', { uploaded_bytes: 2 });
