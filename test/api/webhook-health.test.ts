@@ -13,7 +13,7 @@ import { createLogger } from '../../server/log.ts';
 import type { WebhookOptions } from '../../server/webhooks/service.ts';
 import type { EgressPolicy } from '../../server/dataplane/egress.ts';
 import { callApi } from '../helpers/http.ts';
-import { removeDir, tempDir } from '../helpers/server.ts';
+import { removeDir, tempDir, until as untilValue } from '../helpers/server.ts';
 import { startPostgres, type PgServer } from '../helpers/postgres.ts';
 
 type Got = { type: string; data: Record<string, unknown> };
@@ -38,15 +38,7 @@ async function receiver(status: number): Promise<{ url: string; got: Got[]; clos
   };
 }
 
-async function until<T>(what: string, fn: () => T | undefined | false | Promise<T | undefined | false>, ms = 15_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+const until = <T>(what: string, fn: () => T | undefined | false | Promise<T | undefined | false>, ms = 15_000) => untilValue(what, fn, ms);
 
 const KEY = randomBytes(32);
 

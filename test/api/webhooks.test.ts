@@ -16,7 +16,7 @@ import { startServer, type RunningServer, type StartOptions } from '../../server
 import { verifySignature } from '../../server/webhooks/secret.ts';
 import type { WebhookService } from '../../server/webhooks/service.ts';
 import { callApi } from '../helpers/http.ts';
-import { removeDir, tempDir } from '../helpers/server.ts';
+import { removeDir, tempDir, until as untilValue } from '../helpers/server.ts';
 import { startPostgres, type PgServer } from '../helpers/postgres.ts';
 import { openVlessEcho, startTcpEcho } from '../dataplane/helpers/targets.ts';
 
@@ -54,15 +54,7 @@ async function startReceiver(host = '127.0.0.1'): Promise<{ url: string; got: Re
   return recv;
 }
 
-async function until<T>(what: string, fn: () => T | undefined | false | Promise<T | undefined | false>, ms = 20_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+const until = <T>(what: string, fn: () => T | undefined | false | Promise<T | undefined | false>, ms = 20_000) => untilValue(what, fn, ms);
 
 const FAST = { pollMs: 50, baseDelayMs: 100, maxDelayMs: 400, timeoutMs: 3000 };
 const KEY = randomBytes(32);

@@ -173,6 +173,17 @@ export async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs
   assert.fail(`timed out after ${timeoutMs} ms waiting for ${what}`);
 }
 
+/** Polls `fn` every 50 ms until it gives a truthy value, and returns it; throws naming `what` after `ms`. */
+export async function until<T>(what: string, fn: () => T | undefined | false | Promise<T | undefined | false>, ms: number): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 /** Every route of the contract and extension, with a method and a concrete URL. */
 export function allRoutes(sessionId: string): { method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'; url: string; body?: unknown }[] {
   const out: { method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'; url: string; body?: unknown }[] = [
