@@ -21,9 +21,8 @@ import type { PgListener } from '../store/pg/listener.ts';
 import { CHANNELS, type PgStore } from '../store/pg/store.ts';
 import { CounterBaselines } from './counter-baselines.ts';
 import type { CounterJournal, Report } from './journal.ts';
-import { isoNow } from '../time.ts';
 import { periodOf } from '../contract/period.ts';
-import { wallClock } from '../time.ts';
+import { isoNow, wallClock } from '../time.ts';
 
 type Counters = { up: number; down: number };
 const SCOPES: LimitScope[] = ['global', 'client', 'session'];

@@ -148,14 +148,19 @@ export function createNodeChannel(services: NodeChannelDeps): NodeChannel {
   /** What exits carried for each entry against what the entry counted (relay-audit.ts). */
   const audit = new RelayAudit(log, services.metrics.registry);
 
+  /** A customer's three limits records as the node gets them (null: not set). */
+  async function limitsOf(customerId: string): Promise<NodeState['limits'][string]> {
+    const values = await Promise.all(SCOPES.map((scope) => data.getLimits(customerId, scope)));
+    return Object.fromEntries(SCOPES.map((scope, i) => [scope, values[i] ?? null]));
+  }
+
   async function buildState(node: NodeInfo, pace: GrantPace): Promise<NodeState> {
     const sessions = await data.sessionsOnNode(node.id);
     const limits: NodeState['limits'] = {};
     const sums: NodeState['sums'] = {};
     for (const s of sessions) {
       if (!limits[s.customer_id]) {
-        const values = await Promise.all(SCOPES.map((scope) => data.getLimits(s.customer_id, scope)));
-        limits[s.customer_id] = Object.fromEntries(SCOPES.map((scope, i) => [scope, values[i] ?? null]));
+        limits[s.customer_id] = await limitsOf(s.customer_id);
         const c = await data.sumCounters(s.customer_id);
         sums[s.customer_id] = { up: c.uploaded_bytes, down: c.downloaded_bytes };
       }
@@ -373,9 +378,8 @@ export function createNodeChannel(services: NodeChannelDeps): NodeChannel {
         const row = placed ? await data.getSession(m.session) : undefined;
         if (!row) answer = { ok: false, session: m.session, row: null };
         else {
-          const values = await Promise.all(SCOPES.map((scope) => data.getLimits(row.customer_id, scope)));
-          const limits = Object.fromEntries(SCOPES.map((scope, i) => [scope, values[i] ?? null]));
-          const max = values[SCOPES.indexOf('client')]?.max_sessions;
+          const limits = await limitsOf(row.customer_id);
+          const max = limits.client?.max_sessions;
           const active = Array.isArray(m.active) ? m.active.filter((x): x is string => typeof x === 'string').slice(0, 10_000) : [];
           const ok = max == null ? true : await data.claimSession(node.id, row.id, active, max);
           answer = { ok, session: row.id, row, limits };

@@ -380,24 +380,6 @@ export class PgStore {
     await this.rows(`UPDATE sessions SET ${sets.join(', ')} WHERE id = $${args.length}`, args);
   }
 
-  /**
-   * Adds byte counts to a session's counters (and sets the other runtime fields). Several data
-   * planes may carry one session at once: each adds what it moved since its last report, so no
-   * writer overwrites another's bytes.
-   */
-  async addRuntime(id: string, add: { uploaded_bytes: number; downloaded_bytes: number }, patch: Omit<RuntimePatch, 'uploaded_bytes' | 'downloaded_bytes'>): Promise<void> {
-    const args: (string | number)[] = [id, add.uploaded_bytes, add.downloaded_bytes];
-    const sets = ['uploaded_bytes = uploaded_bytes + $2', 'downloaded_bytes = downloaded_bytes + $3'];
-    for (const key of ['status', 'duration', 'connections'] as const) {
-      const v = patch[key];
-      if (v !== undefined) {
-        args.push(v);
-        sets.push(`${key} = $${args.length}`);
-      }
-    }
-    await this.rows(`UPDATE sessions SET ${sets.join(', ')} WHERE id = $1`, args);
-  }
-
   async sumCounters(customerId: string, clientId?: string): Promise<{ uploaded_bytes: number; downloaded_bytes: number }> {
     const sums = 'SELECT COALESCE(SUM(uploaded_bytes),0)::bigint AS u, COALESCE(SUM(downloaded_bytes),0)::bigint AS d FROM sessions';
     const r = (
@@ -657,12 +639,7 @@ export class PgStore {
       const done = await tx.rows<{ id: string }>('UPDATE nodes SET report_seq = $1 WHERE id = $2 AND report_seq < $1 RETURNING id', [seq, nodeId]);
       if (done.length === 0) return false;
       for (const a of adds) {
-        await tx.rows(
-          `UPDATE sessions SET uploaded_bytes = uploaded_bytes + $1, downloaded_bytes = downloaded_bytes + $2,
-             status = COALESCE($3, status), duration = COALESCE($4, duration), connections = COALESCE($5, connections)
-           WHERE id = $6 AND id IN (SELECT session_id FROM session_placements WHERE node_id = $7 OR moved_from = $7)`,
-          [a.uploaded_bytes, a.downloaded_bytes, a.status ?? null, a.duration ?? null, a.connections ?? null, a.id, nodeId],
-        );
+        await tx.addReported(a, nodeId);
         if (a.uploaded_bytes > 0 || a.downloaded_bytes > 0) {
           // What the node used of its grants (server/store/grants.ts): the client's and the customer's.
           await tx.rows(
@@ -693,16 +670,24 @@ export class PgStore {
         [journalId, seq],
       );
       if (done.length === 0) return false;
-      for (const a of adds) {
-        await tx.rows(
-          `UPDATE sessions SET uploaded_bytes = uploaded_bytes + $1, downloaded_bytes = downloaded_bytes + $2,
-             status = COALESCE($3, status), duration = COALESCE($4, duration), connections = COALESCE($5, connections)
-           WHERE id = $6`,
-          [a.uploaded_bytes, a.downloaded_bytes, a.status ?? null, a.duration ?? null, a.connections ?? null, a.id],
-        );
-      }
+      for (const a of adds) await tx.addReported(a, null);
       return tx.insertEvents(events);
     });
+  }
+
+  /**
+   * Adds a report's bytes to a session's counters (never overwriting: several data planes may
+   * carry one session) and sets the runtime fields it names; a node's report counts only for the
+   * sessions placed on that node, or moved away from it.
+   */
+  private async addReported(a: NodeReportAdd, nodeId: string | null): Promise<void> {
+    const placed = nodeId === null ? '' : ' AND id IN (SELECT session_id FROM session_placements WHERE node_id = $7 OR moved_from = $7)';
+    await this.rows(
+      `UPDATE sessions SET uploaded_bytes = uploaded_bytes + $1, downloaded_bytes = downloaded_bytes + $2,
+         status = COALESCE($3, status), duration = COALESCE($4, duration), connections = COALESCE($5, connections)
+       WHERE id = $6${placed}`,
+      [a.uploaded_bytes, a.downloaded_bytes, a.status ?? null, a.duration ?? null, a.connections ?? null, a.id, ...(nodeId === null ? [] : [nodeId])],
+    );
   }
 
   async setNodeListeners(id: string, l: NodeListeners): Promise<void> {
