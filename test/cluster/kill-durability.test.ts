@@ -209,7 +209,14 @@ test('a node killed with kill -9 right after its transfers, restarted: every byt
   // 3) kill -9 in the middle of a full-speed download: under 1 MiB apart.
   const mid = seen;
   sendTotal = 4096 * MiB;
-  const c = vless(node.ws, s.id);
+  // The restarted node serves the session once its state (or its read of the session) is in:
+  // a first attempt made before that is refused, so the download is opened again until it flows.
+  let c = vless(node.ws, s.id);
+  await waitFor(async () => {
+    if (c.received() > 0) return true;
+    if (await Promise.race([c.closed.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 1000))])) c = vless(node.ws, s.id);
+    return false;
+  }, 20_000, 'the download starts');
   await waitFor(() => c.received() > 48 * MiB, 20_000, 'the download is under way');
   await kill9(node.proc);
   await c.closed;
