@@ -1,0 +1,61 @@
+// The SQL text of an operation, made ready for one dialect. Operations write `?` placeholders
+// and three fragments; the text of each is translated once and cached:
+// - `{now}`: the database's clock as an ISO time (SQLite) or a timestamptz (PostgreSQL), for
+//   node contact times, which every instance must judge against the same clock;
+// - `{ago:N}`: that clock N seconds ago;
+// - `{iso:col}`: a contact time read back as ISO text with milliseconds;
+// - `{seq:alias}`: a table's insertion order (SQLite's rowid; an identity column on PostgreSQL).
+import type { Dialect, Notice } from './op.ts';
+
+const SQLITE_ISO = "'%Y-%m-%dT%H:%M:%fZ'";
+
+const FRAGMENTS: Record<Dialect, { now: string; ago: (n: string) => string; iso: (col: string) => string; seq: (alias: string) => string }> = {
+  sqlite: {
+    now: `strftime(${SQLITE_ISO}, 'now')`,
+    ago: (n) => `strftime(${SQLITE_ISO}, 'now', '-${n} seconds')`,
+    iso: (col) => col,
+    seq: (alias) => `${alias}.rowid`,
+  },
+  postgres: {
+    now: 'now()',
+    ago: (n) => `(now() - make_interval(secs => ${n}))`,
+    iso: (col) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`,
+    seq: (alias) => `${alias}.seq`,
+  },
+};
+
+function expand(sql: string, d: Dialect): string {
+  const f = FRAGMENTS[d];
+  return sql.replace(/\{(now|ago|iso|seq)(?::([A-Za-z0-9_.]+))?\}/g, (_m, name: string, arg = '') =>
+    name === 'now' ? f.now : name === 'ago' ? f.ago(arg) : name === 'iso' ? f.iso(arg) : f.seq(arg),
+  );
+}
+
+/** `?` placeholders numbered `$1..$n` (no `?` appears in the service's SQL otherwise). */
+function numbered(sql: string): string {
+  let i = 0;
+  return sql.replace(/\?/g, () => `$${++i}`);
+}
+
+function notifying(sql: string, n: Notice): string {
+  return `${sql} RETURNING pg_notify('${n.channel}', ${n.expr})`;
+}
+
+/** A per-dialect cache of translated statement texts. */
+export function sqlFor(d: Dialect): (sql: string, notice?: Notice) => string {
+  const cache = new Map<string, string>();
+  return (sql, notice) => {
+    const key = notice ? `${sql}\u0000${notice.channel}\u0000${notice.expr}` : sql;
+    let out = cache.get(key);
+    if (out === undefined) {
+      out = expand(sql, d);
+      if (d === 'postgres') {
+        out = numbered(out);
+        if (notice) out = notifying(out, notice);
+      }
+      if (cache.size > 2000) cache.clear(); // IN lists of many lengths must not grow it for ever
+      cache.set(key, out);
+    }
+    return out;
+  };
+}

@@ -1,0 +1,105 @@
+// One storage operation, written once for both databases. An operation is a generator that
+// yields the statements it needs and gets each one's result back; a runner executes them:
+// synchronously on node:sqlite (sqlite-runner.ts: the data plane's hot reads never wait) or
+// over a PostgreSQL pool (pg-runner.ts). The rule inside an operation (a claim, a grant, a
+// report applied once) is therefore one piece of code whatever database carries it.
+//
+// SQL is written once in the subset both dialects accept, with `?` placeholders; dialect.ts
+// turns it into PostgreSQL's `$n` and expands the few fragments that differ ({now}, {ago:N},
+// {iso:col}). What truly differs in kind is a step of its own: a lock (PostgreSQL's advisory
+// lock; SQLite's single writer already orders transactions), a change notice (PostgreSQL's
+// NOTIFY, delivered on commit) and the dialect itself, for the rare operation that must branch.
+
+export type Dialect = 'sqlite' | 'postgres';
+export type Param = string | number | boolean | null | bigint;
+
+export type Step =
+  | { k: 'all' | 'get' | 'run'; sql: string; params: Param[]; notify?: Notice }
+  | { k: 'begin' | 'commit' | 'rollback' }
+  | { k: 'lock'; key: string }
+  | { k: 'dialect' }
+  | { k: 'tokens' };
+
+/** A change notice: PostgreSQL appends `RETURNING pg_notify(channel, expr)` to the statement. */
+export interface Notice {
+  channel: string;
+  /** An SQL expression over the changed row (for example `id`, or `customer_id || ':' || scope`). */
+  expr: string;
+}
+
+/** What an operation is: a generator of steps returning T. */
+export type Op<T> = Generator<Step, T, unknown>;
+
+/** Rows of a query. */
+export function* all<T>(sql: string, ...params: Param[]): Op<T[]> {
+  return (yield { k: 'all', sql, params }) as T[];
+}
+
+/** The first row of a query, if any. */
+export function* get<T>(sql: string, ...params: Param[]): Op<T | undefined> {
+  return (yield { k: 'get', sql, params }) as T | undefined;
+}
+
+/** Runs a statement; returns how many rows it changed. */
+export function* run(sql: string, ...params: Param[]): Op<number> {
+  return (yield { k: 'run', sql, params }) as number;
+}
+
+/** Runs a statement that announces its change (PostgreSQL: one NOTIFY per changed row, on commit). */
+export function* runNotifying(notice: Notice, sql: string, ...params: Param[]): Op<number> {
+  return (yield { k: 'run', sql, params, notify: notice }) as number;
+}
+
+/** Serialises transactions on `key` (PostgreSQL advisory lock; nothing to do on SQLite). */
+export function* lock(key: string): Op<void> {
+  yield { k: 'lock', key };
+}
+
+/** The database the operation runs on, for what truly differs in kind. */
+export function* dialect(): Op<Dialect> {
+  return (yield { k: 'dialect' }) as Dialect;
+}
+
+/** Tokens were created or revoked: the token caches of every instance look again. */
+export function* tokensChanged(): Op<void> {
+  yield { k: 'tokens' };
+}
+
+/**
+ * Makes an operation one transaction: committed before its result is returned, rolled back
+ * when it throws. Inside another transaction it joins the outer one.
+ */
+export function tx<A extends unknown[], T>(body: (...args: A) => Op<T>): (...args: A) => Op<T> {
+  return function* (...args: A): Op<T> {
+    yield { k: 'begin' };
+    let out: T;
+    try {
+      out = yield* body(...args);
+    } catch (err) {
+      yield { k: 'rollback' };
+      throw err;
+    }
+    yield { k: 'commit' };
+    return out;
+  };
+}
+
+/** `?, ?, ?` for a list of n values (IN lists). */
+export const marks = (n: number): string => Array.from({ length: n }, () => '?').join(', ');
+
+/** A value of a numeric column or aggregate (PostgreSQL returns NUMERIC sums as text). */
+export const num = (v: unknown): number => (v === null || v === undefined ? 0 : Number(v));
+
+/** A boolean column (SQLite stores 0/1). */
+export const bool = (v: unknown): boolean => v === true || v === 1 || v === 1n;
+
+/** A table of operations: every repository exports one (server/store/repos/). */
+export type OpTable = Record<string, (...args: never[]) => Op<unknown>>;
+
+type Result<F> = F extends (...a: never[]) => Op<infer R> ? R : never;
+
+/** The operations, run synchronously (SQLite). */
+export type SyncOps<T extends OpTable> = { [K in keyof T]: (...a: Parameters<T[K]>) => Result<T[K]> };
+
+/** The operations, run asynchronously (PostgreSQL, or SQLite behind the async seam). */
+export type AsyncOps<T extends OpTable> = { [K in keyof T]: (...a: Parameters<T[K]>) => Promise<Result<T[K]>> };

@@ -1,0 +1,131 @@
+// Runs operations (op.ts) on a PostgreSQL pool. Outside a transaction each statement takes any
+// pooled connection; a transaction holds one connection from its BEGIN to its COMMIT. A lost
+// database surfaces as DatabaseUnavailable (pool.ts), and a connection that failed mid-way is
+// destroyed rather than reused.
+import type pg from 'pg';
+import { sqlFor } from './dialect.ts';
+import type { AsyncOps, Op, OpTable, Step } from './op.ts';
+import { mapDatabaseError } from '../pg/pool.ts';
+
+/** The channels of the change notices every instance listens to (pg/listener.ts). */
+export const CHANNELS = {
+  events: 'vad_events',
+  sessions: 'vad_sessions',
+  limits: 'vad_limits',
+  tokens: 'vad_tokens',
+  nodes: 'vad_nodes',
+} as const;
+
+const BUMP_TOKENS = `UPDATE token_version SET version = version + 1 RETURNING pg_notify('${CHANNELS.tokens}', version::text)`;
+
+/** One operation's run: the connection of its transaction, if one is open. */
+interface Run {
+  client: pg.PoolClient | null;
+  depth: number;
+  broken: unknown;
+  tokens: boolean;
+}
+
+export class PgRunner {
+  private readonly text = sqlFor('postgres');
+  readonly pool: pg.Pool;
+  private readonly onTokens: () => void;
+
+  constructor(pool: pg.Pool, onTokens: () => void = () => {}) {
+    this.pool = pool;
+    this.onTokens = onTokens;
+  }
+
+  async run<T>(op: Op<T>): Promise<T> {
+    const state: Run = { client: null, depth: 0, broken: undefined, tokens: false };
+    try {
+      let r = op.next();
+      while (!r.done) {
+        let out: unknown;
+        try {
+          out = await this.step(r.value, state);
+        } catch (err) {
+          state.broken = err;
+          r = op.throw(err);
+          continue;
+        }
+        r = op.next(out);
+      }
+      if (state.tokens) this.onTokens();
+      return r.value;
+    } finally {
+      // Only reached with a connection still held when the operation itself threw mid-transaction.
+      if (state.client) {
+        await state.client.query('ROLLBACK').catch(() => {});
+        this.release(state);
+      }
+    }
+  }
+
+  private async query(state: Run, sql: string, params: unknown[]): Promise<pg.QueryResult> {
+    try {
+      return await (state.client ?? this.pool).query(sql, params);
+    } catch (err) {
+      return mapDatabaseError(err);
+    }
+  }
+
+  private release(state: Run): void {
+    const b = state.broken;
+    // A connection error (not a statement's error: those carry a severity) destroys the connection.
+    state.client?.release(b instanceof Error && !('severity' in b) ? b : undefined);
+    state.client = null;
+  }
+
+  private async step(s: Step, state: Run): Promise<unknown> {
+    switch (s.k) {
+      case 'all':
+        return (await this.query(state, this.text(s.sql, s.notify), s.params)).rows;
+      case 'get':
+        return (await this.query(state, this.text(s.sql, s.notify), s.params)).rows[0];
+      case 'run':
+        return (await this.query(state, this.text(s.sql, s.notify), s.params)).rowCount ?? 0;
+      case 'begin':
+        if (state.depth++ === 0) {
+          try {
+            state.client = await this.pool.connect();
+          } catch (err) {
+            state.depth = 0;
+            return mapDatabaseError(err);
+          }
+          await this.query(state, 'BEGIN', []);
+        }
+        return undefined;
+      case 'commit':
+        if (--state.depth === 0) {
+          await this.query(state, 'COMMIT', []);
+          this.release(state);
+        }
+        return undefined;
+      case 'rollback':
+        if (--state.depth === 0 && state.client) {
+          await state.client.query('ROLLBACK').catch(() => {});
+          this.release(state);
+        }
+        return undefined;
+      case 'lock':
+        await this.query(state, 'SELECT pg_advisory_xact_lock(hashtext($1))', [s.key]);
+        return undefined;
+      case 'dialect':
+        return 'postgres';
+      case 'tokens':
+        await this.query(state, BUMP_TOKENS, []);
+        state.tokens = true;
+        return undefined;
+    }
+  }
+}
+
+/** Every operation of `table`, bound to run on `runner`. */
+export function bindAsync<T extends OpTable>(table: T, runner: PgRunner): AsyncOps<T> {
+  const out: Record<string, unknown> = {};
+  for (const [name, fn] of Object.entries(table)) {
+    out[name] = (...args: never[]) => runner.run(fn(...args));
+  }
+  return out as AsyncOps<T>;
+}

@@ -1,0 +1,100 @@
+// Runs operations (op.ts) on node:sqlite, synchronously: each statement text is compiled once
+// and reused, so an operation costs what its statements cost. A transaction is BEGIN IMMEDIATE
+// (one writer at a time, across processes too); inside a transaction the caller opened, an
+// operation joins it.
+import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite';
+import { sqlFor } from './dialect.ts';
+import type { Op, OpTable, Param, Step, SyncOps } from './op.ts';
+
+/** More distinct statement texts than this (IN lists of many lengths) start the cache afresh. */
+const CACHE_MAX = 2000;
+
+const bind = (p: Param): SQLInputValue => (typeof p === 'boolean' ? (p ? 1 : 0) : p);
+
+export class SqliteRunner {
+  private readonly statements = new Map<string, StatementSync>();
+  private readonly text = sqlFor('sqlite');
+  private depth = 0;
+  private owned = false;
+  readonly db: DatabaseSync;
+  /** Called when an operation created or revoked a token (the token caches watch it). */
+  private readonly onTokens: () => void;
+
+  constructor(db: DatabaseSync, onTokens: () => void = () => {}) {
+    this.db = db;
+    this.onTokens = onTokens;
+  }
+
+  /** The compiled statement of an SQL text (also for the few statements outside operations). */
+  statement(sql: string): StatementSync {
+    let s = this.statements.get(sql);
+    if (!s) {
+      if (this.statements.size >= CACHE_MAX) this.statements.clear();
+      s = this.db.prepare(this.text(sql));
+      this.statements.set(sql, s);
+    }
+    return s;
+  }
+
+  run<T>(op: Op<T>): T {
+    let r = op.next();
+    while (!r.done) {
+      let out: unknown;
+      try {
+        out = this.step(r.value);
+      } catch (err) {
+        r = op.throw(err);
+        continue;
+      }
+      r = op.next(out);
+    }
+    return r.value;
+  }
+
+  private step(s: Step): unknown {
+    switch (s.k) {
+      case 'all':
+        return this.statement(s.sql).all(...s.params.map(bind));
+      case 'get':
+        return this.statement(s.sql).get(...s.params.map(bind));
+      case 'run':
+        return Number(this.statement(s.sql).run(...s.params.map(bind)).changes);
+      case 'begin':
+        if (this.depth === 0) {
+          this.owned = !this.db.isTransaction;
+          if (this.owned) this.db.exec('BEGIN IMMEDIATE');
+        }
+        this.depth++;
+        return undefined;
+      case 'commit':
+        if (--this.depth === 0 && this.owned) {
+          try {
+            this.db.exec('COMMIT');
+          } catch (err) {
+            this.db.exec('ROLLBACK');
+            throw err;
+          }
+        }
+        return undefined;
+      case 'rollback':
+        if (--this.depth === 0 && this.owned) this.db.exec('ROLLBACK');
+        return undefined;
+      case 'lock':
+        return undefined; // BEGIN IMMEDIATE already admits one writer at a time
+      case 'dialect':
+        return 'sqlite';
+      case 'tokens':
+        this.onTokens();
+        return undefined;
+    }
+  }
+}
+
+/** Every operation of `table`, bound to run synchronously on `runner`. */
+export function bindSync<T extends OpTable>(table: T, runner: SqliteRunner): SyncOps<T> {
+  const out: Record<string, unknown> = {};
+  for (const [name, fn] of Object.entries(table)) {
+    out[name] = (...args: never[]) => runner.run(fn(...args));
+  }
+  return out as SyncOps<T>;
+}
