@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import pg from 'pg';
 import { openPool } from '../../server/store/pg/pool.ts';
-import { migrate, PG_MIGRATIONS } from '../../server/store/pg/schema.ts';
+import { migrate, MIGRATIONS } from '../../server/store/pg/schema.ts';
 import { PgStore } from '../../server/store/pg/store.ts';
 import { startPostgres } from '../helpers/postgres.ts';
 
@@ -26,7 +26,7 @@ test('migrations: 8 concurrent starters on an empty database, then a restart, th
   await c.connect();
   server.onDestroy(() => c.end());
   const versions = (await c.query('SELECT version FROM schema_migrations ORDER BY version')).rows.map((r) => r.version);
-  assert.deepEqual(versions, PG_MIGRATIONS.map((_, i) => i + 1));
+  assert.deepEqual(versions, MIGRATIONS.map((_, i) => i + 1));
   const counters = (await c.query('SELECT count(*)::int AS n FROM event_counter')).rows[0].n;
   assert.equal(counters, 1, 'the one-off rows of a migration were inserted once');
 
@@ -37,11 +37,11 @@ test('migrations: 8 concurrent starters on an empty database, then a restart, th
   // A later start finds nothing to do.
   const pool = openPool(url);
   server.onDestroy(() => pool.end());
-  assert.equal(await migrate(pool), PG_MIGRATIONS.length);
-  assert.equal((await c.query('SELECT count(*)::int AS n FROM schema_migrations')).rows[0].n, PG_MIGRATIONS.length);
+  assert.equal(await migrate(pool), MIGRATIONS.length);
+  assert.equal((await c.query('SELECT count(*)::int AS n FROM schema_migrations')).rows[0].n, MIGRATIONS.length);
 
   // A database migrated by a newer program is refused, not half-used.
-  await c.query('INSERT INTO schema_migrations (version) VALUES ($1)', [PG_MIGRATIONS.length + 1]);
+  await c.query('INSERT INTO schema_migrations (version) VALUES ($1)', [MIGRATIONS.length + 1]);
   await assert.rejects(migrate(pool), /newer than this program/);
   await assert.rejects(PgStore.open(url), /newer than this program/);
 });

@@ -6,15 +6,7 @@ import type pg from 'pg';
 import { sqlFor } from './dialect.ts';
 import type { AsyncOps, Op, OpTable, Step } from './op.ts';
 import { mapDatabaseError } from '../pg/pool.ts';
-
-/** The channels of the change notices every instance listens to (pg/listener.ts). */
-export const CHANNELS = {
-  events: 'vad_events',
-  sessions: 'vad_sessions',
-  limits: 'vad_limits',
-  tokens: 'vad_tokens',
-  nodes: 'vad_nodes',
-} as const;
+import { CHANNELS } from './channels.ts';
 
 const BUMP_TOKENS = `UPDATE token_version SET version = version + 1 RETURNING pg_notify('${CHANNELS.tokens}', version::text)`;
 
@@ -30,14 +22,17 @@ export class PgRunner {
   private readonly text = sqlFor('postgres');
   readonly pool: pg.Pool;
   private readonly onTokens: () => void;
+  /** A connection inside a transaction the caller opened: every operation joins it. */
+  private readonly joined: pg.PoolClient | null;
 
-  constructor(pool: pg.Pool, onTokens: () => void = () => {}) {
+  constructor(pool: pg.Pool, onTokens: () => void = () => {}, joined: pg.PoolClient | null = null) {
     this.pool = pool;
     this.onTokens = onTokens;
+    this.joined = joined;
   }
 
   async run<T>(op: Op<T>): Promise<T> {
-    const state: Run = { client: null, depth: 0, broken: undefined, tokens: false };
+    const state: Run = { client: this.joined, depth: this.joined ? 1 : 0, broken: undefined, tokens: false };
     try {
       let r = op.next();
       while (!r.done) {
@@ -55,7 +50,7 @@ export class PgRunner {
       return r.value;
     } finally {
       // Only reached with a connection still held when the operation itself threw mid-transaction.
-      if (state.client) {
+      if (state.client && state.client !== this.joined) {
         await state.client.query('ROLLBACK').catch(() => {});
         this.release(state);
       }

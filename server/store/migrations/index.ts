@@ -1,0 +1,38 @@
+// The schema of both databases, as one numbered list: version N means the same tables, columns
+// and indexes on SQLite and on PostgreSQL (test/store/schema-parity.test.ts compares them).
+// Versions 1 to 12 predate the one store: each database reached the version-12 schema by its
+// own released steps, kept as they were. From 13 on, one entry serves both, written once in the
+// DDL both accept, with three fragments for what differs in kind:
+// - `{id}`: an integer key the database allocates in insertion order;
+// - `{time}`: a time the database's clock writes (node contact);
+// - `{bool}`: a flag (0/1 on SQLite).
+// Never edit a released entry; append a new one.
+import type { Dialect } from '../sql/op.ts';
+import { PG_LEGACY } from './pg-legacy.ts';
+import { SQLITE_LEGACY } from './sqlite-legacy.ts';
+
+/** One version: the same DDL for both, or (legacy only) each database's own. */
+export type Migration = string | { sqlite: string; postgres: string };
+
+const SHARED: string[] = [
+  // 13: the last report applied of each instance's counter journal (cluster/journal.ts), on
+  // SQLite too (PostgreSQL made it at its version 10), so one report operation serves both.
+  `CREATE TABLE IF NOT EXISTS journal_seqs (
+    journal_id TEXT PRIMARY KEY,
+    seq BIGINT NOT NULL
+  );`,
+];
+
+export const MIGRATIONS: readonly Migration[] = [...SQLITE_LEGACY.map((sqlite, i) => ({ sqlite, postgres: PG_LEGACY[i] })), ...SHARED];
+
+const TYPES: Record<Dialect, Record<'id' | 'time' | 'bool', string>> = {
+  sqlite: { id: 'INTEGER PRIMARY KEY AUTOINCREMENT', time: 'TEXT', bool: 'INTEGER' },
+  postgres: { id: 'BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY', time: 'TIMESTAMPTZ', bool: 'BOOLEAN' },
+};
+
+/** The DDL of version `v` (1-based) for one database. */
+export function migrationSql(v: number, d: Dialect): string {
+  const m = MIGRATIONS[v - 1];
+  if (typeof m !== 'string') return m[d];
+  return m.replace(/\{(id|time|bool)\}/g, (_x, k: 'id' | 'time' | 'bool') => TYPES[d][k]);
+}

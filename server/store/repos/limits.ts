@@ -1,0 +1,67 @@
+// The three limits records of a customer (global, client template, session template): one JSON
+// object of fields per scope, merged field by field.
+import { randomUUID } from 'node:crypto';
+import type { LimitScope, LimitValues } from '../../domain.ts';
+import type { LimitsRecord } from '../../contract/schemas.ts';
+import { isoNow } from '../../time.ts';
+import { CHANNELS } from '../sql/channels.ts';
+import { all, get, lock, run, runNotifying, tx, type Op } from '../sql/op.ts';
+
+const LIMITS_NOTICE = { channel: CHANNELS.limits, expr: "customer_id || ':' || scope" };
+
+function* getLimitsRecord(customerId: string, scope: LimitScope): Op<LimitsRecord | undefined> {
+  const r = yield* get<{ id: string; fields: string; created_at: string; updated_at: string }>(
+    'SELECT id, fields, created_at, updated_at FROM limits WHERE customer_id = ? AND scope = ?',
+    customerId,
+    scope,
+  );
+  if (!r) return undefined;
+  return { id: r.id, created_at: r.created_at, updated_at: r.updated_at, ...(JSON.parse(r.fields) as LimitValues) };
+}
+
+function* getLimits(customerId: string, scope: LimitScope): Op<LimitValues | undefined> {
+  const r = yield* get<{ fields: string }>('SELECT fields FROM limits WHERE customer_id = ? AND scope = ?', customerId, scope);
+  return r ? (JSON.parse(r.fields) as LimitValues) : undefined;
+}
+
+/**
+ * Merges `patch` into the record (null removes a field), creating it on first use. Patches of
+ * one record apply one after the other (the lock), so concurrent ones from several instances
+ * are all kept.
+ */
+const patchLimits = tx(function* (customerId: string, scope: LimitScope, patch: Record<string, number | string | null>): Op<LimitsRecord> {
+  const now = isoNow();
+  yield* lock(`limits:${customerId}:${scope}`);
+  yield* run(
+    `INSERT INTO limits (customer_id, scope, id, fields, created_at, updated_at) VALUES (?, ?, ?, '{}', ?, ?)
+     ON CONFLICT (customer_id, scope) DO NOTHING`,
+    customerId,
+    scope,
+    randomUUID(),
+    now,
+    now,
+  );
+  const current = (yield* get<{ fields: string }>('SELECT fields FROM limits WHERE customer_id = ? AND scope = ?', customerId, scope))!;
+  const fields: Record<string, number | string> = {};
+  for (const [k, v] of Object.entries(JSON.parse(current.fields) as Record<string, unknown>)) if (typeof v === 'number' || typeof v === 'string') fields[k] = v;
+  for (const [k, v] of Object.entries(patch)) {
+    if (v === null) delete fields[k];
+    else fields[k] = v;
+  }
+  yield* runNotifying(LIMITS_NOTICE, 'UPDATE limits SET fields = ?, updated_at = ? WHERE customer_id = ? AND scope = ?', JSON.stringify(fields), now, customerId, scope);
+  return (yield* getLimitsRecord(customerId, scope))!;
+});
+
+function* deleteLimits(customerId: string, scope: LimitScope): Op<boolean> {
+  return (yield* runNotifying(LIMITS_NOTICE, 'DELETE FROM limits WHERE customer_id = ? AND scope = ?', customerId, scope)) > 0;
+}
+
+/** Every limits record whose caps renew (reset_period set and not none): the quota job's work. */
+function* periodicLimits(): Op<Array<{ customer_id: string; scope: LimitScope; values: LimitValues }>> {
+  const rows = yield* all<{ customer_id: string; scope: LimitScope; fields: string }>(`SELECT customer_id, scope, fields FROM limits WHERE fields LIKE '%reset_period%'`);
+  return rows
+    .map((r) => ({ customer_id: r.customer_id, scope: r.scope, values: JSON.parse(r.fields) as LimitValues }))
+    .filter((r) => r.values.reset_period && r.values.reset_period !== 'none');
+}
+
+export const limitOps = { getLimitsRecord, getLimits, patchLimits, deleteLimits, periodicLimits };

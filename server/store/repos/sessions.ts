@@ -1,0 +1,138 @@
+// Sessions: their rows, paging, pause flag and the counters the data planes save.
+import type { RuntimePatch, SessionRow, SessionStatus } from '../../domain.ts';
+import { CHANNELS } from '../sql/channels.ts';
+import { all, bool, get, num, run, runNotifying, type Op } from '../sql/op.ts';
+
+export interface SessionFilter {
+  client_id?: string;
+  status?: SessionStatus;
+  zone?: string;
+}
+
+export const SESSION_COLUMNS =
+  'seq, id, customer_id, client_id, zone, reusable, paused, status, uploaded_bytes, downloaded_bytes, duration, connections, created_at, expires_at';
+
+/** The columns of a sessions row under the alias `s` (for joins). */
+export const SESSION_COLUMNS_S = SESSION_COLUMNS.split(', ').map((c) => `s.${c}`).join(', ');
+
+/** A sessions row as either database returns it: flags as 0/1 or booleans, plus the paging key. */
+export type RawSession = Omit<SessionRow, 'reusable' | 'paused'> & { reusable: unknown; paused: unknown; seq: number };
+
+export function toSessionRow(r: RawSession): SessionRow {
+  return {
+    id: r.id,
+    customer_id: r.customer_id,
+    client_id: r.client_id,
+    zone: r.zone,
+    reusable: bool(r.reusable),
+    paused: bool(r.paused),
+    status: r.status,
+    uploaded_bytes: r.uploaded_bytes,
+    downloaded_bytes: r.downloaded_bytes,
+    duration: r.duration,
+    connections: r.connections,
+    created_at: r.created_at,
+    expires_at: r.expires_at,
+  };
+}
+
+export interface NewSession {
+  id: string;
+  customer_id: string;
+  client_id: string;
+  zone: string;
+  reusable: boolean;
+  created_at: string;
+  expires_at?: string | null;
+}
+
+function* insertSession(s: NewSession): Op<SessionRow> {
+  const r = yield* get<RawSession>(
+    `INSERT INTO sessions (id, customer_id, client_id, zone, connection_type, reusable, created_at, expires_at)
+     VALUES (?, ?, ?, ?, 'vless', ?, ?, ?) RETURNING ${SESSION_COLUMNS}`,
+    s.id,
+    s.customer_id,
+    s.client_id,
+    s.zone,
+    s.reusable,
+    s.created_at,
+    s.expires_at ?? null,
+  );
+  return toSessionRow(r!);
+}
+
+/**
+ * Ends the sessions whose expires_at has passed and that no connection carries (created or
+ * idle; an active one is ended by the data plane carrying it, which cuts its connections and
+ * publishes session_end). Idempotent, safe from several processes. Returns how many.
+ */
+function* expireIdleSessions(nowIso: string): Op<number> {
+  return yield* run(`UPDATE sessions SET status = 'ended' WHERE expires_at IS NOT NULL AND expires_at <= ? AND status IN ('created', 'idle')`, nowIso);
+}
+
+function* getSession(id: string): Op<SessionRow | undefined> {
+  const r = yield* get<RawSession>(`SELECT ${SESSION_COLUMNS} FROM sessions WHERE id = ?`, id);
+  return r && toSessionRow(r);
+}
+
+/** The session only when it belongs to this customer: another customer's id is "not found". */
+function* getSessionOf(customerId: string, id: string): Op<SessionRow | undefined> {
+  const r = yield* get<RawSession>(`SELECT ${SESSION_COLUMNS} FROM sessions WHERE id = ? AND customer_id = ?`, id, customerId);
+  return r && toSessionRow(r);
+}
+
+/** Newest first; `beforeSeq` is the opaque seq of the last row of the previous page. */
+function* listSessions(customerId: string, filter: SessionFilter, limit: number, beforeSeq?: number): Op<{ rows: SessionRow[]; nextSeq: number | null }> {
+  const where = ['customer_id = ?'];
+  const args: (string | number)[] = [customerId];
+  for (const key of ['client_id', 'status', 'zone'] as const) {
+    const v = filter[key];
+    if (v !== undefined) {
+      where.push(`${key} = ?`);
+      args.push(v);
+    }
+  }
+  if (beforeSeq !== undefined) {
+    where.push('seq < ?');
+    args.push(beforeSeq);
+  }
+  const raw = yield* all<RawSession>(`SELECT ${SESSION_COLUMNS} FROM sessions WHERE ${where.join(' AND ')} ORDER BY seq DESC LIMIT ?`, ...args, limit + 1);
+  const more = raw.length > limit;
+  const page = more ? raw.slice(0, limit) : raw;
+  return { rows: page.map(toSessionRow), nextSeq: more ? num(page[page.length - 1].seq) : null };
+}
+
+/** Also tells every instance (and through them the node carrying the session) at once. */
+function* setPaused(id: string, paused: boolean): Op<void> {
+  yield* runNotifying({ channel: CHANNELS.sessions, expr: 'id' }, 'UPDATE sessions SET paused = ? WHERE id = ?', paused, id);
+}
+
+const RUNTIME_KEYS = ['status', 'uploaded_bytes', 'downloaded_bytes', 'duration', 'connections'] as const;
+
+/** Sets the runtime fields named (at most 31 column sets: the statement cache stays small). */
+function* saveRuntime(id: string, patch: RuntimePatch): Op<void> {
+  const sets: string[] = [];
+  const args: (string | number)[] = [];
+  for (const key of RUNTIME_KEYS) {
+    const v = patch[key];
+    if (v !== undefined) {
+      sets.push(`${key} = ?`);
+      args.push(v);
+    }
+  }
+  if (sets.length === 0) return;
+  yield* run(`UPDATE sessions SET ${sets.join(', ')} WHERE id = ?`, ...args, id);
+}
+
+const SUMS = 'SELECT COALESCE(SUM(uploaded_bytes), 0) AS u, COALESCE(SUM(downloaded_bytes), 0) AS d FROM sessions';
+
+/** A customer's (or one client's) lifetime totals. */
+function* sumCounters(customerId: string, clientId?: string): Op<{ uploaded_bytes: number; downloaded_bytes: number }> {
+  const r =
+    clientId === undefined
+      ? yield* get<{ u: unknown; d: unknown }>(`${SUMS} WHERE customer_id = ?`, customerId)
+      : yield* get<{ u: unknown; d: unknown }>(`${SUMS} WHERE customer_id = ? AND client_id = ?`, customerId, clientId);
+  return { uploaded_bytes: num(r?.u), downloaded_bytes: num(r?.d) };
+}
+
+export const sessionOps = { insertSession, expireIdleSessions, getSession, getSessionOf, listSessions, setPaused, saveRuntime, sumCounters };
