@@ -8,7 +8,7 @@ import { app, clipboard, dialog, ipcMain, Menu, nativeImage, safeStorage, sessio
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { ApiClient } from './api-client.ts';
-import { DisposableStore } from './disposable-store.ts';
+import { DisposableStore } from '../common/disposable-store.ts';
 import { endpointFromEnv, Endpoints } from './endpoint.ts';
 import { registerIpc } from './ipc.ts';
 import { createHandlers } from './ipc-handlers.ts';

@@ -14,7 +14,7 @@
 import { createRequire } from 'node:module';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { BODY_LIMIT, installBodyParsing } from './http/body.ts';
-import { resolveConfig, type ServerOptions } from './http/config.ts';
+import { resolveConfig, type ResolvedConfig, type ServerOptions } from './http/config.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import { startEventRetention } from './http/retention.ts';
 import { V2Guard } from './http/v2-guard.ts';
@@ -33,7 +33,7 @@ import { createServices, type Services } from './services.ts';
 import { startExpirySweep } from './sessions.ts';
 import { startQuotaJob } from './quota/job.ts';
 import { subscriptionFeedRoutes, subscriptionRoutes } from './routes/subscriptions.ts';
-import { openTls, wireTls } from './tls/index.ts';
+import { openTls, wireTls, type TlsCertificates } from './tls/index.ts';
 import { silentLogger } from './log.ts';
 import { redactIds } from './time.ts';
 import { webhookRoutes } from './routes/webhooks.ts';
@@ -54,6 +54,17 @@ export async function buildServer(opts: ServerOptions): Promise<BuiltServer> {
   const config = resolveConfig(opts, pkg.version, tls);
   // On SQLite, the folder's lock and the repair of what a crash left behind come first (backend/sqlite.ts).
   const services = await createServices(opts, config, tls);
+  try {
+    return { app: await assemble(opts, config, tls, services), services };
+  } catch (err) {
+    // Nothing the services started outlives a server that could not be built.
+    await services.close().catch(() => {});
+    throw err;
+  }
+}
+
+/** The HTTP server on top of the services: the routes, the upgrades, the jobs. */
+async function assemble(opts: ServerOptions, config: ResolvedConfig, tls: TlsCertificates, services: Services): Promise<FastifyInstance> {
   const { dataPlane, log, subscriptions, webhooks } = services;
   const guard = new V2Guard();
   const timeouts = config.httpTimeouts;
@@ -118,22 +129,21 @@ export async function buildServer(opts: ServerOptions): Promise<BuiltServer> {
     if (!dataPlane?.handleUpgrade(req, socket, head)) socket.destroy();
   });
 
-  const stopExpiry = startExpirySweep(services.data, log);
+  // The jobs join what the services own: app.close() releases them first, then the rest.
+  const { owned } = services;
+  owned.add(startExpirySweep(services.data, log));
   const quotaJob = startQuotaJob(services.data, log);
-  const stopRetention = startEventRetention(services.data, config.eventRetentionMs);
-
+  owned.add(() => quotaJob.stop());
+  owned.add(startEventRetention(services.data, config.eventRetentionMs));
+  if (webhooks) {
+    await webhooks.start();
+    owned.add(() => webhooks.close());
+  }
   app.addHook('preClose', async () => {
     services.streams.closeAll();
     nodeChannel.close();
   });
-  await webhooks?.start();
-  app.addHook('onClose', async () => {
-    stopRetention();
-    stopExpiry();
-    quotaJob.stop();
-    await webhooks?.close();
-    await services.close();
-  });
+  app.addHook('onClose', () => services.close());
 
-  return { app, services };
+  return app;
 }

@@ -28,6 +28,7 @@ import { createWebhooks } from './webhooks/index.ts';
 import type { SubscriptionService } from './subscriptions/service.ts';
 import { createSubscriptions } from './subscriptions/index.ts';
 import type { Backend, SqliteHandles } from './backend/types.ts';
+import { DisposableStore } from '../common/disposable-store.ts';
 import { openSqlite } from './backend/sqlite.ts';
 import { LimitsService } from './limits.ts';
 import { PauseService } from './pause.ts';
@@ -70,7 +71,9 @@ export interface Services {
   webhooks: WebhookService | null;
   /** Subscription use cases and the /sub/<secret> feed. */
   subscriptions: SubscriptionService;
-  /** Releases the store (and on PostgreSQL the listener, the event feed, the data plane's view). */
+  /** What the server started, released by close() the last made first (the app adds its jobs to it). */
+  owned: DisposableStore;
+  /** Releases everything in `owned`: the jobs, the data plane, the store (and on PostgreSQL the listener and the event feed). */
   close(): Promise<void>;
   /** Usage history writer; null with `usageHistory: false`. */
   usage: UsageHistory | null;
@@ -96,10 +99,35 @@ export async function createServices(opts: ServerOptions, config: ResolvedConfig
   const metrics = new Metrics();
   const changes = new ChangeFeed();
   const backend = await openBackend(opts, metrics, log, changes);
+  // Everything made from here on is released through one store, the last made first; a failure
+  // while composing releases what was made so far.
+  const owned = new DisposableStore();
+  owned.add(() => backend.close());
+  try {
+    return await compose(opts, config, tls, { log, metrics, changes, backend, owned });
+  } catch (err) {
+    await owned.dispose().catch(() => {});
+    throw err;
+  }
+}
+
+interface Made {
+  log: Logger;
+  metrics: Metrics;
+  changes: ChangeFeed;
+  backend: Backend;
+  owned: DisposableStore;
+}
+
+async function compose(opts: ServerOptions, config: ResolvedConfig, tls: TlsCertificates, made: Made): Promise<Services> {
+  const { log, metrics, changes, backend, owned } = made;
   const { data } = backend;
   const zones = ZoneCatalogue.load(opts.zonesFile);
   const placement = new ZonePlacement(zones, data);
   const usage = opts.usageHistory === false ? null : new UsageHistory(data, log, typeof opts.usageHistory === 'object' ? opts.usageHistory : {});
+  if (usage) owned.add(() => usage.close());
+  // What the data plane left to write is flushed after it closed, before the store closes.
+  owned.add(() => backend.drain());
   const audit = new AuditTrail(data, log);
   const webhooks = await createWebhooks(opts, { store: backend.webhookStore, clusterKey: backend.clusterKey, log, audit });
   const geo = new ServeGeoRoutes(data, () => zones.list());
@@ -118,6 +146,9 @@ export async function createServices(opts: ServerOptions, config: ResolvedConfig
       void webhooks?.emitQuietly(customerId, reason === 'expired' ? 'expired' : 'cap_reached', { session_id: sessionId, reason }, sessionId),
     geo,
   });
+  if (dataPlane) owned.add(() => dataPlane.close());
+  owned.add(() => geo.stop());
+  owned.add(() => audit.close());
   backend.attach(dataPlane);
   const sessions = new SessionService({ store: data, zones: placement, link: config.settings.link, dataPlane: () => dataPlane, changes });
   // Caps per token and customer hold per instance.
@@ -128,7 +159,6 @@ export async function createServices(opts: ServerOptions, config: ResolvedConfig
     { data, sessions, settings: config.settings, tls },
     { store: backend.subscriptionData, clusterKey: backend.clusterKey, dataDir: opts.dataDir },
   );
-  let closing: Promise<void> | undefined;
   return {
     database: backend.database,
     data,
@@ -154,15 +184,8 @@ export async function createServices(opts: ServerOptions, config: ResolvedConfig
     metrics,
     audit,
     geo,
-    close: () =>
-      (closing ??= (async () => {
-        audit.close();
-        geo.stop();
-        if (dataPlane) await dataPlane.close();
-        await backend.drain();
-        await usage?.close();
-        await backend.close();
-      })()),
+    owned,
+    close: () => owned.dispose(),
   };
 }
 

@@ -1,8 +1,8 @@
-// main/disposable-store.ts: everything the main process starts is released in reverse order,
+// common/disposable-store.ts: everything the main process starts is released in reverse order,
 // each release awaited, failures collected without stopping the rest.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { DisposableStore } from '../../main/disposable-store.ts';
+import { DisposableStore } from '../../common/disposable-store.ts';
 
 test('releases in reverse order, awaiting each before the next; functions and objects alike', async () => {
   const store = new DisposableStore();

@@ -28,6 +28,9 @@ const LAYERS: Record<string, Layer> = {
   domain: { files: ['server/domain.ts'], may: [], packages: [] },
   contract: { files: ['server/contract/'], may: ['domain'], packages: ['typebox'] },
   util: { files: ['server/time.ts', 'server/log.ts'], may: ['domain'], packages: ['node:'] },
+  // What main, preload, renderer (and the server's composition: its DisposableStore) share:
+  // neither Node nor Electron nor the UI libraries.
+  common: { files: ['common/'], may: ['contract'], packages: ['eventsource'] },
   // Files of the data folder holding a key; configuration links; the Prometheus registry.
   'key-file': { files: ['server/key-file.ts'], may: [], packages: ['node:'] },
   links: { files: ['server/links.ts'], may: ['contract'], packages: [] },
@@ -71,7 +74,7 @@ const LAYERS: Record<string, Layer> = {
   // The composition: the one place that knows every part.
   services: {
     files: ['server/services.ts'],
-    may: ['domain', 'contract', 'util', 'metrics', 'store', 'zones', 'dataplane', 'events', 'tls', 'audit', 'usage', 'plugins', 'cluster', 'backend', 'sessions', 'use-cases', 'subscriptions', 'webhooks', 'http'],
+    may: ['domain', 'contract', 'common', 'util', 'metrics', 'store', 'zones', 'dataplane', 'events', 'tls', 'audit', 'usage', 'plugins', 'cluster', 'backend', 'sessions', 'use-cases', 'subscriptions', 'webhooks', 'http'],
     packages: [],
   },
   routes: {
@@ -84,8 +87,6 @@ const LAYERS: Record<string, Layer> = {
   // A data-plane node (`vpn-access node run`): the data plane, a channel to the control plane.
   node: { files: ['server/node/'], may: ['domain', 'contract', 'util', 'key-file', 'links', 'store', 'zones', 'dataplane', 'tls', 'cluster'] },
   cli: { files: ['server/cli/', 'server/cli.ts'], may: ['domain', 'util', 'store', 'audit', 'tls', 'public-host', 'serve', 'node'], packages: ['node:'] },
-  // What main, preload and renderer share: neither Node nor Electron nor the UI libraries.
-  common: { files: ['common/'], may: ['contract'], packages: ['eventsource'] },
   preload: { files: ['preload/'], may: ['common'], packages: ['electron'] },
   // The renderer's screens (and main.tsx, which mounts them) reach the platform only through the store's actions.
   screens: {
