@@ -82,7 +82,7 @@ export function hardenSession(ses: Session, rendererDir: string): void {
  * the scheme. Nothing else leaves the window.
  */
 export function isImportLink(url: string): boolean {
-  return /^(v2rayng:\/\/install-config\?|hiddify:\/\/import\/|sing-box:\/\/import-remote-profile\?|clash:\/\/install-config\?)/.test(url) && url.length <= 4096;
+  return /^(v2rayng:\/\/install-config\?|hiddify:\/\/import\/|sing-box:\/\/import-remote-profile\?|clash:\/\/install-config\?|streisand:\/\/import\/)/.test(url) && url.length <= 4096;
 }
 
 export function hardenContents(contents: WebContents, rendererIndex: string, openExternal?: (url: string) => void): void {

@@ -156,7 +156,7 @@ async function compose(opts: ServerOptions, config: ResolvedConfig, tls: TlsCert
   metrics.subscribers(() => streams.size);
   if (dataPlane?.openByZone) metrics.openConnections(() => dataPlane.openByZone!().map((o) => ({ ...o, node: LOCAL_NODE })));
   const subscriptions = createSubscriptions(
-    { data, sessions, settings: config.settings, tls },
+    { data, sessions, settings: config.settings, tls, zoneName: (code) => zones.find(code)?.name },
     { store: backend.subscriptionData, clusterKey: backend.clusterKey, dataDir: opts.dataDir },
   );
   return {

@@ -8,12 +8,12 @@ const ext = { 'x-extension': true } as const;
 export const SUBSCRIPTION_FORMATS = ['base64', 'xray', 'sing-box', 'clash'] as const;
 export type SubscriptionFormat = (typeof SUBSCRIPTION_FORMATS)[number];
 
+const FORMAT_DESCRIPTION =
+  'base64: share links, one a line, base64-encoded; xray: a full Xray/v2ray client config (JSON); sing-box: a sing-box config (JSON); clash: a Clash Meta (Mihomo) config (YAML).';
+
 export const SubscriptionFormatValue = Type.Union(
   SUBSCRIPTION_FORMATS.map((f) => Type.Literal(f)),
-  {
-    description:
-      'base64: share links, one a line, base64-encoded; xray: a full Xray/v2ray client config (JSON); sing-box: a sing-box config (JSON); clash: a Clash Meta (Mihomo) config (YAML).',
-  },
+  { description: FORMAT_DESCRIPTION },
 );
 
 export const SubscriptionParams = Type.Object({
@@ -36,8 +36,18 @@ export const Subscription = Type.Object(
 
 export const SubscriptionFeedParams = Type.Object({ secret: Type.String({ description: 'The secret of the URL; anything unknown is 404.' }) });
 
+/** Other spellings the feed accepts for a format (the sing-box docs and apps write both). */
+export const SUBSCRIPTION_FORMAT_ALIASES = { singbox: 'sing-box' } as const satisfies Record<string, SubscriptionFormat>;
+
 export const SubscriptionFeedQuery = Type.Object(
-  { format: Type.Optional(SubscriptionFormatValue) },
+  {
+    format: Type.Optional(
+      Type.Union(
+        [...SUBSCRIPTION_FORMATS, ...Object.keys(SUBSCRIPTION_FORMAT_ALIASES)].map((f) => Type.Literal(f)),
+        { description: `${FORMAT_DESCRIPTION} \`singbox\` is read as \`sing-box\`.` },
+      ),
+    ),
+  },
   { additionalProperties: true },
 );
 

@@ -27,8 +27,14 @@ interface AjvError {
 export function describeValidation(errors: AjvError[], context: string | undefined): ApiError {
   const unknown: string[] = [];
   const problems: { field: string; problem: string }[] = [];
+  const allowed = allowedValues(errors, context);
   for (const e of errors) {
     const base = (e.instancePath ?? '').replace(/^\//, '').replace(/\//g, '.');
+    const one = allowed.get(base || context || 'body');
+    if (one && (e.keyword === 'const' || e.keyword === 'enum')) {
+      if (!problems.some((p) => p.field === (base || context || 'body'))) problems.push({ field: base || context || 'body', problem: `must be one of: ${one.join(', ')}` });
+      continue;
+    }
     if (e.keyword === 'additionalProperties' && typeof e.params?.additionalProperty === 'string') {
       unknown.push(base ? `${base}.${e.params.additionalProperty}` : e.params.additionalProperty);
       continue;
@@ -53,6 +59,17 @@ export function describeValidation(errors: AjvError[], context: string | undefin
   if (unknown.length) details.unknown_fields = unknown;
   if (problems.length) details.fields = problems;
   return new ApiError('invalid_request', `Invalid ${where}: ${parts.join('; ') || 'does not match the schema'}.`, details);
+}
+
+/** The values a field may take, from the `const` branches of a union of literals (and `enum`), by field. */
+function allowedValues(errors: AjvError[], context: string | undefined): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  for (const e of errors) {
+    const field = (e.instancePath ?? '').replace(/^\//, '').replace(/\//g, '.') || context || 'body';
+    const values = e.keyword === 'const' ? [e.params?.allowedValue] : e.keyword === 'enum' ? (e.params?.allowedValues as unknown[] | undefined) ?? [] : [];
+    for (const v of values) if (typeof v === 'string' || typeof v === 'number') out.set(field, [...(out.get(field) ?? []), String(v)]);
+  }
+  return out;
 }
 
 const FASTIFY_CODES: Record<string, [ErrorCode, string]> = {

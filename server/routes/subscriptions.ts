@@ -7,13 +7,15 @@ import {
   SubscriptionFeedParams,
   SubscriptionFeedQuery,
   SubscriptionParams,
-  SUBSCRIPTION_FORMATS,
+  SUBSCRIPTION_FORMAT_ALIASES,
+  type SubscriptionFormat,
 } from '../contract/subscriptions.ts';
 import { ErrorRecord } from '../contract/schemas.ts';
 import { callerOf } from '../plugins/auth.ts';
 import { apiActor, type AuditTrail } from '../audit/trail.ts';
 import { sendError } from '../plugins/errors.ts';
-import { formatForUserAgent, USER_AGENT_TABLE } from '../subscriptions/formats.ts';
+import { formatForUserAgent, isKnownClient, USER_AGENT_TABLE } from '../subscriptions/formats.ts';
+import { PAGE_CSP } from '../subscriptions/page.ts';
 import type { SubscriptionService } from '../subscriptions/service.ts';
 import { bearer, noBody, responses } from './common.ts';
 
@@ -101,17 +103,17 @@ const uaTable = USER_AGENT_TABLE.map((r) => `${r.clients} → ${r.format}`).join
 
 /** At the root (outside /v2): no Authorization; the secret in the path is the credential. */
 export async function subscriptionFeedRoutes(app: FastifyInstance, subs: SubscriptionService): Promise<void> {
-  app.get<{ Params: { secret: string }; Querystring: { format?: (typeof SUBSCRIPTION_FORMATS)[number] } }>('/sub/:secret', {
+  app.get<{ Params: { secret: string }; Querystring: { format?: string } }>('/sub/:secret', {
     schema: {
       summary: 'A client\'s subscription feed (extension; the URL secret is the credential)',
-      description: `The client's usable sessions (not ended, not paused). Format: ?format=, else from the User-Agent (${uaTable}; others → base64). Headers: subscription-userinfo, profile-update-interval, profile-title, content-disposition. An unknown or revoked secret is 404; after too many of those an address (IPv6: its /64) gets 429 for them for the rest of the window; a valid secret is always answered.`,
+      description: `The client's usable sessions (not ended, not paused). Format: ?format= (singbox is read as sing-box), else from the User-Agent (${uaTable}; others → base64); a browser (Accept: text/html, no known app) gets a page with the usage, the expiry and an import button and QR code per app. Headers: subscription-userinfo, profile-update-interval, profile-title, content-disposition. An unknown or revoked secret is 404; after too many of those an address (IPv6: its /64) gets 429 for them for the rest of the window; a valid secret is always answered.`,
       tags: ['subscriptions'],
       params: SubscriptionFeedParams,
       querystring: SubscriptionFeedQuery,
       response: {
         200: {
-          description: 'base64 text, Xray or sing-box JSON, or Mihomo YAML',
-          content: { 'text/plain': { schema: { type: 'string' } }, 'application/json': { schema: { type: 'object' } }, 'text/yaml': { schema: { type: 'string' } } },
+          description: 'base64 text, Xray or sing-box JSON, Mihomo YAML, or the HTML page',
+          content: { 'text/plain': { schema: { type: 'string' } }, 'application/json': { schema: { type: 'object' } }, 'text/yaml': { schema: { type: 'string' } }, 'text/html': { schema: { type: 'string' } } },
         },
         400: ErrorRecord,
         404: ErrorRecord,
@@ -133,7 +135,15 @@ export async function subscriptionFeedRoutes(app: FastifyInstance, subs: Subscri
         if (now) return tooMany(request, reply, now, subs.misses.limit);
         return sendError(request, reply, new ApiError('subscription_not_found', 'No subscription at this address (unknown or revoked).', {}));
       }
-      const format = request.query.format ?? formatForUserAgent(request.headers['user-agent']);
+      const asked = request.query.format;
+      const ua = request.headers['user-agent'];
+      // A browser (not a known app) opening the URL gets the page that explains it.
+      if (asked === undefined && !isKnownClient(ua) && /\btext\/html\b/i.test(request.headers.accept ?? '')) {
+        const html = await subs.page(row, `${subs.publicOrigin()}/sub/${request.params.secret}`);
+        reply.headers({ 'content-security-policy': PAGE_CSP, 'cache-control': 'no-store', 'referrer-policy': 'no-referrer', 'x-content-type-options': 'nosniff', 'x-frame-options': 'DENY' });
+        return reply.code(200).type('text/html; charset=utf-8').send(html);
+      }
+      const format = asked === undefined ? formatForUserAgent(ua) : ((SUBSCRIPTION_FORMAT_ALIASES as Record<string, SubscriptionFormat>)[asked] ?? (asked as SubscriptionFormat));
       const feed = await subs.feed(row, format);
       reply.headers(feed.headers);
       return reply.code(200).type(feed.contentType).send(feed.body);

@@ -52,6 +52,12 @@ export const USER_AGENT_TABLE: { pattern: RegExp; format: SubscriptionFormat; cl
   { pattern: /^(clash|mihomo|stash|flclash)|clash[-. ]?(verge|meta)/i, format: 'clash', clients: 'Clash, Mihomo, Clash Verge, Stash, FlClash' },
 ];
 
+/** Whether the User-Agent is one of the apps of the table (not a browser or an unknown client). */
+export function isKnownClient(userAgent: string | undefined): boolean {
+  const ua = (userAgent ?? '').trim();
+  return USER_AGENT_TABLE.some((row) => row.pattern.test(ua));
+}
+
 export function formatForUserAgent(userAgent: string | undefined): SubscriptionFormat {
   const ua = (userAgent ?? '').trim();
   for (const row of USER_AGENT_TABLE) if (row.pattern.test(ua)) return row.format;
@@ -144,30 +150,36 @@ function singBoxOutbound(e: SubscriptionEntry): Record<string, unknown> {
 }
 
 /**
- * A sing-box config (1.11+): a mixed (SOCKS + HTTP) inbound on loopback, one vless outbound per
- * session and a selector over them that the route ends in. With no usable session, connections
- * are rejected by a route rule (the action form; the `block` outbound is gone from sing-box).
+ * A sing-box config (1.11+). Two inbounds: `tun` for phones (the official apps capture traffic
+ * only through a VPN interface; auto_route with strict_route keeps it from leaking around the
+ * tunnel) and `mixed` (SOCKS + HTTP) on loopback for desktops. One vless outbound per session and
+ * a selector over them that the route ends in; the route sniffs destinations and answers DNS
+ * itself for the tun. With no usable session, connections are rejected by a route rule (the
+ * action form; the `block` outbound is gone from sing-box).
  */
 export function singBoxConfig(entries: SubscriptionEntry[]): Record<string, unknown> {
-  const inbound = { type: 'mixed', tag: 'mixed-in', listen: '127.0.0.1', listen_port: LOCAL_PORTS.singBoxMixed };
+  const inbounds = [
+    { type: 'tun', tag: 'tun-in', address: ['172.19.0.1/30', 'fdfe:dcba:9876::1/126'], auto_route: true, strict_route: true, stack: 'mixed' },
+    { type: 'mixed', tag: 'mixed-in', listen: '127.0.0.1', listen_port: LOCAL_PORTS.singBoxMixed },
+  ];
+  const common = [{ action: 'sniff' }, { protocol: 'dns', action: 'hijack-dns' }];
   if (!entries.length) {
     return {
       log: { level: 'warn' },
-      inbounds: [inbound],
+      inbounds,
       outbounds: [{ type: 'direct', tag: 'direct' }],
-      route: { rules: [{ inbound: ['mixed-in'], action: 'reject' }], final: 'direct' },
+      route: { auto_detect_interface: true, rules: [{ inbound: ['tun-in', 'mixed-in'], action: 'reject' }], final: 'direct' },
     };
   }
-  const vless = entries.map(singBoxOutbound);
   return {
     log: { level: 'warn' },
-    inbounds: [inbound],
+    inbounds,
     outbounds: [
       { type: 'selector', tag: 'proxy', outbounds: entries.map((e) => e.name), default: entries[0].name },
-      ...vless,
+      ...entries.map(singBoxOutbound),
       { type: 'direct', tag: 'direct' },
     ],
-    route: { final: 'proxy' },
+    route: { auto_detect_interface: true, rules: common, final: 'proxy' },
   };
 }
 

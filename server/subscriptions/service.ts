@@ -4,7 +4,6 @@
 import { ApiError } from '../contract/errors.ts';
 import { SUBSCRIPTION_FORMATS, type Subscription, type SubscriptionFormat } from '../contract/subscriptions.ts';
 import { buildLink } from '../links.ts';
-import type { ControlStore } from '../store/control.ts';
 import type { SubscriptionData, SubscriptionRow } from '../store/subscriptions.ts';
 import type { LinkSettings } from '../links.ts';
 import type { SessionService } from '../sessions.ts';
@@ -12,6 +11,8 @@ import type { TlsCertificates } from '../tls/index.ts';
 import { render, type RenderedSubscription, type SubscriptionEntry } from './formats.ts';
 import { MissLimiter, type MissLimiterOptions } from './miss-limiter.ts';
 import { SECRET_SHAPE, SubscriptionSecrets } from './secret.ts';
+import { subscriptionPage } from './page.ts';
+import { clientUsage, userinfoHeader, type ClientUsage, type UsageStore } from './userinfo.ts';
 
 /** Hours between two polls, as clients read `profile-update-interval`. */
 export const UPDATE_INTERVAL_HOURS = 12;
@@ -22,11 +23,15 @@ export interface SubscriptionFeed extends RenderedSubscription {
 
 /** What the subscription use cases read besides their own rows. */
 export interface SubscriptionDeps {
-  data: Pick<ControlStore, 'sumCounters' | 'getLimits'>;
+  data: UsageStore;
   sessions: Pick<SessionService, 'views'>;
   settings: { link: LinkSettings };
   tls: Pick<TlsCertificates, 'current'>;
+  /** A zone's name for people ("Frankfurt"), when the catalogue has the zone. */
+  zoneName?: (code: string) => string | undefined;
 }
+
+type SessionView = Awaited<ReturnType<SessionService['views']>>[number];
 
 export class SubscriptionService {
   readonly store: SubscriptionData;
@@ -93,33 +98,40 @@ export class SubscriptionService {
     return this.store.findBySecretHash(SubscriptionSecrets.hash(secret));
   }
 
-  /** Sessions that can carry traffic now: not ended, not paused, with live status taken into account;
-   *  each links to the node it is placed on. */
-  async entries(row: SubscriptionRow): Promise<SubscriptionEntry[]> {
-    const out: SubscriptionEntry[] = [];
+  /** The sessions that can carry traffic now: not ended, not paused, live status taken into account. */
+  private async usable(row: SubscriptionRow): Promise<SessionView[]> {
     const views = await this.ctx.sessions.views(await this.store.usableSessions(row.customer_id, row.client_id));
-    for (const s of views) {
-      if (s.status === 'ended' || s.paused) continue;
-      const name = `${s.zone} ${s.id.slice(0, 8)}`;
+    return views.filter((s) => s.status !== 'ended' && !s.paused);
+  }
+
+  /** One entry per usable session, named for people: the zone's name and the client ("Frankfurt · alice", then "… 2"). */
+  entries(row: SubscriptionRow, views: SessionView[]): SubscriptionEntry[] {
+    const seen = new Map<string, number>();
+    return views.map((s) => {
+      const base = `${this.ctx.zoneName?.(s.zone) ?? s.zone} · ${row.client_id}`;
+      const n = (seen.get(base) ?? 0) + 1;
+      seen.set(base, n);
+      const name = n === 1 ? base : `${base} ${n}`;
       const pinned = 'pcs' in s.configuration && s.configuration.pcs ? this.ctx.tls.current?.cert : undefined;
-      out.push({ name, configuration: s.configuration, link: buildLink(s.configuration, name), ...(pinned ? { certificatePem: pinned } : {}) });
-    }
-    return out;
+      return { name, configuration: s.configuration, link: buildLink(s.configuration, name), ...(pinned ? { certificatePem: pinned } : {}) };
+    });
+  }
+
+  private usage(row: SubscriptionRow, views: SessionView[], now: number): Promise<ClientUsage> {
+    return clientUsage(this.ctx.data, row.customer_id, row.client_id, views.map((v) => v.expires_at ?? null), now);
   }
 
   async feed(row: SubscriptionRow, format: SubscriptionFormat): Promise<SubscriptionFeed> {
     const title = `VPN Access Desk: ${row.client_id}`;
-    const rendered = render(format, await this.entries(row), title);
-    const used = await this.ctx.data.sumCounters(row.customer_id, row.client_id);
-    const caps = (await this.ctx.data.getLimits(row.customer_id, 'client')) ?? {};
-    // `total` is the client's byte allowance: the sum of its upload and download caps (0 when
-    // neither is set, which clients read as "no limit"). No expiry exists, so no `expire`.
-    const total = (caps.uploaded_bytes ?? 0) + (caps.downloaded_bytes ?? 0);
+    const views = await this.usable(row);
+    const rendered = render(format, this.entries(row, views), title);
+    const usage = await this.usage(row, views, Date.now());
     const fileBase = `vpn-access-${row.client_id.replace(/[^A-Za-z0-9._-]/g, '_')}`;
     return {
       ...rendered,
       headers: {
-        'subscription-userinfo': `upload=${used.uploaded_bytes}; download=${used.downloaded_bytes}; total=${total}`,
+        // The period in force: a monthly cap counts this month; total is the cap, expire when access ends.
+        'subscription-userinfo': userinfoHeader(usage),
         'profile-update-interval': String(UPDATE_INTERVAL_HOURS),
         'profile-title': `base64:${Buffer.from(title, 'utf8').toString('base64')}`,
         'content-disposition': `attachment; filename="${fileBase}.${rendered.extension}"; filename*=UTF-8''${encodeURIComponent(`${title}.${rendered.extension}`)}`,
@@ -128,6 +140,13 @@ export class SubscriptionService {
         'referrer-policy': 'no-referrer',
       },
     };
+  }
+
+  /** The page a browser gets at the URL (`secretUrl`: the URL it opened, without a query). */
+  async page(row: SubscriptionRow, secretUrl: string): Promise<string> {
+    const views = await this.usable(row);
+    const now = Date.now();
+    return subscriptionPage({ clientId: row.client_id, title: `VPN Access Desk: ${row.client_id}`, baseUrl: secretUrl, usage: await this.usage(row, views, now), usable: views.length, now });
   }
 }
 

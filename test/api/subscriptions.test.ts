@@ -166,7 +166,8 @@ describe('the feed', () => {
       const p = parseVlessLink(l);
       assert.equal(p.address, 'vpn.example.com');
       assert.equal(p.port, 8443);
-      assert.equal(p.remark, `${p.id === ids.plain ? 'de-fra' : 'us-nyc'} ${p.id.slice(0, 8)}`);
+      // Names for people: the zone's name and the client.
+      assert.equal(p.remark, `${p.id === ids.plain ? 'Frankfurt' : 'New York'} · bob`);
     }
     // Resuming the paused one lists it again.
     await s.app.inject({ method: 'PATCH', url: `/v2/sessions/${ids.paused}/resume`, headers: auth(s.owner) });
@@ -383,5 +384,87 @@ describe('the secret stays secret', () => {
     } finally {
       await s2.close();
     }
+  });
+});
+
+describe('the feed for people: the period in force, expiry, names, the page a browser gets', () => {
+  let s: TestServer;
+  let url: string;
+  let customerId: string;
+  before(async () => {
+    s = await makeServer({ publicHost: 'vpn.example.com', publicPort: 8443 });
+    const a = await createSession(s.app, s.owner, { client_id: 'dana', zone: 'de-fra', reusable: true });
+    const b = await createSession(s.app, s.owner, { client_id: 'dana', zone: 'de-fra', reusable: true });
+    customerId = s.services.sqlite!.store.getSession(a.id)!.customer_id;
+    s.services.sqlite!.store.saveRuntime(a.id, { uploaded_bytes: 1000, downloaded_bytes: 50_000 });
+    s.services.sqlite!.store.saveRuntime(b.id, { uploaded_bytes: 0, downloaded_bytes: 0 });
+    url = json(await put(s, 'dana')).url;
+  });
+  after(() => s.close());
+
+  test('two sessions in one zone get distinct names', async () => {
+    const links = Buffer.from((await feed(s, url)).body, 'base64').toString('utf8').split('\n');
+    assert.deepEqual(links.map((l) => parseVlessLink(l).remark).sort(), ['Frankfurt · dana', 'Frankfurt · dana 2']);
+  });
+
+  test('subscription-userinfo counts the period of a renewing cap, not the lifetime; total is the cap', async () => {
+    const patch = await s.app.inject({
+      method: 'PATCH',
+      url: '/v2/customer/limits/client',
+      headers: { ...auth(s.owner), 'content-type': 'application/json' },
+      payload: { downloaded_bytes: 200_000_000, reset_period: 'month' },
+    });
+    assert.equal(patch.statusCode, 200, patch.body);
+    const { periodOf } = await import('../../server/contract/period.ts');
+    const period = periodOf({ reset_period: 'month' }, Date.now())!;
+    // The quota job records each period's base (the lifetime totals when it began).
+    await s.services.data.snapshotQuotaBases(customerId, 'client', period.start);
+    const store = s.services.sqlite!.store;
+    const [first] = store.listSessions(customerId, { client_id: 'dana' }, 10).rows;
+    store.saveRuntime(first.id, { uploaded_bytes: first.uploaded_bytes + 7, downloaded_bytes: first.downloaded_bytes + 3000 });
+    const res = await feed(s, url);
+    assert.equal(res.headers['subscription-userinfo'], 'upload=7; download=3000; total=200000000');
+  });
+
+  test('expire is the end of access once every usable session has one', async () => {
+    const until = new Date(Date.now() + 3 * 86_400_000);
+    const made = await s.app.inject({
+      method: 'POST',
+      url: '/v2/sessions',
+      headers: { ...auth(s.owner), 'content-type': 'application/json' },
+      payload: { client_id: 'erin', zone: 'de-fra', reusable: true, expires_at: until.toISOString() },
+    });
+    assert.equal(made.statusCode, 201, made.body);
+    const erin = json(await put(s, 'erin')).url;
+    const fields = Object.fromEntries(String((await feed(s, erin)).headers['subscription-userinfo']).split('; ').map((kv) => kv.split('=')));
+    assert.equal(fields.expire, String(Math.floor(until.getTime() / 1000)));
+  });
+
+  test('?format=singbox is sing-box; an unknown format names the valid ones', async () => {
+    const sb = await feed(s, `${url}?format=singbox`);
+    assert.equal(sb.statusCode, 200);
+    assert.deepEqual(json(sb).inbounds.map((i: { type: string }) => i.type), ['tun', 'mixed']);
+    const bad = assertError(await feed(s, `${url}?format=surge`), 400, 'invalid_request');
+    assert.match(bad.message, /format must be one of: base64, xray, sing-box, clash, singbox/);
+  });
+
+  test('a browser gets the page: usage, renewal, one QR code and one import button per app, no script', async () => {
+    const browser = { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8', 'user-agent': 'Mozilla/5.0 (X11; Linux x86_64) Chrome/141.0' };
+    const res = await feed(s, url, browser);
+    assert.equal(res.statusCode, 200);
+    assert.match(String(res.headers['content-type']), /^text\/html/);
+    assert.match(String(res.headers['content-security-policy']), /default-src 'none'/);
+    assert.equal(res.headers['cache-control'], 'no-store');
+    const html = res.body;
+    assert.doesNotMatch(html, /<script/i);
+    assert.match(html, /of 200(\.0)? MB used this period/);
+    assert.match(html, /Renews on <strong>/);
+    for (const app of ['v2rayNG', 'Hiddify', 'sing-box', 'Clash Meta (Mihomo)', 'Streisand / Happ']) assert.ok(html.includes(`Import into ${app}</a>`), app);
+    assert.equal(html.match(/<svg/g)?.length, 5, 'one QR code per app');
+    assert.match(html, /href="v2rayng:\/\/install-config\?url=https%3A%2F%2Fvpn\.example\.com%3A8443%2Fsub%2F[A-Za-z0-9_-]{43}"/);
+    assert.match(html, /href="sing-box:\/\/import-remote-profile\?url=[^"]+format%3Dsing-box/);
+    // An app asking with a browser-like Accept still gets its feed; ?format= always wins.
+    assert.match(String((await feed(s, url, { ...browser, 'user-agent': 'v2rayNG/1.9.30' })).headers['content-type']), /^text\/plain/);
+    assert.match(String((await feed(s, `${url}?format=clash`, browser)).headers['content-type']), /^text\/yaml/);
   });
 });

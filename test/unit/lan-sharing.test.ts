@@ -68,7 +68,7 @@ test('importLinks: each app gets the format it reads, percent-encoded where the 
   assert.equal(new URL(links.v2rayNG).searchParams.get('url'), url);
 });
 
-test('isImportLink: the four import schemes of the client view leave the window, nothing else does', () => {
+test('isImportLink: the import schemes of the client view leave the window, nothing else does', () => {
   const sub = { url: 'http://192.168.1.23:8787/sub/x', format_urls: { base64: 'a', xray: 'b', 'sing-box': 'http://192.168.1.23:8787/sub/x?format=sing-box', clash: 'http://h/sub/x?format=clash' } };
   for (const l of importLinks(sub, 'n')) assert.equal(isImportLink(l.href), true, l.href);
   for (const bad of ['https://example.com/', 'file:///etc/passwd', 'javascript:alert(1)', 'v2rayng://other', 'clash://install-config', 'sing-box://x', `hiddify://import/${'a'.repeat(5000)}`]) {

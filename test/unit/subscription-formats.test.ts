@@ -55,6 +55,9 @@ const SB_WS = new Set(['type', 'path', 'headers', 'max_early_data', 'early_data_
 const SB_SELECTOR = new Set(['type', 'tag', 'outbounds', 'default', 'interrupt_exist_connections']);
 const SB_DIRECT = new Set(['type', 'tag', ...SB_DIAL]);
 const SB_MIXED = new Set(['type', 'tag', 'listen', 'listen_port', 'users', 'set_system_proxy', 'tcp_fast_open', 'tcp_multi_path', 'udp_fragment', 'udp_timeout', 'detour']);
+const SB_TUN = new Set(['type', 'tag', 'interface_name', 'address', 'mtu', 'auto_route', 'iproute2_table_index', 'iproute2_rule_index', 'auto_redirect', 'strict_route', 'route_address', 'route_exclude_address', 'endpoint_independent_nat', 'udp_timeout', 'stack', 'include_package', 'exclude_package', 'platform']);
+const SB_ROUTE = new Set(['rules', 'rule_set', 'final', 'auto_detect_interface', 'override_android_vpn', 'default_interface', 'default_mark', 'default_domain_resolver', 'default_network_strategy']);
+const SB_ACTIONS = new Set(['route', 'reject', 'hijack-dns', 'sniff', 'resolve', 'route-options']);
 
 function assertSubset(keys: string[], allowed: Set<string>, what: string): void {
   const unknown = keys.filter((k) => !allowed.has(k));
@@ -122,10 +125,17 @@ test('sing-box: the JSON uses only sing-box\'s documented fields; the selector n
   const rendered = render('sing-box', es, 'title');
   assert.match(rendered.contentType, /^application\/json/);
   const doc = JSON.parse(rendered.body);
-  assert.equal(doc.inbounds.length, 1);
-  assertSubset(Object.keys(doc.inbounds[0]), SB_MIXED, 'mixed inbound');
-  assert.equal(doc.inbounds[0].type, 'mixed');
-  assert.equal(doc.inbounds[0].listen, '127.0.0.1');
+  // tun for phones (the apps capture traffic only through a VPN interface), mixed for desktops.
+  assert.deepEqual(doc.inbounds.map((i: { type: string }) => i.type), ['tun', 'mixed']);
+  assertSubset(Object.keys(doc.inbounds[0]), SB_TUN, 'tun inbound');
+  assert.equal(doc.inbounds[0].auto_route, true);
+  assert.equal(doc.inbounds[0].strict_route, true, 'nothing leaks around the tunnel');
+  assertSubset(Object.keys(doc.inbounds[1]), SB_MIXED, 'mixed inbound');
+  assert.equal(doc.inbounds[1].listen, '127.0.0.1');
+  assertSubset(Object.keys(doc.route), SB_ROUTE, 'route');
+  assert.equal(doc.route.auto_detect_interface, true, 'a tun route must find the real interface');
+  for (const r of doc.route.rules) assert.ok(SB_ACTIONS.has(r.action), `rule action ${r.action}`);
+  assert.ok(doc.route.rules.some((r: { action: string }) => r.action === 'hijack-dns'), 'DNS of the tun is answered');
   const tags = new Map(doc.outbounds.map((o: { tag: string }) => [o.tag, o]));
   assert.equal(tags.size, doc.outbounds.length, 'tags are unique');
   const vless = doc.outbounds.filter((o: { type: string }) => o.type === 'vless');
@@ -200,7 +210,7 @@ test('no usable session: every format is still valid and sends nothing out direc
   assert.deepEqual(x.outbounds.map((o: any) => o.protocol), ['blackhole']);
   assert.equal(x.routing.rules[0].outboundTag, 'block');
   const s = singBoxConfig([]) as any;
-  assert.deepEqual(s.route.rules, [{ inbound: ['mixed-in'], action: 'reject' }]);
+  assert.deepEqual(s.route.rules, [{ inbound: ['tun-in', 'mixed-in'], action: 'reject' }]);
   const c = parseYaml(render('clash', [], 't').body);
   assert.deepEqual(c.proxies, []);
   assert.deepEqual(c.rules, ['MATCH,REJECT']);

@@ -1,11 +1,7 @@
-// One-click import links for the apps that register a URL scheme for adding a subscription.
-// Each gets the URL of the format it reads best (sing-box its JSON, Clash Meta its YAML; the
-// others recognise the format from their User-Agent). Schemes as each project documents them:
-//   v2rayNG           v2rayng://install-config?url=<encoded URL>
-//   Hiddify           hiddify://import/<URL>#<name>
-//   sing-box (SFA/SFI/SFM)  sing-box://import-remote-profile?url=<encoded URL>#<encoded name>
-//   Clash Meta / Mihomo clients  clash://install-config?url=<encoded URL>
+// One-click import links for the apps that register a URL scheme for adding a subscription
+// (the table is common/import-links.ts, shared with the subscription page a browser gets).
 import type { Subscription } from '../../../common/api-types.ts';
+import { SUBSCRIPTION_APPS } from '../../../common/import-links.ts';
 
 export interface ImportLink {
   app: string;
@@ -15,13 +11,7 @@ export interface ImportLink {
 }
 
 export function importLinks(sub: Pick<Subscription, 'url' | 'format_urls'>, name: string): ImportLink[] {
-  const enc = encodeURIComponent;
-  return [
-    { app: 'v2rayNG', platforms: 'Android', href: `v2rayng://install-config?url=${enc(sub.url)}` },
-    { app: 'Hiddify', platforms: 'Android, iOS, Windows, macOS, Linux', href: `hiddify://import/${sub.url}#${enc(name)}` },
-    { app: 'sing-box', platforms: 'Android, iOS, macOS', href: `sing-box://import-remote-profile?url=${enc(sub.format_urls['sing-box'])}#${enc(name)}` },
-    { app: 'Clash Meta (Mihomo)', platforms: 'Clash Verge, FlClash and other Mihomo clients', href: `clash://install-config?url=${enc(sub.format_urls.clash)}` },
-  ];
+  return SUBSCRIPTION_APPS.map((a) => ({ app: a.app, platforms: a.platforms, href: a.href(sub, name) }));
 }
 
 /** The profile name the apps show for this client's subscription. */

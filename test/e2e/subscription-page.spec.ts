@@ -1,0 +1,39 @@
+// The page a person gets when they open a subscription URL in a browser: the client's data
+// against its cap, one QR code and one import button per app, readable on a phone and a
+// desktop in light and dark, with no horizontal overflow (asserted) and no script at all.
+import { test, expect } from './fixtures.ts';
+
+interface Session { id: string }
+
+for (const scheme of ['light', 'dark'] as const) {
+  test(`the subscription page in Chromium, phone and desktop (${scheme})`, async ({ page, backend }, testInfo) => {
+    const client = `page-${scheme}-${Date.now()}`;
+    await backend.api<Session>('POST', '/sessions', { client_id: client, zone: 'nl-ams', reusable: true });
+    await backend.api<Session>('POST', '/sessions', { client_id: client, zone: 'de-fra', reusable: true });
+    const { body: sub } = await backend.api<{ url: string }>('PUT', `/subscriptions/${encodeURIComponent(client)}`);
+    await page.emulateMedia({ colorScheme: scheme });
+    const scripts: string[] = [];
+    page.on('request', (r) => {
+      if (r.resourceType() === 'script') scripts.push(r.url());
+    });
+    for (const viewport of [{ width: 390, height: 844 }, { width: 1280, height: 800 }]) {
+      await page.setViewportSize(viewport);
+      const res = await page.goto(sub.url);
+      expect(res?.headers()['content-type']).toMatch(/^text\/html/);
+      await expect(page.getByRole('heading', { level: 1, name: `VPN Access Desk: ${client}` })).toBeVisible();
+      await expect(page.getByText(/used · no data cap/)).toBeVisible();
+      await expect(page.getByText('It lists 2 connections.', { exact: false })).toBeVisible();
+      for (const app of ['v2rayNG', 'Hiddify', 'sing-box', 'Clash Meta (Mihomo)', 'Streisand / Happ']) {
+        await expect(page.getByRole('link', { name: `Import into ${app}`, exact: true })).toBeVisible();
+        await expect(page.getByRole('img', { name: `QR code of the ${app} subscription URL` })).toBeVisible();
+      }
+      await expect(page.getByRole('textbox', { name: 'Subscription URL for v2rayNG' })).toHaveValue(sub.url);
+      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+      expect(overflow, 'no horizontal overflow').toBeLessThanOrEqual(0);
+      const file = testInfo.outputPath(`${scheme}-${viewport.width}.png`);
+      await page.screenshot({ path: file, fullPage: true });
+      await testInfo.attach(`${scheme} ${viewport.width}`, { path: file, contentType: 'image/png' });
+    }
+    expect(scripts).toEqual([]);
+  });
+}
