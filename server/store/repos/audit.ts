@@ -1,0 +1,125 @@
+// The audit trail (server/audit/trail.ts): every change made through the API or the command
+// line, who made it (token id and role, never the token), what, and the values before and
+// after as JSON. One SQL text for both databases; ids are the table's own (newest highest).
+import { all, get, marks, num, run, type Op } from '../sql/op.ts';
+
+/** One change to record in the audit trail (server/audit.ts). */
+export interface AuditInsert {
+  customer_id: string;
+  created_at: string;
+  /** The API token's id (never the token); null for the command line and the server itself. */
+  actor_token_id: string | null;
+  actor_role: 'owner' | 'agent' | 'cli' | 'server';
+  action: string;
+  target_type: string;
+  target_id: string;
+  session_id: string | null;
+  client_id: string | null;
+  before: unknown;
+  after: unknown;
+}
+
+export interface AuditEntry {
+  id: number;
+  created_at: string;
+  actor: { token_id: string | null; role: string };
+  action: string;
+  target: { type: string; id: string };
+  session_id: string | null;
+  client_id: string | null;
+  before: unknown;
+  after: unknown;
+}
+
+export interface AuditFilter {
+  session_id?: string;
+  client_id?: string;
+  action?: string;
+  /** Only these actions (the agent's view: server/audit/redact.ts). */
+  actions?: readonly string[];
+  actor_token_id?: string;
+  /** ISO times: from inclusive, to exclusive. */
+  from?: string;
+  to?: string;
+}
+
+type RawAudit = {
+  id: number | string;
+  created_at: string;
+  actor_token_id: string | null;
+  actor_role: string;
+  action: string;
+  target_type: string;
+  target_id: string;
+  session_id: string | null;
+  client_id: string | null;
+  before_json: string | null;
+  after_json: string | null;
+};
+
+const parseJson = (t: string | null): unknown => (t === null ? null : JSON.parse(t));
+
+export function toAuditEntry(r: RawAudit): AuditEntry {
+  return {
+    id: Number(r.id),
+    created_at: r.created_at,
+    actor: { token_id: r.actor_token_id, role: r.actor_role },
+    action: r.action,
+    target: { type: r.target_type, id: r.target_id },
+    session_id: r.session_id,
+    client_id: r.client_id,
+    before: parseJson(r.before_json),
+    after: parseJson(r.after_json),
+  };
+}
+
+/** The WHERE clause of an audit read, with `?` placeholders, and its arguments in order. */
+export function auditWhere(customerId: string, f: AuditFilter, beforeId?: number): { where: string; args: (string | number)[] } {
+  const args: (string | number)[] = [customerId];
+  const where = ['customer_id = ?'];
+  const add = (sql: string, v: string | number) => {
+    args.push(v);
+    where.push(sql);
+  };
+  if (f.session_id !== undefined) add('session_id = ?', f.session_id);
+  if (f.client_id !== undefined) add('client_id = ?', f.client_id);
+  if (f.action !== undefined) add('action = ?', f.action);
+  if (f.actions !== undefined) {
+    args.push(...f.actions);
+    where.push(f.actions.length ? `action IN (${marks(f.actions.length)})` : 'FALSE');
+  }
+  if (f.actor_token_id !== undefined) add('actor_token_id = ?', f.actor_token_id);
+  if (f.from !== undefined) add('created_at >= ?', f.from);
+  if (f.to !== undefined) add('created_at < ?', f.to);
+  if (beforeId !== undefined) add('id < ?', beforeId);
+  return { where: where.join(' AND '), args };
+}
+
+const AUDIT_COLUMNS = 'id, created_at, actor_token_id, actor_role, action, target_type, target_id, session_id, client_id, before_json, after_json';
+const AUDIT_INSERT_COLUMNS = 'customer_id, created_at, actor_token_id, actor_role, action, target_type, target_id, session_id, client_id, before_json, after_json';
+const json = (v: unknown): string | null => (v === undefined ? null : JSON.stringify(v));
+
+/** Records one change; returns its id. */
+function* recordAudit(a: AuditInsert): Op<number> {
+  const r = yield* get<{ id: unknown }>(
+    `INSERT INTO audit_log (${AUDIT_INSERT_COLUMNS}) VALUES (${marks(11)}) RETURNING id`,
+    a.customer_id, a.created_at, a.actor_token_id, a.actor_role, a.action, a.target_type, a.target_id, a.session_id, a.client_id, json(a.before), json(a.after),
+  );
+  return num(r!.id);
+}
+
+/** Newest first; `beforeId` pages on (the id of the last entry of the previous page). */
+function* auditEntries(customerId: string, filter: AuditFilter, limit: number, beforeId?: number): Op<{ rows: AuditEntry[]; nextId: number | null }> {
+  const { where, args } = auditWhere(customerId, filter, beforeId);
+  const raw = yield* all<RawAudit>(`SELECT ${AUDIT_COLUMNS} FROM audit_log WHERE ${where} ORDER BY id DESC LIMIT ?`, ...args, limit + 1);
+  const more = raw.length > limit;
+  const rows = raw.slice(0, limit).map(toAuditEntry);
+  return { rows, nextId: more ? rows[rows.length - 1].id : null };
+}
+
+/** Deletes at most `limit` of the oldest entries older than the cutoff; returns how many. */
+function* pruneAuditBatch(olderThanIso: string, limit: number): Op<number> {
+  return yield* run('DELETE FROM audit_log WHERE id IN (SELECT id FROM audit_log WHERE created_at < ? ORDER BY id LIMIT ?)', olderThanIso, limit);
+}
+
+export const auditOps = { recordAudit, auditEntries, pruneAuditBatch };

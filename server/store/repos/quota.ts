@@ -1,0 +1,67 @@
+// Periodic caps (server/quota/*): each entity's lifetime totals at the start of its current
+// period (its quota base), so that what it used in the period is its totals minus the base.
+// Entities are per scope: global (the customer), client (client_id) or session (id). One SQL
+// text for both databases.
+import type { LimitScope, LimitValues } from '../../domain.ts';
+import { all, get, num, run, type Op } from '../sql/op.ts';
+
+/** Where a periodic cap's period started for one entity: its lifetime totals then. */
+export interface QuotaBase {
+  up: number;
+  down: number;
+}
+
+/**
+ * The INSERT that records quota bases (QuotaBase) for every entity of a scope of one customer:
+ * its stored lifetime totals, minus, for a rolling window, its traffic in the usage history since
+ * the window's start. Parameters, in order: period start, [window start, window start,]
+ * customer id. Fixed periods keep the first base recorded; rolling windows overwrite it.
+ */
+export function quotaSnapshotSql(scope: LimitScope, rolling: boolean): string {
+  const entity = scope === 'global' ? 's.customer_id' : scope === 'client' ? 's.client_id' : 's.id';
+  const match = scope === 'global' ? '' : scope === 'client' ? ' AND u.client_id = s.client_id' : ' AND u.session_id = s.id';
+  const used = (col: string) =>
+    `(SELECT COALESCE(SUM(u.${col}), 0) FROM usage_buckets u WHERE u.customer_id = s.customer_id AND u.start >= CAST(? AS BIGINT)${match})`;
+  const sum = (col: string) => (scope === 'session' ? `s.${col}` : `SUM(s.${col})`);
+  const up = rolling ? `${sum('uploaded_bytes')} - ${used('uploaded_bytes')}` : sum('uploaded_bytes');
+  const down = rolling ? `${sum('downloaded_bytes')} - ${used('downloaded_bytes')}` : sum('downloaded_bytes');
+  return `INSERT INTO quota_bases (customer_id, scope, entity_id, period_start, up, down)
+    SELECT s.customer_id, '${scope}', ${entity}, CAST(? AS BIGINT), ${up}, ${down}
+    FROM sessions s WHERE s.customer_id = ?${scope === 'session' ? " AND s.status <> 'ended'" : ''}
+    ${scope === 'session' ? '' : `GROUP BY s.customer_id${scope === 'client' ? ', s.client_id' : ''}`}
+    ON CONFLICT (customer_id, scope, entity_id, period_start) DO ${rolling ? 'UPDATE SET up = excluded.up, down = excluded.down' : 'NOTHING'}`;
+}
+
+/** The base recorded for one entity and period, if any. */
+function* quotaBase(customerId: string, scope: LimitScope, entityId: string, periodStart: number): Op<QuotaBase | undefined> {
+  const r = yield* get<{ up: unknown; down: unknown }>(
+    'SELECT up, down FROM quota_bases WHERE customer_id = ? AND scope = ? AND entity_id = ? AND period_start = ?',
+    customerId, scope, entityId, periodStart,
+  );
+  return r ? { up: num(r.up), down: num(r.down) } : undefined;
+}
+
+/**
+ * Records the bases of the period starting at `periodStart` for every entity of the scope that
+ * has none yet (their stored totals now); with `usedSince` (rolling windows) every base is
+ * rewritten as the totals minus the traffic of the usage history since then. Returns the rows written.
+ */
+function* snapshotQuotaBases(customerId: string, scope: LimitScope, periodStart: number, usedSince?: number): Op<number> {
+  const sql = quotaSnapshotSql(scope, usedSince !== undefined);
+  return usedSince === undefined ? yield* run(sql, periodStart, customerId) : yield* run(sql, periodStart, usedSince, usedSince, customerId);
+}
+
+/** Deletes the bases of periods that started before `before` (rolling windows' key 0 stays). */
+function* pruneQuotaBases(before: number): Op<number> {
+  return yield* run('DELETE FROM quota_bases WHERE period_start > 0 AND period_start < ?', before);
+}
+
+/** Every limits record whose caps renew (reset_period set and not none): the quota job's work. */
+function* periodicLimits(): Op<Array<{ customer_id: string; scope: LimitScope; values: LimitValues }>> {
+  const rows = yield* all<{ customer_id: string; scope: LimitScope; fields: string }>(`SELECT customer_id, scope, fields FROM limits WHERE fields LIKE '%reset_period%'`);
+  return rows
+    .map((r) => ({ customer_id: r.customer_id, scope: r.scope, values: JSON.parse(r.fields) as LimitValues }))
+    .filter((r) => r.values.reset_period && r.values.reset_period !== 'none');
+}
+
+export const quotaOps = { quotaBase, snapshotQuotaBases, pruneQuotaBases, periodicLimits };
