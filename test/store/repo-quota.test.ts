@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { quotaOps as ops } from '../../server/store/repos/quota.ts';
 import { usageOps } from '../../server/store/repos/usage.ts';
+import { limitOps } from '../../server/store/repos/limits.ts';
 import { eachDialect } from '../helpers/dialects.ts';
 import { addCustomer, addSession } from '../helpers/store-rows.ts';
 
@@ -80,12 +81,12 @@ eachDialect('quota: the limits records whose caps renew', async (db) => {
   const globex = await addCustomer(db, 'globex');
   const put = (customer: string, scope: string, fields: object) =>
     db.sql('INSERT INTO limits (customer_id, scope, id, fields, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)', customer, scope, `${customer}-${scope}`, JSON.stringify(fields), 'x', 'x');
-  assert.deepEqual(await db.run(ops.periodicLimits()), []);
+  assert.deepEqual(await db.run(limitOps.periodicLimits()), []);
   await put(acme, 'global', { downloaded_bytes: 1000, reset_period: 'month', reset_anchor: '2026-01-01T00:00:00.000Z' });
   await put(acme, 'client', { downloaded_bytes: 10, reset_period: 'none' });
   await put(acme, 'session', { max_sessions: 3 });
   await put(globex, 'session', { uploaded_bytes: 5, reset_period: 'rolling_30d' });
-  const got = (await db.run(ops.periodicLimits())).sort((x, y) => x.scope.localeCompare(y.scope));
+  const got = (await db.run(limitOps.periodicLimits())).sort((x, y) => x.scope.localeCompare(y.scope));
   assert.deepEqual(got, [
     { customer_id: acme, scope: 'global', values: { downloaded_bytes: 1000, reset_period: 'month', reset_anchor: '2026-01-01T00:00:00.000Z' } },
     { customer_id: globex, scope: 'session', values: { uploaded_bytes: 5, reset_period: 'rolling_30d' } },

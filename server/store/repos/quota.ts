@@ -2,8 +2,8 @@
 // period (its quota base), so that what it used in the period is its totals minus the base.
 // Entities are per scope: global (the customer), client (client_id) or session (id). One SQL
 // text for both databases.
-import type { LimitScope, LimitValues } from '../../domain.ts';
-import { all, get, num, run, type Op } from '../sql/op.ts';
+import type { LimitScope } from '../../domain.ts';
+import { get, num, run, type Op } from '../sql/op.ts';
 
 /** Where a periodic cap's period started for one entity: its lifetime totals then. */
 export interface QuotaBase {
@@ -56,12 +56,4 @@ function* pruneQuotaBases(before: number): Op<number> {
   return yield* run('DELETE FROM quota_bases WHERE period_start > 0 AND period_start < ?', before);
 }
 
-/** Every limits record whose caps renew (reset_period set and not none): the quota job's work. */
-function* periodicLimits(): Op<Array<{ customer_id: string; scope: LimitScope; values: LimitValues }>> {
-  const rows = yield* all<{ customer_id: string; scope: LimitScope; fields: string }>(`SELECT customer_id, scope, fields FROM limits WHERE fields LIKE '%reset_period%'`);
-  return rows
-    .map((r) => ({ customer_id: r.customer_id, scope: r.scope, values: JSON.parse(r.fields) as LimitValues }))
-    .filter((r) => r.values.reset_period && r.values.reset_period !== 'none');
-}
-
-export const quotaOps = { quotaBase, snapshotQuotaBases, pruneQuotaBases, periodicLimits };
+export const quotaOps = { quotaBase, snapshotQuotaBases, pruneQuotaBases };
