@@ -1,0 +1,106 @@
+// The event log. Ids are the one thing the two databases allocate differently:
+// - SQLite: AUTOINCREMENT; one writer at a time, so ids become visible in order.
+// - PostgreSQL: no gap that is later filled. A reader polling `id > last` must never see id N
+//   and afterwards find an id below N appear, which a sequence allows (two transactions take 7
+//   and 8, 8 commits first, a reader moves past 7 before it commits). Every insert takes its
+//   ids by updating the single event_counter row in the same statement; the row lock is held
+//   until the inserting transaction ends, so the next writer anywhere in the cluster waits for
+//   that commit (or rollback) before it gets the following id: ids are handed out and become
+//   visible strictly in order (a rolled-back id is reused). The price: event inserts are
+//   serialised cluster-wide for one short statement; a batch takes its ids under one hold. The
+//   lock is released only after the transaction is visible to new snapshots, so the waiter's
+//   own commit cannot overtake it. The statement's pg_notify wakes the readers on commit.
+import type { EventInsert } from '../../domain.ts';
+import type { SessionEvent } from '../../contract/schemas.ts';
+import { CHANNELS } from '../sql/channels.ts';
+import { all, dialect, get, marks, type Op } from '../sql/op.ts';
+
+export interface EventFilter {
+  sessionIds?: string[];
+  types?: string[];
+}
+
+const EVENT_COLUMNS = 'id, session_id, event_type, created_at, duration, downloaded_bytes, uploaded_bytes';
+
+const toEvent = (r: SessionEvent): SessionEvent => ({
+  id: Number(r.id),
+  session_id: r.session_id,
+  event_type: r.event_type,
+  created_at: r.created_at,
+  duration: r.duration,
+  downloaded_bytes: r.downloaded_bytes,
+  uploaded_bytes: r.uploaded_bytes,
+});
+
+const PG_INSERT = `WITH c AS (
+    UPDATE event_counter SET last_id = last_id + ? RETURNING last_id - ? AS base
+  ), ins AS (
+    INSERT INTO events (id, customer_id, session_id, event_type, created_at, duration, downloaded_bytes, uploaded_bytes)
+    SELECT c.base + b.ord, b.customer_id, b.session_id, b.event_type, b.created_at, b.duration, b.downloaded_bytes, b.uploaded_bytes
+    FROM c, jsonb_to_recordset(CAST(? AS jsonb))
+      AS b(ord bigint, customer_id text, session_id text, event_type text, created_at text, duration bigint, downloaded_bytes bigint, uploaded_bytes bigint)
+    RETURNING ${EVENT_COLUMNS}, customer_id
+  ), woke AS (
+    SELECT pg_notify('${CHANNELS.events}', customer_id || ':' || MAX(id)) FROM ins GROUP BY customer_id
+  )
+  SELECT ins.*, (SELECT COUNT(*) FROM woke) AS _woke FROM ins ORDER BY id`;
+
+const SQLITE_INSERT = `INSERT INTO events (customer_id, session_id, event_type, created_at, duration, downloaded_bytes, uploaded_bytes)
+  VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING ${EVENT_COLUMNS}`;
+
+/** Stores a batch; ids are consecutive on PostgreSQL and increasing on SQLite, in the order given. */
+export function* insertEvents(batch: EventInsert[]): Op<SessionEvent[]> {
+  if (batch.length === 0) return [];
+  if ((yield* dialect()) === 'postgres') {
+    const rows = yield* all<SessionEvent>(PG_INSERT, batch.length, batch.length, JSON.stringify(batch.map((e, i) => ({ ...e, ord: i + 1 }))));
+    return rows.map(toEvent);
+  }
+  const out: SessionEvent[] = [];
+  for (const e of batch) {
+    const r = yield* get<SessionEvent>(SQLITE_INSERT, e.customer_id, e.session_id, e.event_type, e.created_at, e.duration, e.downloaded_bytes, e.uploaded_bytes);
+    out.push(toEvent(r!));
+  }
+  return out;
+}
+
+function* insertEvent(e: EventInsert): Op<SessionEvent> {
+  return (yield* insertEvents([e]))[0];
+}
+
+function eventWhere(customerId: string, filter: EventFilter): { where: string; args: string[] } {
+  const where = ['customer_id = ?'];
+  const args = [customerId];
+  if (filter.sessionIds?.length) {
+    where.push(`session_id IN (${marks(filter.sessionIds.length)})`);
+    args.push(...filter.sessionIds);
+  }
+  if (filter.types?.length) {
+    where.push(`event_type IN (${marks(filter.types.length)})`);
+    args.push(...filter.types);
+  }
+  return { where: where.join(' AND '), args };
+}
+
+/** Stored events of a customer with id > afterId, oldest first, at most `limit`. */
+function* eventsAfter(customerId: string, afterId: number, filter: EventFilter, limit: number): Op<SessionEvent[]> {
+  const { where, args } = eventWhere(customerId, filter);
+  return (yield* all<SessionEvent>(`SELECT ${EVENT_COLUMNS} FROM events WHERE ${where} AND id > ? ORDER BY id LIMIT ?`, ...args, afterId, limit)).map(toEvent);
+}
+
+/** The id after which exactly the `count` newest matching events follow (0 when there are fewer). */
+function* idBeforeNewest(customerId: string, filter: EventFilter, count: number): Op<number> {
+  const { where, args } = eventWhere(customerId, filter);
+  const r = yield* get<{ id: number }>(`SELECT id FROM events WHERE ${where} ORDER BY id DESC LIMIT 1 OFFSET ?`, ...args, count);
+  return r ? Number(r.id) : 0;
+}
+
+/**
+ * The newest committed event id of the whole log (0 when empty): where a live-only stream
+ * starts. On PostgreSQL an insert still in flight holds the next id uncommitted, so it is delivered.
+ */
+function* lastEventId(): Op<number> {
+  const sql = (yield* dialect()) === 'postgres' ? 'SELECT last_id AS id FROM event_counter' : 'SELECT COALESCE(MAX(id), 0) AS id FROM events';
+  return Number((yield* get<{ id: number }>(sql))!.id);
+}
+
+export const eventOps = { insertEvent, insertEvents, eventsAfter, idBeforeNewest, lastEventId };
