@@ -120,6 +120,16 @@ function* repairSilentNodes(): Op<RepairedEvent[]> {
   return yield* sweep();
 }
 
+const repairCarried = tx(function* (ids: string[]): Op<RepairedEvent[]> {
+  const rows = yield* all<RepairedRow>(
+    `UPDATE sessions SET status = ${REPAIRED_STATUS_SQL('reusable')}, connections = 0
+     WHERE status = 'active' AND id IN (${marks(ids.length)}) AND id NOT IN (SELECT session_id FROM session_placements)
+     RETURNING ${REPAIRED_COLUMNS}`,
+    ...ids,
+  );
+  return yield* storeRepairEvents(rows);
+});
+
 /**
  * Sessions this instance's own data plane had connections of when its previous process died
  * (its counter journal lists them): those still `active` and placed on no node become idle or
@@ -127,15 +137,7 @@ function* repairSilentNodes(): Op<RepairedEvent[]> {
  */
 function* repairCarriedSessions(ids: string[]): Op<RepairedEvent[]> {
   if (ids.length === 0) return [];
-  return yield* tx(function* (): Op<RepairedEvent[]> {
-    const rows = yield* all<RepairedRow>(
-      `UPDATE sessions SET status = ${REPAIRED_STATUS_SQL('reusable')}, connections = 0
-       WHERE status = 'active' AND id IN (${marks(ids.length)}) AND id NOT IN (SELECT session_id FROM session_placements)
-       RETURNING ${REPAIRED_COLUMNS}`,
-      ...ids,
-    );
-    return yield* storeRepairEvents(rows);
-  })();
+  return yield* repairCarried(ids);
 }
 
 /**
