@@ -1,0 +1,96 @@
+// Cluster limits held by the store: nodes' byte grants (the arithmetic is server/store/grants.ts)
+// and claims of a session's first connection (central max_sessions). Both run under the
+// customer's lock, so the grants and claims of every instance are ordered.
+import { allocate, CLAIM_WINDOW_MS, limitsLockKey, releaseRow, type Grant, type GrantRequest, type GrantRow } from '../grants.ts';
+import { all, get, lock, num, run, tx, type Op } from '../sql/op.ts';
+
+const GRANT_COLUMNS = 'node_id, used_up, used_down, granted_up, granted_down, gen';
+
+const toGrantRow = (r: GrantRow): GrantRow => ({
+  node_id: r.node_id,
+  used_up: num(r.used_up),
+  used_down: num(r.used_down),
+  granted_up: num(r.granted_up),
+  granted_down: num(r.granted_down),
+  gen: num(r.gen),
+});
+
+/** What the entity (a customer, or one client with clientId set) moved, every data plane together. */
+function* moved(customerId: string, clientId: string): Op<{ up: number; down: number }> {
+  const sums = 'SELECT COALESCE(SUM(uploaded_bytes), 0) AS u, COALESCE(SUM(downloaded_bytes), 0) AS d FROM sessions WHERE customer_id = ?';
+  const r = clientId === '' ? yield* get<{ u: unknown; d: unknown }>(sums, customerId) : yield* get<{ u: unknown; d: unknown }>(`${sums} AND client_id = ?`, customerId, clientId);
+  return { up: num(r?.u), down: num(r?.d) };
+}
+
+/**
+ * Tops up a node's byte grant for a customer (clientId '') or one client, and says what it may
+ * still move. Every node's rows are read before the totals, so a report applied between the two
+ * reads makes what is available smaller, never larger.
+ */
+const grantBytes = tx(function* (nodeId: string, customerId: string, clientId: string, req: GrantRequest): Op<Grant> {
+  yield* lock(limitsLockKey(customerId));
+  const rows = (yield* all<GrantRow>(`SELECT ${GRANT_COLUMNS} FROM node_grants WHERE customer_id = ? AND client_id = ?`, customerId, clientId)).map(toGrantRow);
+  const total = yield* moved(customerId, clientId);
+  const { row, grant } = allocate(rows, nodeId, total, req);
+  yield* run(
+    `INSERT INTO node_grants (node_id, customer_id, client_id, used_up, used_down, granted_up, granted_down) VALUES (?, ?, ?, ?, ?, ?, ?)
+     ON CONFLICT (customer_id, client_id, node_id) DO UPDATE SET granted_up = excluded.granted_up, granted_down = excluded.granted_down`,
+    nodeId,
+    customerId,
+    clientId,
+    row.used_up,
+    row.used_down,
+    row.granted_up,
+    row.granted_down,
+  );
+  return grant;
+});
+
+/**
+ * A node gives back what it holds of a grant beyond KEEP_IDLE (grants.ts releaseRow), when the
+ * row is still of generation `gen` (the node's reports before it are applied: the channel
+ * handles a node's messages in order). Returns whether it was released.
+ */
+const releaseGrant = tx(function* (nodeId: string, customerId: string, clientId: string, gen: number): Op<boolean> {
+  yield* lock(limitsLockKey(customerId));
+  const found = yield* get<GrantRow>(`SELECT ${GRANT_COLUMNS} FROM node_grants WHERE customer_id = ? AND client_id = ? AND node_id = ?`, customerId, clientId, nodeId);
+  if (!found || num(found.gen) !== gen) return false;
+  const next = releaseRow(toGrantRow(found));
+  yield* run(
+    'UPDATE node_grants SET granted_up = ?, granted_down = ?, gen = ? WHERE customer_id = ? AND client_id = ? AND node_id = ?',
+    next.granted_up,
+    next.granted_down,
+    next.gen,
+    customerId,
+    clientId,
+    nodeId,
+  );
+  return true;
+});
+
+/**
+ * A node asks to open the first connection of a session whose client has max_sessions: granted
+ * when fewer than `max` other sessions of the client are active (on this node: those it says
+ * are; elsewhere: active in the store, or claimed within CLAIM_WINDOW_MS), and then recorded as
+ * claimed, in one transaction, so two nodes asking at once cannot both take the last place.
+ */
+const claimSession = tx(function* (nodeId: string, sessionId: string, localActive: string[], max: number): Op<boolean> {
+  const s = yield* get<{ customer_id: string; client_id: string }>('SELECT customer_id, client_id FROM sessions WHERE id = ?', sessionId);
+  if (!s) return false;
+  yield* lock(limitsLockKey(s.customer_id));
+  const others = yield* all<{ id: string; status: string; claimed_at: unknown; node_id: string | null }>(
+    `SELECT s.id, s.status, s.claimed_at, p.node_id FROM sessions s LEFT JOIN session_placements p ON p.session_id = s.id
+     WHERE s.customer_id = ? AND s.client_id = ? AND s.id <> ? AND s.status <> 'ended'`,
+    s.customer_id,
+    s.client_id,
+    sessionId,
+  );
+  const mine = new Set(localActive);
+  const since = Date.now() - CLAIM_WINDOW_MS;
+  const active = others.filter((o) => (o.node_id === nodeId ? mine.has(o.id) : o.status === 'active' || num(o.claimed_at) > since)).length;
+  if (active >= max) return false;
+  yield* run('UPDATE sessions SET claimed_at = ? WHERE id = ?', Date.now(), sessionId);
+  return true;
+});
+
+export const grantOps = { grantBytes, releaseGrant, claimSession };

@@ -1,0 +1,209 @@
+// The catalogue's data-plane nodes. A node's token is shown once; only its SHA-256 is stored,
+// in another table than the API tokens and with another prefix: the two never match each
+// other. Contact times are the database's clock (`{now}`), so every instance judges "up" alike.
+import { randomBytes, randomUUID } from 'node:crypto';
+import { isoNow } from '../../time.ts';
+import { CHANNELS } from '../sql/channels.ts';
+import { all, bool, get, run, runNotifying, type Op } from '../sql/op.ts';
+import { hashToken } from './tokens.ts';
+
+/** Node tokens look different from API tokens and live in another table: never interchangeable. */
+export const NODE_TOKEN_PREFIX = 'vadn_';
+/** A zone has active nodes when one of its nodes was in contact within this many seconds. */
+export const NODE_UP_SECONDS = 10;
+
+export interface NodeInfo {
+  id: string;
+  name: string;
+  zone: string;
+  public_host: string;
+  vless_ws_port: number | null;
+  vless_tcp_port: number | null;
+  proxy_port: number | null;
+  token_prefix: string;
+  created_at: string;
+  /** ISO time of the node's last contact, null before the first. */
+  last_contact: string | null;
+  /** In contact within the up window (NODE_UP_SECONDS). */
+  up: boolean;
+  /** Its VLESS and proxy listeners serve TLS (as it last reported). */
+  tls: boolean;
+  /** SHA-256 of its self-signed certificate (links' `pcs`); null for a CA-signed one or without TLS. */
+  tls_pcs: string | null;
+}
+
+export interface NodePorts {
+  vless_ws_port?: number | null;
+  vless_tcp_port?: number | null;
+  proxy_port?: number | null;
+}
+
+/** What a node reports of its listeners beyond their ports (setNodeListeners). */
+export interface NodeListeners {
+  relay_port: number | null;
+  relay_pcs: string | null;
+  tls: boolean;
+  tls_pcs: string | null;
+}
+
+/** An up node's geo relay listener (relayNodes). */
+export interface RelayNode {
+  id: string;
+  name: string;
+  zone: string;
+  public_host: string;
+  relay_port: number;
+  relay_pcs: string;
+  token_hash: string;
+}
+
+/** Contact within the up window, by the database clock. */
+export const UP_SQL = (alias: string) => `${alias}.last_contact > {ago:${NODE_UP_SECONDS}}`;
+
+/** The columns of a NodeInfo from the nodes table under `alias`: up computed, last contact as ISO text. */
+export function nodeColumns(alias: string): string {
+  const plain = ['id', 'name', 'zone', 'public_host', 'vless_ws_port', 'vless_tcp_port', 'proxy_port', 'token_prefix', 'created_at', 'tls', 'tls_pcs'];
+  return [
+    ...plain.map((c) => `${alias}.${c}`),
+    `{iso:${alias}.last_contact} AS last_contact`,
+    `COALESCE(${UP_SQL(alias)}, FALSE) AS up`,
+  ].join(', ');
+}
+
+export type RawNode = Omit<NodeInfo, 'up' | 'tls'> & { up: unknown; tls: unknown };
+
+/** The same shape, key order included, from either database. */
+export function toNode(r: RawNode): NodeInfo {
+  return {
+    id: r.id,
+    name: r.name,
+    zone: r.zone,
+    public_host: r.public_host,
+    vless_ws_port: r.vless_ws_port,
+    vless_tcp_port: r.vless_tcp_port,
+    proxy_port: r.proxy_port,
+    token_prefix: r.token_prefix,
+    created_at: r.created_at,
+    last_contact: r.last_contact,
+    up: bool(r.up),
+    tls: bool(r.tls),
+    tls_pcs: r.tls_pcs,
+  };
+}
+
+const NODES_NOTICE = { channel: CHANNELS.nodes, expr: 'id' };
+
+function* nodeWhere(column: 'id' | 'name' | 'token_hash', value: string): Op<NodeInfo | undefined> {
+  const r = yield* get<RawNode>(`SELECT ${nodeColumns('n')} FROM nodes n WHERE n.${column} = ?`, value);
+  return r && toNode(r);
+}
+
+/** Adds a node and returns its token in plain text once; only its SHA-256 is stored. Every instance hears of it. */
+function* addNode(n: { name: string; zone: string; public_host: string } & NodePorts): Op<{ token: string; node: NodeInfo }> {
+  const token = NODE_TOKEN_PREFIX + randomBytes(32).toString('base64url');
+  const id = randomUUID();
+  yield* runNotifying(
+    NODES_NOTICE,
+    `INSERT INTO nodes (id, name, zone, public_host, vless_ws_port, vless_tcp_port, proxy_port, token_hash, token_prefix, created_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    id,
+    n.name,
+    n.zone,
+    n.public_host,
+    n.vless_ws_port ?? null,
+    n.vless_tcp_port ?? null,
+    n.proxy_port ?? null,
+    hashToken(token),
+    token.slice(0, NODE_TOKEN_PREFIX.length + 6),
+    isoNow(),
+  );
+  return { token, node: (yield* getNode(id))! };
+}
+
+function* getNode(id: string): Op<NodeInfo | undefined> {
+  return yield* nodeWhere('id', id);
+}
+
+function* getNodeByName(name: string): Op<NodeInfo | undefined> {
+  return yield* nodeWhere('name', name);
+}
+
+/** The node a node token belongs to (API tokens never match: another table, another prefix). */
+function* findNodeByToken(token: string): Op<NodeInfo | undefined> {
+  if (!token.startsWith(NODE_TOKEN_PREFIX)) return undefined;
+  return yield* nodeWhere('token_hash', hashToken(token));
+}
+
+function* listNodes(): Op<NodeInfo[]> {
+  return (yield* all<RawNode>(`SELECT ${nodeColumns('n')} FROM nodes n ORDER BY n.zone, n.name`)).map(toNode);
+}
+
+/** Up nodes of a zone, the least loaded (fewest placed sessions) first. */
+export function* upNodes(zone: string): Op<NodeInfo[]> {
+  const rows = yield* all<RawNode>(
+    `SELECT ${nodeColumns('n')} FROM nodes n WHERE n.zone = ? AND ${UP_SQL('n')}
+     ORDER BY (SELECT COUNT(*) FROM session_placements p WHERE p.node_id = n.id), n.name`,
+    zone,
+  );
+  return rows.map(toNode);
+}
+
+/** Records a node's geo relay listener and its listeners' TLS (certificate pins), as its reports say. */
+function* setNodeListeners(id: string, l: NodeListeners): Op<void> {
+  yield* run('UPDATE nodes SET relay_port = ?, relay_pcs = ?, tls = ?, tls_pcs = ? WHERE id = ?', l.relay_port, l.relay_pcs, l.tls, l.tls_pcs, id);
+}
+
+/** Up nodes with a geo relay listener, with their token hash (relay grants are keyed by it). */
+function* relayNodes(): Op<RelayNode[]> {
+  const rows = yield* all<RelayNode>(
+    `SELECT n.id, n.name, n.zone, n.public_host, n.relay_port, n.relay_pcs, n.token_hash FROM nodes n
+     WHERE ${UP_SQL('n')} AND n.relay_port IS NOT NULL AND n.relay_pcs IS NOT NULL ORDER BY n.name`,
+  );
+  return rows.map((r) => ({ id: r.id, name: r.name, zone: r.zone, public_host: r.public_host, relay_port: r.relay_port, relay_pcs: r.relay_pcs, token_hash: r.token_hash }));
+}
+
+/** Zones with at least one up node. */
+function* activeNodeZones(): Op<string[]> {
+  return (yield* all<{ zone: string }>(`SELECT DISTINCT n.zone FROM nodes n WHERE ${UP_SQL('n')} ORDER BY n.zone`)).map((r) => r.zone);
+}
+
+/** Records a node's contact, by the database clock (and the ports it reports). */
+function* touchNode(id: string, ports?: NodePorts): Op<boolean> {
+  const p = ports ?? {};
+  const changed = yield* run(
+    `UPDATE nodes SET last_contact = {now},
+       vless_ws_port = CASE WHEN ? THEN ? ELSE vless_ws_port END,
+       vless_tcp_port = CASE WHEN ? THEN ? ELSE vless_tcp_port END,
+       proxy_port = CASE WHEN ? THEN ? ELSE proxy_port END
+     WHERE id = ?`,
+    'vless_ws_port' in p,
+    p.vless_ws_port ?? null,
+    'vless_tcp_port' in p,
+    p.vless_tcp_port ?? null,
+    'proxy_port' in p,
+    p.proxy_port ?? null,
+    id,
+  );
+  return changed > 0;
+}
+
+/** The last report seq applied for the node (0: none; undefined: no such node). */
+function* nodeReportSeq(nodeId: string): Op<number | undefined> {
+  const r = yield* get<{ report_seq: number | string }>('SELECT report_seq FROM nodes WHERE id = ?', nodeId);
+  return r ? Number(r.report_seq) : undefined;
+}
+
+/** removeNode repairs what the node carried: it is in repair.ts (repairOps). */
+export const nodeOps = {
+  addNode,
+  getNode,
+  getNodeByName,
+  findNodeByToken,
+  listNodes,
+  upNodes,
+  setNodeListeners,
+  relayNodes,
+  activeNodeZones,
+  touchNode,
+  nodeReportSeq,
+};

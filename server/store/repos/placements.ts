@@ -1,0 +1,87 @@
+// Where each session is placed: the catalogue node carrying it (none: the control plane's own
+// data plane), and the node it was moved away from by crash repair (its late reports still count).
+import type { SessionRow } from '../../domain.ts';
+import { isoNow } from '../../time.ts';
+import { all, bool, get, marks, run, type Op } from '../sql/op.ts';
+import { nodeColumns, toNode, type NodeInfo, type RawNode } from './nodes.ts';
+
+const SESSION_COLUMNS_S = ['id', 'customer_id', 'client_id', 'zone', 'reusable', 'paused', 'status', 'uploaded_bytes', 'downloaded_bytes', 'duration', 'connections', 'created_at', 'expires_at']
+  .map((c) => `s.${c}`)
+  .join(', ');
+
+type RawSession = Omit<SessionRow, 'reusable' | 'paused'> & { reusable: unknown; paused: unknown };
+
+function toSessionRow(r: RawSession): SessionRow {
+  return {
+    id: r.id,
+    customer_id: r.customer_id,
+    client_id: r.client_id,
+    zone: r.zone,
+    reusable: bool(r.reusable),
+    paused: bool(r.paused),
+    status: r.status,
+    uploaded_bytes: r.uploaded_bytes,
+    downloaded_bytes: r.downloaded_bytes,
+    duration: r.duration,
+    connections: r.connections,
+    created_at: r.created_at,
+    expires_at: r.expires_at,
+  };
+}
+
+/** Places a session on a node (again: it is no longer moved from anywhere). */
+function* placeSession(sessionId: string, nodeId: string): Op<void> {
+  yield* run(
+    `INSERT INTO session_placements (session_id, node_id, placed_at) VALUES (?, ?, ?)
+     ON CONFLICT (session_id) DO UPDATE SET node_id = excluded.node_id, placed_at = excluded.placed_at, moved_from = NULL`,
+    sessionId,
+    nodeId,
+    isoNow(),
+  );
+}
+
+/** The node carrying a session, if it is placed. */
+function* placementOf(sessionId: string): Op<string | undefined> {
+  return (yield* get<{ node_id: string }>('SELECT node_id FROM session_placements WHERE session_id = ?', sessionId))?.node_id;
+}
+
+/** The nodes of those of `sessionIds` that are placed on a catalogue node (sessions on `local` have none). */
+function* placedNodes(sessionIds: string[]): Op<(NodeInfo & { session_id: string })[]> {
+  if (sessionIds.length === 0) return [];
+  const rows = yield* all<RawNode & { session_id: string }>(
+    `SELECT p.session_id, ${nodeColumns('n')}
+     FROM session_placements p JOIN nodes n ON n.id = p.node_id WHERE p.session_id IN (${marks(sessionIds.length)})`,
+    ...sessionIds,
+  );
+  return rows.map((r) => ({ ...toNode(r), session_id: r.session_id }));
+}
+
+function* placedBy(column: 'node_id' | 'moved_from', nodeId: string): Op<SessionRow[]> {
+  const rows = yield* all<RawSession>(
+    `SELECT ${SESSION_COLUMNS_S} FROM session_placements p JOIN sessions s ON s.id = p.session_id WHERE p.${column} = ? ORDER BY s.seq`,
+    nodeId,
+  );
+  return rows.map(toSessionRow);
+}
+
+/** Sessions placed on a node (a node may act only on these), in creation order. */
+function* sessionsOnNode(nodeId: string): Op<SessionRow[]> {
+  return yield* placedBy('node_id', nodeId);
+}
+
+/** Sessions moved away from a node (crash repair): its late reports still add their bytes. */
+function* sessionsMovedFrom(nodeId: string): Op<SessionRow[]> {
+  return yield* placedBy('moved_from', nodeId);
+}
+
+/** The node (null: a serve data plane) of each active session of a customer (cluster speed shares). */
+function* activeSessionNodes(customerId: string): Op<Array<{ client_id: string; node_id: string | null }>> {
+  const rows = yield* all<{ client_id: string; node_id: string | null }>(
+    `SELECT s.client_id, p.node_id FROM sessions s LEFT JOIN session_placements p ON p.session_id = s.id
+     WHERE s.customer_id = ? AND s.status = 'active' ORDER BY s.seq`,
+    customerId,
+  );
+  return rows.map((r) => ({ client_id: r.client_id, node_id: r.node_id }));
+}
+
+export const placementOps = { placeSession, placementOf, placedNodes, sessionsOnNode, sessionsMovedFrom, activeSessionNodes };

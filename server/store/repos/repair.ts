@@ -1,0 +1,158 @@
+// Crash repair (server/cluster/crash-repair.ts has the rules; server/store/repair.ts what a
+// repaired session becomes): a node restarted as a new process, a node silent for
+// NODE_SILENT_SECONDS, a node detached, and the sessions an instance's own data plane carried
+// when its previous process died. Each repair is conditional on what it changes (a session still
+// `active`, a placement still on the old node, a boot id not yet recorded), so instances racing
+// to repair the same node repair each session once.
+import type { SessionEvent } from '../../contract/schemas.ts';
+import { isoNow } from '../../time.ts';
+import { NODE_SILENT_SECONDS, REPAIRED_STATUS_SQL, repairEvents, type NodeHello, type RepairedEvent, type RepairedRow } from '../repair.ts';
+import { CHANNELS } from '../sql/channels.ts';
+import { all, bool, dialect, get, marks, num, run, runNotifying, tx, type Op } from '../sql/op.ts';
+import { insertEvents } from './events.ts';
+import { NODE_UP_SECONDS, nodeOps, upNodes, type NodeInfo } from './nodes.ts';
+
+/** An arbitrary constant naming "the silent-node repair sweep" among PostgreSQL's advisory locks. */
+const REPAIR_LOCK_KEY = 0x7661645f726570n; // "vad_rep"
+
+const REPAIRED_COLUMNS = 'seq, id, customer_id, duration, uploaded_bytes, downloaded_bytes';
+
+/** session_stats and session_end of each repaired session, stored in the repair's transaction. */
+function* storeRepairEvents(rows: RepairedRow[]): Op<RepairedEvent[]> {
+  const inserts = repairEvents(rows, isoNow());
+  const stored: SessionEvent[] = yield* insertEvents(inserts);
+  return stored.map((event, i) => ({ customerId: inserts[i].customer_id, event }));
+}
+
+/** The active sessions placed on a node go idle or end, with their events; claims before `claimsBefore` (epoch ms) are released. */
+export function* repairPlaced(nodeId: string, claimsBefore: number): Op<RepairedEvent[]> {
+  const rows = yield* all<RepairedRow>(
+    `UPDATE sessions SET status = ${REPAIRED_STATUS_SQL('reusable')}, claimed_at = NULL
+     WHERE status = 'active' AND id IN (SELECT session_id FROM session_placements WHERE node_id = ?)
+     RETURNING ${REPAIRED_COLUMNS}`,
+    nodeId,
+  );
+  yield* run(
+    'UPDATE sessions SET claimed_at = NULL WHERE claimed_at < ? AND id IN (SELECT session_id FROM session_placements WHERE node_id = ?)',
+    Number.isFinite(claimsBefore) ? claimsBefore : Number.MAX_SAFE_INTEGER,
+    nodeId,
+  );
+  return yield* storeRepairEvents(rows);
+}
+
+/** The sessions of a node that did not end move to the least-loaded up node of its zone, if any. */
+export function* replaceFrom(nodeId: string, zone: string): Op<void> {
+  const targets = (yield* upNodes(zone)).filter((n) => n.id !== nodeId);
+  if (targets.length === 0) return;
+  const counts = yield* all<{ node_id: string; c: unknown }>(
+    `SELECT node_id, COUNT(*) AS c FROM session_placements WHERE node_id IN (${marks(targets.length)}) GROUP BY node_id`,
+    ...targets.map((n) => n.id),
+  );
+  const load = new Map(targets.map((n) => [n.id, num(counts.find((c) => c.node_id === n.id)?.c)]));
+  const ids = yield* all<{ session_id: string }>(
+    `SELECT p.session_id FROM session_placements p JOIN sessions s ON s.id = p.session_id WHERE p.node_id = ? AND s.status <> 'ended' ORDER BY s.seq`,
+    nodeId,
+  );
+  for (const { session_id } of ids) {
+    const to = [...load].sort((a, b) => a[1] - b[1])[0];
+    yield* run('UPDATE session_placements SET node_id = ?, placed_at = ?, moved_from = node_id WHERE session_id = ? AND node_id = ?', to[0], isoNow(), session_id, nodeId);
+    load.set(to[0], to[1] + 1);
+  }
+}
+
+/**
+ * A node's channel opened with the process id `boot`: the same process as last time
+ * ('same'; a repair made while it was silent is forgotten: it carries its sessions again),
+ * another one ('new'), or another one after the previous one's sessions were repaired.
+ */
+function* nodeHello(nodeId: string, boot: string): Op<NodeHello> {
+  const r = yield* get<{ boot_id: string | null; boot_repaired: unknown }>('SELECT boot_id, boot_repaired FROM nodes WHERE id = ?', nodeId);
+  if (r?.boot_id === boot) {
+    if (bool(r.boot_repaired)) yield* run('UPDATE nodes SET boot_repaired = ? WHERE id = ? AND boot_id = ?', false, nodeId, boot);
+    return 'same';
+  }
+  return r && bool(r.boot_repaired) ? 'new_after_repair' : 'new';
+}
+
+/**
+ * A node runs as a new process `boot`: records it and repairs, once (the first caller to record
+ * it: a conditional UPDATE), the sessions the previous process carried; claims made before
+ * `claimsBefore` (epoch ms) are released. False: `boot` was recorded already.
+ */
+const repairRestartedNode = tx(function* (nodeId: string, boot: string, claimsBefore: number): Op<RepairedEvent[] | false> {
+  const recorded = yield* run('UPDATE nodes SET boot_id = ?, boot_repaired = ? WHERE id = ? AND (boot_id IS NULL OR boot_id <> ?)', boot, false, nodeId, boot);
+  if (recorded === 0) return false;
+  return yield* repairPlaced(nodeId, claimsBefore);
+});
+
+/** Nodes silent for NODE_SILENT_SECONDS with something to repair or move. */
+function* silentNodes(): Op<Array<{ id: string; zone: string }>> {
+  return yield* all<{ id: string; zone: string }>(
+    `SELECT DISTINCT n.id, n.zone FROM nodes n JOIN session_placements p ON p.node_id = n.id JOIN sessions s ON s.id = p.session_id
+     WHERE n.last_contact < {ago:${NODE_SILENT_SECONDS}} AND (s.status = 'active' OR s.claimed_at IS NOT NULL OR (s.status <> 'ended' AND EXISTS (
+       SELECT 1 FROM nodes u WHERE u.zone = n.zone AND u.id <> n.id AND u.last_contact > {ago:${NODE_UP_SECONDS}})))`,
+  );
+}
+
+const sweep = tx(function* (): Op<RepairedEvent[]> {
+  // One PostgreSQL instance sweeps at a time, the others skip the pass; SQLite has one writer.
+  if ((yield* dialect()) === 'postgres') {
+    const held = yield* get<{ ok: unknown }>('SELECT pg_try_advisory_xact_lock(?) AS ok', REPAIR_LOCK_KEY.toString());
+    if (!bool(held?.ok)) return [];
+  }
+  const out: RepairedEvent[] = [];
+  for (const n of yield* silentNodes()) {
+    const events = yield* repairPlaced(n.id, Infinity);
+    if (events.length) yield* run('UPDATE nodes SET boot_repaired = ? WHERE id = ?', true, n.id);
+    out.push(...events);
+    yield* replaceFrom(n.id, n.zone);
+  }
+  return out;
+});
+
+/**
+ * Nodes without contact for NODE_SILENT_SECONDS: their active sessions are repaired (idle or
+ * ended, with session_stats and session_end; claims released) and their sessions that did not
+ * end move to an up node of the zone when there is one. Returns the events stored.
+ */
+function* repairSilentNodes(): Op<RepairedEvent[]> {
+  if ((yield* silentNodes()).length === 0) return []; // no write lock taken when there is nothing to do
+  return yield* sweep();
+}
+
+const repairCarried = tx(function* (ids: string[]): Op<RepairedEvent[]> {
+  const rows = yield* all<RepairedRow>(
+    `UPDATE sessions SET status = ${REPAIRED_STATUS_SQL('reusable')}, connections = 0
+     WHERE status = 'active' AND id IN (${marks(ids.length)}) AND id NOT IN (SELECT session_id FROM session_placements)
+     RETURNING ${REPAIRED_COLUMNS}`,
+    ...ids,
+  );
+  return yield* storeRepairEvents(rows);
+});
+
+/**
+ * Sessions this instance's own data plane had connections of when its previous process died
+ * (its counter journal lists them): those still `active` and placed on no node become idle or
+ * ended, with session_stats and session_end, as their last connection closing would have made them.
+ */
+function* repairCarriedSessions(ids: string[]): Op<RepairedEvent[]> {
+  if (ids.length === 0) return [];
+  return yield* repairCarried(ids);
+}
+
+/**
+ * Detaches a node: what it carried is repaired (its active sessions go idle or end, with their
+ * events), its sessions move to an up node of its zone where there is one, the other placements
+ * go with it. Every instance hears of it at once.
+ */
+const removeNode = tx(function* (name: string): Op<NodeInfo | undefined> {
+  const node = yield* nodeOps.getNodeByName(name);
+  if (!node) return undefined;
+  yield* repairPlaced(node.id, Infinity);
+  yield* replaceFrom(node.id, node.zone);
+  yield* run('DELETE FROM session_placements WHERE node_id = ?', node.id);
+  yield* runNotifying({ channel: CHANNELS.nodes, expr: 'id' }, 'DELETE FROM nodes WHERE id = ?', node.id);
+  return node;
+});
+
+export const repairOps = { nodeHello, repairRestartedNode, repairSilentNodes, repairCarriedSessions, removeNode };

@@ -1,0 +1,77 @@
+// Reports of the data planes, applied exactly once: a node's (`node run`, numbered per node) and
+// an instance's own counter journal (cluster/journal.ts, numbered per journal). A report's byte
+// counts are ADDED to the sessions' counters, never written over (several data planes may carry
+// one session), its events stored, and its number kept, all in one transaction: a report resent
+// after a lost acknowledgement (or a crash before it) adds neither bytes nor events twice, and
+// none is lost.
+import type { EventInsert, SessionStatus } from '../../domain.ts';
+import type { SessionEvent } from '../../contract/schemas.ts';
+import { get, run, tx, type Op } from '../sql/op.ts';
+import { insertEvents } from './events.ts';
+
+/** What one report adds to one session. */
+export interface NodeReportAdd {
+  id: string;
+  uploaded_bytes: number;
+  downloaded_bytes: number;
+  status?: SessionStatus;
+  duration?: number;
+  connections?: number;
+}
+
+const ADD = `UPDATE sessions SET uploaded_bytes = uploaded_bytes + ?, downloaded_bytes = downloaded_bytes + ?,
+    status = COALESCE(?, status), duration = COALESCE(?, duration), connections = COALESCE(?, connections)
+  WHERE id = ?`;
+/** A node's report counts only for the sessions placed on it, or moved away from it. */
+const ADD_PLACED = `${ADD} AND id IN (SELECT session_id FROM session_placements WHERE node_id = ? OR moved_from = ?)`;
+
+/**
+ * What a node used of its grants (server/store/grants.ts): the client's row and the customer's
+ * (client_id ''), both from one statement.
+ */
+const ADD_USED = `INSERT INTO node_grants (node_id, customer_id, client_id, used_up, used_down)
+    SELECT ?, s.customer_id, CASE WHEN k.whole = 1 THEN '' ELSE s.client_id END, ?, ?
+    FROM sessions s CROSS JOIN (SELECT 0 AS whole UNION ALL SELECT 1) k WHERE s.id = ?
+  ON CONFLICT (customer_id, client_id, node_id) DO UPDATE SET
+    used_up = node_grants.used_up + excluded.used_up, used_down = node_grants.used_down + excluded.used_down`;
+
+/** Adds one session's counters; a node's report (nodeId set) only to sessions placed on it or moved from it. */
+function* addReported(a: NodeReportAdd, nodeId: string | null): Op<void> {
+  const fields = [a.uploaded_bytes, a.downloaded_bytes, a.status ?? null, a.duration ?? null, a.connections ?? null, a.id];
+  if (nodeId === null) yield* run(ADD, ...fields);
+  else yield* run(ADD_PLACED, ...fields, nodeId, nodeId);
+}
+
+/**
+ * Applies one report of a node at most once: its counter additions (and what they used of the
+ * node's grants), its events and the node's last applied seq in one transaction. Returns the
+ * stored events (to wake the readers), or false when the seq was already applied.
+ */
+const applyNodeReport = tx(function* (nodeId: string, seq: number, adds: NodeReportAdd[], events: EventInsert[] = []): Op<SessionEvent[] | false> {
+  if ((yield* run('UPDATE nodes SET report_seq = ? WHERE id = ? AND report_seq < ?', seq, nodeId, seq)) === 0) return false;
+  for (const a of adds) {
+    yield* addReported(a, nodeId);
+    if (a.uploaded_bytes > 0 || a.downloaded_bytes > 0) yield* run(ADD_USED, nodeId, a.uploaded_bytes, a.downloaded_bytes, a.id);
+  }
+  return yield* insertEvents(events);
+});
+
+/**
+ * Applies one report of an instance's counter journal at most once: the counters added, the
+ * events stored, and the journal's last applied seq kept in the same transaction; false when
+ * the seq was applied already (nothing is done).
+ */
+const applyJournalReport = tx(function* (journalId: string, seq: number, adds: NodeReportAdd[], events: EventInsert[] = []): Op<SessionEvent[] | false> {
+  const done = yield* get<{ journal_id: string }>(
+    `INSERT INTO journal_seqs (journal_id, seq) VALUES (?, ?)
+       ON CONFLICT (journal_id) DO UPDATE SET seq = excluded.seq WHERE journal_seqs.seq < excluded.seq
+     RETURNING journal_id`,
+    journalId,
+    seq,
+  );
+  if (!done) return false;
+  for (const a of adds) yield* addReported(a, null);
+  return yield* insertEvents(events);
+});
+
+export const reportOps = { applyNodeReport, applyJournalReport };
