@@ -9,7 +9,8 @@ import { after as afterAll, before as beforeAll, test } from 'node:test';
 import pg from 'pg';
 import { openDatabase } from '../../server/store/db.ts';
 import { PgListener } from '../../server/store/pg/listener.ts';
-import { CHANNELS, PgStore, type SharedStoreOps } from '../../server/store/pg/store.ts';
+import { CHANNELS, PgStore } from '../../server/store/pg/store.ts';
+import type { StoreOps } from '../../server/store/ops.ts';
 import { PgTokenCache } from '../../server/store/pg/token-cache.ts';
 import { Store } from '../../server/store/store.ts';
 import { startPostgres, type PgServer } from '../helpers/postgres.ts';
@@ -23,7 +24,7 @@ beforeAll(async () => {
 afterAll(() => server.destroy());
 
 /** The operations both stores share, each either sync (SQLite) or Promise-returning (PostgreSQL). */
-type Shared = Pick<Store, SharedStoreOps>;
+type Shared = Pick<Store, keyof StoreOps>;
 type Either<T> = { [K in keyof T]: T[K] extends (...a: infer A) => infer R ? (...a: A) => R | Promise<R> : never };
 type AnyStore = Either<Shared> & { tokenGeneration: number };
 

@@ -1,0 +1,34 @@
+// The one store: every storage operation, written once (repos/), in one table. The SQLite Store
+// (store.ts), PostgreSQL's PgStore (pg/store.ts) and the control plane's async seam (control.ts)
+// are this table bound to a runner; nothing else lists the operations.
+import { auditOps } from './repos/audit.ts';
+import { eventOps } from './repos/events.ts';
+import { grantOps } from './repos/grants.ts';
+import { limitOps } from './repos/limits.ts';
+import { nodeOps } from './repos/nodes.ts';
+import { placementOps } from './repos/placements.ts';
+import { quotaOps } from './repos/quota.ts';
+import { repairOps } from './repos/repair.ts';
+import { reportOps } from './repos/reports.ts';
+import { retentionOps } from './repos/retention.ts';
+import { sessionOps } from './repos/sessions.ts';
+import { tokenOps } from './repos/tokens.ts';
+import { usageOps } from './repos/usage.ts';
+
+export const STORE_OPS = {
+  ...tokenOps,
+  ...sessionOps,
+  ...limitOps,
+  ...eventOps,
+  ...retentionOps,
+  ...nodeOps,
+  ...placementOps,
+  ...reportOps,
+  ...grantOps,
+  ...repairOps,
+  ...usageOps,
+  ...auditOps,
+  ...quotaOps,
+};
+
+export type StoreOps = typeof STORE_OPS;
