@@ -2,12 +2,17 @@
 // hash, the old hash no longer found), read, turned off; the client's usable sessions (not ended,
 // not paused, newest first, at most the limit); and the cluster's shared keys (made once, then
 // read; on SQLite these keys are files of the data folder, so the table is made here only to
-// prove the one SQL text).
+// prove the one SQL text); and SQLite's operations behind settled promises.
 import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { openDatabase } from '../../server/store/db.ts';
 import { clusterKeyOps } from '../../server/store/repos/cluster-keys.ts';
 import { subscriptionOps as ops } from '../../server/store/repos/subscriptions.ts';
 import { tokenOps } from '../../server/store/repos/tokens.ts';
+import { bindSync, settled, SqliteRunner } from '../../server/store/sql/sqlite-runner.ts';
 import { eachDialect, type DialectDb } from '../helpers/dialects.ts';
+import { removeDir, tempDir } from '../helpers/server.ts';
 
 const T0 = '2026-11-25T10:00:00.000Z';
 
@@ -61,4 +66,19 @@ eachDialect('cluster keys: made once by the first to ask, then read', async (db)
   assert.deepEqual(await db.run(clusterKeyOps.clusterKey('subscriptions', 32)), first);
   assert.notDeepEqual(await db.run(clusterKeyOps.clusterKey('webhooks', 32)), first);
   await assert.rejects(db.run(clusterKeyOps.clusterKey('webhooks', 16)), /the cluster's webhooks key is not 16 bytes/);
+});
+
+test('settled: operations run synchronously on SQLite behind promises; a failure is a rejection, not a throw', async (t) => {
+  const dir = tempDir('vad-settled-');
+  t.after(() => removeDir(dir));
+  const db = openDatabase(join(dir, 'data'));
+  const runner = new SqliteRunner(db);
+  const subs = settled(bindSync(ops, runner));
+  const c = bindSync(tokenOps, runner).ensureCustomer('acme').id;
+  assert.equal((await subs.upsert(c, 'phone', 'n1', 'h1')).nonce, 'n1');
+  assert.equal((await subs.get(c, 'phone'))?.secret_hash, 'h1');
+  db.close();
+  let pending: Promise<unknown> | undefined;
+  assert.doesNotThrow(() => (pending = subs.get(c, 'phone')));
+  await assert.rejects(pending!, /finalized|not open/);
 });

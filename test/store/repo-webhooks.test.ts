@@ -5,7 +5,7 @@
 // failures in a row reset by a success, the endpoint disabled by N failures or T of failing with
 // its pending deliveries failed, enabling it again clearing what the server recorded).
 import assert from 'node:assert/strict';
-import type { Op } from '../../server/store/sql/op.ts';
+import { get, tx, type Op } from '../../server/store/sql/op.ts';
 import { tokenOps } from '../../server/store/repos/tokens.ts';
 import { NOT_SENT_DISABLED, type LoggedEvent, type QueuedEvent, type WebhookRow, type WebhookStore, webhookOps } from '../../server/store/repos/webhooks.ts';
 import { eachDialect, type DialectDb } from '../helpers/dialects.ts';
@@ -87,6 +87,27 @@ eachDialect('webhooks: the event log is copied into the outbox after its cursor,
   const bodies = (await s.deliveries(a, 'w', 10)).map((d) => JSON.parse(d.body) as LoggedEvent);
   assert.deepEqual(bodies.reverse(), [1, 2, 3].map((id) => ({ id, customer_id: a, session_id: 's1', event_type: 'session_end', created_at: T0, duration: id, downloaded_bytes: 10 * id, uploaded_bytes: 20 * id })));
   assert.deepEqual((await db.sql<{ id: number }>('SELECT last_event_id AS id FROM webhook_cursor')).map((r) => Number(r.id)), [3]);
+});
+
+eachDialect('webhooks: while one copies the event log, another copies nothing (PostgreSQL: the cursor row is locked)', async (db, t) => {
+  if (db.dialect === 'sqlite') return t.skip('one process per data folder: its single writer already orders the copies');
+  const s = storeOf(db);
+  const a = await customer(db);
+  await s.create(hook('w', a, ['session_end']));
+  await db.sql('INSERT INTO events (id, customer_id, session_id, event_type, created_at, duration, downloaded_bytes, uploaded_bytes) VALUES (1, ?, ?, ?, ?, 0, 0, 0)', a, 's1', 'session_end', T0);
+  const toQueued = (e: LoggedEvent): QueuedEvent => ({ customerId: e.customer_id, kind: e.event_type, orderKey: 'o', createdAt: T0, body: () => '{}' });
+  // Another instance's copy (or enqueue) holding the cursor row for a moment.
+  const holding = db.run(
+    tx(function* () {
+      yield* get('SELECT last_event_id FROM webhook_cursor WHERE id = 1 FOR UPDATE');
+      yield* get('SELECT pg_sleep(0.5)');
+    })(),
+  );
+  await new Promise((r) => setTimeout(r, 100));
+  assert.equal(await s.fanOut(toQueued, 10, 1000, 100), 0, 'skipped, not waited for');
+  await holding;
+  assert.equal(await s.fanOut(toQueued, 10, 1000, 100), 1);
+  assert.equal((await s.deliveries(a, 'w', 10)).length, 1);
 });
 
 eachDialect('webhooks: leases, one in flight per order key, outcomes', async (db) => {
