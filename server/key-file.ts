@@ -1,6 +1,6 @@
 // A random key kept in a file of the data folder (mode 0600), made on first use: the
 // subscription URL key and the webhook secrets' key of the single-process (SQLite) mode. In
-// cluster mode the instances share theirs through the database instead (store/pg/cluster-keys.ts).
+// cluster mode the instances share theirs through the database instead (store/repos/cluster-keys.ts).
 import { randomBytes } from 'node:crypto';
 import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';

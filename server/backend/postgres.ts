@@ -16,12 +16,13 @@ import type { ChangeFeed } from '../events/changes.ts';
 import { PgEventFeed } from '../events/pg-feed.ts';
 import { type Metrics, timedStore } from '../metrics.ts';
 import { pgControlStore } from '../store/control.ts';
-import { clusterKey } from '../store/pg/cluster-keys.ts';
 import { PgListener } from '../store/pg/listener.ts';
 import { CHANNELS, PgStore } from '../store/pg/store.ts';
-import { PgSubscriptionData } from '../store/pg/subscriptions.ts';
 import { PgTokenCache } from '../store/pg/token-cache.ts';
-import { PgWebhookStore } from '../store/pg/webhooks.ts';
+import { clusterKeyOps } from '../store/repos/cluster-keys.ts';
+import { subscriptionOps } from '../store/repos/subscriptions.ts';
+import { webhookOps } from '../store/repos/webhooks.ts';
+import { bindAsync, PgRunner } from '../store/sql/pg-runner.ts';
 import type { Backend } from './types.ts';
 
 /** How long a start waits for the LISTEN connection before serving anyway (it keeps retrying). */
@@ -42,6 +43,7 @@ export async function openPostgres({ url, dataDir, metrics, log, changes }: Post
     onIdleError: (err) => log.warn({ err: err.message }, 'database connection lost'),
   });
   const data = timedStore(pgControlStore(pg), metrics);
+  const runner = new PgRunner(pg.pool);
   const listener = new PgListener(url, Object.values(CHANNELS), {
     applicationName: 'vpn-access listen',
     onError: (err) => log.warn({ err: err.message }, 'database notifications interrupted; reconnecting'),
@@ -96,9 +98,9 @@ export async function openPostgres({ url, dataDir, metrics, log, changes }: Post
     dataPlaneStore: view,
     publishLocal: (e: EventInput) => view.publish(e),
     attach: (dataPlane) => view.attach(dataPlane),
-    webhookStore: () => new PgWebhookStore(pg.pool),
-    subscriptionData: () => new PgSubscriptionData(pg.pool),
-    clusterKey: (name, bytes) => clusterKey(pg.pool, name, bytes),
+    webhookStore: () => bindAsync(webhookOps, runner),
+    subscriptionData: () => bindAsync(subscriptionOps, runner),
+    clusterKey: bindAsync(clusterKeyOps, runner).clusterKey,
     drain: () => view.close(),
     close: async () => {
       await feed.close();

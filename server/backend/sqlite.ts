@@ -10,8 +10,9 @@ import { sqliteControlStore } from '../store/control.ts';
 import { openDatabase } from '../store/db.ts';
 import { takeDataDir } from '../store/recovery.ts';
 import { Store } from '../store/store.ts';
-import { SqliteWebhookStore } from '../store/webhooks.ts';
-import { SubscriptionStore, sqliteSubscriptionData } from '../store/subscriptions.ts';
+import { subscriptionOps } from '../store/repos/subscriptions.ts';
+import { webhookOps } from '../store/repos/webhooks.ts';
+import { bindSync, settled } from '../store/sql/sqlite-runner.ts';
 import type { Backend } from './types.ts';
 
 export function openSqlite(dataDir: string, metrics: Metrics, log: Logger): Backend {
@@ -39,8 +40,8 @@ export function openSqlite(dataDir: string, metrics: Metrics, log: Logger): Back
     dataPlaneStore: store,
     publishLocal: (e) => void bus.publish(e),
     attach: () => {},
-    webhookStore: () => new SqliteWebhookStore(store.db),
-    subscriptionData: () => sqliteSubscriptionData(new SubscriptionStore(store.db)),
+    webhookStore: () => settled(bindSync(webhookOps, store.runner)),
+    subscriptionData: () => settled(bindSync(subscriptionOps, store.runner)),
     clusterKey: null,
     drain: async () => {},
     close: async () => {

@@ -10,8 +10,8 @@ import type { RevocationSource } from '../events/streams.ts';
 import type { TokenLookup } from '../plugins/auth.ts';
 import type { ControlStore } from '../store/control.ts';
 import type { Store } from '../store/store.ts';
-import type { SubscriptionData } from '../store/subscriptions.ts';
-import type { WebhookStore } from '../store/webhooks.ts';
+import type { SubscriptionData } from '../store/repos/subscriptions.ts';
+import type { WebhookStore } from '../store/repos/webhooks.ts';
 
 /** The embedded database's own handles (tests and tools reach SQLite through them). */
 export interface SqliteHandles {

@@ -8,7 +8,8 @@
 // itself; on PostgreSQL it is the LocalView (server/cluster/local-view.ts).
 // Type-only: the SQLite mode never loads the PostgreSQL client.
 import type { PgStore } from './pg/store.ts';
-import type { AsyncOps, Op } from './sql/op.ts';
+import type { AsyncOps } from './sql/op.ts';
+import { bindSync, settled } from './sql/sqlite-runner.ts';
 import { STORE_OPS, type StoreOps } from './ops.ts';
 import type { Store } from './store.ts';
 
@@ -31,15 +32,7 @@ export function sqliteControlStore(store: Store): ControlStore {
       return Promise.resolve();
     },
   };
-  for (const [op, make] of Object.entries(STORE_OPS)) {
-    api[op] = (...args: never[]) => {
-      try {
-        return Promise.resolve(store.runner.run((make as (...a: never[]) => Op<unknown>)(...args)));
-      } catch (err) {
-        return Promise.reject(err);
-      }
-    };
-  }
+  Object.assign(api, settled(bindSync(STORE_OPS, store.runner)));
   Object.defineProperty(api, 'tokenGeneration', { get: () => store.tokenGeneration, enumerable: true });
   return api as unknown as ControlStore;
 }

@@ -7,7 +7,7 @@
 // - GET /v2/subscriptions/{client_id} shows the same URL again (re-derived from the nonce);
 // - the database alone (a copied backup) cannot produce a working URL: it holds the nonce and
 //   SHA-256(secret), which finds a request's row by index without keeping the secret (in cluster
-//   mode the key is the cluster's, in the database: store/pg/cluster-keys.ts);
+//   mode the key is the cluster's, in the database: store/repos/cluster-keys.ts);
 // - rotation is a new nonce, so the old secret's hash no longer matches any row.
 // Deriving rather than encrypting needs no IV or cipher state. Losing the key file ends every
 // URL (a rotation issues new ones), as losing an encryption key would.

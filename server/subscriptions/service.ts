@@ -4,7 +4,7 @@
 import { ApiError } from '../contract/errors.ts';
 import { SUBSCRIPTION_FORMATS, type Subscription, type SubscriptionFormat } from '../contract/subscriptions.ts';
 import { buildLink } from '../links.ts';
-import type { SubscriptionData, SubscriptionRow } from '../store/subscriptions.ts';
+import type { SubscriptionData, SubscriptionRow } from '../store/repos/subscriptions.ts';
 import type { LinkSettings } from '../links.ts';
 import type { SessionService } from '../sessions.ts';
 import type { TlsCertificates } from '../tls/index.ts';

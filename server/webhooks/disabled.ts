@@ -1,11 +1,11 @@
-// What happens when the server disables an endpoint that kept failing (server/store/webhook-health.ts):
+// What happens when the server disables an endpoint that kept failing (server/store/repos/webhooks.ts):
 // the server log says so, the audit trail records it (actor `server`), and the customer's other
 // endpoints subscribed to `webhook_disabled` are told (the disabled one no longer receives anything).
 import type { AuditTrail } from '../audit/trail.ts';
 import { maskUrl } from '../audit/redact.ts';
 import type { WebhookEventKind } from '../contract/webhooks.ts';
 import type { Logger } from '../domain.ts';
-import type { WebhookRow } from '../store/webhooks.ts';
+import type { WebhookRow } from '../store/repos/webhooks.ts';
 
 export interface DisabledDeps {
   log: Logger;

@@ -3,7 +3,7 @@
 import type { AuditTrail } from '../audit/trail.ts';
 import type { EgressPolicy } from '../dataplane/egress.ts';
 import type { Logger } from '../domain.ts';
-import type { WebhookStore } from '../store/webhooks.ts';
+import type { WebhookStore } from '../store/repos/webhooks.ts';
 import { loadWebhookKey, WEBHOOK_KEY_BYTES } from './secret.ts';
 import { WebhookService, type WebhookOptions } from './service.ts';
 

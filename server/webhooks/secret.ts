@@ -5,7 +5,7 @@
 // with a random 96-bit IV per secret, under a 32-byte key kept in `<data folder>/webhook.key`
 // (mode 0600, created on first use), never in the database: a copied database alone cannot sign.
 // In cluster mode the instances share the rows, so the key is the cluster's, kept in the
-// database (store/pg/cluster-keys.ts), unless `webhooks.key` is given. The secret is shown once (POST answer) and never logged.
+// database (store/repos/cluster-keys.ts), unless `webhooks.key` is given. The secret is shown once (POST answer) and never logged.
 //
 // Signature (as Stripe and GitHub do): `X-VAD-Signature: t=<unix seconds>,v1=<hex>` where hex is
 // HMAC-SHA256(secret, `${t}.${body}`). The receiver recomputes it and refuses old timestamps.

@@ -1,5 +1,5 @@
 // Webhooks: the endpoints an owner registers (CRUD, URL checks, the secret shown once) and the
-// sender that drains the durable outbox (server/store/webhooks.ts). Nothing here holds a
+// sender that drains the durable outbox (server/store/repos/webhook-deliveries.ts). Nothing here holds a
 // delivery only in memory: every event is in the database before anything is sent, each
 // delivery keeps its id across attempts and restarts (at-least-once with a stable
 // X-VAD-Delivery), and a session's deliveries to one endpoint go out one after the other.
@@ -16,7 +16,7 @@ import type { Webhook, WebhookCreate, WebhookDelivery, WebhookEventKind, Webhook
 import type { EgressPolicy } from '../dataplane/egress.ts';
 import type { Logger } from '../domain.ts';
 import { isoNow } from '../time.ts';
-import type { DueDelivery, WebhookRow, WebhookStore } from '../store/webhooks.ts';
+import type { DueDelivery, WebhookRow, WebhookStore } from '../store/repos/webhooks.ts';
 import type { AuditTrail } from '../audit/trail.ts';
 import { generateSecret, SecretBox, signatureHeader } from './secret.ts';
 import { egressCheck, postDelivery, type SendResult } from './send.ts';

@@ -1,7 +1,7 @@
 // How webhooks appear: the endpoint and delivery records of the API (contract/webhooks.ts),
 // and the JSON body every delivery POSTs ({id, type, created_at, data}).
 import type { Webhook, WebhookDelivery, WebhookEventKind } from '../contract/webhooks.ts';
-import type { DeliveryRow, LoggedEvent, QueuedEvent, WebhookRow } from '../store/webhooks.ts';
+import type { DeliveryRow, LoggedEvent, QueuedEvent, WebhookRow } from '../store/repos/webhooks.ts';
 import { shownError } from './send.ts';
 
 export function envelope(id: string, kind: string, createdAt: string, data: Record<string, unknown>): string {

@@ -4,7 +4,7 @@
 // operation joins it.
 import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite';
 import { sqlFor } from './dialect.ts';
-import type { Op, OpTable, Param, Step, SyncOps } from './op.ts';
+import type { AsyncOps, Op, OpTable, Param, Step, SyncOps } from './op.ts';
 
 /** More distinct statement texts than this (IN lists of many lengths) start the cache afresh. */
 const CACHE_MAX = 2000;
@@ -97,4 +97,19 @@ export function bindSync<T extends OpTable>(table: T, runner: SqliteRunner): Syn
     out[name] = (...args: never[]) => runner.run(fn(...args));
   }
   return out as SyncOps<T>;
+}
+
+/** Synchronous operations behind already-settled promises (the async seam on SQLite: no thread hop). */
+export function settled<T extends OpTable>(ops: SyncOps<T>): AsyncOps<T> {
+  const out: Record<string, unknown> = {};
+  for (const [name, fn] of Object.entries(ops as Record<string, (...a: unknown[]) => unknown>)) {
+    out[name] = (...args: unknown[]) => {
+      try {
+        return Promise.resolve(fn(...args));
+      } catch (err) {
+        return Promise.reject(err);
+      }
+    };
+  }
+  return out as AsyncOps<T>;
 }

@@ -1,0 +1,69 @@
+// Subscriptions, written once for both databases: one row per (customer, client_id) while the
+// subscription is on. `nonce` is random; the URL secret is HMAC(server key, nonce) and only its
+// SHA-256 is stored (server/subscriptions/secret.ts). On PostgreSQL the rows are shared by every
+// `serve` instance, so a subscription URL made on one instance works on all of them.
+import type { SessionRow } from '../../domain.ts';
+import { isoNow } from '../../time.ts';
+import type { AsyncOps } from '../sql/op.ts';
+import { all, bool, get, num, run, type Op } from '../sql/op.ts';
+
+export interface SubscriptionRow {
+  customer_id: string;
+  client_id: string;
+  nonce: string;
+  secret_hash: string;
+  created_at: string;
+  rotated_at: string | null;
+}
+
+const COLUMNS = 'customer_id, client_id, nonce, secret_hash, created_at, rotated_at';
+const SESSION_COLUMNS =
+  'id, customer_id, client_id, zone, reusable, paused, status, uploaded_bytes, downloaded_bytes, duration, connections, created_at, expires_at';
+
+function* getSubscription(customerId: string, clientId: string): Op<SubscriptionRow | undefined> {
+  return yield* get<SubscriptionRow>(`SELECT ${COLUMNS} FROM subscriptions WHERE customer_id = ? AND client_id = ?`, customerId, clientId);
+}
+
+function* findBySecretHash(hash: string): Op<SubscriptionRow | undefined> {
+  return yield* get<SubscriptionRow>(`SELECT ${COLUMNS} FROM subscriptions WHERE secret_hash = ?`, hash);
+}
+
+/** Turns the subscription on, or gives it a new nonce (and so a new secret) when it is on. */
+function* upsert(customerId: string, clientId: string, nonce: string, secretHash: string): Op<SubscriptionRow> {
+  const now = isoNow();
+  const row = yield* get<SubscriptionRow>(
+    `INSERT INTO subscriptions (customer_id, client_id, nonce, secret_hash, created_at, rotated_at) VALUES (?, ?, ?, ?, ?, NULL)
+     ON CONFLICT (customer_id, client_id) DO UPDATE SET nonce = excluded.nonce, secret_hash = excluded.secret_hash, rotated_at = ?
+     RETURNING ${COLUMNS}`,
+    customerId, clientId, nonce, secretHash, now, now,
+  );
+  return row!;
+}
+
+function* deleteSubscription(customerId: string, clientId: string): Op<boolean> {
+  return (yield* run('DELETE FROM subscriptions WHERE customer_id = ? AND client_id = ?', customerId, clientId)) > 0;
+}
+
+type RawSession = Omit<SessionRow, 'reusable' | 'paused'> & { reusable: unknown; paused: unknown };
+
+/** Sessions of the client that may still carry traffic as stored: not ended, not paused; newest first. */
+function* usableSessions(customerId: string, clientId: string, limit = 200): Op<SessionRow[]> {
+  const rows = yield* all<RawSession>(
+    `SELECT ${SESSION_COLUMNS} FROM sessions WHERE customer_id = ? AND client_id = ? AND status <> 'ended' AND paused = ? ORDER BY seq DESC LIMIT ?`,
+    customerId, clientId, false, limit,
+  );
+  return rows.map((r) => ({
+    ...r,
+    reusable: bool(r.reusable),
+    paused: bool(r.paused),
+    uploaded_bytes: num(r.uploaded_bytes),
+    downloaded_bytes: num(r.downloaded_bytes),
+    duration: num(r.duration),
+    connections: num(r.connections),
+  }));
+}
+
+export const subscriptionOps = { get: getSubscription, findBySecretHash, upsert, delete: deleteSubscription, usableSessions };
+
+/** What the subscription service needs of a database. */
+export type SubscriptionData = AsyncOps<typeof subscriptionOps>;

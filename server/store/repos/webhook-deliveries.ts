@@ -1,0 +1,217 @@
+// The durable outbox of webhook deliveries, written once for both databases. It is filled in two
+// ways, each one transaction: the session events are copied from the event log after a cursor
+// (fanOut: the events are already persisted, so a crash between an event and its delivery loses
+// nothing; the cursor moves in the same transaction as the inserts, so nothing is queued twice),
+// and the other kinds (pause, resume, limits, caps) are queued by enqueue(). Every insert into
+// the outbox holds the cursor row (PostgreSQL: its row lock, cluster-wide; SQLite: the single
+// writer), so a delivery's seq order is its commit order and a sender never sends seq N+1 and
+// then sees N appear behind it. A delivery is taken with a lease (claimDue), at most one in
+// flight per (endpoint, order key), so one sender at a time holds it; a sender that dies leaves
+// a lease that runs out, and the row is sent again with the same id. An endpoint keeps at most
+// `maxPending` pending deliveries: the oldest beyond are dropped and counted on the endpoint.
+import { randomUUID } from 'node:crypto';
+import { all, dialect, get, marks, num, run, tx, type Op } from '../sql/op.ts';
+
+export interface DeliveryRow {
+  seq: number;
+  id: string;
+  webhook_id: string;
+  customer_id: string;
+  event_type: string;
+  order_key: string;
+  body: string;
+  status: 'pending' | 'delivered' | 'failed';
+  attempts: number;
+  next_attempt_at: number;
+  last_status_code: number | null;
+  last_error: string | null;
+  created_at: string;
+  delivered_at: string | null;
+}
+
+/** A claimed delivery with what sending it needs. */
+export interface DueDelivery extends DeliveryRow {
+  url: string;
+  secret_enc: string;
+}
+
+/** A session event as the log holds it (fanOut's input). */
+export interface LoggedEvent {
+  id: number;
+  customer_id: string;
+  session_id: string;
+  event_type: string;
+  created_at: string;
+  duration: number;
+  downloaded_bytes: number;
+  uploaded_bytes: number;
+}
+
+/** What one event queues for one endpoint: its kind, its order key and its body (given the delivery id). */
+export interface QueuedEvent {
+  customerId: string;
+  kind: string;
+  orderKey: string;
+  createdAt: string;
+  body: (deliveryId: string) => string;
+}
+
+export type DeliveryOutcome =
+  | { kind: 'delivered'; statusCode: number; at: string }
+  | { kind: 'retry'; statusCode: number | null; error: string; nextAttemptAt: number }
+  | { kind: 'failed'; statusCode: number | null; error: string };
+
+/** The error of the pending deliveries of an endpoint the server disabled. */
+export const NOT_SENT_DISABLED = 'not sent: the endpoint was disabled after failing';
+
+/**
+ * A row lock clause for a SELECT inside a transaction: PostgreSQL's `FOR UPDATE ...` (several
+ * instances share the rows); nothing on SQLite, whose BEGIN IMMEDIATE already admits one writer.
+ */
+export function* rowLock(clause = 'FOR UPDATE'): Op<string> {
+  return (yield* dialect()) === 'postgres' ? ` ${clause}` : '';
+}
+
+const COLUMNS =
+  'd.seq, d.id, d.webhook_id, d.customer_id, d.event_type, d.order_key, d.body, d.status, d.attempts, d.next_attempt_at, d.last_status_code, d.last_error, d.created_at, d.delivered_at';
+
+/** At most one in flight per (endpoint, order key): no older pending delivery of the same key. */
+const FIRST_IN_ORDER = `NOT EXISTS (SELECT 1 FROM webhook_deliveries e
+  WHERE e.webhook_id = d.webhook_id AND e.order_key = d.order_key AND e.status = 'pending' AND e.seq < d.seq)`;
+
+/** Drops the oldest pending deliveries of an endpoint beyond the newest `cap` (endpoint, endpoint, cap). */
+const TRIM = `DELETE FROM webhook_deliveries WHERE webhook_id = ? AND status = 'pending' AND seq <= (
+  SELECT seq FROM webhook_deliveries WHERE webhook_id = ? AND status = 'pending' ORDER BY seq DESC LIMIT 1 OFFSET ?)`;
+
+function toDelivery<T extends DeliveryRow>(r: T): T {
+  return {
+    ...r,
+    seq: num(r.seq),
+    attempts: num(r.attempts),
+    next_attempt_at: num(r.next_attempt_at),
+    last_status_code: r.last_status_code === null ? null : num(r.last_status_code),
+  };
+}
+
+/** Queues the event for every enabled endpoint of its customer subscribed to its kind (made before it). */
+function* insertFor(event: QueuedEvent, now: number, maxPending: number): Op<number> {
+  const hooks = yield* all<{ id: string; events: string }>(
+    'SELECT id, events FROM webhooks WHERE customer_id = ? AND enabled = ? AND created_at <= ? ORDER BY created_at, id',
+    event.customerId,
+    true,
+    event.createdAt,
+  );
+  let n = 0;
+  for (const h of hooks) {
+    if (!(JSON.parse(h.events) as string[]).includes(event.kind)) continue;
+    const id = randomUUID();
+    yield* run(
+      `INSERT INTO webhook_deliveries (id, webhook_id, customer_id, event_type, order_key, body, next_attempt_at, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+      id, h.id, event.customerId, event.kind, event.orderKey, event.body(id), now, event.createdAt,
+    );
+    const dropped = yield* run(TRIM, h.id, h.id, maxPending);
+    if (dropped > 0) yield* run('UPDATE webhooks SET dropped = dropped + ? WHERE id = ?', dropped, h.id);
+    n++;
+  }
+  return n;
+}
+
+/** Holds the cursor row until the commit: inserts into the outbox one transaction at a time. */
+function* holdCursor(clause = 'FOR UPDATE'): Op<number | undefined> {
+  const cur = yield* get<{ id: number }>(`SELECT last_event_id AS id FROM webhook_cursor WHERE id = 1${yield* rowLock(clause)}`);
+  return cur && num(cur.id);
+}
+
+/**
+ * Queues one event for every enabled endpoint of its customer subscribed to its kind; an
+ * endpoint with more than `maxPending` pending deliveries loses its oldest (counted in `dropped`).
+ */
+const enqueue = tx(function* (event: QueuedEvent, now: number, maxPending: number): Op<number> {
+  yield* holdCursor();
+  return yield* insertFor(event, now, maxPending);
+});
+
+const copyEvents = tx(function* (toQueued: (e: LoggedEvent) => QueuedEvent, limit: number, now: number, maxPending: number): Op<number> {
+  // SKIP LOCKED: while another instance copies (or queues), this one has nothing to do.
+  const cursor = yield* holdCursor('FOR UPDATE SKIP LOCKED');
+  if (cursor === undefined) return 0;
+  const events = (
+    yield* all<LoggedEvent>(
+      'SELECT id, customer_id, session_id, event_type, created_at, duration, downloaded_bytes, uploaded_bytes FROM events WHERE id > ? ORDER BY id LIMIT ?',
+      cursor,
+      limit,
+    )
+  ).map((e) => ({ ...e, id: num(e.id), duration: num(e.duration), downloaded_bytes: num(e.downloaded_bytes), uploaded_bytes: num(e.uploaded_bytes) }));
+  if (!events.length) return 0;
+  for (const e of events) yield* insertFor(toQueued(e), now, maxPending);
+  yield* run('UPDATE webhook_cursor SET last_event_id = ? WHERE id = 1', events[events.length - 1]!.id);
+  return events.length;
+});
+
+/** Copies up to `limit` logged events after the cursor into the outbox (as enqueue); returns how many events it read. */
+function* fanOut(toQueued: (e: LoggedEvent) => QueuedEvent, limit: number, now: number, maxPending: number): Op<number> {
+  // A plain read first: an idle pass opens no transaction (on SQLite, takes no write lock).
+  const behind = yield* get('SELECT 1 AS x FROM events WHERE id > (SELECT last_event_id FROM webhook_cursor WHERE id = 1) LIMIT 1');
+  if (!behind) return 0;
+  return yield* copyEvents(toQueued, limit, now, maxPending);
+}
+
+/** Leases up to `limit` due deliveries, at most one per (endpoint, order key), oldest first. */
+const claimDue = tx(function* (now: number, leaseMs: number, limit: number): Op<DueDelivery[]> {
+  // PostgreSQL: the due rows are locked (others skip them now) and leased before the commit
+  // (others see the lease afterwards), so exactly one sender takes each.
+  const rows = yield* all<DueDelivery>(
+    `SELECT ${COLUMNS}, w.url, w.secret_enc FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
+     WHERE d.status = 'pending' AND d.next_attempt_at <= ? AND (d.lease_until IS NULL OR d.lease_until < ?) AND ${FIRST_IN_ORDER}
+     ORDER BY d.seq LIMIT ?${yield* rowLock('FOR UPDATE OF d SKIP LOCKED')}`,
+    now,
+    now,
+    limit,
+  );
+  if (rows.length) yield* run(`UPDATE webhook_deliveries SET lease_until = ? WHERE seq IN (${marks(rows.length)})`, now + leaseMs, ...rows.map((r) => r.seq));
+  return rows.map(toDelivery);
+});
+
+/** Records an attempt's outcome and gives the lease back. */
+function* complete(seq: number, o: DeliveryOutcome): Op<void> {
+  const counted = 'attempts = attempts + 1, last_status_code = ?, lease_until = NULL';
+  if (o.kind === 'delivered') {
+    yield* run(`UPDATE webhook_deliveries SET status = 'delivered', ${counted}, last_error = NULL, delivered_at = ? WHERE seq = ?`, o.statusCode, o.at, seq);
+  } else if (o.kind === 'retry') {
+    yield* run(`UPDATE webhook_deliveries SET ${counted}, last_error = ?, next_attempt_at = ? WHERE seq = ?`, o.statusCode, o.error, o.nextAttemptAt, seq);
+  } else {
+    yield* run(`UPDATE webhook_deliveries SET status = 'failed', ${counted}, last_error = ? WHERE seq = ?`, o.statusCode, o.error, seq);
+  }
+}
+
+/** The newest `limit` deliveries of an endpoint, newest first. */
+function* deliveries(customerId: string, webhookId: string, limit: number): Op<DeliveryRow[]> {
+  const rows = yield* all<DeliveryRow>(`SELECT ${COLUMNS} FROM webhook_deliveries d WHERE d.customer_id = ? AND d.webhook_id = ? ORDER BY d.seq DESC LIMIT ?`, customerId, webhookId, limit);
+  return rows.map(toDelivery);
+}
+
+/**
+ * Drops every lease at start on SQLite (one process per data folder: no lease can be live).
+ * On PostgreSQL other instances may hold live leases: there leases only run out.
+ */
+function* releaseLeases(): Op<void> {
+  if ((yield* dialect()) === 'postgres') return;
+  yield* run('UPDATE webhook_deliveries SET lease_until = NULL WHERE lease_until IS NOT NULL');
+}
+
+/** Deletes up to `limit` finished (delivered or failed) deliveries created before `beforeIso`; returns how many. */
+function* prune(beforeIso: string, limit: number): Op<number> {
+  return yield* run(
+    `DELETE FROM webhook_deliveries WHERE seq IN (SELECT seq FROM webhook_deliveries WHERE status <> 'pending' AND created_at < ? LIMIT ?)`,
+    beforeIso,
+    limit,
+  );
+}
+
+/** The pending deliveries of an endpoint the server disabled: failed, not sent. */
+export function* failPending(webhookId: string): Op<number> {
+  return yield* run(`UPDATE webhook_deliveries SET status = 'failed', last_error = ?, lease_until = NULL WHERE webhook_id = ? AND status = 'pending'`, NOT_SENT_DISABLED, webhookId);
+}
+
+export const deliveryOps = { enqueue, fanOut, claimDue, complete, deliveries, releaseLeases, prune };

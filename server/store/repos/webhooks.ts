@@ -1,0 +1,154 @@
+// Webhook endpoints and their health, written once for both databases (the outbox of their
+// deliveries: webhook-deliveries.ts). An endpoint's secret is stored only encrypted
+// (server/webhooks/secret.ts). Its health: failed attempts in a row and since when, what the
+// outbox dropped for it. An endpoint that keeps failing is disabled by the server (enabled =
+// false, disabled_reason set) and its pending deliveries are marked failed, so a dead endpoint's
+// backlog neither grows nor holds a sender; enabling it again (PATCH enabled: true) starts a new
+// count. The endpoint's row is locked while it is read and written (PostgreSQL: two instances
+// failing at once count both failures, and only one disables).
+import type { AsyncOps } from '../sql/op.ts';
+import { all, bool, get, num, run, tx, type Op } from '../sql/op.ts';
+import { deliveryOps, failPending, rowLock } from './webhook-deliveries.ts';
+
+export type { DeliveryOutcome, DeliveryRow, DueDelivery, LoggedEvent, QueuedEvent } from './webhook-deliveries.ts';
+export { NOT_SENT_DISABLED } from './webhook-deliveries.ts';
+
+/** An endpoint as stored: the secret only encrypted. */
+export interface WebhookRow {
+  id: string;
+  customer_id: string;
+  url: string;
+  events: string[];
+  enabled: boolean;
+  secret_enc: string;
+  secret_prefix: string;
+  created_at: string;
+  updated_at: string;
+  /** Failed attempts in a row (0 after a success), and since when (ISO; null while healthy). */
+  consecutive_failures: number;
+  failing_since: string | null;
+  /** Why and when the server disabled the endpoint (null when it did not). */
+  disabled_reason: string | null;
+  disabled_at: string | null;
+  /** Pending deliveries dropped, oldest first, because the endpoint had too many waiting. */
+  dropped: number;
+}
+
+export interface WebhookPatch {
+  url?: string;
+  events?: string[];
+  enabled?: boolean;
+}
+
+/** When an endpoint is disabled: after `maxFailures` failed attempts in a row, or after failing for `maxFailingMs`. */
+export interface DisableRule {
+  maxFailures: number;
+  maxFailingMs: number;
+}
+
+export interface Health {
+  consecutive_failures: number;
+  failing_since: string | null;
+}
+
+/** One more failed attempt: the new counters, and the reason to disable the endpoint, if any. */
+export function afterFailure(h: Health, now: Date, rule: DisableRule): Health & { disabledReason: string | null } {
+  const n = h.consecutive_failures + 1;
+  const since = h.failing_since ?? now.toISOString();
+  const failingMs = now.getTime() - Date.parse(since);
+  let disabledReason: string | null = null;
+  if (n >= rule.maxFailures) disabledReason = `${n} delivery attempts failed in a row`;
+  else if (failingMs >= rule.maxFailingMs) disabledReason = `deliveries failed for ${duration(failingMs)} without a success`;
+  return { consecutive_failures: n, failing_since: since, disabledReason };
+}
+
+function duration(ms: number): string {
+  if (ms >= 3_600_000) return `${Math.floor(ms / 3_600_000)} h`;
+  if (ms >= 60_000) return `${Math.floor(ms / 60_000)} min`;
+  return `${Math.floor(ms / 1000)} s`;
+}
+
+/** The columns a new endpoint is inserted with (the health columns start at their defaults). */
+const INSERT_COLUMNS = 'id, customer_id, url, events, enabled, secret_enc, secret_prefix, created_at, updated_at';
+const COLUMNS = `${INSERT_COLUMNS}, consecutive_failures, failing_since, disabled_reason, disabled_at, dropped`;
+
+type RawWebhook = Omit<WebhookRow, 'events' | 'enabled'> & { events: string; enabled: unknown };
+
+function toWebhook(r: RawWebhook): WebhookRow {
+  return {
+    ...r,
+    events: JSON.parse(r.events) as string[],
+    enabled: bool(r.enabled),
+    consecutive_failures: num(r.consecutive_failures),
+    dropped: num(r.dropped),
+  };
+}
+
+function* create(row: WebhookRow): Op<void> {
+  yield* run(
+    `INSERT INTO webhooks (${INSERT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    row.id, row.customer_id, row.url, JSON.stringify(row.events), row.enabled, row.secret_enc, row.secret_prefix, row.created_at, row.updated_at,
+  );
+}
+
+/** A customer's endpoints, oldest first. */
+function* list(customerId: string): Op<WebhookRow[]> {
+  return (yield* all<RawWebhook>(`SELECT ${COLUMNS} FROM webhooks WHERE customer_id = ? ORDER BY created_at, id`, customerId)).map(toWebhook);
+}
+
+function* getWebhook(customerId: string, id: string): Op<WebhookRow | undefined> {
+  const r = yield* get<RawWebhook>(`SELECT ${COLUMNS} FROM webhooks WHERE customer_id = ? AND id = ?`, customerId, id);
+  return r && toWebhook(r);
+}
+
+/** Applies a patch; enabling an endpoint again clears what the server recorded of its failures. */
+const update = tx(function* (customerId: string, id: string, patch: WebhookPatch, now: string): Op<WebhookRow | undefined> {
+  const r = yield* get<RawWebhook>(`SELECT ${COLUMNS} FROM webhooks WHERE customer_id = ? AND id = ?${yield* rowLock()}`, customerId, id);
+  if (!r) return undefined;
+  const cur = toWebhook(r);
+  const next = { ...cur, ...patch, updated_at: now };
+  if (patch.enabled === true && !cur.enabled) Object.assign(next, { consecutive_failures: 0, failing_since: null, disabled_reason: null, disabled_at: null });
+  yield* run(
+    'UPDATE webhooks SET url = ?, events = ?, enabled = ?, updated_at = ?, consecutive_failures = ?, failing_since = ?, disabled_reason = ?, disabled_at = ? WHERE customer_id = ? AND id = ?',
+    next.url, JSON.stringify(next.events), next.enabled, now, next.consecutive_failures, next.failing_since, next.disabled_reason, next.disabled_at, customerId, id,
+  );
+  return next;
+});
+
+function* deleteWebhook(customerId: string, id: string): Op<boolean> {
+  return (yield* run('DELETE FROM webhooks WHERE customer_id = ? AND id = ?', customerId, id)) > 0;
+}
+
+function* count(customerId: string): Op<number> {
+  return num((yield* get<{ n: unknown }>('SELECT COUNT(*) AS n FROM webhooks WHERE customer_id = ?', customerId))?.n);
+}
+
+/** An attempt to the endpoint succeeded: its failure count starts again. */
+function* recordSuccess(webhookId: string): Op<void> {
+  yield* run('UPDATE webhooks SET consecutive_failures = 0, failing_since = NULL WHERE id = ? AND consecutive_failures > 0', webhookId);
+}
+
+/**
+ * An attempt to the endpoint failed: counted; when `rule` says so the endpoint is disabled and
+ * its pending deliveries marked failed. Returns the endpoint when this failure disabled it.
+ */
+const recordFailure = tx(function* (webhookId: string, now: Date, rule: DisableRule): Op<WebhookRow | undefined> {
+  const r = yield* get<RawWebhook>(`SELECT ${COLUMNS} FROM webhooks WHERE id = ? AND enabled = ?${yield* rowLock()}`, webhookId, true);
+  if (!r) return undefined;
+  const cur = toWebhook(r);
+  const h = afterFailure(cur, now, rule);
+  const at = h.disabledReason ? now.toISOString() : null;
+  yield* run(
+    'UPDATE webhooks SET consecutive_failures = ?, failing_since = ?, enabled = ?, disabled_reason = ?, disabled_at = ? WHERE id = ?',
+    h.consecutive_failures, h.failing_since, !h.disabledReason, h.disabledReason, at, webhookId,
+  );
+  if (!h.disabledReason) return undefined;
+  yield* failPending(webhookId);
+  return { ...cur, consecutive_failures: h.consecutive_failures, failing_since: h.failing_since, enabled: false, disabled_reason: h.disabledReason, disabled_at: at };
+});
+
+/** Every webhook operation: endpoints, health and the outbox. */
+export const webhookOps = { create, list, get: getWebhook, update, delete: deleteWebhook, count, recordSuccess, recordFailure, ...deliveryOps };
+
+/** What the webhook service and its sender use, on either database. */
+export type WebhookStore = AsyncOps<typeof webhookOps>;
