@@ -3,6 +3,7 @@
 // customer's lock, so the grants and claims of every instance are ordered.
 import { allocate, CLAIM_WINDOW_MS, limitsLockKey, releaseRow, type Grant, type GrantRequest, type GrantRow } from '../grants.ts';
 import { all, get, lock, num, run, tx, type Op } from '../sql/op.ts';
+import { sessionOps } from './sessions.ts';
 
 const GRANT_COLUMNS = 'node_id, used_up, used_down, granted_up, granted_down, gen';
 
@@ -15,13 +16,6 @@ const toGrantRow = (r: GrantRow): GrantRow => ({
   gen: num(r.gen),
 });
 
-/** What the entity (a customer, or one client with clientId set) moved, every data plane together. */
-function* moved(customerId: string, clientId: string): Op<{ up: number; down: number }> {
-  const sums = 'SELECT COALESCE(SUM(uploaded_bytes), 0) AS u, COALESCE(SUM(downloaded_bytes), 0) AS d FROM sessions WHERE customer_id = ?';
-  const r = clientId === '' ? yield* get<{ u: unknown; d: unknown }>(sums, customerId) : yield* get<{ u: unknown; d: unknown }>(`${sums} AND client_id = ?`, customerId, clientId);
-  return { up: num(r?.u), down: num(r?.d) };
-}
-
 /**
  * Tops up a node's byte grant for a customer (clientId '') or one client, and says what it may
  * still move. Every node's rows are read before the totals, so a report applied between the two
@@ -30,7 +24,8 @@ function* moved(customerId: string, clientId: string): Op<{ up: number; down: nu
 const grantBytes = tx(function* (nodeId: string, customerId: string, clientId: string, req: GrantRequest): Op<Grant> {
   yield* lock(limitsLockKey(customerId));
   const rows = (yield* all<GrantRow>(`SELECT ${GRANT_COLUMNS} FROM node_grants WHERE customer_id = ? AND client_id = ?`, customerId, clientId)).map(toGrantRow);
-  const total = yield* moved(customerId, clientId);
+  const sums = yield* sessionOps.sumCounters(customerId, clientId === '' ? undefined : clientId);
+  const total = { up: sums.uploaded_bytes, down: sums.downloaded_bytes };
   const { row, grant } = allocate(rows, nodeId, total, req);
   yield* run(
     `INSERT INTO node_grants (node_id, customer_id, client_id, used_up, used_down, granted_up, granted_down) VALUES (?, ?, ?, ?, ?, ?, ?)

@@ -1,33 +1,11 @@
 // Where each session is placed: the catalogue node carrying it (none: the control plane's own
 // data plane), and the node it was moved away from by crash repair (its late reports still count).
 import type { SessionRow } from '../../domain.ts';
+import { SESSION_COLUMNS_S, toSessionRow, type RawSession } from './sessions.ts';
 import { isoNow } from '../../time.ts';
-import { all, bool, get, marks, run, type Op } from '../sql/op.ts';
+import { all, get, marks, run, type Op } from '../sql/op.ts';
 import { nodeColumns, toNode, type NodeInfo, type RawNode } from './nodes.ts';
 
-const SESSION_COLUMNS_S = ['id', 'customer_id', 'client_id', 'zone', 'reusable', 'paused', 'status', 'uploaded_bytes', 'downloaded_bytes', 'duration', 'connections', 'created_at', 'expires_at']
-  .map((c) => `s.${c}`)
-  .join(', ');
-
-type RawSession = Omit<SessionRow, 'reusable' | 'paused'> & { reusable: unknown; paused: unknown };
-
-function toSessionRow(r: RawSession): SessionRow {
-  return {
-    id: r.id,
-    customer_id: r.customer_id,
-    client_id: r.client_id,
-    zone: r.zone,
-    reusable: bool(r.reusable),
-    paused: bool(r.paused),
-    status: r.status,
-    uploaded_bytes: r.uploaded_bytes,
-    downloaded_bytes: r.downloaded_bytes,
-    duration: r.duration,
-    connections: r.connections,
-    created_at: r.created_at,
-    expires_at: r.expires_at,
-  };
-}
 
 /** Places a session on a node (again: it is no longer moved from anywhere). */
 function* placeSession(sessionId: string, nodeId: string): Op<void> {
