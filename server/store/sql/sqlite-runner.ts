@@ -11,6 +11,12 @@ const CACHE_MAX = 2000;
 
 const bind = (p: Param): SQLInputValue => (typeof p === 'boolean' ? (p ? 1 : 0) : p);
 
+/** The parameters as node:sqlite binds them (booleans as 0/1); no copy when there is no boolean. */
+function args(params: Param[]): SQLInputValue[] {
+  for (let i = 0; i < params.length; i++) if (typeof params[i] === 'boolean') return params.map(bind);
+  return params as SQLInputValue[];
+}
+
 export class SqliteRunner {
   private readonly statements = new Map<string, StatementSync>();
   private readonly text = sqlFor('sqlite');
@@ -54,11 +60,11 @@ export class SqliteRunner {
   private step(s: Step): unknown {
     switch (s.k) {
       case 'all':
-        return this.statement(s.sql).all(...s.params.map(bind));
+        return this.statement(s.sql).all(...args(s.params));
       case 'get':
-        return this.statement(s.sql).get(...s.params.map(bind));
+        return this.statement(s.sql).get(...args(s.params));
       case 'run':
-        return Number(this.statement(s.sql).run(...s.params.map(bind)).changes);
+        return Number(this.statement(s.sql).run(...args(s.params)).changes);
       case 'begin':
         if (this.depth === 0) {
           this.owned = !this.db.isTransaction;
