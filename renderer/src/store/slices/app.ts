@@ -4,9 +4,16 @@
 import { routeHref } from '../routing.ts';
 import { ops, type AppSlice, type SliceCreator } from '../state.ts';
 import { getPlatform, platformKind, toApiError } from '../../platform/index.ts';
+import { lastAnswerAt } from '../health.ts';
+import { applyTheme, readTheme, saveTheme } from '../theme.ts';
+
+/** The wait of a 429 without Retry-After. */
+const DEFAULT_WAIT_S = 5;
 
 export const createAppSlice: SliceCreator<AppSlice> = (set, get) => {
   let toastSeq = 0;
+  const theme = readTheme();
+  applyTheme(theme);
   return {
     phase: 'starting',
     phaseError: null,
@@ -18,6 +25,9 @@ export const createAppSlice: SliceCreator<AppSlice> = (set, get) => {
     route: { name: 'sessions' },
     toasts: [],
     platformKind: platformKind(),
+    rateLimitedUntil: null,
+    staleSince: null,
+    theme,
 
     toast(text, kind = 'info') {
       const t = { id: ++toastSeq, kind, text };
@@ -38,8 +48,34 @@ export const createAppSlice: SliceCreator<AppSlice> = (set, get) => {
     noteGlobalError(e) {
       const err = toApiError(e);
       if (err.status === 401 && getPlatform().kind === 'web') set({ phase: 'need-token', phaseError: err });
-      else if (err.status === 0 && err.code === 'network_error') set({ phase: 'unreachable', phaseError: err });
+      // A rate limit is not an outage: a notice counts down the server's Retry-After.
+      else if (err.status === 429) set({ rateLimitedUntil: Date.now() + (err.retryAfter ?? DEFAULT_WAIT_S) * 1000 });
+      else if (err.status === 0 && err.code === 'network_error') {
+        // Once connected, an outage keeps the data on screen, marked as of the last answer.
+        if (get().phase === 'ready') set((s) => (s.staleSince ? {} : { staleSince: lastAnswerAt() }));
+        else set({ phase: 'unreachable', phaseError: err });
+      }
       return err;
+    },
+    endRateLimit() {
+      set({ rateLimitedUntil: null });
+      const phase = get().phase;
+      if (phase === 'starting' || phase === 'unreachable') void get().startApp({ retry: true });
+    },
+    async probeServer() {
+      try {
+        const { zones } = await ops().listZones();
+        set({ staleSince: null, zones, zonesLoad: 'ready', zonesError: null });
+        void get().loadServerInfo();
+        void get().loadSessions();
+      } catch (e) {
+        get().noteGlobalError(e);
+      }
+    },
+    setTheme(next) {
+      saveTheme(next);
+      applyTheme(next);
+      set({ theme: next });
     },
     async startApp(opts = {}) {
       // A link's token that differs from the stored one: ask (LinkTokenDialog), never replace silently.
@@ -68,7 +104,8 @@ export const createAppSlice: SliceCreator<AppSlice> = (set, get) => {
         void get().loadSessions();
       } catch (e) {
         const err = get().noteGlobalError(e);
-        if (get().phase === phase) set({ phase: 'unreachable', phaseError: err });
+        // A 429 waits for its countdown (endRateLimit starts again), not as "unreachable".
+        if (get().phase === phase && err.status !== 429) set({ phase: 'unreachable', phaseError: err });
       }
     },
     async submitToken(token) {
@@ -113,7 +150,7 @@ export const createAppSlice: SliceCreator<AppSlice> = (set, get) => {
     },
     setStreamState(state, error) {
       set({ streamState: state, streamError: error ?? (state === 'open' ? null : get().streamError) });
-      if (error?.status === 401) get().noteGlobalError(error);
+      if (error?.status === 401 || error?.code === 'network_error') get().noteGlobalError(error);
     },
     copyApiToken: () => ops().copyApiToken(),
     openApiDocument: () => ops().openApiDocument(),

@@ -8,6 +8,8 @@ const PAGE = 500;
 const MAX_PAGES = 60;
 
 export const createSessionsSlice: SliceCreator<SessionsSlice> = (set, get) => {
+  // The pollers wait while the server's Retry-After runs.
+  const rateLimited = () => (get().rateLimitedUntil ?? 0) > Date.now();
   // A newer loadSessions makes the pages of an older one stale.
   let generation = 0;
   return {
@@ -44,7 +46,7 @@ export const createSessionsSlice: SliceCreator<SessionsSlice> = (set, get) => {
       }
     },
     async syncNewest() {
-      if (get().sessionsLoad === 'loading') return;
+      if (get().sessionsLoad === 'loading' || rateLimited()) return;
       try {
         const res = await ops().listSessions({ limit: 100 });
         set((st) => mergeNewest(st, res.sessions) ?? {});
@@ -85,6 +87,7 @@ export const createSessionsSlice: SliceCreator<SessionsSlice> = (set, get) => {
       return (await get().fetchSession(id)).session;
     },
     async pollStatus(id) {
+      if (rateLimited()) return;
       try {
         const st = await ops().sessionStatus(id);
         if (!get().sessions[id]) await get().refreshSession(id);
