@@ -71,17 +71,17 @@ export function EventsScreen() {
             <tbody>
               {shown.map((e) => (
                 <tr key={e.id} data-event-type={e.event_type}>
-                  <td className="mono muted">{e.id}</td>
-                  <td className="mono">{formatTime(e.created_at)}</td>
-                  <td>
+                  <td className="mono muted" data-label="#">{e.id}</td>
+                  <td className="mono" data-label="Time">{formatTime(e.created_at)}</td>
+                  <td data-label="Type">
                     <span className={`evtype ev-${e.event_type}`}>{e.event_type}</span>
                   </td>
-                  <td className="mono">
+                  <td className="mono" data-label="Session">
                     <a href={routeHref({ name: 'session', id: e.session_id })}>{e.session_id.slice(0, 8)}</a>
                   </td>
-                  <td className="c-num">{formatBytes(e.uploaded_bytes)}</td>
-                  <td className="c-num">{formatBytes(e.downloaded_bytes)}</td>
-                  <td className="c-num">{formatDuration(e.duration)}</td>
+                  <td className="c-num" data-label="Uploaded">{formatBytes(e.uploaded_bytes)}</td>
+                  <td className="c-num" data-label="Downloaded">{formatBytes(e.downloaded_bytes)}</td>
+                  <td className="c-num" data-label="Duration">{formatDuration(e.duration)}</td>
                 </tr>
               ))}
             </tbody>

@@ -3,12 +3,15 @@
 import { useVirtualizer } from '@tanstack/react-virtual';
 import { useEffect, useRef, useState, type KeyboardEvent } from 'react';
 import { formatBytes, formatDuration, formatSpeed } from '../lib/format.ts';
+import { PHONE_QUERY, useMediaQuery } from '../lib/media.ts';
 import { routeHref } from '../store/routing.ts';
 import { loadSessions, navigate, setSessionFilter, syncNewest, useStore } from '../store/index.ts';
 import { selectClientIds, selectFilteredIds, selectSession, selectSessionCount, selectSessionFilter, selectSessionsError, selectSessionsLoad, selectZones } from '../store/selectors.ts';
 import { EmptyState, ErrorBanner, Screen, Spinner, StatusBadge } from '../components/ui.tsx';
 
 const ROW = 44;
+/** Below 768 px each row is a card of three lines (phone.css). */
+const PHONE_ROW = 84;
 
 function Row({ id, index, top, now }: { id: string; index: number; top: number; now: number }) {
   const s = useStore(selectSession(id));
@@ -29,10 +32,10 @@ function Row({ id, index, top, now }: { id: string; index: number; top: number; 
       <span role="cell" className="c-client" title={s.client_id}>{s.client_id}</span>
       <span role="cell" className="c-zone">{s.zone}</span>
       <span role="cell" className="c-status"><StatusBadge status={s.status} paused={s.paused} /></span>
-      <span role="cell" className="c-num">{formatBytes(s.uploaded_bytes)}</span>
-      <span role="cell" className="c-num">{formatBytes(s.downloaded_bytes)}</span>
-      <span role="cell" className="c-num">{fresh ? `${formatSpeed(s.up_speed)} / ${formatSpeed(s.down_speed)}` : '—'}</span>
-      <span role="cell" className="c-num">{formatDuration(s.duration)}</span>
+      <span role="cell" className="c-num"><span className="srow-label" aria-hidden="true">↑ </span>{formatBytes(s.uploaded_bytes)}</span>
+      <span role="cell" className="c-num"><span className="srow-label" aria-hidden="true">↓ </span>{formatBytes(s.downloaded_bytes)}</span>
+      <span role="cell" className="c-num"><span className="srow-label" aria-hidden="true">Speed </span>{fresh ? `${formatSpeed(s.up_speed)} / ${formatSpeed(s.down_speed)}` : '—'}</span>
+      <span role="cell" className="c-num"><span className="srow-label" aria-hidden="true">For </span>{formatDuration(s.duration)}</span>
     </a>
   );
 }
@@ -65,6 +68,7 @@ export function SessionsScreen() {
   const filter = useStore(selectSessionFilter);
   const zones = useStore(selectZones);
   const parentRef = useRef<HTMLDivElement>(null);
+  const phone = useMediaQuery(PHONE_QUERY);
   const [now, setNow] = useState(Date.now());
   useEffect(() => {
     const t = setInterval(() => setNow(Date.now()), 2000);
@@ -82,9 +86,10 @@ export function SessionsScreen() {
   const virtualizer = useVirtualizer({
     count: ids.length,
     getScrollElement: () => parentRef.current,
-    estimateSize: () => ROW,
+    estimateSize: () => (phone ? PHONE_ROW : ROW),
     overscan: 8,
   });
+  useEffect(() => virtualizer.measure(), [phone, virtualizer]);
 
   const onKeyDown = (e: KeyboardEvent<HTMLDivElement>) => {
     if (e.key !== 'ArrowDown' && e.key !== 'ArrowUp' && e.key !== 'Home' && e.key !== 'End') return;

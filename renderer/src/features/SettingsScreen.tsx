@@ -1,5 +1,5 @@
 // Where the API lives (embedded or remote in the desktop app), its ports and data folder, the
-// TLS mode in force and why, "Let other devices connect" (LanSharing.tsx), and support tools:
+// TLS mode in force and why, the theme (AppearanceCard.tsx), "Let other devices connect" (LanSharing.tsx), and support tools:
 // copy the API token, read the OpenAPI document.
 import { useState, type FormEvent } from 'react';
 import { humanError } from '../lib/errors.ts';
@@ -9,6 +9,7 @@ import { formatDateTime } from '../lib/format.ts';
 import type { ServerInfo } from '../../../common/api-types.ts';
 import { LanSharingCard } from './LanSharing.tsx';
 import { WebhooksCard } from './WebhooksCard.tsx';
+import { AppearanceCard } from './AppearanceCard.tsx';
 import { selectConnection, selectPlatformKind, selectServerInfo } from '../store/selectors.ts';
 
 const CERT_SOURCE = {
@@ -209,6 +210,7 @@ export function SettingsScreen() {
           )}
         </div>
       </div>
+      <AppearanceCard />
       <LanSharingCard />
       <WebhooksCard />
       <div className="card">

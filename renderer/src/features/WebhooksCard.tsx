@@ -50,7 +50,7 @@ function Deliveries({ hook }: { hook: Webhook }) {
       {rows.length === 0 ? (
         <p className="muted">No deliveries yet.</p>
       ) : (
-        <table className="table" aria-label={`Last deliveries to ${hook.url}`}>
+        <table className="table table-cards" aria-label={`Last deliveries to ${hook.url}`}>
           <thead>
             <tr>
               <th scope="col">Event</th>
@@ -63,11 +63,11 @@ function Deliveries({ hook }: { hook: Webhook }) {
           <tbody>
             {rows.map((d) => (
               <tr key={d.id} data-testid="webhook-delivery">
-                <td className="mono">{d.event}</td>
-                <td>{d.status === 'pending' && d.next_attempt_at ? `retrying ${formatDateTime(d.next_attempt_at)}` : d.status}</td>
-                <td>{d.response_status !== null ? `HTTP ${d.response_status}` : d.error ?? '—'}</td>
-                <td>{d.attempts}</td>
-                <td>{formatDateTime(d.delivered_at ?? d.created_at)}</td>
+                <td className="mono" data-label="Event">{d.event}</td>
+                <td data-label="Status">{d.status === 'pending' && d.next_attempt_at ? `retrying ${formatDateTime(d.next_attempt_at)}` : d.status}</td>
+                <td data-label="Answer">{d.response_status !== null ? `HTTP ${d.response_status}` : d.error ?? '—'}</td>
+                <td data-label="Attempts">{d.attempts}</td>
+                <td data-label="When">{formatDateTime(d.delivered_at ?? d.created_at)}</td>
               </tr>
             ))}
           </tbody>
