@@ -10,7 +10,9 @@ import { applyTheme, readTheme, saveTheme } from '../theme.ts';
 /** The wait of a 429 without Retry-After. */
 const DEFAULT_WAIT_S = 5;
 
-export const createAppSlice: SliceCreator<AppSlice> = (set, get) => {
+type ConnectionPart = Pick<AppSlice, 'startApp' | 'submitToken' | 'forgetToken' | 'loadServerInfo' | 'saveConnection' | 'resolveLinkToken'>;
+
+const createStatePart: SliceCreator<Omit<AppSlice, keyof ConnectionPart>> = (set, get) => {
   let toastSeq = 0;
   const theme = readTheme();
   applyTheme(theme);
@@ -77,77 +79,6 @@ export const createAppSlice: SliceCreator<AppSlice> = (set, get) => {
       applyTheme(next);
       set({ theme: next });
     },
-    async startApp(opts = {}) {
-      // A link's token that differs from the stored one: ask (LinkTokenDialog), never replace silently.
-      const platform = getPlatform();
-      if (platform.kind !== get().platformKind) set({ platformKind: platform.kind });
-      if (platform.linkToken && !get().linkToken) {
-        platform.linkToken().then(
-          (who) => who && set({ linkToken: who }),
-          () => get().toast('The token in the link was not accepted by the server; the stored token is kept.', 'error'),
-        );
-      }
-      if (!opts.retry || get().phase !== 'unreachable') set({ phase: 'starting', phaseError: null });
-      const phase = get().phase;
-      try {
-        const connection = await ops().connectionInfo();
-        set({ connection });
-        if (!connection.hasToken) {
-          set({ phase: 'need-token' });
-          return;
-        }
-        // The zone list doubles as the check that the token works and the server answers.
-        await get().loadZones(true);
-        if (get().phase !== phase) return;
-        set({ phase: 'ready', phaseError: null });
-        void get().loadServerInfo();
-        void get().loadSessions();
-      } catch (e) {
-        const err = get().noteGlobalError(e);
-        // A 429 waits for its countdown (endRateLimit starts again), not as "unreachable".
-        if (get().phase === phase && err.status !== 429) set({ phase: 'unreachable', phaseError: err });
-      }
-    },
-    async submitToken(token) {
-      getPlatform().setToken?.(token.trim());
-      await get().startApp();
-    },
-    forgetToken() {
-      getPlatform().setToken?.(null);
-      set({ phase: 'need-token', phaseError: null });
-    },
-    async loadServerInfo() {
-      try {
-        set({ serverInfo: await ops().serverInfo() });
-      } catch {
-        /* optional extension */
-      }
-    },
-    async saveConnection(settings) {
-      try {
-        const before = get().connection?.baseUrl;
-        const connection = await ops().saveConnection(settings);
-        // Another server: its sessions, events and event ids are not the old server's, so the
-        // old ones go (the stream would otherwise resume after an id the new server may not reach).
-        if (connection.baseUrl !== before) set({ sessions: {}, sessionOrder: [], speedHistory: {}, events: [], lastEventId: undefined });
-        set({ connection });
-        get().toast('Connection settings saved.');
-        await get().startApp();
-        return null;
-      } catch (e) {
-        const message = toApiError(e).message;
-        get().toast(message, 'error');
-        return message;
-      }
-    },
-    async resolveLinkToken(use) {
-      getPlatform().resolveLinkToken?.(use);
-      set({ linkToken: null });
-      if (!use) return;
-      // Another customer's token: nothing of the old one's view stays.
-      set({ sessions: {}, sessionOrder: [], speedHistory: {}, events: [], lastEventId: undefined, serverInfo: null });
-      await get().startApp();
-    },
     setStreamState(state, error) {
       set({ streamState: state, streamError: error ?? (state === 'open' ? null : get().streamError) });
       if (error?.status === 401 || error?.code === 'network_error') get().noteGlobalError(error);
@@ -156,3 +87,80 @@ export const createAppSlice: SliceCreator<AppSlice> = (set, get) => {
     openApiDocument: () => ops().openApiDocument(),
   };
 };
+
+/** Connecting: the token, the server's answer, the endpoint (desktop) and a link's token (web). */
+const createConnectionPart: SliceCreator<ConnectionPart> = (set, get) => ({
+  async startApp(opts = {}) {
+    // A link's token that differs from the stored one: ask (LinkTokenDialog), never replace silently.
+    const platform = getPlatform();
+    if (platform.kind !== get().platformKind) set({ platformKind: platform.kind });
+    if (platform.linkToken && !get().linkToken) {
+      platform.linkToken().then(
+        (who) => who && set({ linkToken: who }),
+        () => get().toast('The token in the link was not accepted by the server; the stored token is kept.', 'error'),
+      );
+    }
+    if (!opts.retry || get().phase !== 'unreachable') set({ phase: 'starting', phaseError: null });
+    const phase = get().phase;
+    try {
+      const connection = await ops().connectionInfo();
+      set({ connection });
+      if (!connection.hasToken) {
+        set({ phase: 'need-token' });
+        return;
+      }
+      // The zone list doubles as the check that the token works and the server answers.
+      await get().loadZones(true);
+      if (get().phase !== phase) return;
+      set({ phase: 'ready', phaseError: null });
+      void get().loadServerInfo();
+      void get().loadSessions();
+    } catch (e) {
+      const err = get().noteGlobalError(e);
+      // A 429 waits for its countdown (endRateLimit starts again), not as "unreachable".
+      if (get().phase === phase && err.status !== 429) set({ phase: 'unreachable', phaseError: err });
+    }
+  },
+  async submitToken(token) {
+    getPlatform().setToken?.(token.trim());
+    await get().startApp();
+  },
+  forgetToken() {
+    getPlatform().setToken?.(null);
+    set({ phase: 'need-token', phaseError: null });
+  },
+  async loadServerInfo() {
+    try {
+      set({ serverInfo: await ops().serverInfo() });
+    } catch {
+      /* optional extension */
+    }
+  },
+  async saveConnection(settings) {
+    try {
+      const before = get().connection?.baseUrl;
+      const connection = await ops().saveConnection(settings);
+      // Another server: its sessions, events and event ids are not the old server's, so the
+      // old ones go (the stream would otherwise resume after an id the new server may not reach).
+      if (connection.baseUrl !== before) set({ sessions: {}, sessionOrder: [], speedHistory: {}, events: [], lastEventId: undefined });
+      set({ connection });
+      get().toast('Connection settings saved.');
+      await get().startApp();
+      return null;
+    } catch (e) {
+      const message = toApiError(e).message;
+      get().toast(message, 'error');
+      return message;
+    }
+  },
+  async resolveLinkToken(use) {
+    getPlatform().resolveLinkToken?.(use);
+    set({ linkToken: null });
+    if (!use) return;
+    // Another customer's token: nothing of the old one's view stays.
+    set({ sessions: {}, sessionOrder: [], speedHistory: {}, events: [], lastEventId: undefined, serverInfo: null });
+    await get().startApp();
+  },
+});
+
+export const createAppSlice: SliceCreator<AppSlice> = (...a) => ({ ...createStatePart(...a), ...createConnectionPart(...a) });
