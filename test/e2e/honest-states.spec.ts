@@ -1,0 +1,105 @@
+// What the window says when things are not simple: the New session form's default (reusable),
+// a rate limit (a countdown of the server's Retry-After, not "Server unreachable"), and an
+// outage once connected (the last data stays on screen, marked stale, until the server is back).
+// The last two run their own server, so the electron project (one app) skips them.
+import { test, expect } from './fixtures.ts';
+import { RENDERER_DIR, startBackend, type Backend } from './backend.ts';
+import { startServer } from '../../server/serve.ts';
+
+test('New session is reusable by default; the other choice says one connection, then ended', async ({ app, backend }) => {
+  await app.waitReady();
+  await app.go('New session');
+  await expect(app.reusable()).toBeChecked();
+  await expect(app.oneConnection()).not.toBeChecked();
+  await expect(app.page.getByText(/keeps working for many connections/)).toBeVisible();
+  await app.oneConnection().check();
+  await expect(app.page.getByText(/the session ends when its first connection closes/)).toBeVisible();
+  await app.reusable().check();
+  const id = await app.createSession({ clientId: 'default-reusable' });
+  const { body } = await backend.api<{ reusable: boolean }>('GET', `/sessions/${id}`);
+  expect(body.reusable).toBe(true);
+  await expect(app.pauseButton()).toBeEnabled();
+});
+
+/** Spends the token's allowance from the test itself; returns the server's Retry-After (s). */
+async function exhaust(b: Backend): Promise<number> {
+  for (let i = 0; i < 200; i++) {
+    const res = await fetch(`${b.baseUrl}/zones`, { headers: { Authorization: `Bearer ${b.token}` } });
+    await res.arrayBuffer();
+    if (res.status === 429) return Number(res.headers.get('retry-after'));
+  }
+  throw new Error('the rate limit never answered 429');
+}
+
+test('a 429 shows a countdown of Retry-After, not an outage, and the data stays', async ({ openApp }, testInfo) => {
+  test.skip(testInfo.project.name === 'electron', 'needs a server of its own');
+  test.setTimeout(120_000);
+  const b = await startBackend({ rateLimit: { max: 60, windowMs: 12_000 } });
+  try {
+    await b.api('POST', '/sessions', { client_id: 'still-here', zone: 'de-fra', reusable: true });
+    const app = await openApp({ backend: b });
+    const page = app.page;
+    await app.waitReady();
+    await expect(page.locator('[data-session-id]').first()).toBeVisible();
+    const retryAfter = await exhaust(b);
+    expect(retryAfter).toBeGreaterThan(0);
+    await page.getByRole('button', { name: 'Refresh' }).click();
+    const notice = page.getByTestId('rate-limit');
+    await expect(notice).toBeVisible();
+    await expect(notice).toContainText('Rate limited.');
+    const first = Number(await page.getByTestId('rate-limit-seconds').textContent());
+    expect(first).toBeGreaterThan(0);
+    expect(first).toBeLessThanOrEqual(retryAfter);
+    // It counts down, the list stays, and it is not called an outage.
+    await expect.poll(async () => Number(await page.getByTestId('rate-limit-seconds').textContent()), { timeout: 5000 }).toBeLessThan(first);
+    await expect(page.getByRole('heading', { name: 'Server unreachable' })).toHaveCount(0);
+    await expect(page.locator('[data-session-id]').first()).toBeVisible();
+    await page.screenshot({ path: testInfo.outputPath('rate-limit-notice.png') });
+    // When the wait is over the notice goes by itself.
+    await expect(notice).toBeHidden({ timeout: (retryAfter + 5) * 1000 });
+
+    // Met while connecting (a reload in the middle of a burst): the same countdown, then the app.
+    await exhaust(b);
+    await page.reload();
+    await expect(page.getByTestId('rate-limit')).toBeVisible();
+    await expect(page.getByRole('heading', { name: 'Server unreachable' })).toHaveCount(0);
+    await page.screenshot({ path: testInfo.outputPath('rate-limit-while-connecting.png') });
+    await expect(app.nav('Sessions')).toBeVisible({ timeout: (retryAfter + 10) * 1000 });
+  } finally {
+    await b.stop();
+  }
+});
+
+test('during an outage the last data stays, marked stale, until the server is back', async ({ openApp }, testInfo) => {
+  test.skip(testInfo.project.name === 'electron', 'needs a server of its own');
+  test.setTimeout(90_000);
+  const b = await startBackend();
+  const port = b.server.apiPort;
+  try {
+    await b.api('POST', '/sessions', { client_id: 'outage-alice', zone: 'de-fra', reusable: true });
+    const app = await openApp({ backend: b });
+    const page = app.page;
+    await app.waitReady();
+    const row = page.locator('[data-session-id]').first();
+    await expect(row).toContainText('outage-alice');
+    await b.server.close();
+    await page.getByRole('button', { name: 'Refresh' }).click();
+    const banner = page.getByTestId('stale-banner');
+    await expect(banner).toBeVisible();
+    await expect(banner).toContainText(/Showing data from \d{1,2}:\d{2}/);
+    await expect(banner).toContainText('reconnecting');
+    await expect(row).toContainText('outage-alice');
+    await expect(page.getByRole('heading', { name: 'Server unreachable' })).toHaveCount(0);
+    await page.screenshot({ path: testInfo.outputPath('outage-stale.png') });
+    // Back on the same port with the same data: the banner goes by itself.
+    const again = await startServer({ dataDir: b.dataDir, port, rendererDir: RENDERER_DIR, vlessTcpPort: null, proxyPort: null });
+    try {
+      await expect(banner).toBeHidden({ timeout: 15_000 });
+      await expect(row).toContainText('outage-alice');
+    } finally {
+      await again.close();
+    }
+  } finally {
+    await b.stop().catch(() => {});
+  }
+});
