@@ -1,6 +1,7 @@
 // The app slice: connection phase (starting, need-token, ready, unreachable), connection and
 // server info, the event stream's state, the current route (and navigate), the toasts, which
-// platform the window runs on, and the support tools of Settings.
+// platform the window runs on, the theme, the support tools of Settings, and the connection's
+// health: a 429's wait (rateLimitedUntil) and an outage once connected (staleSince, probeServer).
 import { routeHref } from '../routing.ts';
 import { ops, type AppSlice, type SliceCreator } from '../state.ts';
 import { getPlatform, platformKind, toApiError } from '../../platform/index.ts';
