@@ -46,22 +46,32 @@ test('a token handed over in the address is kept and removed from it', async ({ 
   expect(await page.evaluate(() => localStorage.getItem('vpn-access.token'))).toBe(backend.token);
 });
 
-test('the server goes away and comes back', async ({ openApp }) => {
+test('the server goes away and comes back: the data stays, marked stale, until it is back', async ({ openApp }, testInfo) => {
   const b = await startBackend();
   const port = b.server.apiPort;
   try {
+    await b.api('POST', '/sessions', { client_id: 'outage-alice', zone: 'de-fra', reusable: true });
     const app = await openApp({ backend: b });
     const page = app.page;
     await app.waitReady();
+    const row = page.locator('[data-session-id]').first();
+    await expect(row).toContainText('outage-alice');
     await b.server.close();
-    await app.go('Sessions');
     await page.getByRole('button', { name: 'Refresh' }).click();
-    await expect(page.getByRole('heading', { name: 'Server unreachable' })).toBeVisible();
+    // Not the "Server unreachable" card: the last data stays, with the time of the last answer.
+    const banner = page.getByTestId('stale-banner');
+    await expect(banner).toBeVisible();
+    await expect(banner).toContainText(/Showing data from \d{1,2}:\d{2}/);
+    await expect(banner).toContainText('reconnecting');
+    await expect(row).toContainText('outage-alice');
     await expect(page.getByText('The server could not be reached.')).toBeVisible();
+    await expect(page.getByRole('heading', { name: 'Server unreachable' })).toHaveCount(0);
+    await page.screenshot({ path: testInfo.outputPath('outage-stale.png') });
     // Back on the same port with the same data: the window recovers by itself.
     const again = await startServer({ dataDir: b.dataDir, port, rendererDir: RENDERER_DIR, vlessTcpPort: null, proxyPort: null });
     try {
-      await expect(app.nav('Sessions')).toBeVisible({ timeout: 15_000 });
+      await expect(banner).toBeHidden({ timeout: 15_000 });
+      await expect(row).toContainText('outage-alice');
     } finally {
       await again.close();
     }

@@ -2,7 +2,7 @@
 // checks use), so the specs read like a person's steps.
 import { expect, type Locator, type Page } from '@playwright/test';
 
-export type NavName = 'Sessions' | 'New session' | 'Limits' | 'Events' | 'Proxy' | 'Settings';
+export type NavName = 'Sessions' | 'New session' | 'Dashboard' | 'Limits' | 'Events' | 'Proxy' | 'Settings';
 export type LimitTab = 'Global' | 'Client' | 'Session';
 export type LimitFieldName = 'Downloaded bytes' | 'Uploaded bytes' | 'Download speed' | 'Upload speed' | 'Max sessions' | 'Max reconnections';
 
@@ -16,7 +16,14 @@ export class AppPage {
     return this.page.getByRole('navigation').getByRole('link', { name, exact: true });
   }
 
+  /** The header's Menu button: shown below 768 px, where it opens the navigation. */
+  menuButton(): Locator {
+    return this.page.getByRole('button', { name: 'Menu', exact: true });
+  }
+
   async go(name: NavName): Promise<void> {
+    const menu = this.menuButton();
+    if ((await menu.isVisible()) && (await menu.getAttribute('aria-expanded')) !== 'true') await menu.click();
     await this.nav(name).click();
     await expect(this.page.getByRole('heading', { level: 1, name, exact: true })).toBeVisible();
   }
@@ -32,16 +39,21 @@ export class AppPage {
   clientId(): Locator {
     return this.page.getByLabel('Client ID', { exact: true });
   }
+  /** The default choice of the form (a radio button). */
   reusable(): Locator {
     return this.page.getByLabel('Reusable', { exact: true });
   }
+  oneConnection(): Locator {
+    return this.page.getByLabel('One connection, then ended', { exact: true });
+  }
 
-  /** Creates a session through the form; returns its id (from the detail screen's address). */
+  /** Creates a session through the form (reusable unless `reusable: false`); returns its id (from the detail screen's address). */
   async createSession(opts: { clientId: string; zone?: string; reusable?: boolean }): Promise<string> {
     await this.go('New session');
     if (opts.zone) await this.zone().selectOption(opts.zone);
     await this.clientId().fill(opts.clientId);
-    if (opts.reusable) await this.reusable().check();
+    if (opts.reusable === false) await this.oneConnection().check();
+    else await expect(this.reusable()).toBeChecked();
     await this.page.getByRole('button', { name: 'Create session' }).click();
     await expect(this.page.getByRole('button', { name: 'Copy link' })).toBeVisible();
     const hash = await this.page.evaluate(() => location.hash);

@@ -57,7 +57,7 @@ test('client id is validated before anything is sent', async ({ app }) => {
 
 test('a non-reusable session cannot be paused', async ({ app }) => {
   await app.waitReady();
-  await app.createSession({ clientId: 'one-shot' });
+  await app.createSession({ clientId: 'one-shot', reusable: false });
   await expect(app.pauseButton()).toBeDisabled();
   await expect(app.resumeButton()).toBeDisabled();
   await expect(app.page.getByText('This session is not reusable')).toBeVisible();

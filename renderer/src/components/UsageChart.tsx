@@ -150,9 +150,9 @@ function BucketTable({ points, report, caption }: { points: ChartPoint[]; report
         <tbody>
           {rows.map((p) => (
             <tr key={p.t}>
-              <td>{bucketLabel(p.t, report.step)}</td>
-              <td className="c-num" data-value={p.up}>{formatBytes(p.up)}</td>
-              <td className="c-num" data-value={p.down}>{formatBytes(p.down)}</td>
+              <td data-label={report.step === 'day' ? 'Day' : 'Time'}>{bucketLabel(p.t, report.step)}</td>
+              <td className="c-num" data-label="↑ Uploaded" data-value={p.up}>{formatBytes(p.up)}</td>
+              <td className="c-num" data-label="↓ Downloaded" data-value={p.down}>{formatBytes(p.down)}</td>
             </tr>
           ))}
         </tbody>

@@ -50,14 +50,14 @@ function TopClients({ report, rangeLabel }: { report: UsageReport; rangeLabel: s
           const sum = c.uploaded_bytes + c.downloaded_bytes;
           return (
             <tr key={c.client_id} data-client-id={c.client_id}>
-              <td>
+              <td data-label="Client">
                 <a href={routeHref({ name: 'client', id: c.client_id })} aria-label={`Client ${c.client_id}: sessions and usage`}>
                   {c.client_id}
                 </a>
               </td>
-              <td className="c-num">{formatBytes(c.downloaded_bytes)}</td>
-              <td className="c-num">{formatBytes(c.uploaded_bytes)}</td>
-              <td className="c-num" data-value={sum}>{formatBytes(sum)}</td>
+              <td className="c-num" data-label="↓ Downloaded">{formatBytes(c.downloaded_bytes)}</td>
+              <td className="c-num" data-label="↑ Uploaded">{formatBytes(c.uploaded_bytes)}</td>
+              <td className="c-num" data-label="Together" data-value={sum}>{formatBytes(sum)}</td>
               <td className="share-col" aria-hidden="true">
                 <span className="share-bar" style={{ width: `${Math.max(2, (sum / max) * 100)}%` }} />
               </td>

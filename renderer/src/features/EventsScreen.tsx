@@ -1,5 +1,6 @@
 // The live event stream, filtered by session and type.
 import { useMemo } from 'react';
+import type { SessionEvent } from '../../../common/api-types.ts';
 import { formatBytes, formatDuration, formatTime } from '../lib/format.ts';
 import { routeHref } from '../store/routing.ts';
 import { clearEvents, setEventFilter, useStore } from '../store/index.ts';
@@ -7,6 +8,46 @@ import { AnyOrOptions, EmptyState, ErrorBanner, Screen } from '../components/ui.
 import { selectEventFilter, selectEvents, selectStreamError, selectStreamState } from '../store/selectors.ts';
 
 const TYPES = ['session_start', 'session_stats', 'session_heartbeat', 'session_end'] as const;
+
+function EventTable({ events }: { events: SessionEvent[] }) {
+  return (
+    <div className="card">
+      <table className="events" aria-label="Event list">
+        <thead>
+          <tr>
+            <th scope="col">#</th>
+            <th scope="col">Time</th>
+            <th scope="col">Type</th>
+            <th scope="col">Session</th>
+            <th scope="col" className="c-num">Uploaded</th>
+            <th scope="col" className="c-num">Downloaded</th>
+            <th scope="col" className="c-num">Duration</th>
+          </tr>
+        </thead>
+        {/* Not a live region: with many active sessions, stats rows arrive several times a
+            second, and announcing each would drown a screen reader. The "Live" status says
+            the stream is running. */}
+        <tbody>
+          {events.map((e) => (
+            <tr key={e.id} data-event-type={e.event_type}>
+              <td className="mono muted" data-label="#">{e.id}</td>
+              <td className="mono" data-label="Time">{formatTime(e.created_at)}</td>
+              <td data-label="Type">
+                <span className={`evtype ev-${e.event_type}`}>{e.event_type}</span>
+              </td>
+              <td className="mono" data-label="Session">
+                <a href={routeHref({ name: 'session', id: e.session_id })}>{e.session_id.slice(0, 8)}</a>
+              </td>
+              <td className="c-num" data-label="Uploaded">{formatBytes(e.uploaded_bytes)}</td>
+              <td className="c-num" data-label="Downloaded">{formatBytes(e.downloaded_bytes)}</td>
+              <td className="c-num" data-label="Duration">{formatDuration(e.duration)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
 
 export function EventsScreen() {
   const events = useStore(selectEvents);
@@ -52,41 +93,7 @@ export function EventsScreen() {
           {events.length ? null : <p>Events appear here live when clients connect, send traffic and disconnect.</p>}
         </EmptyState>
       ) : (
-        <div className="card">
-          <table className="events" aria-label="Event list">
-            <thead>
-              <tr>
-                <th scope="col">#</th>
-                <th scope="col">Time</th>
-                <th scope="col">Type</th>
-                <th scope="col">Session</th>
-                <th scope="col" className="c-num">Uploaded</th>
-                <th scope="col" className="c-num">Downloaded</th>
-                <th scope="col" className="c-num">Duration</th>
-              </tr>
-            </thead>
-            {/* Not a live region: with many active sessions, stats rows arrive several times a
-                second, and announcing each would drown a screen reader. The "Live" status says
-                the stream is running. */}
-            <tbody>
-              {shown.map((e) => (
-                <tr key={e.id} data-event-type={e.event_type}>
-                  <td className="mono muted">{e.id}</td>
-                  <td className="mono">{formatTime(e.created_at)}</td>
-                  <td>
-                    <span className={`evtype ev-${e.event_type}`}>{e.event_type}</span>
-                  </td>
-                  <td className="mono">
-                    <a href={routeHref({ name: 'session', id: e.session_id })}>{e.session_id.slice(0, 8)}</a>
-                  </td>
-                  <td className="c-num">{formatBytes(e.uploaded_bytes)}</td>
-                  <td className="c-num">{formatBytes(e.downloaded_bytes)}</td>
-                  <td className="c-num">{formatDuration(e.duration)}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <EventTable events={shown} />
       )}
     </Screen>
   );

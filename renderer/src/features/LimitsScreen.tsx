@@ -58,6 +58,55 @@ function toTexts(scope: LimitScope, r: LimitsRecord | null): Record<string, stri
   return out;
 }
 
+type Check = ReturnType<typeof validate>;
+
+/** One limit: its input, and below it the amount read back in words, its example, or why it is refused. */
+function LimitFieldRow({ scope, field, text, check, showError, onChange }: { scope: LimitScope; field: LimitField; text: string; check: Check; showError: boolean; onChange: (v: string) => void }) {
+  const f = field;
+  const c = check;
+  const id = `limit-${scope}-${f}`;
+  const showErr = (showError || text !== '') && c.error;
+  return (
+    <FormRow label={META[f].label} htmlFor={id}>
+      <input
+        id={id}
+        name={f}
+        inputMode={META[f].kind === 'count' ? 'numeric' : 'text'}
+        autoComplete="off"
+        value={text}
+        placeholder="No limit"
+        aria-invalid={!!showErr}
+        aria-describedby={`${id}-help`}
+        onChange={(e) => onChange(e.target.value)}
+      />
+      <p id={`${id}-help`} className={showErr ? 'help help-error' : 'help'}>
+        {showErr ? c.error : c.value !== null ? `= ${readable(f, c.value)}${META[f].kind !== 'count' ? ` (${c.value} ${META[f].kind === 'speed' ? 'bytes/s' : 'bytes'})` : ''}` : META[f].help}
+      </p>
+    </FormRow>
+  );
+}
+
+function ResetPeriodRow({ scope, period, setPeriod }: { scope: LimitScope; period: ResetPeriod; setPeriod: (p: ResetPeriod) => void }) {
+  return (
+    <FormRow label="Byte caps renew" htmlFor={`limit-${scope}-reset`}>
+      <select id={`limit-${scope}-reset`} value={period} aria-describedby={`limit-${scope}-reset-help`} onChange={(e) => setPeriod(e.target.value as ResetPeriod)}>
+        {PERIODS.map((p) => (
+          <option key={p.value} value={p.value}>
+            {p.label}
+          </option>
+        ))}
+      </select>
+      <p id={`limit-${scope}-reset-help`} className="help">
+        {period === 'none'
+          ? 'The byte caps count everything ever moved.'
+          : period === 'rolling_30d'
+            ? 'The byte caps count the last 30 days; over them, connections are refused until older traffic falls out of the window.'
+            : 'The byte caps count from the start of the period; over them, connections are refused until it renews, by itself.'}
+      </p>
+    </FormRow>
+  );
+}
+
 function LimitsForm({ scope }: { scope: LimitScope }) {
   const st = useStore(selectLimits(scope));
   const [texts, setTexts] = useState<Record<string, string>>(() => toTexts(scope, st.record));
@@ -112,45 +161,10 @@ function LimitsForm({ scope }: { scope: LimitScope }) {
           Record <span className="mono">{st.record.id.slice(0, 8)}</span> · created {formatDateTime(st.record.created_at)} · updated {formatDateTime(st.record.updated_at)}
         </p>
       ) : null}
-      {FIELDS[scope].map((f) => {
-        const id = `limit-${scope}-${f}`;
-        const c = checks[f];
-        const showErr = (submitted || (texts[f] ?? '') !== '') && c.error;
-        return (
-          <FormRow key={f} label={META[f].label} htmlFor={id}>
-            <input
-              id={id}
-              name={f}
-              inputMode={META[f].kind === 'count' ? 'numeric' : 'text'}
-              autoComplete="off"
-              value={texts[f] ?? ''}
-              placeholder="No limit"
-              aria-invalid={!!showErr}
-              aria-describedby={`${id}-help`}
-              onChange={(e) => setTexts((t) => ({ ...t, [f]: e.target.value }))}
-            />
-            <p id={`${id}-help`} className={showErr ? 'help help-error' : 'help'}>
-              {showErr ? c.error : c.value !== null ? `= ${readable(f, c.value)}${META[f].kind !== 'count' ? ` (${c.value} ${META[f].kind === 'speed' ? 'bytes/s' : 'bytes'})` : ''}` : META[f].help}
-            </p>
-          </FormRow>
-        );
-      })}
-      <FormRow label="Byte caps renew" htmlFor={`limit-${scope}-reset`}>
-        <select id={`limit-${scope}-reset`} value={period} aria-describedby={`limit-${scope}-reset-help`} onChange={(e) => setPeriod(e.target.value as ResetPeriod)}>
-          {PERIODS.map((p) => (
-            <option key={p.value} value={p.value}>
-              {p.label}
-            </option>
-          ))}
-        </select>
-        <p id={`limit-${scope}-reset-help`} className="help">
-          {period === 'none'
-            ? 'The byte caps count everything ever moved.'
-            : period === 'rolling_30d'
-              ? 'The byte caps count the last 30 days; over them, connections are refused until older traffic falls out of the window.'
-              : 'The byte caps count from the start of the period; over them, connections are refused until it renews, by itself.'}
-        </p>
-      </FormRow>
+      {FIELDS[scope].map((f) => (
+        <LimitFieldRow key={f} scope={scope} field={f} text={texts[f] ?? ''} check={checks[f]} showError={submitted} onChange={(v) => setTexts((t) => ({ ...t, [f]: v }))} />
+      ))}
+      <ResetPeriodRow scope={scope} period={period} setPeriod={setPeriod} />
       {formError ? (
         <div className="error-banner" role="alert">
           {formError}

@@ -1,5 +1,5 @@
 // Create a session: zone (zones without active nodes are listed but cannot be chosen),
-// client id (validated as the server does), reusable, VLESS.
+// client id (validated as the server does), reusable (the default) or one connection, VLESS.
 import { useEffect, useMemo, useState, type FormEvent } from 'react';
 import { createSession, loadZones, navigate, useStore } from '../store/index.ts';
 import { selectCreateError, selectCreating, selectZones, selectZonesError, selectZonesLoad } from '../store/selectors.ts';
@@ -23,6 +23,50 @@ export function validateClientId(v: string): string | null {
   return null;
 }
 
+/** Reusable (the default) or one connection: VPN apps open a connection per request, so a one-shot link dies at once. */
+function ConnectionsChoice({ reusable, setReusable }: { reusable: boolean; setReusable: (v: boolean) => void }) {
+  return (
+    <fieldset className="choice" aria-describedby="reusable-help">
+      <legend>Connections</legend>
+      <label className="radio">
+        <input type="radio" name="reusable" checked={reusable} onChange={() => setReusable(true)} />
+        <span>Reusable</span>
+      </label>
+      <label className="radio">
+        <input type="radio" name="reusable" checked={!reusable} onChange={() => setReusable(false)} />
+        <span>One connection, then ended</span>
+      </label>
+      <p id="reusable-help" className="help">
+        {reusable
+          ? 'Reusable: the link keeps working for many connections (VPN apps open one per request) and can be paused and resumed.'
+          : 'One connection, then ended: the session ends when its first connection closes, and the link stops working. Most VPN apps open several connections, so this suits a single test only.'}
+      </p>
+    </fieldset>
+  );
+}
+
+/** The client id with its rule, or why it is refused (`error`, once the field was left or the form sent). */
+function ClientIdField({ value, onChange, onBlur, error }: { value: string; onChange: (v: string) => void; onBlur: () => void; error: string | null }) {
+  return (
+    <FormRow label="Client ID" htmlFor="client-id">
+      <input
+        id="client-id"
+        value={value}
+        onChange={(e) => onChange(e.target.value)}
+        onBlur={onBlur}
+        autoComplete="off"
+        spellCheck={false}
+        placeholder="e.g. alice@example.com"
+        aria-invalid={!!error}
+        aria-describedby="client-help"
+      />
+      <p id="client-help" className={error ? 'help help-error' : 'help'}>
+        {error ? error : 'Who the session is for: 1–128 letters, digits or . _ : @ -'}
+      </p>
+    </FormRow>
+  );
+}
+
 export function NewSessionScreen() {
   const zones = useStore(selectZones);
   const zonesLoad = useStore(selectZonesLoad);
@@ -32,7 +76,8 @@ export function NewSessionScreen() {
   const firstUsable = useMemo(() => zones.find((z) => z.has_active_nodes)?.code ?? '', [zones]);
   const [zone, setZone] = useState('');
   const [clientId, setClientId] = useState('');
-  const [reusable, setReusable] = useState(false);
+  // Reusable by default: VPN apps open a connection per request, so a one-shot link dies at once.
+  const [reusable, setReusable] = useState(true);
   const [touched, setTouched] = useState(false);
 
   useEffect(() => {
@@ -76,32 +121,8 @@ export function NewSessionScreen() {
           </p>
           <ErrorBanner error={zonesError} onRetry={() => void loadZones()} />
         </FormRow>
-        <FormRow label="Client ID" htmlFor="client-id">
-          <input
-            id="client-id"
-            value={clientId}
-            onChange={(e) => setClientId(e.target.value)}
-            onBlur={() => setTouched(true)}
-            autoComplete="off"
-            spellCheck={false}
-            placeholder="e.g. alice@example.com"
-            aria-invalid={touched && !!clientError}
-            aria-describedby="client-help"
-          />
-          <p id="client-help" className={touched && clientError ? 'help help-error' : 'help'}>
-            {touched && clientError ? clientError : 'Who the session is for: 1–128 letters, digits or . _ : @ -'}
-          </p>
-        </FormRow>
-        <FormRow label="Options">
-          <label className="switch">
-            <input type="checkbox" checked={reusable} onChange={(e) => setReusable(e.target.checked)} aria-describedby="reusable-help" />
-            <span className="switch-track" aria-hidden="true" />
-            <span>Reusable</span>
-          </label>
-          <p id="reusable-help" className="help">
-            A reusable session accepts several connections and can be paused and resumed; otherwise it ends when its one connection closes.
-          </p>
-        </FormRow>
+        <ClientIdField value={clientId} onChange={setClientId} onBlur={() => setTouched(true)} error={touched ? clientError : null} />
+        <ConnectionsChoice reusable={reusable} setReusable={setReusable} />
         <FormRow label="Connection type">
           <span className="pill">VLESS</span>
         </FormRow>

@@ -6,6 +6,25 @@ import { navigate, useStore } from '../store/index.ts';
 import { selectServerInfo, selectSessionOrder, selectSessions, selectZones } from '../store/selectors.ts';
 import { AnyOrOptions, CopyButton, EmptyState, FormRow, Screen } from '../components/ui.tsx';
 
+/** The credential built: user name, password and the whole proxy URL, each to copy. */
+function ProxyCredential({ user, sid, url, port }: { user: string; sid: string; url: string; port: number | null | undefined }) {
+  return (
+    <>
+      <FormRow label="User name" controlClass="link-row">
+        <code className="link" data-testid="proxy-user">{user}</code>
+        <CopyButton text={user} label="Copy user name" />
+      </FormRow>
+      <FormRow label="Password">
+        <code className="link">{sid}</code>
+      </FormRow>
+      <FormRow label="Proxy URL" controlClass="link-row">
+        <code className="link" data-testid="proxy-url">{url || (port === null ? 'The proxy is disabled on this server.' : '…')}</code>
+        {url ? <CopyButton text={url} label="Copy proxy URL" /> : null}
+      </FormRow>
+    </>
+  );
+}
+
 export function ProxyScreen() {
   const zones = useStore(selectZones);
   const info = useStore(selectServerInfo);
@@ -76,17 +95,7 @@ export function ProxyScreen() {
               {error}
             </div>
           ) : null}
-          <FormRow label="User name" controlClass="link-row">
-            <code className="link" data-testid="proxy-user">{user}</code>
-            <CopyButton text={user} label="Copy user name" />
-          </FormRow>
-          <FormRow label="Password">
-            <code className="link">{sid}</code>
-          </FormRow>
-          <FormRow label="Proxy URL" controlClass="link-row">
-            <code className="link" data-testid="proxy-url">{url || (port === null ? 'The proxy is disabled on this server.' : '…')}</code>
-            {url ? <CopyButton text={url} label="Copy proxy URL" /> : null}
-          </FormRow>
+          <ProxyCredential user={user} sid={sid} url={url} port={port} />
         </div>
       )}
     </Screen>

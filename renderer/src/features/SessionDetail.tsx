@@ -4,7 +4,7 @@
 import { useEffect, useState } from 'react';
 import type { AuditPage, SessionEvent } from '../../../common/api-types.ts';
 import { formatBytes, formatDateTime, formatDuration, formatSpeed, formatTime } from '../lib/format.ts';
-import { fetchSession, listAudit, navigate, pollStatus, setPaused, useStore, watchHistory, watchTimeline } from '../store/index.ts';
+import { fetchSession, listAudit, navigate, pollStatus, setPaused, useStore, watchHistory, watchTimeline, type SessionView } from '../store/index.ts';
 import { readStore, selectActionError, selectActionPending, selectSession, selectSpeedHistory, selectTimeline } from '../store/selectors.ts';
 import { CopyButton, EmptyState, ErrorBanner, Field, Screen, Spinner, StatusBadge } from '../components/ui.tsx';
 import { SpeedChart } from '../components/SpeedChart.tsx';
@@ -55,22 +55,11 @@ export function actorLabel(actor: AuditEntry['actor']): string {
 
 type TimelineItem = { kind: 'event'; at: string; key: string; ev: SessionEvent } | { kind: 'audit'; at: string; key: string; entry: AuditEntry };
 
-export function SessionDetail({ id }: { id: string }) {
-  const s = useStore(selectSession(id));
-  const history = useStore(selectSpeedHistory(id));
-  const pending = useStore(selectActionPending(id));
-  const actionError = useStore(selectActionError(id));
+/** Loads the session when it is not in the store yet, and polls its counters while the screen is open. */
+function useSessionLoad(id: string) {
   const [missing, setMissing] = useState(false);
   const [loadError, setLoadError] = useState<string | null>(null);
   const [attempt, setAttempt] = useState(0);
-  const events = useTimeline(id);
-  const audit = useAudit(id, s?.paused);
-  // Traffic events and changes made to the session, newest first.
-  const timeline: TimelineItem[] = [
-    ...events.map((ev): TimelineItem => ({ kind: 'event', at: ev.created_at, key: `e${ev.id}`, ev })),
-    ...audit.filter((a) => AUDIT_VERB[a.action]).map((entry): TimelineItem => ({ kind: 'audit', at: entry.created_at, key: `a${entry.id}`, entry })),
-  ].sort((a, b) => (a.at < b.at ? 1 : a.at > b.at ? -1 : 0));
-
   useEffect(() => {
     watchHistory(id, true);
     setMissing(false); // the answer for the previous id does not hold for this one
@@ -97,32 +86,111 @@ export function SessionDetail({ id }: { id: string }) {
       watchHistory(id, false);
     };
   }, [id, attempt]);
+  return { missing, loadError, retry: () => setAttempt((n) => n + 1) };
+}
 
-  if (!s) {
-    return (
-      <section className="screen">
-        {missing ? (
-          <EmptyState title="Session not found">
-            <p>It does not exist, or belongs to another customer.</p>
-            <button type="button" className="btn" onClick={() => navigate({ name: 'sessions' })}>
-              Back to sessions
-            </button>
-          </EmptyState>
-        ) : loadError ? (
-          <EmptyState title="Could not load the session">
-            <p>{loadError}</p>
-            <button type="button" className="btn" onClick={() => setAttempt((n) => n + 1)}>
-              Try again
-            </button>
-          </EmptyState>
-        ) : (
-          <Spinner label="Loading session…" />
-        )}
-      </section>
-    );
-  }
+function SessionMissing({ missing, loadError, retry }: { missing: boolean; loadError: string | null; retry: () => void }) {
+  return (
+    <section className="screen">
+      {missing ? (
+        <EmptyState title="Session not found">
+          <p>It does not exist, or belongs to another customer.</p>
+          <button type="button" className="btn" onClick={() => navigate({ name: 'sessions' })}>
+            Back to sessions
+          </button>
+        </EmptyState>
+      ) : loadError ? (
+        <EmptyState title="Could not load the session">
+          <p>{loadError}</p>
+          <button type="button" className="btn" onClick={retry}>
+            Try again
+          </button>
+        </EmptyState>
+      ) : (
+        <Spinner label="Loading session…" />
+      )}
+    </section>
+  );
+}
 
+/** Traffic events and changes made to the session (audit), newest first. */
+function SessionTimeline({ id, paused }: { id: string; paused: boolean | undefined }) {
+  const events = useTimeline(id);
+  const audit = useAudit(id, paused);
+  const timeline: TimelineItem[] = [
+    ...events.map((ev): TimelineItem => ({ kind: 'event', at: ev.created_at, key: `e${ev.id}`, ev })),
+    ...audit.filter((a) => AUDIT_VERB[a.action]).map((entry): TimelineItem => ({ kind: 'audit', at: entry.created_at, key: `a${entry.id}`, entry })),
+  ].sort((a, b) => (a.at < b.at ? 1 : a.at > b.at ? -1 : 0));
+  return (
+    <div className="card">
+      <h2>Timeline</h2>
+      {timeline.length === 0 ? (
+        <p className="muted">No events yet: they appear when a client connects.</p>
+      ) : (
+        <ol className="timeline" aria-label="Session events">
+          {timeline.map((item) =>
+            item.kind === 'event' ? (
+              <li key={item.key}>
+                <span className="mono muted">{formatTime(item.ev.created_at)}</span>
+                <span className={`evtype ev-${item.ev.event_type}`}>{item.ev.event_type.replace('session_', '')}</span>
+                <span>
+                  ↑ {formatBytes(item.ev.uploaded_bytes)} · ↓ {formatBytes(item.ev.downloaded_bytes)} · {formatDuration(item.ev.duration)}
+                </span>
+              </li>
+            ) : (
+              <li key={item.key} className="audit-item" data-audit-action={item.entry.action}>
+                <span className="mono muted">{formatTime(item.entry.created_at)}</span>
+                <span className="evtype ev-audit">{AUDIT_VERB[item.entry.action]}</span>
+                <span>
+                  {AUDIT_VERB[item.entry.action]} by {actorLabel(item.entry.actor)}
+                </span>
+              </li>
+            ),
+          )}
+        </ol>
+      )}
+    </div>
+  );
+}
+
+/** The configuration link (copy, QR) and the configuration as fields. */
+function ConnectCard({ s }: { s: SessionView }) {
   const c = s.configuration;
+  return (
+    <div className="card">
+      <h2>Connect</h2>
+      <p className="help">Import this link into a VLESS client (v2rayN, v2rayNG, Nekoray, Shadowrocket…), or scan the code.</p>
+      <div className="link-row">
+        <code className="link" data-testid="configuration-link">{s.configuration_link}</code>
+        <CopyButton text={s.configuration_link} label="Copy link" />
+      </div>
+      <div className="qr-box">
+        <QrImage text={s.configuration_link} label="QR code of the configuration link" size={168} />
+      </div>
+      <h3>Configuration</h3>
+      <dl className="kvs">
+        <Field label="Protocol" value={c.protocol} />
+        <Field label="Address" value={c.address} mono />
+        <Field label="Port" value={c.port} mono />
+        <Field label="User id" value={c.id} mono />
+        <Field label="Encryption" value={c.encryption} />
+        <Field label="Network" value={c.network === 'ws' ? 'WebSocket (ws)' : 'TCP'} />
+        {c.path ? <Field label="Path" value={c.path} mono /> : null}
+        <Field label="Security" value={c.security === 'tls' ? 'TLS' : 'none'} />
+        {c.sni ? <Field label="SNI" value={c.sni} mono /> : null}
+      </dl>
+    </div>
+  );
+}
+
+export function SessionDetail({ id }: { id: string }) {
+  const s = useStore(selectSession(id));
+  const history = useStore(selectSpeedHistory(id));
+  const pending = useStore(selectActionPending(id));
+  const actionError = useStore(selectActionError(id));
+  const { missing, loadError, retry } = useSessionLoad(id);
+  if (!s) return <SessionMissing missing={missing} loadError={loadError} retry={retry} />;
+
   const canPause = s.reusable && !s.paused && s.status !== 'ended';
   const canResume = s.reusable && s.paused && s.status !== 'ended';
   return (
@@ -171,63 +239,14 @@ export function SessionDetail({ id }: { id: string }) {
           <SpeedChart samples={history ?? []} />
         </div>
 
-        <div className="card">
-          <h2>Connect</h2>
-          <p className="help">Import this link into a VLESS client (v2rayN, v2rayNG, Nekoray, Shadowrocket…), or scan the code.</p>
-          <div className="link-row">
-            <code className="link" data-testid="configuration-link">{s.configuration_link}</code>
-            <CopyButton text={s.configuration_link} label="Copy link" />
-          </div>
-          <div className="qr-box">
-            <QrImage text={s.configuration_link} label="QR code of the configuration link" size={168} />
-          </div>
-          <h3>Configuration</h3>
-          <dl className="kvs">
-            <Field label="Protocol" value={c.protocol} />
-            <Field label="Address" value={c.address} mono />
-            <Field label="Port" value={c.port} mono />
-            <Field label="User id" value={c.id} mono />
-            <Field label="Encryption" value={c.encryption} />
-            <Field label="Network" value={c.network === 'ws' ? 'WebSocket (ws)' : 'TCP'} />
-            {c.path ? <Field label="Path" value={c.path} mono /> : null}
-            <Field label="Security" value={c.security === 'tls' ? 'TLS' : 'none'} />
-            {c.sni ? <Field label="SNI" value={c.sni} mono /> : null}
-          </dl>
-        </div>
+        <ConnectCard s={s} />
       </div>
 
       <UsagePanel filter={{ session_id: id }} subject="this session" title="Usage history" />
 
       <SubscriptionSummary clientId={s.client_id} />
 
-      <div className="card">
-        <h2>Timeline</h2>
-        {timeline.length === 0 ? (
-          <p className="muted">No events yet: they appear when a client connects.</p>
-        ) : (
-          <ol className="timeline" aria-label="Session events">
-            {timeline.map((item) =>
-              item.kind === 'event' ? (
-                <li key={item.key}>
-                  <span className="mono muted">{formatTime(item.ev.created_at)}</span>
-                  <span className={`evtype ev-${item.ev.event_type}`}>{item.ev.event_type.replace('session_', '')}</span>
-                  <span>
-                    ↑ {formatBytes(item.ev.uploaded_bytes)} · ↓ {formatBytes(item.ev.downloaded_bytes)} · {formatDuration(item.ev.duration)}
-                  </span>
-                </li>
-              ) : (
-                <li key={item.key} className="audit-item" data-audit-action={item.entry.action}>
-                  <span className="mono muted">{formatTime(item.entry.created_at)}</span>
-                  <span className="evtype ev-audit">{AUDIT_VERB[item.entry.action]}</span>
-                  <span>
-                    {AUDIT_VERB[item.entry.action]} by {actorLabel(item.entry.actor)}
-                  </span>
-                </li>
-              ),
-            )}
-          </ol>
-        )}
-      </div>
+      <SessionTimeline id={id} paused={s.paused} />
     </Screen>
   );
 }

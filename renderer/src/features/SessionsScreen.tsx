@@ -3,12 +3,15 @@
 import { useVirtualizer } from '@tanstack/react-virtual';
 import { useEffect, useRef, useState, type KeyboardEvent } from 'react';
 import { formatBytes, formatDuration, formatSpeed } from '../lib/format.ts';
+import { PHONE_QUERY, useMediaQuery } from '../lib/media.ts';
 import { routeHref } from '../store/routing.ts';
 import { loadSessions, navigate, setSessionFilter, syncNewest, useStore } from '../store/index.ts';
 import { selectClientIds, selectFilteredIds, selectSession, selectSessionCount, selectSessionFilter, selectSessionsError, selectSessionsLoad, selectZones } from '../store/selectors.ts';
 import { EmptyState, ErrorBanner, Screen, Spinner, StatusBadge } from '../components/ui.tsx';
 
 const ROW = 44;
+/** Below 768 px each row is a card of three lines (phone.css). */
+const PHONE_ROW = 84;
 
 function Row({ id, index, top, now }: { id: string; index: number; top: number; now: number }) {
   const s = useStore(selectSession(id));
@@ -29,10 +32,10 @@ function Row({ id, index, top, now }: { id: string; index: number; top: number; 
       <span role="cell" className="c-client" title={s.client_id}>{s.client_id}</span>
       <span role="cell" className="c-zone">{s.zone}</span>
       <span role="cell" className="c-status"><StatusBadge status={s.status} paused={s.paused} /></span>
-      <span role="cell" className="c-num">{formatBytes(s.uploaded_bytes)}</span>
-      <span role="cell" className="c-num">{formatBytes(s.downloaded_bytes)}</span>
-      <span role="cell" className="c-num">{fresh ? `${formatSpeed(s.up_speed)} / ${formatSpeed(s.down_speed)}` : '—'}</span>
-      <span role="cell" className="c-num">{formatDuration(s.duration)}</span>
+      <span role="cell" className="c-num"><span className="srow-label" aria-hidden="true">↑ </span>{formatBytes(s.uploaded_bytes)}</span>
+      <span role="cell" className="c-num"><span className="srow-label" aria-hidden="true">↓ </span>{formatBytes(s.downloaded_bytes)}</span>
+      <span role="cell" className="c-num"><span className="srow-label" aria-hidden="true">Speed </span>{fresh ? `${formatSpeed(s.up_speed)} / ${formatSpeed(s.down_speed)}` : '—'}</span>
+      <span role="cell" className="c-num"><span className="srow-label" aria-hidden="true">For </span>{formatDuration(s.duration)}</span>
     </a>
   );
 }
@@ -57,14 +60,58 @@ function ClientLinks() {
   );
 }
 
-export function SessionsScreen() {
-  const ids = useStore(selectFilteredIds);
-  const total = useStore(selectSessionCount);
-  const load = useStore(selectSessionsLoad);
-  const error = useStore(selectSessionsError);
+function HeaderRow() {
+  return (
+    <div className="srow srow-head" role="row" aria-rowindex={1} aria-label="Columns">
+      <span role="columnheader">Client</span>
+      <span role="columnheader">Zone</span>
+      <span role="columnheader">Status</span>
+      <span role="columnheader" className="c-num">Uploaded</span>
+      <span role="columnheader" className="c-num">Downloaded</span>
+      <span role="columnheader" className="c-num">Speed up / down</span>
+      <span role="columnheader" className="c-num">Duration</span>
+    </div>
+  );
+}
+
+/** Search, status and zone: the list's filters (kept in the store). */
+function SessionFilters() {
   const filter = useStore(selectSessionFilter);
   const zones = useStore(selectZones);
-  const parentRef = useRef<HTMLDivElement>(null);
+  return (
+  <div className="filters" role="search">
+    <label>
+      <span>Search</span>
+      <input type="search" value={filter.text} placeholder="Client or session id" onChange={(e) => setSessionFilter({ text: e.target.value })} />
+    </label>
+    <label>
+      <span>Status</span>
+      <select value={filter.status} onChange={(e) => setSessionFilter({ status: e.target.value })}>
+        <option value="">All</option>
+        <option value="created">Created</option>
+        <option value="active">Active</option>
+        <option value="idle">Idle</option>
+        <option value="ended">Ended</option>
+        <option value="paused">Paused</option>
+      </select>
+    </label>
+    <label>
+      <span>Zone filter</span>
+      <select value={filter.zone} onChange={(e) => setSessionFilter({ zone: e.target.value })}>
+        <option value="">All zones</option>
+        {zones.map((z) => (
+          <option key={z.code} value={z.code}>
+            {z.name}
+          </option>
+        ))}
+      </select>
+    </label>
+  </div>
+  );
+}
+
+/** The clock the rows judge speeds by (every 2 s), and sessions made elsewhere picked up within 5 s. */
+function useSessionSync(): number {
   const [now, setNow] = useState(Date.now());
   useEffect(() => {
     const t = setInterval(() => setNow(Date.now()), 2000);
@@ -78,13 +125,25 @@ export function SessionsScreen() {
       window.removeEventListener('focus', onFocus);
     };
   }, []);
+  return now;
+}
+
+export function SessionsScreen() {
+  const ids = useStore(selectFilteredIds);
+  const total = useStore(selectSessionCount);
+  const load = useStore(selectSessionsLoad);
+  const error = useStore(selectSessionsError);
+  const parentRef = useRef<HTMLDivElement>(null);
+  const phone = useMediaQuery(PHONE_QUERY);
+  const now = useSessionSync();
 
   const virtualizer = useVirtualizer({
     count: ids.length,
     getScrollElement: () => parentRef.current,
-    estimateSize: () => ROW,
+    estimateSize: () => (phone ? PHONE_ROW : ROW),
     overscan: 8,
   });
+  useEffect(() => virtualizer.measure(), [phone, virtualizer]);
 
   const onKeyDown = (e: KeyboardEvent<HTMLDivElement>) => {
     if (e.key !== 'ArrowDown' && e.key !== 'ArrowUp' && e.key !== 'Home' && e.key !== 'End') return;
@@ -116,34 +175,7 @@ export function SessionsScreen() {
         </>
       }
     >
-      <div className="filters" role="search">
-        <label>
-          <span>Search</span>
-          <input type="search" value={filter.text} placeholder="Client or session id" onChange={(e) => setSessionFilter({ text: e.target.value })} />
-        </label>
-        <label>
-          <span>Status</span>
-          <select value={filter.status} onChange={(e) => setSessionFilter({ status: e.target.value })}>
-            <option value="">All</option>
-            <option value="created">Created</option>
-            <option value="active">Active</option>
-            <option value="idle">Idle</option>
-            <option value="ended">Ended</option>
-            <option value="paused">Paused</option>
-          </select>
-        </label>
-        <label>
-          <span>Zone filter</span>
-          <select value={filter.zone} onChange={(e) => setSessionFilter({ zone: e.target.value })}>
-            <option value="">All zones</option>
-            {zones.map((z) => (
-              <option key={z.code} value={z.code}>
-                {z.name}
-              </option>
-            ))}
-          </select>
-        </label>
-      </div>
+      <SessionFilters />
       <ClientLinks />
       <ErrorBanner error={error} onRetry={() => void loadSessions()} />
       {total === 0 && load === 'ready' ? (
@@ -157,15 +189,7 @@ export function SessionsScreen() {
         <EmptyState title="No session matches these filters" />
       ) : (
         <div className="table" role="table" aria-label="Sessions" aria-rowcount={ids.length + 1}>
-          <div className="srow srow-head" role="row" aria-rowindex={1} aria-label="Columns">
-            <span role="columnheader">Client</span>
-            <span role="columnheader">Zone</span>
-            <span role="columnheader">Status</span>
-            <span role="columnheader" className="c-num">Uploaded</span>
-            <span role="columnheader" className="c-num">Downloaded</span>
-            <span role="columnheader" className="c-num">Speed up / down</span>
-            <span role="columnheader" className="c-num">Duration</span>
-          </div>
+          <HeaderRow />
           <div ref={parentRef} className="table-body" onKeyDown={onKeyDown} data-testid="session-scroller">
             <div role="rowgroup" style={{ height: virtualizer.getTotalSize(), position: 'relative' }}>
               {virtualizer.getVirtualItems().map((v) => (

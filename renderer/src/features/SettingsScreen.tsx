@@ -1,5 +1,5 @@
 // Where the API lives (embedded or remote in the desktop app), its ports and data folder, the
-// TLS mode in force and why, "Let other devices connect" (LanSharing.tsx), and support tools:
+// TLS mode in force and why, the theme (AppearanceCard.tsx), "Let other devices connect" (LanSharing.tsx), and support tools:
 // copy the API token, read the OpenAPI document.
 import { useState, type FormEvent } from 'react';
 import { humanError } from '../lib/errors.ts';
@@ -9,6 +9,7 @@ import { formatDateTime } from '../lib/format.ts';
 import type { ServerInfo } from '../../../common/api-types.ts';
 import { LanSharingCard } from './LanSharing.tsx';
 import { WebhooksCard } from './WebhooksCard.tsx';
+import { AppearanceCard } from './AppearanceCard.tsx';
 import { selectConnection, selectPlatformKind, selectServerInfo } from '../store/selectors.ts';
 
 const CERT_SOURCE = {
@@ -83,6 +84,43 @@ function plainHttpBeyondLoopback(url: string): boolean {
   }
 }
 
+type RemoteProps = {
+  url: string;
+  setUrl: (v: string) => void;
+  token: string;
+  setToken: (v: string) => void;
+  plainHttp: boolean;
+  setPlainHttp: (v: boolean) => void;
+  hasToken: boolean;
+};
+
+/** The remote server's base URL and token, and the warning (to confirm) for plain http beyond this machine. */
+function RemoteFields({ url, setUrl, token, setToken, plainHttp, setPlainHttp, hasToken }: RemoteProps) {
+  return (
+    <>
+      <FormRow label="Base URL" htmlFor="remote-url">
+        <input id="remote-url" value={url} onChange={(e) => setUrl(e.target.value)} placeholder="https://vpn.example.com/v2" />
+      </FormRow>
+      <FormRow label="API token" htmlFor="remote-token">
+        <input id="remote-token" type="password" value={token} onChange={(e) => setToken(e.target.value)} placeholder={hasToken ? 'Unchanged' : 'Token from your operator'} autoComplete="off" />
+        <p className="help">Kept encrypted by the desktop app; this window never reads it back. A changed base URL needs its token again.</p>
+      </FormRow>
+      {plainHttpBeyondLoopback(url) ? (
+        <div className="error-banner" role="note" style={{ flexDirection: 'column', alignItems: 'flex-start' }}>
+          <p>
+            <strong>Plain http:</strong> the API token and every answer are sent unencrypted to this server, readable by anyone on the
+            network between. Use https unless this is a network you trust.
+          </p>
+          <label className="checkbox">
+            <input type="checkbox" checked={plainHttp} onChange={(e) => setPlainHttp(e.target.checked)} />
+            Use plain http anyway (token sent unencrypted)
+          </label>
+        </div>
+      ) : null}
+    </>
+  );
+}
+
 export function EndpointForm() {
   const conn = useStore(selectConnection);
   const [mode, setMode] = useState<'embedded' | 'remote'>(conn?.mode === 'remote' ? 'remote' : 'embedded');
@@ -127,29 +165,7 @@ export function EndpointForm() {
           Remote server
         </label>
       </fieldset>
-      {mode === 'remote' ? (
-        <>
-          <FormRow label="Base URL" htmlFor="remote-url">
-            <input id="remote-url" value={url} onChange={(e) => setUrl(e.target.value)} placeholder="https://vpn.example.com/v2" />
-          </FormRow>
-          <FormRow label="API token" htmlFor="remote-token">
-            <input id="remote-token" type="password" value={token} onChange={(e) => setToken(e.target.value)} placeholder={conn?.hasToken ? 'Unchanged' : 'Token from your operator'} autoComplete="off" />
-            <p className="help">Kept encrypted by the desktop app; this window never reads it back. A changed base URL needs its token again.</p>
-          </FormRow>
-          {plainHttpBeyondLoopback(url) ? (
-            <div className="error-banner" role="note" style={{ flexDirection: 'column', alignItems: 'flex-start' }}>
-              <p>
-                <strong>Plain http:</strong> the API token and every answer are sent unencrypted to this server, readable by anyone on the
-                network between. Use https unless this is a network you trust.
-              </p>
-              <label className="checkbox">
-                <input type="checkbox" checked={plainHttp} onChange={(e) => setPlainHttp(e.target.checked)} />
-                Use plain http anyway (token sent unencrypted)
-              </label>
-            </div>
-          ) : null}
-        </>
-      ) : null}
+      {mode === 'remote' ? <RemoteFields url={url} setUrl={setUrl} token={token} setToken={setToken} plainHttp={plainHttp} setPlainHttp={setPlainHttp} hasToken={!!conn?.hasToken} /> : null}
       {err ? (
         <div className="error-banner" role="alert">
           {err}
@@ -209,6 +225,7 @@ export function SettingsScreen() {
           )}
         </div>
       </div>
+      <AppearanceCard />
       <LanSharingCard />
       <WebhooksCard />
       <div className="card">

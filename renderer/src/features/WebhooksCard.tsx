@@ -50,7 +50,7 @@ function Deliveries({ hook }: { hook: Webhook }) {
       {rows.length === 0 ? (
         <p className="muted">No deliveries yet.</p>
       ) : (
-        <table className="table" aria-label={`Last deliveries to ${hook.url}`}>
+        <table className="table table-cards" aria-label={`Last deliveries to ${hook.url}`}>
           <thead>
             <tr>
               <th scope="col">Event</th>
@@ -63,11 +63,11 @@ function Deliveries({ hook }: { hook: Webhook }) {
           <tbody>
             {rows.map((d) => (
               <tr key={d.id} data-testid="webhook-delivery">
-                <td className="mono">{d.event}</td>
-                <td>{d.status === 'pending' && d.next_attempt_at ? `retrying ${formatDateTime(d.next_attempt_at)}` : d.status}</td>
-                <td>{d.response_status !== null ? `HTTP ${d.response_status}` : d.error ?? '—'}</td>
-                <td>{d.attempts}</td>
-                <td>{formatDateTime(d.delivered_at ?? d.created_at)}</td>
+                <td className="mono" data-label="Event">{d.event}</td>
+                <td data-label="Status">{d.status === 'pending' && d.next_attempt_at ? `retrying ${formatDateTime(d.next_attempt_at)}` : d.status}</td>
+                <td data-label="Answer">{d.response_status !== null ? `HTTP ${d.response_status}` : d.error ?? '—'}</td>
+                <td data-label="Attempts">{d.attempts}</td>
+                <td data-label="When">{formatDateTime(d.delivered_at ?? d.created_at)}</td>
               </tr>
             ))}
           </tbody>
@@ -134,6 +134,66 @@ function AddWebhook({ onAdded }: { onAdded: (secret: string) => void }) {
   );
 }
 
+/** A new endpoint's signing secret, shown once. */
+function SecretNotice({ secret, onDone }: { secret: string; onDone: () => void }) {
+  return (
+    <div className="notice" role="status" data-testid="webhook-secret">
+      <p>
+        <strong>Signing secret</strong> (shown only now; copy it to your receiver):
+      </p>
+      <p className="mono wrap">{secret}</p>
+      <div className="actions">
+        <CopyButton label="Copy secret" text={secret} />
+        <button type="button" className="btn btn-small" onClick={onDone}>
+          Done
+        </button>
+      </div>
+    </div>
+  );
+}
+
+type ItemProps = { hook: Webhook; open: boolean; onToggle: () => void; onEnabled: (on: boolean) => void; onRemove: () => void };
+
+/** One endpoint: its URL, health, events and actions, and its deliveries when opened. */
+function WebhookItem({ hook: h, open, onToggle, onEnabled, onRemove }: ItemProps) {
+  const state = webhookState(h);
+  return (
+    <li data-testid="webhook-row">
+      <div className="webhook-head">
+        <span className="mono wrap">{h.url}</span>
+        <span className={`badge badge-webhook-${state.badge}`} data-testid="webhook-state">
+          {state.label}
+        </span>
+        <span className="muted">{h.events.join(', ')}</span>
+        <span className="muted">secret {h.secret_prefix}…</span>
+        <div className="actions">
+          <button
+            type="button"
+            className="btn btn-small"
+            aria-label={`${h.enabled ? 'Turn off' : 'Enable'} webhook ${h.url}`}
+            onClick={() => onEnabled(!h.enabled)}
+          >
+            {h.enabled ? 'Turn off' : 'Enable'}
+          </button>
+          <button type="button" className="btn btn-small" aria-expanded={open} onClick={onToggle}>
+            {open ? 'Hide deliveries' : 'Show deliveries'}
+          </button>
+          <button type="button" className="btn btn-small btn-danger" aria-label={`Delete webhook ${h.url}`} onClick={onRemove}>
+            Delete
+          </button>
+        </div>
+      </div>
+      {state.detail ? (
+        <p className={state.badge === 'disabled' ? 'error-banner' : 'muted'} role={state.badge === 'disabled' ? 'alert' : undefined} data-testid="webhook-health">
+          {state.detail}
+        </p>
+      ) : null}
+      {state.dropped ? <p className="muted">{state.dropped}</p> : null}
+      {open ? <Deliveries hook={h} /> : null}
+    </li>
+  );
+}
+
 export function WebhooksCard() {
   const [hooks, setHooks] = useState<Webhook[] | null>(null);
   const [err, setErr] = useState<string | null>(null);
@@ -180,20 +240,7 @@ export function WebhooksCard() {
         <code> t.body</code> with the secret). Failed deliveries are retried with backoff; a session&apos;s events arrive in order. An endpoint
         that keeps failing is disabled by the server until you enable it again.
       </p>
-      {secret ? (
-        <div className="notice" role="status" data-testid="webhook-secret">
-          <p>
-            <strong>Signing secret</strong> (shown only now; copy it to your receiver):
-          </p>
-          <p className="mono wrap">{secret}</p>
-          <div className="actions">
-            <CopyButton label="Copy secret" text={secret} />
-            <button type="button" className="btn btn-small" onClick={() => setSecret(null)}>
-              Done
-            </button>
-          </div>
-        </div>
-      ) : null}
+      {secret ? <SecretNotice secret={secret} onDone={() => setSecret(null)} /> : null}
       {err ? (
         <div className="error-banner" role="alert">
           {err}
@@ -205,44 +252,9 @@ export function WebhooksCard() {
       ) : null}
       {hooks && hooks.length > 0 ? (
         <ul className="webhook-list" aria-label="Webhooks">
-          {hooks.map((h) => {
-            const state = webhookState(h);
-            return (
-              <li key={h.id} data-testid="webhook-row">
-                <div className="webhook-head">
-                  <span className="mono wrap">{h.url}</span>
-                  <span className={`badge badge-webhook-${state.badge}`} data-testid="webhook-state">
-                    {state.label}
-                  </span>
-                  <span className="muted">{h.events.join(', ')}</span>
-                  <span className="muted">secret {h.secret_prefix}…</span>
-                  <div className="actions">
-                    <button
-                      type="button"
-                      className="btn btn-small"
-                      aria-label={`${h.enabled ? 'Turn off' : 'Enable'} webhook ${h.url}`}
-                      onClick={() => void setEnabled(h, !h.enabled)}
-                    >
-                      {h.enabled ? 'Turn off' : 'Enable'}
-                    </button>
-                    <button type="button" className="btn btn-small" aria-expanded={open.has(h.id)} onClick={() => toggle(h.id)}>
-                      {open.has(h.id) ? 'Hide deliveries' : 'Show deliveries'}
-                    </button>
-                    <button type="button" className="btn btn-small btn-danger" aria-label={`Delete webhook ${h.url}`} onClick={() => void remove(h)}>
-                      Delete
-                    </button>
-                  </div>
-                </div>
-                {state.detail ? (
-                  <p className={state.badge === 'disabled' ? 'error-banner' : 'muted'} role={state.badge === 'disabled' ? 'alert' : undefined} data-testid="webhook-health">
-                    {state.detail}
-                  </p>
-                ) : null}
-                {state.dropped ? <p className="muted">{state.dropped}</p> : null}
-                {open.has(h.id) ? <Deliveries hook={h} /> : null}
-              </li>
-            );
-          })}
+          {hooks.map((h) => (
+            <WebhookItem key={h.id} hook={h} open={open.has(h.id)} onToggle={() => toggle(h.id)} onEnabled={(on) => void setEnabled(h, on)} onRemove={() => void remove(h)} />
+          ))}
         </ul>
       ) : null}
       <h3>Add a webhook</h3>

@@ -70,43 +70,23 @@ async function errorFrom(res: Response): Promise<ApiError> {
   return new ApiError(errorInfoFrom(res, body));
 }
 
-export function createWebPlatform(): Platform {
-  const baseUrl = defaultBaseUrl();
-  let token = readToken();
-  // A `#token=` link followed inside the running page: load again, so it is held and asked about.
-  window.addEventListener('hashchange', () => {
-    if (/^#token=/.test(location.hash)) location.reload();
-  });
+type Call = <T>(method: string, path: string, body?: unknown) => Promise<T>;
 
-  async function call<T>(method: string, path: string, body?: unknown): Promise<T> {
-    if (!token) throw new ApiError({ status: 401, code: 'unauthorized', message: 'No API token has been entered yet.', details: {} });
-    const headers: Record<string, string> = { Authorization: `Bearer ${token}` };
-    if (body !== undefined) headers['Content-Type'] = 'application/json';
-    let res: Response;
-    try {
-      // A server that accepts the connection but never answers must not leave a spinner
-      // forever: after 15 s (as in the desktop app's client) it counts as unreachable.
-      res = await fetch(baseUrl + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal: AbortSignal.timeout(15_000) });
-    } catch (e) {
-      throw new ApiError({ status: 0, code: 'network_error', message: `The server at ${baseUrl} could not be reached.`, details: { cause: String(e) } });
-    }
-    if (!res.ok) throw await errorFrom(res);
-    if (res.status === 204) return true as T;
-    return (await res.json()) as T;
-  }
-
+/** The API's operations over `call` (fetch with the token): one line each. */
+function webOps(call: Call, getToken: () => string | null, baseUrl: string): Platform['ops'] {
   const limitsPath = (scope: LimitScope) => `/customer/limits/${encodeURIComponent(scope)}`;
   const subscriptionPath = (clientId: string) => `/subscriptions/${encodeURIComponent(clientId)}`;
   const qs = buildQuery;
 
-  const ops: Platform['ops'] = {
-    connectionInfo: async () => ({ mode: 'web', baseUrl, hasToken: !!token }),
+  return {
+    connectionInfo: async () => ({ mode: 'web', baseUrl, hasToken: !!getToken() }),
     saveConnection: async () => {
       throw new ApiError({ status: 400, code: 'not_supported', message: 'The endpoint is chosen in the desktop app only.', details: {} });
     },
     serverInfo: () => call('GET', '/server-info'),
     openApiDocument: () => call('GET', '/openapi.json'),
     copyApiToken: async () => {
+      const token = getToken();
       if (!token) throw new ApiError({ status: 401, code: 'unauthorized', message: 'No API token has been entered.', details: {} });
       await navigator.clipboard.writeText(token);
       return true as const;
@@ -137,6 +117,34 @@ export function createWebPlatform(): Platform {
     },
     usage: (q) => call('GET', `/usage${qs({ ...q })}`),
   } satisfies Omit<PlatformOps, 'openStream' | 'closeStream'>;
+}
+
+export function createWebPlatform(): Platform {
+  const baseUrl = defaultBaseUrl();
+  let token = readToken();
+  // A `#token=` link followed inside the running page: load again, so it is held and asked about.
+  window.addEventListener('hashchange', () => {
+    if (/^#token=/.test(location.hash)) location.reload();
+  });
+
+  async function call<T>(method: string, path: string, body?: unknown): Promise<T> {
+    if (!token) throw new ApiError({ status: 401, code: 'unauthorized', message: 'No API token has been entered yet.', details: {} });
+    const headers: Record<string, string> = { Authorization: `Bearer ${token}` };
+    if (body !== undefined) headers['Content-Type'] = 'application/json';
+    let res: Response;
+    try {
+      // A server that accepts the connection but never answers must not leave a spinner
+      // forever: after 15 s (as in the desktop app's client) it counts as unreachable.
+      res = await fetch(baseUrl + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal: AbortSignal.timeout(15_000) });
+    } catch (e) {
+      throw new ApiError({ status: 0, code: 'network_error', message: `The server at ${baseUrl} could not be reached.`, details: { cause: String(e) } });
+    }
+    if (!res.ok) throw await errorFrom(res);
+    if (res.status === 204) return true as T;
+    return (await res.json()) as T;
+  }
+
+  const ops = webOps(call, () => token, baseUrl);
 
   function subscribe(filter: EventFilter, h: StreamHandlers): () => void {
     const stream = new EventStream({ EventSource, endpoint: () => ({ baseUrl, token }), filter, onEvent: (e) => h.onEvent(e), onState: (state, error) => h.onState?.(state, error) });

@@ -40,6 +40,9 @@ export const {
   saveConnection,
   resolveLinkToken,
   setStreamState,
+  endRateLimit,
+  probeServer,
+  setTheme,
   loadZones,
   loadSessions,
   syncNewest,
@@ -77,6 +80,7 @@ export const {
 
 export type { LimitsState, State, SubscriptionEntry, Toast } from './state.ts';
 export type { SessionView } from './session-view.ts';
+export type { Theme } from './theme.ts';
 export { scopeTitle } from './slices/limits.ts';
 /** What the actions throw, as a record the screens can show (humanError). */
 export { toApiError } from '../platform/index.ts';

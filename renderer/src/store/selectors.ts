@@ -23,6 +23,9 @@ export const selectStreamState = (s: State) => s.streamState;
 export const selectStreamError = (s: State) => s.streamError;
 export const selectRoute = (s: State) => s.route;
 export const selectToasts = (s: State) => s.toasts;
+export const selectRateLimitedUntil = (s: State) => s.rateLimitedUntil;
+export const selectStaleSince = (s: State) => s.staleSince;
+export const selectTheme = (s: State) => s.theme;
 
 // Zones and the new-session form.
 export const selectZones = (s: State) => s.zones;
@@ -94,6 +97,12 @@ export const selectSubscriptionPending = (clientId: string) => (s: State) => !!s
 /** Totals for the header: active sessions and live speeds. */
 export function useTotals() {
   return useStore(useShallow((s: State) => sessionTotals(s.sessions, s.sessionOrder)));
+}
+
+/** "customer (role)" of the token in use, from server-info, or null before it answers. */
+export function useSignedInAs(): string | null {
+  const token = useStore(selectSignedInToken);
+  return token ? `${token.customer} (${token.role})` : null;
 }
 
 export { useShallow };

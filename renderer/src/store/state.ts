@@ -26,6 +26,8 @@ import { getPlatform, type Platform } from '../platform/index.ts';
 import type { PlatformOps } from '../platform/platform.ts';
 import type { Route } from './routing.ts';
 import type { SessionFilter, SessionView, SpeedHistory } from './session-view.ts';
+import { track } from './health.ts';
+import type { Theme } from './theme.ts';
 
 /** Where a list stands while it loads. */
 export type Load = 'idle' | 'loading' | 'ready' | 'error';
@@ -49,6 +51,15 @@ export interface AppSlice {
   toasts: Toast[];
   /** Which platform the window runs on: the desktop app (electron) or a browser (web). */
   platformKind: Platform['kind'];
+  /** A 429: when (ms) the server's Retry-After ends; null when not rate-limited. */
+  rateLimitedUntil: number | null;
+  /**
+   * The server stopped answering while the app was ready: the time (ms) of its last answer, so
+   * the data on screen stays and is marked as of then; null while it answers.
+   */
+  staleSince: number | null;
+  /** The colour theme chosen in Settings (kept in this window's storage). */
+  theme: Theme;
 
   toast(text: string, kind?: Toast['kind']): void;
   dismissToast(id: number): void;
@@ -71,6 +82,11 @@ export interface AppSlice {
   /** Use (true) or drop the token of a `#token=` link. */
   resolveLinkToken(use: boolean): Promise<void>;
   setStreamState(state: StreamState, error?: ApiErrorInfo): void;
+  /** The rate limit's wait is over: the notice goes (and a start that was refused tries again). */
+  endRateLimit(): void;
+  /** During an outage: asks the server once; when it answers, the data is loaded again. */
+  probeServer(): Promise<void>;
+  setTheme(theme: Theme): void;
   /** Support tools: put the API token on the clipboard; read the server's OpenAPI document. */
   copyApiToken: PlatformOps['copyApiToken'];
   openApiDocument: PlatformOps['openApiDocument'];
@@ -187,4 +203,5 @@ export type State = AppSlice & ZonesSlice & SessionsSlice & EventsSlice & Limits
 
 export type SliceCreator<Slice> = StateCreator<State, [], [], Slice>;
 
-export const ops = () => getPlatform().ops;
+/** The platform's operations, each noting when the server last answered (health.ts). */
+export const ops = () => track(getPlatform().ops);

@@ -7,7 +7,14 @@ import { ops, type SessionsSlice, type SliceCreator } from '../state.ts';
 const PAGE = 500;
 const MAX_PAGES = 60;
 
-export const createSessionsSlice: SliceCreator<SessionsSlice> = (set, get) => {
+type ActionsPart = Pick<
+  SessionsSlice,
+  'creating' | 'createError' | 'actionPending' | 'actionError' | 'fetchSession' | 'refreshSession' | 'pollStatus' | 'createSession' | 'setPaused'
+>;
+
+const createListPart: SliceCreator<Omit<SessionsSlice, keyof ActionsPart>> = (set, get) => {
+  // The pollers wait while the server's Retry-After runs.
+  const rateLimited = () => (get().rateLimitedUntil ?? 0) > Date.now();
   // A newer loadSessions makes the pages of an older one stale.
   let generation = 0;
   return {
@@ -16,11 +23,7 @@ export const createSessionsSlice: SliceCreator<SessionsSlice> = (set, get) => {
     sessionsLoad: 'idle',
     sessionsError: null,
     sessionFilter: { text: '', status: '', zone: '' },
-    creating: false,
-    createError: null,
     speedHistory: {},
-    actionPending: {},
-    actionError: {},
 
     async loadSessions() {
       const gen = ++generation;
@@ -44,7 +47,7 @@ export const createSessionsSlice: SliceCreator<SessionsSlice> = (set, get) => {
       }
     },
     async syncNewest() {
-      if (get().sessionsLoad === 'loading') return;
+      if (get().sessionsLoad === 'loading' || rateLimited()) return;
       try {
         const res = await ops().listSessions({ limit: 100 });
         set((st) => mergeNewest(st, res.sessions) ?? {});
@@ -72,6 +75,22 @@ export const createSessionsSlice: SliceCreator<SessionsSlice> = (set, get) => {
       // A quota that renewed is absent from the answer: drop the old fields first.
       get().upsertSession({ ...cur, over_quota: undefined, over_quota_until: undefined, ...st });
     },
+    setSessionFilter(f) {
+      set((s) => ({ sessionFilter: { ...s.sessionFilter, ...f } }));
+    },
+  };
+};
+
+/** One session's reads and actions: load, poll, create, pause and resume. */
+const createActionsPart: SliceCreator<ActionsPart> = (set, get) => {
+  // The poller waits while the server's Retry-After runs.
+  const rateLimited = () => (get().rateLimitedUntil ?? 0) > Date.now();
+  return {
+    creating: false,
+    createError: null,
+    actionPending: {},
+    actionError: {},
+
     async fetchSession(id) {
       try {
         const session = await ops().getSession(id);
@@ -85,6 +104,7 @@ export const createSessionsSlice: SliceCreator<SessionsSlice> = (set, get) => {
       return (await get().fetchSession(id)).session;
     },
     async pollStatus(id) {
+      if (rateLimited()) return;
       try {
         const st = await ops().sessionStatus(id);
         if (!get().sessions[id]) await get().refreshSession(id);
@@ -92,9 +112,6 @@ export const createSessionsSlice: SliceCreator<SessionsSlice> = (set, get) => {
       } catch (e) {
         get().noteGlobalError(e);
       }
-    },
-    setSessionFilter(f) {
-      set((s) => ({ sessionFilter: { ...s.sessionFilter, ...f } }));
     },
     async createSession(req) {
       set({ creating: true, createError: null });
@@ -127,3 +144,5 @@ export const createSessionsSlice: SliceCreator<SessionsSlice> = (set, get) => {
     },
   };
 };
+
+export const createSessionsSlice: SliceCreator<SessionsSlice> = (...a) => ({ ...createListPart(...a), ...createActionsPart(...a) });

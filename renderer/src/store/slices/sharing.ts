@@ -7,15 +7,14 @@ import { toApiError } from '../../platform/index.ts';
 
 const EMPTY: SubscriptionEntry = { load: 'idle', sub: null, error: null, pending: false };
 
-export const createSharingSlice: SliceCreator<SharingSlice> = (set, get) => {
+type LanPart = Pick<SharingSlice, 'lan' | 'lanPending' | 'lanError' | 'loadLanSharing' | 'setLanSharing'>;
+
+const createSubscriptionsPart: SliceCreator<Omit<SharingSlice, keyof LanPart>> = (set, get) => {
   const patch = (clientId: string, p: Partial<SubscriptionEntry>) =>
     set((s) => ({ subscriptions: { ...s.subscriptions, [clientId]: { ...(s.subscriptions[clientId] ?? EMPTY), ...p } } }));
 
   return {
     subscriptions: {},
-    lan: null,
-    lanPending: false,
-    lanError: null,
 
     async loadSubscription(clientId) {
       patch(clientId, { load: 'loading', error: null });
@@ -59,34 +58,42 @@ export const createSharingSlice: SliceCreator<SharingSlice> = (set, get) => {
         return false;
       }
     },
-
-    async loadLanSharing() {
-      try {
-        set({ lan: await ops().lanSharing(), lanError: null });
-      } catch (e) {
-        set({ lanError: toApiError(e) });
-      }
-    },
-
-    async setLanSharing(request) {
-      set({ lanPending: true, lanError: null });
-      try {
-        const lan = await ops().setLanSharing(request);
-        set({ lan });
-        // The server listens elsewhere now: read what depends on its address again.
-        set({ connection: await ops().connectionInfo() });
-        await get().loadServerInfo();
-        void get().loadSessions();
-        for (const clientId of Object.keys(get().subscriptions)) void get().loadSubscription(clientId);
-        get().toast(lan.enabled ? `Other devices can connect to ${lan.address}.` : 'Only this computer can connect now.');
-        return true;
-      } catch (e) {
-        set({ lanError: toApiError(e) });
-        void get().loadLanSharing();
-        return false;
-      } finally {
-        set({ lanPending: false });
-      }
-    },
   };
 };
+
+const createLanPart: SliceCreator<LanPart> = (set, get) => ({
+  lan: null,
+  lanPending: false,
+  lanError: null,
+
+  async loadLanSharing() {
+    try {
+      set({ lan: await ops().lanSharing(), lanError: null });
+    } catch (e) {
+      set({ lanError: toApiError(e) });
+    }
+  },
+
+  async setLanSharing(request) {
+    set({ lanPending: true, lanError: null });
+    try {
+      const lan = await ops().setLanSharing(request);
+      set({ lan });
+      // The server listens elsewhere now: read what depends on its address again.
+      set({ connection: await ops().connectionInfo() });
+      await get().loadServerInfo();
+      void get().loadSessions();
+      for (const clientId of Object.keys(get().subscriptions)) void get().loadSubscription(clientId);
+      get().toast(lan.enabled ? `Other devices can connect to ${lan.address}.` : 'Only this computer can connect now.');
+      return true;
+    } catch (e) {
+      set({ lanError: toApiError(e) });
+      void get().loadLanSharing();
+      return false;
+    } finally {
+      set({ lanPending: false });
+    }
+  },
+});
+
+export const createSharingSlice: SliceCreator<SharingSlice> = (...a) => ({ ...createSubscriptionsPart(...a), ...createLanPart(...a) });
