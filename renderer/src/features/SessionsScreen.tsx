@@ -165,7 +165,7 @@ export function SessionsScreen() {
       head={
         <>
           <span className="muted">
-            {ids.length === total ? `${total} sessions` : `${ids.length} of ${total} sessions`}
+            {ids.length === total ? `${total} session${total === 1 ? '' : 's'}` : `${ids.length} of ${total} session${total === 1 ? '' : 's'}`}
           </span>
           {load === 'loading' ? <Spinner label="Loading sessions…" /> : null}
           <span className="grow" />
