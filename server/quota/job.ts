@@ -1,6 +1,6 @@
 // The quota job (periodic caps): once a second, for every limits record whose byte
 // caps renew, records each entity's base for the current period (its lifetime totals at the
-// period's start: server/store/store.ts quotaSnapshotSql). Fixed periods (day, week, month) keep
+// period's start: server/store/repos/quota.ts quotaSnapshotSql). Fixed periods (day, week, month) keep
 // the first base recorded, so every instance of a cluster, every node and every restart counts
 // the period from the same point; an entity first seen later in the period gets its totals then
 // (it moved nothing before). A rolling window's base is rewritten each time from the usage

@@ -138,7 +138,7 @@ export const PG_LEGACY: readonly string[] = [
   CREATE INDEX sessions_by_expiry ON sessions (expires_at) WHERE expires_at IS NOT NULL;
   `,
   // 6 (subscriptions in the cluster): as SQLite's migration 2, plus the cluster's key the URL
-  // secrets are derived from (server/store/pg/subscriptions.ts; on SQLite a file in the data folder).
+  // secrets are derived from (server/store/repos/subscriptions.ts, repos/cluster-keys.ts; on SQLite a file in the data folder).
   `
   CREATE TABLE subscriptions (
     customer_id TEXT NOT NULL REFERENCES customers(id),

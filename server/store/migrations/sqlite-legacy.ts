@@ -223,7 +223,7 @@ export const SQLITE_LEGACY: readonly string[] = [
   ALTER TABLE sessions ADD COLUMN claimed_at INTEGER;
   `,
   // 11 (webhook health): failed attempts in a row and since when, why and when the server
-  // disabled an endpoint, the pending deliveries dropped over the cap (server/store/webhook-health.ts).
+  // disabled an endpoint, the pending deliveries dropped over the cap (server/store/repos/webhooks.ts).
   `
   ALTER TABLE webhooks ADD COLUMN consecutive_failures INTEGER NOT NULL DEFAULT 0;
   ALTER TABLE webhooks ADD COLUMN failing_since TEXT;
