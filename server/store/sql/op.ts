@@ -103,3 +103,13 @@ export type SyncOps<T extends OpTable> = { [K in keyof T]: (...a: Parameters<T[K
 
 /** The operations, run asynchronously (PostgreSQL, or SQLite behind the async seam). */
 export type AsyncOps<T extends OpTable> = { [K in keyof T]: (...a: Parameters<T[K]>) => Promise<Result<T[K]>> };
+
+/** Every operation of `table` as a function that hands the operation to `exec` (a runner's run). */
+export function bindOps<T extends OpTable, R>(table: T, exec: (op: Op<unknown>) => R): Record<keyof T, (...args: never[]) => R> {
+  const out = {} as Record<keyof T, (...args: never[]) => R>;
+  for (const name of Object.keys(table) as (keyof T)[]) {
+    const make = table[name];
+    out[name] = (...args: never[]) => exec(make(...args));
+  }
+  return out;
+}

@@ -4,7 +4,7 @@
 // destroyed rather than reused.
 import type pg from 'pg';
 import { sqlFor } from './dialect.ts';
-import type { AsyncOps, Op, OpTable, Step } from './op.ts';
+import { bindOps, type AsyncOps, type Op, type OpTable, type Step } from './op.ts';
 import { mapDatabaseError } from '../pg/pool.ts';
 import { CHANNELS } from './channels.ts';
 
@@ -118,9 +118,5 @@ export class PgRunner {
 
 /** Every operation of `table`, bound to run on `runner`. */
 export function bindAsync<T extends OpTable>(table: T, runner: PgRunner): AsyncOps<T> {
-  const out: Record<string, unknown> = {};
-  for (const [name, fn] of Object.entries(table)) {
-    out[name] = (...args: never[]) => runner.run(fn(...args));
-  }
-  return out as AsyncOps<T>;
+  return bindOps(table, (op) => runner.run(op)) as unknown as AsyncOps<T>;
 }

@@ -4,7 +4,7 @@
 // operation joins it.
 import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite';
 import { sqlFor } from './dialect.ts';
-import type { AsyncOps, Op, OpTable, Param, Step, SyncOps } from './op.ts';
+import { bindOps, type AsyncOps, type Op, type OpTable, type Param, type Step, type SyncOps } from './op.ts';
 
 /** More distinct statement texts than this (IN lists of many lengths) start the cache afresh. */
 const CACHE_MAX = 2000;
@@ -98,11 +98,7 @@ export class SqliteRunner {
 
 /** Every operation of `table`, bound to run synchronously on `runner`. */
 export function bindSync<T extends OpTable>(table: T, runner: SqliteRunner): SyncOps<T> {
-  const out: Record<string, unknown> = {};
-  for (const [name, fn] of Object.entries(table)) {
-    out[name] = (...args: never[]) => runner.run(fn(...args));
-  }
-  return out as SyncOps<T>;
+  return bindOps(table, (op) => runner.run(op)) as unknown as SyncOps<T>;
 }
 
 /** Synchronous operations behind already-settled promises (the async seam on SQLite: no thread hop). */
