@@ -14,7 +14,7 @@
 import { createRequire } from 'node:module';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { BODY_LIMIT, installBodyParsing } from './http/body.ts';
-import { resolveConfig, type ServerOptions } from './http/config.ts';
+import { resolveConfig, type ResolvedConfig, type ServerOptions } from './http/config.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import { startEventRetention } from './http/retention.ts';
 import { V2Guard } from './http/v2-guard.ts';
@@ -33,7 +33,7 @@ import { createServices, type Services } from './services.ts';
 import { startExpirySweep } from './sessions.ts';
 import { startQuotaJob } from './quota/job.ts';
 import { subscriptionFeedRoutes, subscriptionRoutes } from './routes/subscriptions.ts';
-import { openTls, wireTls } from './tls/index.ts';
+import { openTls, wireTls, type TlsCertificates } from './tls/index.ts';
 import { silentLogger } from './log.ts';
 import { redactIds } from './time.ts';
 import { webhookRoutes } from './routes/webhooks.ts';
@@ -54,13 +54,27 @@ export async function buildServer(opts: ServerOptions): Promise<BuiltServer> {
   const config = resolveConfig(opts, pkg.version, tls);
   // On SQLite, the folder's lock and the repair of what a crash left behind come first (backend/sqlite.ts).
   const services = await createServices(opts, config, tls);
-  const { dataPlane, log, subscriptions, webhooks } = services;
   const guard = new V2Guard();
+  const app = createFastify(opts, config, tls, guard);
+  installBodyParsing(app);
+  installErrorHandling(app, services.log);
+  if (opts.logRequests) {
+    app.addHook('onResponse', async (request, reply) => {
+      services.log.info(`${request.method} ${redactIds(request.url)} ${reply.statusCode} ${reply.elapsedTime.toFixed(1)}ms`);
+    });
+  }
+  await registerRoutes(app, opts, config, services, guard);
+  wireTls(tls, app, services.dataPlane, config.settings.link);
+  await startBackground(app, config, services);
+  return { app, services };
+}
+
+/** The fastify instance: body limit, proxies trusted, router options, time-outs, TLS when configured. */
+function createFastify(opts: ServerOptions, config: ResolvedConfig, tls: TlsCertificates, guard: V2Guard): FastifyInstance {
   const timeouts = config.httpTimeouts;
   // Node's own deadlines (http.createServer / https.createServer options): see HttpTimeouts.
   const serverTimeouts = { headersTimeout: timeouts.headersMs, requestTimeout: timeouts.requestMs, connectionsCheckingInterval: timeouts.checkIntervalMs };
-
-  const app = Fastify({
+  return Fastify({
     logger: false,
     bodyLimit: BODY_LIMIT,
     forceCloseConnections: true,
@@ -78,15 +92,11 @@ export async function buildServer(opts: ServerOptions): Promise<BuiltServer> {
     connectionTimeout: timeouts.idleMs,
     ...(tls.current ? { https: { cert: tls.current.cert, key: tls.current.key, ...serverTimeouts } } : { http: serverTimeouts }),
   }) as unknown as FastifyInstance;
-  installBodyParsing(app);
-  installErrorHandling(app, log);
+}
 
-  if (opts.logRequests) {
-    app.addHook('onResponse', async (request, reply) => {
-      log.info(`${request.method} ${redactIds(request.url)} ${reply.statusCode} ${reply.elapsedTime.toFixed(1)}ms`);
-    });
-  }
-
+/** OpenAPI, metrics, the /v2 routes behind the token guard, the subscription feeds and the web UI. */
+async function registerRoutes(app: FastifyInstance, opts: ServerOptions, config: ResolvedConfig, services: Services, guard: V2Guard): Promise<void> {
+  const { subscriptions, webhooks } = services;
   await registerOpenApi(app);
   // Before the routes: its onResponse hook measures every request (server/http/metrics.ts).
   await registerMetrics(app, services.metrics, opts.metricsToken);
@@ -108,9 +118,11 @@ export async function buildServer(opts: ServerOptions): Promise<BuiltServer> {
   // Outside /v2 and without a token: the URL's secret is the credential (server/subscriptions).
   await subscriptionFeedRoutes(app, subscriptions);
   await registerWebUi(app, opts.rendererDir);
+}
 
-  wireTls(tls, app, dataPlane, config.settings.link);
-
+/** The node channel and the upgrades, the background jobs and webhooks, and what closing stops. */
+async function startBackground(app: FastifyInstance, config: ResolvedConfig, services: Services): Promise<void> {
+  const { dataPlane, log, webhooks } = services;
   // Data-plane nodes (`vpn-access node run`) connect here; the local data plane takes the rest.
   const nodeChannel = createNodeChannel(services);
   app.server.on('upgrade', (req, socket, head) => {
@@ -134,6 +146,4 @@ export async function buildServer(opts: ServerOptions): Promise<BuiltServer> {
     await webhooks?.close();
     await services.close();
   });
-
-  return { app, services };
 }
