@@ -144,6 +144,34 @@ function vlessWsServer(): WebSocketServer {
   });
 }
 
+/** Takes a WebSocket upgrade on the VLESS path (false: not its path); after close, destroys it. */
+function vlessUpgrade(ctx: ProxyContext, wsPath: string, wss: WebSocketServer, rawSockets: Set<Duplex>, keepAlive: (sock: Duplex) => void) {
+  return (req: IncomingMessage, socket: Duplex, head: Buffer, closed: boolean): boolean => {
+    let path: string;
+    try {
+      path = new URL(req.url ?? '/', 'http://x').pathname;
+    } catch {
+      return false;
+    }
+    if (path !== wsPath) return false;
+    if (closed) {
+      socket.destroy();
+      return true;
+    }
+    socket.on('error', () => {});
+    keepAlive(socket);
+    rawSockets.add(socket);
+    socket.once('close', () => rawSockets.delete(socket));
+    const early = earlyData(req);
+    if (!early) delete req.headers['sec-websocket-protocol'];
+    wss.handleUpgrade(req, socket, head, (ws) => {
+      const remote = (socket as Socket).remoteAddress ?? '?';
+      serveVless(ctx, wsSide(ws, remote, socket), 'ws', early?.data);
+    });
+    return true;
+  };
+}
+
 export function createDataPlane(deps: DataPlaneDeps): DataPlane {
   const cfg = deps.config;
   const runtime = new Runtime(deps);
@@ -159,6 +187,7 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
     for (const s of [sock, (sock as { _parent?: Duplex })._parent]) (s as Socket | undefined)?.setKeepAlive?.(true, keepAliveMs);
   };
   const sweep = startSweep(deps, open);
+  const upgrade = vlessUpgrade(ctx, cfg.wsPath, wss, rawSockets, keepAlive);
   /** An inbound's socket: errors ignored (the close path handles them), kept alive, served. */
   const inbound = (serve: (sock: Socket) => void) => (sock: Socket) => {
     sock.on('error', () => {});
@@ -180,30 +209,7 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
       return { vlessTcpPort, proxyPort };
     },
 
-    handleUpgrade(req, socket, head) {
-      let path: string;
-      try {
-        path = new URL(req.url ?? '/', 'http://x').pathname;
-      } catch {
-        return false;
-      }
-      if (path !== cfg.wsPath) return false;
-      if (closed) {
-        socket.destroy();
-        return true;
-      }
-      socket.on('error', () => {});
-      keepAlive(socket);
-      rawSockets.add(socket);
-      socket.once('close', () => rawSockets.delete(socket));
-      const early = earlyData(req);
-      if (!early) delete req.headers['sec-websocket-protocol'];
-      wss.handleUpgrade(req, socket, head, (ws) => {
-        const remote = (socket as Socket).remoteAddress ?? '?';
-        serveVless(ctx, wsSide(ws, remote, socket), 'ws', early?.data);
-      });
-      return true;
-    },
+    handleUpgrade: (req, socket, head) => upgrade(req, socket, head, closed),
 
     updateTls(tls) {
       for (const s of listeners.tlsServers) s.setSecureContext({ cert: tls.cert, key: tls.key });
