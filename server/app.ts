@@ -65,13 +65,27 @@ export async function buildServer(opts: ServerOptions): Promise<BuiltServer> {
 
 /** The HTTP server on top of the services: the routes, the upgrades, the jobs. */
 async function assemble(opts: ServerOptions, config: ResolvedConfig, tls: TlsCertificates, services: Services): Promise<FastifyInstance> {
-  const { dataPlane, log, subscriptions, webhooks } = services;
   const guard = new V2Guard();
+  const app = createFastify(opts, config, tls, guard);
+  installBodyParsing(app);
+  installErrorHandling(app, services.log);
+  if (opts.logRequests) {
+    app.addHook('onResponse', async (request, reply) => {
+      services.log.info(`${request.method} ${redactIds(request.url)} ${reply.statusCode} ${reply.elapsedTime.toFixed(1)}ms`);
+    });
+  }
+  await registerRoutes(app, opts, config, services, guard);
+  wireTls(tls, app, services.dataPlane, config.settings.link);
+  await startBackground(app, config, services);
+  return app;
+}
+
+/** The fastify instance: body limit, proxies trusted, router options, time-outs, TLS when configured. */
+function createFastify(opts: ServerOptions, config: ResolvedConfig, tls: TlsCertificates, guard: V2Guard): FastifyInstance {
   const timeouts = config.httpTimeouts;
   // Node's own deadlines (http.createServer / https.createServer options): see HttpTimeouts.
   const serverTimeouts = { headersTimeout: timeouts.headersMs, requestTimeout: timeouts.requestMs, connectionsCheckingInterval: timeouts.checkIntervalMs };
-
-  const app = Fastify({
+  return Fastify({
     logger: false,
     bodyLimit: BODY_LIMIT,
     forceCloseConnections: true,
@@ -89,15 +103,11 @@ async function assemble(opts: ServerOptions, config: ResolvedConfig, tls: TlsCer
     connectionTimeout: timeouts.idleMs,
     ...(tls.current ? { https: { cert: tls.current.cert, key: tls.current.key, ...serverTimeouts } } : { http: serverTimeouts }),
   }) as unknown as FastifyInstance;
-  installBodyParsing(app);
-  installErrorHandling(app, log);
+}
 
-  if (opts.logRequests) {
-    app.addHook('onResponse', async (request, reply) => {
-      log.info(`${request.method} ${redactIds(request.url)} ${reply.statusCode} ${reply.elapsedTime.toFixed(1)}ms`);
-    });
-  }
-
+/** OpenAPI, metrics, the /v2 routes behind the token guard, the subscription feeds and the web UI. */
+async function registerRoutes(app: FastifyInstance, opts: ServerOptions, config: ResolvedConfig, services: Services, guard: V2Guard): Promise<void> {
+  const { subscriptions, webhooks } = services;
   await registerOpenApi(app);
   // Before the routes: its onResponse hook measures every request (server/http/metrics.ts).
   await registerMetrics(app, services.metrics, opts.metricsToken);
@@ -119,9 +129,11 @@ async function assemble(opts: ServerOptions, config: ResolvedConfig, tls: TlsCer
   // Outside /v2 and without a token: the URL's secret is the credential (server/subscriptions).
   await subscriptionFeedRoutes(app, subscriptions);
   await registerWebUi(app, opts.rendererDir);
+}
 
-  wireTls(tls, app, dataPlane, config.settings.link);
-
+/** The node channel and the upgrades, the background jobs and webhooks, and what closing stops. */
+async function startBackground(app: FastifyInstance, config: ResolvedConfig, services: Services): Promise<void> {
+  const { dataPlane, log, webhooks } = services;
   // Data-plane nodes (`vpn-access node run`) connect here; the local data plane takes the rest.
   const nodeChannel = createNodeChannel(services);
   app.server.on('upgrade', (req, socket, head) => {
@@ -129,7 +141,7 @@ async function assemble(opts: ServerOptions, config: ResolvedConfig, tls: TlsCer
     if (!dataPlane?.handleUpgrade(req, socket, head)) socket.destroy();
   });
 
-  // The jobs join what the services own: app.close() releases them first, then the rest.
+  // The jobs join what the services own: closing releases them first, then the rest.
   const { owned } = services;
   owned.add(startExpirySweep(services.data, log));
   const quotaJob = startQuotaJob(services.data, log);
@@ -144,6 +156,4 @@ async function assemble(opts: ServerOptions, config: ResolvedConfig, tls: TlsCer
     nodeChannel.close();
   });
   app.addHook('onClose', () => services.close());
-
-  return app;
 }

@@ -12,29 +12,29 @@ const NODE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
 const ZONE_CODE = /^[a-z0-9-]{2,32}$/;
 const HOST = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]{1,253}|[0-9A-Fa-f:.]+)$/;
 
-/** `node run`: a data-plane node (server/node/run.ts); runs until SIGINT/SIGTERM or its removal. */
-async function nodeRun(argv: string[]): Promise<void> {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      control: { type: 'string' },
-      token: { type: 'string' },
-      host: { type: 'string' },
-      port: { type: 'string' },
-      'vless-tcp-port': { type: 'string' },
-      'proxy-port': { type: 'string' },
-      'relay-port': { type: 'string' },
-      egress: { type: 'string' },
-      'egress-address': { type: 'string' },
-      'data-dir': { type: 'string' },
-      'control-ca': { type: 'string' },
-      'control-pin': { type: 'string' },
-      tls: { type: 'string' },
-      'tls-cert': { type: 'string' },
-      'tls-key': { type: 'string' },
-    },
-  });
-  const controls = (values.control ?? '').split(',').map((u) => u.trim()).filter(Boolean);
+const NODE_RUN_OPTIONS = {
+  control: { type: 'string' },
+  token: { type: 'string' },
+  host: { type: 'string' },
+  port: { type: 'string' },
+  'vless-tcp-port': { type: 'string' },
+  'proxy-port': { type: 'string' },
+  'relay-port': { type: 'string' },
+  egress: { type: 'string' },
+  'egress-address': { type: 'string' },
+  'data-dir': { type: 'string' },
+  'control-ca': { type: 'string' },
+  'control-pin': { type: 'string' },
+  tls: { type: 'string' },
+  'tls-cert': { type: 'string' },
+  'tls-key': { type: 'string' },
+} as const;
+
+type NodeRunValues = ReturnType<typeof parseArgs<{ args: string[]; options: typeof NODE_RUN_OPTIONS }>>['values'];
+
+/** The control plane's URLs: http(s) or ws(s), TLS whenever they leave loopback. */
+function controlUrls(value: string | undefined): string[] {
+  const controls = (value ?? '').split(',').map((u) => u.trim()).filter(Boolean);
   if (controls.length === 0) fail('node run needs --control URL[,URL...] (the control plane\'s API address, e.g. http://10.0.0.1:8787)');
   for (const u of controls) {
     let ok = false;
@@ -50,14 +50,13 @@ async function nodeRun(argv: string[]): Promise<void> {
       fail(`--control ${u}: the node channel must use TLS (https://) beyond loopback; pin the control plane's certificate with --control-pin SHA256 or trust its CA with --control-ca FILE`);
     }
   }
-  const controlPin = values['control-pin']?.replace(/:/g, '').toLowerCase();
-  if (controlPin !== undefined && !/^[0-9a-f]{64}$/.test(controlPin)) fail('--control-pin takes the SHA-256 of the control plane\'s certificate: 64 hex digits (colons allowed), as `pcs` in its links');
-  const token = values.token ?? env.VPN_ACCESS_NODE_TOKEN;
-  if (!token || !token.startsWith('vadn_')) fail('node run needs --token NODE_TOKEN (what `node add` printed)');
-  const host = values.host ?? '127.0.0.1';
-  if (!HOST.test(host)) fail(`--host takes an address, not "${host}"`);
-  // TLS on the node's listeners: auto is on unless the node listens on loopback only (its clients
-  // are on other machines, and current clients refuse VLESS without TLS); given files turn it on.
+  return controls;
+}
+
+/** TLS on the node's listeners: whether it is on, and the given certificate files. */
+function listenerTls(values: NodeRunValues, host: string): { tlsOn: boolean; certFile?: string; keyFile?: string } {
+  // Auto is on unless the node listens on loopback only (its clients are on other machines, and
+  // current clients refuse VLESS without TLS); given files turn it on.
   const tlsMode = values.tls ?? 'auto';
   if (tlsMode !== 'auto' && tlsMode !== 'on' && tlsMode !== 'off') fail('--tls takes auto, on or off');
   const certFile = values['tls-cert'];
@@ -69,6 +68,19 @@ async function nodeRun(argv: string[]): Promise<void> {
   if (!tlsOn && clearTextReach(host, isWildcardHost(host) ? '127.0.0.1' : host, networkInterfaces()) === 'internet') {
     fail(`refusing to run a node without TLS beyond the local network (--host ${host}); drop --tls off, or bind a loopback or private address`);
   }
+  return { tlsOn, certFile, keyFile };
+}
+
+/** The node's options from its command line, checked (fails with a message on a bad one). */
+function nodeRunOptions(values: NodeRunValues) {
+  const controls = controlUrls(values.control);
+  const controlPin = values['control-pin']?.replace(/:/g, '').toLowerCase();
+  if (controlPin !== undefined && !/^[0-9a-f]{64}$/.test(controlPin)) fail('--control-pin takes the SHA-256 of the control plane\'s certificate: 64 hex digits (colons allowed), as `pcs` in its links');
+  const token = values.token ?? env.VPN_ACCESS_NODE_TOKEN;
+  if (!token || !token.startsWith('vadn_')) fail('node run needs --token NODE_TOKEN (what `node add` printed)');
+  const host = values.host ?? '127.0.0.1';
+  if (!HOST.test(host)) fail(`--host takes an address, not "${host}"`);
+  const { tlsOn, certFile, keyFile } = listenerTls(values, host);
   const egress = values.egress ?? 'public-only';
   if (egress !== 'public-only' && egress !== 'lan' && egress !== 'allow-all') fail('--egress takes public-only, lan or allow-all');
   const egressAddress = values['egress-address'];
@@ -81,9 +93,7 @@ async function nodeRun(argv: string[]): Promise<void> {
       fail(`--control-ca: ${(err as Error).message}`);
     }
   }
-  const log = createLogger();
-  const { runNode } = await import('../node/run.ts');
-  const node = await runNode({
+  return {
     controls,
     token,
     host,
@@ -91,19 +101,27 @@ async function nodeRun(argv: string[]): Promise<void> {
     vlessTcpPort: port(values['vless-tcp-port'], 8789, '--vless-tcp-port'),
     proxyPort: port(values['proxy-port'], 8788, '--proxy-port'),
     relayPort: port(values['relay-port'], 8790, '--relay-port'),
-    egress,
+    egress: egress as 'public-only' | 'lan' | 'allow-all',
     egressAddress,
     dataDir: resolve(values['data-dir'] ?? join(homedir(), '.local', 'share', 'vpn-access-node')),
     controlCa,
     ...(controlPin ? { controlPin } : {}),
-    tls: { mode: tlsOn ? 'on' : 'off', ...(certFile && keyFile ? { certFile: resolve(certFile), keyFile: resolve(keyFile) } : {}) },
-    log,
-  }).catch((err: NodeJS.ErrnoException) => {
+    tls: { mode: (tlsOn ? 'on' : 'off') as 'on' | 'off', ...(certFile && keyFile ? { certFile: resolve(certFile), keyFile: resolve(keyFile) } : {}) },
+  };
+}
+
+/** `node run`: a data-plane node (server/node/run.ts); runs until SIGINT/SIGTERM or its removal. */
+async function nodeRun(argv: string[]): Promise<void> {
+  const { values } = parseArgs({ args: argv, options: NODE_RUN_OPTIONS });
+  const options = nodeRunOptions(values);
+  const log = createLogger();
+  const { runNode } = await import('../node/run.ts');
+  const node = await runNode({ ...options, log }).catch((err: NodeJS.ErrnoException) => {
     if (err.code === 'EADDRINUSE') fail(`a port is already in use (${err.message}); choose another with --port, --vless-tcp-port, --proxy-port or --relay-port`);
     throw err;
   });
   const p = node.ports;
-  process.stdout.write(`node listening: VLESS ${p.tls ? 'wss' : 'ws'} ${host}:${p.vless_ws_port}, tcp ${p.vless_tcp_port ?? 'off'}, proxy ${p.proxy_port ?? 'off'}, geo relay ${p.relay_port ?? 'off'}; TLS ${p.tls ? `on${p.tls_pcs ? ` (self-signed, sha256 ${p.tls_pcs})` : ''}` : 'off'}\n`);
+  process.stdout.write(`node listening: VLESS ${p.tls ? 'wss' : 'ws'} ${options.host}:${p.vless_ws_port}, tcp ${p.vless_tcp_port ?? 'off'}, proxy ${p.proxy_port ?? 'off'}, geo relay ${p.relay_port ?? 'off'}; TLS ${p.tls ? `on${p.tls_pcs ? ` (self-signed, sha256 ${p.tls_pcs})` : ''}` : 'off'}\n`);
   const stop = () => void node.close();
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);

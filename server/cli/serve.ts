@@ -45,46 +45,41 @@ function parseTrustProxy(value: string): string[] {
   return items;
 }
 
-export async function serve(argv: string[], usage: string): Promise<void> {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      host: { type: 'string' },
-      port: { type: 'string' },
-      'data-dir': { type: 'string' },
-      database: { type: 'string' },
-      zones: { type: 'string' },
-      'rate-limit': { type: 'string' },
-      'public-host': { type: 'string' },
-      'vless-tcp-port': { type: 'string' },
-      'proxy-port': { type: 'string' },
-      'link-network': { type: 'string' },
-      tls: { type: 'string' },
-      'tls-cert': { type: 'string' },
-      'tls-watch-interval': { type: 'string' },
-      'acme-domain': { type: 'string' },
-      'acme-email': { type: 'string' },
-      'acme-directory': { type: 'string' },
-      'acme-directory-ca': { type: 'string' },
-      'acme-http-port': { type: 'string' },
-      'tls-key': { type: 'string' },
-      egress: { type: 'string' },
-      'http-timeouts': { type: 'string' },
-      'idle-timeout': { type: 'string' },
-      'metrics-token': { type: 'string' },
-      'trust-proxy': { type: 'string' },
-      'no-ui': { type: 'boolean' },
-      quiet: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
-  if (values.help) {
-    process.stdout.write(usage);
-    return;
-  }
-  const host = values.host ?? env.VPN_ACCESS_HOST ?? '127.0.0.1';
-  const dataDir = resolve(values['data-dir'] ?? defaultDataDir());
-  const database = databaseUrl(values.database ?? env.VPN_ACCESS_DATABASE);
+const SERVE_OPTIONS = {
+  host: { type: 'string' },
+  port: { type: 'string' },
+  'data-dir': { type: 'string' },
+  database: { type: 'string' },
+  zones: { type: 'string' },
+  'rate-limit': { type: 'string' },
+  'public-host': { type: 'string' },
+  'vless-tcp-port': { type: 'string' },
+  'proxy-port': { type: 'string' },
+  'link-network': { type: 'string' },
+  tls: { type: 'string' },
+  'tls-cert': { type: 'string' },
+  'tls-watch-interval': { type: 'string' },
+  'acme-domain': { type: 'string' },
+  'acme-email': { type: 'string' },
+  'acme-directory': { type: 'string' },
+  'acme-directory-ca': { type: 'string' },
+  'acme-http-port': { type: 'string' },
+  'tls-key': { type: 'string' },
+  egress: { type: 'string' },
+  'http-timeouts': { type: 'string' },
+  'idle-timeout': { type: 'string' },
+  'metrics-token': { type: 'string' },
+  'trust-proxy': { type: 'string' },
+  'no-ui': { type: 'boolean' },
+  quiet: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+type ServeValues = ReturnType<typeof parseArgs<{ args: string[]; options: typeof SERVE_OPTIONS }>>['values'];
+type Logger = ReturnType<typeof createLogger>;
+
+/** The certificate options: the mode, given files, their watch interval, or ACME. */
+function tlsOptions(values: ServeValues) {
   const certFile = values['tls-cert'] ?? env.VPN_ACCESS_TLS_CERT;
   const keyFile = values['tls-key'] ?? env.VPN_ACCESS_TLS_KEY;
   if (Boolean(certFile) !== Boolean(keyFile)) fail('--tls-cert and --tls-key go together');
@@ -109,6 +104,11 @@ export async function serve(argv: string[], usage: string): Promise<void> {
         httpPort: port(values['acme-http-port'] ?? env.VPN_ACCESS_ACME_HTTP_PORT, 80, '--acme-http-port') ?? 80,
       }
     : undefined;
+  return { certFile, keyFile, tlsMode, watchMs, acmeDomain, acme };
+}
+
+/** The egress policy, idle time-out and link network. */
+function dataPlaneOptions(values: ServeValues) {
   const egress = values.egress ?? env.VPN_ACCESS_EGRESS ?? 'public-only';
   if (egress !== 'public-only' && egress !== 'lan' && egress !== 'allow-all') fail('--egress takes public-only, lan or allow-all');
   const idleText = values['idle-timeout'] ?? env.VPN_ACCESS_IDLE_TIMEOUT;
@@ -116,23 +116,44 @@ export async function serve(argv: string[], usage: string): Promise<void> {
   if (idleSeconds !== undefined && (!Number.isInteger(idleSeconds) || idleSeconds < 1 || idleSeconds > 86_400)) fail(`--idle-timeout takes whole seconds from 1 to 86400, not "${idleText}"`);
   const linkNetwork = values['link-network'] ?? env.VPN_ACCESS_LINK_NETWORK ?? 'ws';
   if (linkNetwork !== 'ws' && linkNetwork !== 'tcp') fail('--link-network takes ws or tcp');
-  const rendererDir = join(ROOT, 'dist', 'renderer');
-  const log = createLogger();
-  // What links name: given, the ACME domain, the bind host, or for a wildcard bind the first
-  // address other machines can use (0.0.0.0 in a link means nothing to a client).
+  return { egress: egress as 'public-only' | 'lan' | 'allow-all', idleSeconds, linkNetwork: linkNetwork as 'ws' | 'tcp' };
+}
+
+/**
+ * What links name: given, the ACME domain, the bind host, or for a wildcard bind the first
+ * address other machines can use (0.0.0.0 in a link means nothing to a client); and how far clear
+ * text would reach (TLS off, by --tls off or by auto for a local public host), never beyond the local network.
+ */
+function publicHostAndReach(values: ServeValues, host: string, tls: ReturnType<typeof tlsOptions>, log: Logger) {
   const interfaces = networkInterfaces();
-  const givenPublicHost = values['public-host'] ?? env.VPN_ACCESS_PUBLIC_HOST ?? acmeDomain;
+  const givenPublicHost = values['public-host'] ?? env.VPN_ACCESS_PUBLIC_HOST ?? tls.acmeDomain;
   const publicHost = givenPublicHost ?? choosePublicHost(host, interfaces) ??
     fail(`--host ${host}: no network interface has an address other machines can use (only loopback or link-local); name the host clients should connect to with --public-host`);
   if (!givenPublicHost && isWildcardHost(host)) log.info(`public host: ${publicHost} (the first non-internal interface address; --public-host changes it)`);
-  // Clear text (TLS off, by --tls off or by auto for a local public host) never beyond the local network.
-  const tlsDecision = decideTls(tlsMode, publicHost, Boolean(certFile || acme));
+  const tlsDecision = decideTls(tls.tlsMode, publicHost, Boolean(tls.certFile || tls.acme));
   const reach = tlsDecision.enabled ? null : clearTextReach(host, publicHost, interfaces);
   if (reach === 'internet') {
     fail(`refusing to serve without TLS beyond the local network (--host ${host}, public host ${publicHost}): API tokens, session ids ` +
       '(the VLESS credentials) and traffic would cross the internet in clear text. Use --tls on (or auto with a public --public-host), ' +
       'or bind a local address; behind a proxy that terminates TLS, bind to 127.0.0.1 and let the proxy connect there.');
   }
+  return { publicHost, reach };
+}
+
+export async function serve(argv: string[], usage: string): Promise<void> {
+  const { values } = parseArgs({ args: argv, options: SERVE_OPTIONS });
+  if (values.help) {
+    process.stdout.write(usage);
+    return;
+  }
+  const host = values.host ?? env.VPN_ACCESS_HOST ?? '127.0.0.1';
+  const dataDir = resolve(values['data-dir'] ?? defaultDataDir());
+  const database = databaseUrl(values.database ?? env.VPN_ACCESS_DATABASE);
+  const tls = tlsOptions(values);
+  const { egress, idleSeconds, linkNetwork } = dataPlaneOptions(values);
+  const rendererDir = join(ROOT, 'dist', 'renderer');
+  const log = createLogger();
+  const { publicHost, reach } = publicHostAndReach(values, host, tls, log);
   const rateText = values['rate-limit'] ?? env.VPN_ACCESS_RATE_LIMIT;
   const timeoutsText = values['http-timeouts'] ?? env.VPN_ACCESS_HTTP_TIMEOUTS;
 
@@ -151,11 +172,11 @@ export async function serve(argv: string[], usage: string): Promise<void> {
     vlessTcpPort: port(values['vless-tcp-port'] ?? env.VPN_ACCESS_VLESS_TCP_PORT, 8789, '--vless-tcp-port'),
     proxyPort: port(values['proxy-port'] ?? env.VPN_ACCESS_PROXY_PORT, 8788, '--proxy-port'),
     linkNetwork,
-    tlsMode,
-    tlsCertFile: certFile ? resolve(certFile) : undefined,
-    tlsKeyFile: keyFile ? resolve(keyFile) : undefined,
-    tlsWatchIntervalMs: watchMs,
-    acme,
+    tlsMode: tls.tlsMode,
+    tlsCertFile: tls.certFile ? resolve(tls.certFile) : undefined,
+    tlsKeyFile: tls.keyFile ? resolve(tls.keyFile) : undefined,
+    tlsWatchIntervalMs: tls.watchMs,
+    acme: tls.acme,
     egress,
     connectionLimits: idleSeconds === undefined ? undefined : { idleTimeoutMs: idleSeconds * 1000 },
     logger: log,
@@ -169,6 +190,18 @@ export async function serve(argv: string[], usage: string): Promise<void> {
 
   // Signals are handled before anything is printed: whoever waits for the 'listening' line may
   // stop the server the moment it reads it, and must get a clean shutdown.
+  stopOnSignals(server, log);
+  const where = database ? { database } : { dataDir };
+  if (server.ownerToken) process.stdout.write(firstTokenText(server.ownerToken, server.origin, !values['no-ui'], where));
+  announce(server, log, { host, where, reach, ui: !values['no-ui'] && existsSync(join(rendererDir, 'index.html')) });
+  // certbot and acme.sh deploy hooks send SIGHUP: re-read the certificate files now.
+  process.on('SIGHUP', () => void server.services.tls.reload());
+}
+
+type Started = Awaited<ReturnType<typeof import('../serve.ts').startServer>>;
+
+/** SIGINT and SIGTERM close the server once, then exit (1 when closing failed). */
+function stopOnSignals(server: Started, log: Logger): void {
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
@@ -184,22 +217,22 @@ export async function serve(argv: string[], usage: string): Promise<void> {
   };
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
+}
 
-  const where = database ? { database } : { dataDir };
-  if (server.ownerToken) process.stdout.write(firstTokenText(server.ownerToken, server.origin, !values['no-ui'], where));
+/** The log lines of a started server: TLS, where it listens, the web UI, and warnings on its reach. */
+function announce(server: Started, log: Logger, at: { host: string; where: { dataDir?: string; database?: string }; reach: string | null; ui: boolean }): void {
+  const { host, where, reach } = at;
   const tls = server.services.settings.tls;
   log.info(`TLS ${tls.enabled ? `on (${tls.source}, sha256 ${tls.fingerprint_sha256})` : 'off'}: ${tls.reason}`);
   log.info(`listening: API ${server.baseUrl}, VLESS ws ${server.origin.replace(/^http/, 'ws')}${server.services.settings.link.wsPath}` +
-    `, VLESS tcp ${server.vlessTcpPort ?? 'off'}, proxy ${server.proxyPort ?? 'off'}, data ${database ? `PostgreSQL ${redactUrl(database)}` : dataDir}`);
-  if (!values['no-ui'] && existsSync(join(rendererDir, 'index.html'))) {
+    `, VLESS tcp ${server.vlessTcpPort ?? 'off'}, proxy ${server.proxyPort ?? 'off'}, data ${where.database ? `PostgreSQL ${redactUrl(where.database)}` : where.dataDir}`);
+  if (at.ui) {
     log.info(`web UI: ${server.origin}/`);
     if (!server.ownerToken) log.info(`sign in to the web UI with an API token; to make one: ${tokenCreateCommand(where)}`);
   }
   if (reach === 'local') {
     log.warn(`WARNING: no TLS and bound to ${host}: API tokens, session ids (the VLESS credentials) and traffic cross the local network in clear text; --tls on encrypts them`);
   } else if (host !== '127.0.0.1' && host !== '::1' && host !== 'localhost') log.warn(`bound to ${host}: reachable from other machines`);
-  // certbot and acme.sh deploy hooks send SIGHUP: re-read the certificate files now.
-  process.on('SIGHUP', () => void server.services.tls.reload());
 }
 
 /**

@@ -22,27 +22,11 @@
 // 256 KiB): under 768 KiB per session. Power loss can also cost what was written in
 // the last SYNC_MS, as the file is fdatasync'ed once a second when written to.
 import { randomUUID } from 'node:crypto';
-import { closeSync, fdatasyncSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
-import { dirname } from 'node:path';
-import type { EventInput, Logger, SessionStatus } from '../domain.ts';
+import { closeSync, fdatasyncSync, openSync, writeSync } from 'node:fs';
+import type { Logger } from '../domain.ts';
+import { type Delta, type JournalEvent, type JournalState, type Line, type Report, MAX_PENDING_EVENTS, mergeInto, readJournal, replaceFile, trackConnected } from './journal-file.ts';
 
-/** Bytes moved since the previous record, and the runtime fields last seen. */
-export interface Delta {
-  up: number;
-  down: number;
-  status?: SessionStatus;
-  duration?: number;
-  connections?: number;
-}
-
-/** An event as journalled: when it happened (ISO time) with it. */
-export type JournalEvent = EventInput & { at?: string };
-
-export interface Report {
-  seq: number;
-  counters: Record<string, Delta>;
-  events: JournalEvent[];
-}
+export type { Delta, JournalEvent, Report } from './journal-file.ts';
 
 /**
  * Records holding this many bytes since the last write are written at once, not at the end of
@@ -53,29 +37,9 @@ const WRITE_NOW_BYTES = 256 * 1024;
 const COMPACT_BYTES = 2 * 1024 * 1024;
 /** How often written lines are made durable against power loss. */
 const SYNC_MS = 1000;
-/** Events kept pending (while no report can be sealed: offline); the oldest go first beyond it. */
-const MAX_PENDING_EVENTS = 10_000;
 /** A report's size bounds: a node's channel frame stays well under its limit. */
 export const REPORT_MAX_EVENTS = 2000;
 export const REPORT_MAX_SESSIONS = 4000;
-
-type Line = { h?: { id: string; next: number }; c?: string[]; d?: [string, number, number, SessionStatus | null, number | null, number | null]; e?: JournalEvent; r?: Report; a?: number };
-
-/** Keeps the set of sessions last recorded with open connections up to date with a record. */
-function trackConnected(connected: Set<string>, id: string, d: Delta): void {
-  if (d.status === 'active' || (d.connections ?? 0) > 0) connected.add(id);
-  else if (d.status !== undefined || d.connections === 0) connected.delete(id);
-}
-
-function mergeInto(map: Map<string, Delta>, id: string, d: Delta): void {
-  let p = map.get(id);
-  if (!p) map.set(id, (p = { up: 0, down: 0 }));
-  p.up += d.up;
-  p.down += d.down;
-  if (d.status !== undefined) p.status = d.status;
-  if (d.duration !== undefined) p.duration = d.duration;
-  if (d.connections !== undefined) p.connections = d.connections;
-}
 
 export class CounterJournal {
   /** Names this journal to the store, which keeps the last seq it applied of it. */
@@ -102,7 +66,7 @@ export class CounterJournal {
   /** Sessions last recorded with open connections (kept in the file across compactions: crash repair). */
   private readonly connected = new Set<string>();
 
-  private constructor(file: string, log: Logger, state: { id: string; next: number; reports: Report[]; pending: Map<string, Delta>; events: JournalEvent[]; carried: string[] }) {
+  private constructor(file: string, log: Logger, state: JournalState) {
     this.file = file;
     this.log = log;
     this.id = state.id;
@@ -125,57 +89,7 @@ export class CounterJournal {
    * are listed in carriedBefore for the caller's repair.
    */
   static open(file: string, log: Logger): CounterJournal {
-    let text = '';
-    mkdirSync(dirname(file), { recursive: true });
-    try {
-      text = readFileSync(file, 'utf8');
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-    }
-    const state = { id: '', next: 1, reports: [] as Report[], pending: new Map<string, Delta>(), events: [] as JournalEvent[], carried: [] as string[] };
-    const connected = new Set<string>();
-    let torn = 0;
-    for (const raw of text.split('\n')) {
-      if (!raw) continue;
-      let line: Line;
-      try {
-        line = JSON.parse(raw) as Line;
-      } catch {
-        torn++;
-        continue;
-      }
-      if (line.h) {
-        state.id = String(line.h.id);
-        state.next = Math.max(state.next, Number(line.h.next) || 1);
-      } else if (line.c) {
-        connected.clear();
-        for (const id of line.c) connected.add(id);
-      } else if (line.d) {
-        const [id, up, down, status, duration, connections] = line.d;
-        const d: Delta = { up, down, ...(status ? { status } : {}), ...(duration !== null ? { duration } : {}), ...(connections !== null ? { connections } : {}) };
-        mergeInto(state.pending, id, d);
-        trackConnected(connected, id, d);
-      } else if (line.e) {
-        state.events.push(line.e);
-        if (state.events.length > MAX_PENDING_EVENTS) state.events.shift();
-      } else if (line.r) {
-        state.reports.push(line.r);
-        for (const id of Object.keys(line.r.counters)) state.pending.delete(id);
-        state.events.splice(0, line.r.events.length);
-        state.next = Math.max(state.next, line.r.seq + 1);
-      } else if (typeof line.a === 'number') {
-        const acked = line.a;
-        state.reports = state.reports.filter((r) => r.seq > acked);
-      }
-    }
-    if (torn) log.warn({ lines: torn }, 'the counter journal had unreadable lines (a write cut short); they were skipped');
-    const settle = (d: Delta) => {
-      if (d.status === 'active') delete d.status;
-      delete d.connections;
-    };
-    for (const r of state.reports) for (const d of Object.values(r.counters)) settle(d);
-    for (const d of state.pending.values()) settle(d);
-    state.carried = [...connected];
+    const state = readJournal(file, log);
     if (!state.id) state.id = randomUUID();
     return new CounterJournal(file, log, state);
   }
@@ -327,22 +241,7 @@ export class CounterJournal {
     const pendingLines = [...this.pending].map(([id, d]): Line => ({ d: [id, d.up, d.down, d.status ?? null, d.duration ?? null, d.connections ?? null] }));
     // Pending is written before the reports would take it again at replay: reports first, then pending.
     const text = [...lines, ...pendingLines, ...this.pendingEvents.map((e) => ({ e }))].map((l) => JSON.stringify(l) + '\n').join('');
-    const tmp = `${this.file}.tmp`;
-    const fd = openSync(tmp, 'w', 0o600);
-    try {
-      writeSync(fd, text);
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
-    renameSync(tmp, this.file);
-    try {
-      const dir = openSync(dirname(this.file), 'r');
-      fsyncSync(dir);
-      closeSync(dir);
-    } catch {
-      // a directory that cannot be synced: the rename is still atomic against kill -9
-    }
+    replaceFile(this.file, text);
     if (oldFd !== undefined) closeSync(oldFd);
     this.size = Buffer.byteLength(text);
     this.unsynced = false;

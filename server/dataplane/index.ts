@@ -31,12 +31,10 @@ function earlyData(req: IncomingMessage): { data: Buffer; protocol: string } | u
   return data.length >= 18 && data[0] === 0 ? { data, protocol: p } : undefined;
 }
 
-export function createDataPlane(deps: DataPlaneDeps): DataPlane {
+/** What the inbounds share: the runtime, the timeouts, the egress, the open connections' set. */
+function inboundContext(deps: DataPlaneDeps, runtime: Runtime, open: Set<Connection>): ProxyContext {
   const cfg = deps.config;
-  const runtime = new Runtime(deps);
-  const open = new Set<Connection>();
-  const rawSockets = new Set<Duplex>();
-  const ctx: ProxyContext = {
+  return {
     runtime,
     log: deps.log,
     egress: cfg.egress ?? DEFAULT_EGRESS,
@@ -56,30 +54,17 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
     prepare: deps.store.prepare ? (id) => deps.store.prepare!(id) : undefined,
     ...(deps.geo ? { geo: deps.geo } : {}),
   };
-  const wss = new WebSocketServer({
-    noServer: true,
-    perMessageDeflate: false,
-    maxPayload: 1 << 20,
-    handleProtocols: (protocols) => {
-      // Echo an early-data "protocol" back, as v2ray expects.
-      const [first] = protocols;
-      return first ?? false;
-    },
-  });
-  const servers: Server[] = [];
-  const tlsServers: TlsServer[] = [];
-  let closed = false;
-  const keepAliveMs = cfg.keepAliveMs ?? DEFAULT_KEEPALIVE_MS;
+}
+
+/**
+ * One sweep over the open connections: close those idle for idleTimeoutMs, and ping the ws
+ * clients every pingIntervalMs, cutting one that answered no ping and moved no byte since the
+ * last (a slow reader still drains its backlog, so it is not cut while it reads).
+ */
+function startSweep(deps: DataPlaneDeps, open: Set<Connection>): NodeJS.Timeout {
+  const cfg = deps.config;
   const idleTimeoutMs = cfg.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
   const pingIntervalMs = cfg.wsPingIntervalMs ?? DEFAULT_WS_PING_INTERVAL_MS;
-  /** TCP keep-alive on a client socket; a TLS socket's own TCP socket (`_parent`) gets it too. */
-  const keepAlive = (sock: Duplex) => {
-    for (const s of [sock, (sock as { _parent?: Duplex })._parent]) (s as Socket | undefined)?.setKeepAlive?.(true, keepAliveMs);
-  };
-
-  // One sweep over the open connections: close those idle for idleTimeoutMs, and ping the ws
-  // clients every pingIntervalMs, cutting one that answered no ping and moved no byte since the
-  // last (a slow reader still drains its backlog, so it is not cut while it reads).
   let lastPing = performance.now();
   const sweep = setInterval(() => {
     const now = performance.now();
@@ -100,11 +85,27 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
     if (pingDue) lastPing = now;
   }, Math.max(20, Math.min(1000, idleTimeoutMs / 4, pingIntervalMs / 4)));
   sweep.unref();
+  return sweep;
+}
 
-  function listen(server: Server, port: number): Promise<number> {
+/** The TCP (or TLS) listeners of the inbounds: made, listening, their certificate replaced. */
+class Listeners {
+  readonly servers: Server[] = [];
+  readonly tlsServers: TlsServer[] = [];
+  private readonly deps: DataPlaneDeps;
+  private readonly handshakeTimeout: number;
+
+  constructor(deps: DataPlaneDeps, handshakeTimeout: number) {
+    this.deps = deps;
+    this.handshakeTimeout = handshakeTimeout;
+  }
+
+  /** A listener on `port` (0: any) whose sockets go to `onSocket`; resolves to its port. */
+  listen(port: number, onSocket: (s: Socket) => void): Promise<number> {
+    const server = this.make(onSocket);
     return new Promise((resolve, reject) => {
       server.once('error', reject);
-      server.listen(port, cfg.host, () => {
+      server.listen(port, this.deps.config.host, () => {
         server.removeListener('error', reject);
         const a = server.address();
         resolve(typeof a === 'object' && a ? a.port : port);
@@ -112,21 +113,87 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
     });
   }
 
-  function makeServer(onSocket: (s: Socket) => void): Server {
+  private make(onSocket: (s: Socket) => void): Server {
+    const cfg = this.deps.config;
     const opts = { allowHalfOpen: true, noDelay: true };
     let server: Server;
     if (cfg.tls) {
-      const tlsServer = createTlsServer({ ...opts, cert: cfg.tls.cert, key: cfg.tls.key, handshakeTimeout: ctx.headerTimeoutMs }, onSocket);
-      tlsServers.push(tlsServer);
+      const tlsServer = createTlsServer({ ...opts, cert: cfg.tls.cert, key: cfg.tls.key, handshakeTimeout: this.handshakeTimeout }, onSocket);
+      this.tlsServers.push(tlsServer);
       server = tlsServer;
     } else {
       server = createTcpServer(opts, onSocket);
     }
-    server.on('error', (err) => deps.log.error({ err: String(err) }, 'data plane listener error'));
+    server.on('error', (err) => this.deps.log.error({ err: String(err) }, 'data plane listener error'));
     if (cfg.tls) server.on('tlsClientError', () => { /* bad handshakes are dropped */ });
-    servers.push(server);
+    this.servers.push(server);
     return server;
   }
+}
+
+function vlessWsServer(): WebSocketServer {
+  return new WebSocketServer({
+    noServer: true,
+    perMessageDeflate: false,
+    maxPayload: 1 << 20,
+    handleProtocols: (protocols) => {
+      // Echo an early-data "protocol" back, as v2ray expects.
+      const [first] = protocols;
+      return first ?? false;
+    },
+  });
+}
+
+/** Takes a WebSocket upgrade on the VLESS path (false: not its path); after close, destroys it. */
+function vlessUpgrade(ctx: ProxyContext, wsPath: string, wss: WebSocketServer, rawSockets: Set<Duplex>, keepAlive: (sock: Duplex) => void) {
+  return (req: IncomingMessage, socket: Duplex, head: Buffer, closed: boolean): boolean => {
+    let path: string;
+    try {
+      path = new URL(req.url ?? '/', 'http://x').pathname;
+    } catch {
+      return false;
+    }
+    if (path !== wsPath) return false;
+    if (closed) {
+      socket.destroy();
+      return true;
+    }
+    socket.on('error', () => {});
+    keepAlive(socket);
+    rawSockets.add(socket);
+    socket.once('close', () => rawSockets.delete(socket));
+    const early = earlyData(req);
+    if (!early) delete req.headers['sec-websocket-protocol'];
+    wss.handleUpgrade(req, socket, head, (ws) => {
+      const remote = (socket as Socket).remoteAddress ?? '?';
+      serveVless(ctx, wsSide(ws, remote, socket), 'ws', early?.data);
+    });
+    return true;
+  };
+}
+
+export function createDataPlane(deps: DataPlaneDeps): DataPlane {
+  const cfg = deps.config;
+  const runtime = new Runtime(deps);
+  const open = new Set<Connection>();
+  const rawSockets = new Set<Duplex>();
+  const ctx = inboundContext(deps, runtime, open);
+  const wss = vlessWsServer();
+  const listeners = new Listeners(deps, ctx.headerTimeoutMs);
+  let closed = false;
+  const keepAliveMs = cfg.keepAliveMs ?? DEFAULT_KEEPALIVE_MS;
+  /** TCP keep-alive on a client socket; a TLS socket's own TCP socket (`_parent`) gets it too. */
+  const keepAlive = (sock: Duplex) => {
+    for (const s of [sock, (sock as { _parent?: Duplex })._parent]) (s as Socket | undefined)?.setKeepAlive?.(true, keepAliveMs);
+  };
+  const sweep = startSweep(deps, open);
+  const upgrade = vlessUpgrade(ctx, cfg.wsPath, wss, rawSockets, keepAlive);
+  /** An inbound's socket: errors ignored (the close path handles them), kept alive, served. */
+  const inbound = (serve: (sock: Socket) => void) => (sock: Socket) => {
+    sock.on('error', () => {});
+    keepAlive(sock);
+    serve(sock);
+  };
 
   return {
     async start() {
@@ -134,51 +201,18 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
       let vlessTcpPort: number | null = null;
       let proxyPort: number | null = null;
       if (cfg.vlessTcpPort !== null && cfg.vlessTcpPort !== undefined) {
-        const s = makeServer((sock) => {
-          sock.on('error', () => {});
-          keepAlive(sock);
-          serveVless(ctx, socketSide(sock), 'tcp');
-        });
-        vlessTcpPort = await listen(s, cfg.vlessTcpPort);
+        vlessTcpPort = await listeners.listen(cfg.vlessTcpPort, inbound((sock) => serveVless(ctx, socketSide(sock), 'tcp')));
       }
       if (cfg.proxyPort !== null && cfg.proxyPort !== undefined) {
-        const s = makeServer((sock) => {
-          sock.on('error', () => {});
-          keepAlive(sock);
-          serveProxy(ctx, socketSide(sock));
-        });
-        proxyPort = await listen(s, cfg.proxyPort);
+        proxyPort = await listeners.listen(cfg.proxyPort, inbound((sock) => serveProxy(ctx, socketSide(sock))));
       }
       return { vlessTcpPort, proxyPort };
     },
 
-    handleUpgrade(req, socket, head) {
-      let path: string;
-      try {
-        path = new URL(req.url ?? '/', 'http://x').pathname;
-      } catch {
-        return false;
-      }
-      if (path !== cfg.wsPath) return false;
-      if (closed) {
-        socket.destroy();
-        return true;
-      }
-      socket.on('error', () => {});
-      keepAlive(socket);
-      rawSockets.add(socket);
-      socket.once('close', () => rawSockets.delete(socket));
-      const early = earlyData(req);
-      if (!early) delete req.headers['sec-websocket-protocol'];
-      wss.handleUpgrade(req, socket, head, (ws) => {
-        const remote = (socket as Socket).remoteAddress ?? '?';
-        serveVless(ctx, wsSide(ws, remote, socket), 'ws', early?.data);
-      });
-      return true;
-    },
+    handleUpgrade: (req, socket, head) => upgrade(req, socket, head, closed),
 
     updateTls(tls) {
-      for (const s of tlsServers) s.setSecureContext({ cert: tls.cert, key: tls.key });
+      for (const s of listeners.tlsServers) s.setSecureContext({ cert: tls.cert, key: tls.key });
     },
 
     live: (id) => runtime.live(id),
@@ -192,7 +226,7 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
       if (closed) return;
       closed = true;
       clearInterval(sweep);
-      const done = servers.map((s) => new Promise<void>((r) => s.close(() => r())));
+      const done = listeners.servers.map((s) => new Promise<void>((r) => s.close(() => r())));
       runtime.shutdown();
       for (const c of [...open]) c.close('shutdown');
       for (const s of rawSockets) s.destroy();

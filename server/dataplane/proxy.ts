@@ -24,22 +24,19 @@ import type { ClientSide, ClientHandlers } from './sides.ts';
 import type { InboundContext } from './vless.ts';
 import type { ZoneInfo } from '../domain.ts';
 import { dialTcp, type OnData } from './outbound.ts';
+import { type BodyEnd, bodyOf } from './proxy-body.ts';
+import { type Head, answerRewriter, endToEnd, header, parseHead } from './proxy-head.ts';
 import { dialRelay } from './relay-dial.ts';
 import type { GeoRoute } from './api.ts';
 import { EgressRefused } from './egress.ts';
 import { isFloodRefusal } from './admission.ts';
 
 const MAX_HEAD = 16 * 1024;
-const MAX_RESPONSE_HEAD = 64 * 1024;
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const REASONS: Record<number, string> = {
   400: 'Bad Request', 403: 'Forbidden', 407: 'Proxy Authentication Required', 412: 'Precondition Failed',
   431: 'Request Header Fields Too Large', 502: 'Bad Gateway', 504: 'Gateway Timeout',
 };
-/** Hop-by-hop headers (RFC 9110 7.6.1 and the proxy ones): never forwarded, either way. */
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authorization', 'proxy-authenticate', 'te', 'upgrade']);
-/** Framing headers stay whatever a Connection header lists (the body is relayed as framed). */
-const FRAMING = new Set(['content-length', 'transfer-encoding', 'host']);
 
 export interface ProxyContext extends InboundContext {
   zones(): ZoneInfo[];
@@ -72,184 +69,14 @@ function respond(conn: Connection, res: Buffer): void {
   conn.timer(1000, () => conn.close('responded'));
 }
 
-interface Head {
-  method: string;
-  target: string;
-  version: string;
-  headers: [string, string][];
-}
-
-/** A header block's lines after the first; undefined when one is malformed (no obs-fold, no bare CR/LF/NUL). */
-function parseHeaders(lines: string[]): [string, string][] | undefined {
-  const headers: [string, string][] = [];
-  for (const line of lines) {
-    if (line === '') continue;
-    const i = line.indexOf(':');
-    if (i <= 0 || !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(line.slice(0, i)) || /[\r\n\0]/.test(line)) return undefined;
-    headers.push([line.slice(0, i), line.slice(i + 1).trim()]);
-  }
-  return headers;
-}
-
-function parseHead(text: string): Head | undefined {
-  const lines = text.split('\r\n');
-  const m = /^([A-Z]{1,16}) (\S{1,8192}) (HTTP\/1\.[01])$/.exec(lines[0] ?? '');
-  if (!m) return undefined;
-  const headers = parseHeaders(lines.slice(1));
-  return headers && { method: m[1], target: m[2], version: m[3], headers };
-}
-
-function header(h: { headers: [string, string][] }, name: string): string | undefined {
-  const n = name.toLowerCase();
-  return h.headers.find(([k]) => k.toLowerCase() === n)?.[1];
-}
-
-/** The headers to forward: hop-by-hop ones, and those a Connection header names, removed. */
-function endToEnd(headers: [string, string][]): [string, string][] {
-  const named = new Set<string>();
-  for (const [k, v] of headers) {
-    if (k.toLowerCase() !== 'connection') continue;
-    for (const t of v.split(',')) if (t.trim()) named.add(t.trim().toLowerCase());
-  }
-  for (const f of FRAMING) named.delete(f);
-  return headers.filter(([k]) => !HOP_BY_HOP.has(k.toLowerCase()) && !named.has(k.toLowerCase()));
-}
-
-/**
- * Where a request body ends: `take(b)` answers how many leading bytes of `b` still belong to
- * the body (so the rest is not forwarded); `done` once the body is complete; `error` when the
- * chunked framing is malformed.
- */
-class BodyEnd {
-  done = false;
-  error = false;
-  private remaining: number;
-  private state: 'size' | 'data' | 'data_crlf' | 'trailer' = 'size';
-  private line = '';
-  private readonly chunked: boolean;
-  constructor(chunked: boolean, length: number) {
-    this.chunked = chunked;
-    this.remaining = chunked ? 0 : length;
-    if (!chunked && length === 0) this.done = true;
-  }
-
-  take(b: Buffer): number {
-    if (this.done || this.error) return 0;
-    if (!this.chunked) {
-      const n = Math.min(b.length, this.remaining);
-      this.remaining -= n;
-      if (this.remaining === 0) this.done = true;
-      return n;
-    }
-    let i = 0;
-    while (i < b.length && !this.done && !this.error) {
-      if (this.state === 'data') {
-        const n = Math.min(b.length - i, this.remaining);
-        i += n;
-        this.remaining -= n;
-        if (this.remaining === 0) {
-          this.state = 'data_crlf';
-          this.line = '';
-        }
-        continue;
-      }
-      const c = b[i++];
-      if (c !== 0x0a) {
-        this.line += String.fromCharCode(c);
-        if (this.line.length > 4096) this.error = true;
-        continue;
-      }
-      if (!this.line.endsWith('\r')) { this.error = true; break; }
-      const line = this.line.slice(0, -1);
-      this.line = '';
-      if (this.state === 'data_crlf') {
-        if (line !== '') this.error = true;
-        this.state = 'size';
-      } else if (this.state === 'size') {
-        const m = /^([0-9a-fA-F]{1,8})(?:[ \t]*;.*)?$/.exec(line);
-        if (!m) { this.error = true; break; }
-        this.remaining = parseInt(m[1], 16);
-        this.state = this.remaining === 0 ? 'trailer' : 'data';
-      } else if (line === '') {
-        this.done = true;
-      }
-    }
-    return i;
-  }
-}
-
-/** The body framing of a request, or an error message (ambiguous framing is refused: no smuggling). */
-function bodyOf(head: Head): BodyEnd | string {
-  const te = head.headers.filter(([k]) => k.toLowerCase() === 'transfer-encoding').map(([, v]) => v).join(',');
-  const cls = head.headers.filter(([k]) => k.toLowerCase() === 'content-length').map(([, v]) => v);
-  if (te) {
-    if (cls.length > 0) return 'both Transfer-Encoding and Content-Length';
-    const codings = te.split(',').map((t) => t.trim().toLowerCase()).filter(Boolean);
-    if (codings.at(-1) !== 'chunked' || codings.filter((c) => c === 'chunked').length !== 1) return 'Transfer-Encoding must end with chunked';
-    return new BodyEnd(true, 0);
-  }
-  if (cls.length > 0) {
-    const values = new Set(cls.flatMap((v) => v.split(',').map((x) => x.trim())));
-    const [v] = values;
-    if (values.size !== 1 || !/^[0-9]{1,15}$/.test(v)) return 'invalid Content-Length';
-    return new BodyEnd(false, Number(v));
-  }
-  return new BodyEnd(false, 0);
-}
-
-/**
- * Rewrites the head of a destination's answer (and passes interim 1xx heads through): the
- * hop-by-hop headers go, `Connection: close` is announced. A head that already is exactly that
- * is passed on byte for byte. Bytes after the final head pass through untouched.
- */
-function answerRewriter(push: OnData, fail: () => void): OnData {
-  let head: Buffer | undefined = Buffer.alloc(0);
-  return (b, release) => {
-    if (!head) return push(b, release);
-    head = Buffer.concat([head, b]);
-    release(); // copied
-    const out: Buffer[] = [];
-    for (;;) {
-      const end: number = head.indexOf('\r\n\r\n');
-      if (end < 0) {
-        if (head.length > MAX_RESPONSE_HEAD) fail();
-        break;
-      }
-      const text = head.subarray(0, end).toString('latin1');
-      const lines = text.split('\r\n');
-      const status = /^HTTP\/1\.[01] (\d{3})(?: |$)/.exec(lines[0]);
-      const headers = parseHeaders(lines.slice(1));
-      if (!status || !headers) {
-        fail();
-        return;
-      }
-      const rest: Buffer = head.subarray(end + 4);
-      const code = Number(status[1]);
-      if (code >= 100 && code < 200 && code !== 101) {
-        out.push(head.subarray(0, end + 4));
-        head = rest;
-        continue;
-      }
-      const hop = headers.filter(([k]) => HOP_BY_HOP.has(k.toLowerCase()));
-      const clean = hop.length === 1 && hop[0][0].toLowerCase() === 'connection' && hop[0][1].toLowerCase() === 'close';
-      if (clean) out.push(head.subarray(0, end + 4));
-      else {
-        const kept = endToEnd(headers).map(([k, v]) => `${k}: ${v}`);
-        out.push(Buffer.from([lines[0], ...kept, 'Connection: close', '', ''].join('\r\n'), 'latin1'));
-      }
-      if (rest.length) out.push(rest);
-      head = undefined;
-      break;
-    }
-    if (out.length) push(Buffer.concat(out), () => {});
-  };
-}
-
 /**
  * The client side as the relay sees it: once the request is known, only its body's bytes are
  * passed on (`gate`); later bytes are dropped.
  */
-function gatedSide(inner: ClientSide): { side: ClientSide; gate(g: (b: Buffer) => Buffer | undefined): void } {
+/** Sets what of the client's later bytes reaches the relay. */
+type Gate = (g: (b: Buffer) => Buffer | undefined) => void;
+
+function gatedSide(inner: ClientSide): { side: ClientSide; gate: Gate } {
   let filter: ((b: Buffer) => Buffer | undefined) | undefined;
   const side: ClientSide = {
     remote: inner.remote,
@@ -310,8 +137,15 @@ export function serveProxy(ctx: ProxyContext, client: ClientSide): Connection {
 
 const AUTH_HEADER = 'Proxy-Authenticate: Basic realm="vpn-access"';
 
-function handle(ctx: ProxyContext, conn: Connection, head: Head, rest: Buffer, gate: (g: (b: Buffer) => Buffer | undefined) => void, prepared = false): void {
-  // 1. credentials
+interface Credentials {
+  /** The proxy user, parsed: the session id and its geo-targeting; null when malformed. */
+  parsed: ReturnType<typeof parseProxyUser>;
+  sessionId: string;
+  pass: string;
+}
+
+/** The session credential of a request's Proxy-Authorization: Basic header. */
+function credentialsOf(head: Head): Credentials {
   const auth = header(head, 'proxy-authorization');
   const m = auth ? /^basic\s+([A-Za-z0-9+/=]+)$/i.exec(auth) : null;
   const decoded = m ? Buffer.from(m[1], 'base64').toString('utf8') : '';
@@ -319,7 +153,45 @@ function handle(ctx: ProxyContext, conn: Connection, head: Head, rest: Buffer, g
   const user = colon >= 0 ? decoded.slice(0, colon) : '';
   const pass = colon >= 0 ? decoded.slice(colon + 1) : '';
   const parsed = parseProxyUser(user);
-  const sessionId = parsed?.user.toLowerCase() ?? '';
+  return { parsed, sessionId: parsed?.user.toLowerCase() ?? '', pass };
+}
+
+interface Target {
+  host: string;
+  port: number;
+  /** The rewritten head of a plain-http request (none for a tunnel). */
+  upload?: Buffer;
+  /** Where a plain-http request's body ends (none for a tunnel). */
+  body?: BodyEnd;
+}
+
+/** Where a request goes, or the message of an invalid_request answer. */
+function targetOf(head: Head): Target | string {
+  if (head.method === 'CONNECT') {
+    const t = /^(\[[0-9a-fA-F:.]+\]|[^:\s/]+):(\d{1,5})$/.exec(head.target);
+    if (!t || +t[2] < 1 || +t[2] > 65535) return 'CONNECT needs host:port';
+    return { host: t[1].replace(/^\[|\]$/g, ''), port: +t[2] };
+  }
+  let url: URL;
+  try {
+    url = new URL(head.target);
+  } catch {
+    return 'absolute http:// URI required';
+  }
+  if (url.protocol !== 'http:' || !url.hostname) return 'only http:// URIs are proxied; use CONNECT for https';
+  const framing = bodyOf(head);
+  if (typeof framing === 'string') return `request body framing refused: ${framing}`;
+  // Origin-form target; Host from the URI (RFC 9112 3.2.2); hop-by-hop headers and the
+  // credential removed; the destination closes after its answer.
+  const lines = [`${head.method} ${url.pathname}${url.search} ${head.version}`, `Host: ${url.host}`];
+  for (const [k, v] of endToEnd(head.headers)) if (k.toLowerCase() !== 'host') lines.push(`${k}: ${v}`);
+  lines.push('Connection: close', '', '');
+  return { host: url.hostname.replace(/^\[|\]$/g, ''), port: url.port ? +url.port : 80, upload: Buffer.from(lines.join('\r\n'), 'latin1'), body: framing };
+}
+
+function handle(ctx: ProxyContext, conn: Connection, head: Head, rest: Buffer, gate: Gate, prepared = false): void {
+  // 1. credentials
+  const { parsed, sessionId, pass } = credentialsOf(head);
   // A store fed from a remote database loads the session first; SQLite answers at once.
   if (!prepared && UUID_RE.test(sessionId)) {
     const loading = ctx.prepare?.(sessionId);
@@ -340,34 +212,24 @@ function handle(ctx: ProxyContext, conn: Connection, head: Head, rest: Buffer, g
     return respond(conn, errorResponse('location_unavailable', `no node is up in ${where} right now`));
   }
   // 3. the request target
-  let host: string, port: number, upload: Buffer | undefined;
-  let body: BodyEnd | undefined;
-  if (head.method === 'CONNECT') {
-    const t = /^(\[[0-9a-fA-F:.]+\]|[^:\s/]+):(\d{1,5})$/.exec(head.target);
-    if (!t || +t[2] < 1 || +t[2] > 65535) return respond(conn, errorResponse('invalid_request', 'CONNECT needs host:port'));
-    host = t[1].replace(/^\[|\]$/g, '');
-    port = +t[2];
-  } else {
-    let url: URL;
-    try {
-      url = new URL(head.target);
-    } catch {
-      return respond(conn, errorResponse('invalid_request', 'absolute http:// URI required'));
-    }
-    if (url.protocol !== 'http:' || !url.hostname) return respond(conn, errorResponse('invalid_request', 'only http:// URIs are proxied; use CONNECT for https'));
-    const framing = bodyOf(head);
-    if (typeof framing === 'string') return respond(conn, errorResponse('invalid_request', `request body framing refused: ${framing}`));
-    body = framing;
-    host = url.hostname.replace(/^\[|\]$/g, '');
-    port = url.port ? +url.port : 80;
-    // Origin-form target; Host from the URI (RFC 9112 3.2.2); hop-by-hop headers and the
-    // credential removed; the destination closes after its answer.
-    const lines = [`${head.method} ${url.pathname}${url.search} ${head.version}`, `Host: ${url.host}`];
-    for (const [k, v] of endToEnd(head.headers)) if (k.toLowerCase() !== 'host') lines.push(`${k}: ${v}`);
-    lines.push('Connection: close', '', '');
-    upload = Buffer.from(lines.join('\r\n'), 'latin1');
-  }
-  // 4. the session admits the connection (same rules as VLESS)
+  const target = targetOf(head);
+  if (typeof target === 'string') return respond(conn, errorResponse('invalid_request', target));
+  relay(ctx, conn, { head, rest, gate, route, sessionId, target });
+}
+
+interface Request {
+  head: Head;
+  rest: Buffer;
+  gate: Gate;
+  route: GeoRoute;
+  sessionId: string;
+  target: Target;
+}
+
+/** The session admits the connection (same rules as VLESS), then the request is relayed to its destination. */
+function relay(ctx: ProxyContext, conn: Connection, req: Request): void {
+  const { head, route, sessionId } = req;
+  const { host, port, upload, body: bodyEnd } = req.target;
   const admitted = ctx.runtime.admit(sessionId, conn);
   if (!admitted.ok) {
     // flood refusals are logged by the runtime (once per session per 10 s)
@@ -376,7 +238,6 @@ function handle(ctx: ProxyContext, conn: Connection, head: Head, rest: Buffer, g
   }
   conn.lease = admitted.lease;
   // What of the client's bytes goes on: all of a tunnel; only the body of a plain request.
-  const bodyEnd = body;
   const forward = (b: Buffer): Buffer | undefined => {
     if (!bodyEnd) return b;
     const n = bodyEnd.take(b);
@@ -387,9 +248,9 @@ function handle(ctx: ProxyContext, conn: Connection, head: Head, rest: Buffer, g
     return n === b.length ? b : b.subarray(0, n);
   };
   if (upload) conn.hold(upload);
-  const first = forward(rest);
+  const first = forward(req.rest);
   if (first) conn.hold(first);
-  gate(forward);
+  req.gate(forward);
   const toClient: OnData = (b, release) => conn.fromOutbound(b, release);
   const onData = head.method === 'CONNECT' ? toClient : answerRewriter(toClient, () => conn.close('bad_answer'));
   const dialled = route.via === 'relay' ? dialRelay(route, sessionId, host, port, ctx.connectTimeoutMs, onData) : dialTcp(host, port, ctx.egress, ctx.connectTimeoutMs, onData, ctx.dial);

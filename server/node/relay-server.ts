@@ -16,7 +16,7 @@
 // the socket is gone as soon as it is written (at most LINGER_MS). After the grant: the dial
 // has DIAL_TIMEOUT_MS, and no byte either way for IDLE_MS closes the connection.
 import { createServer, type Server, type Socket } from 'node:net';
-import { createSecureContext, TLSSocket } from 'node:tls';
+import { createSecureContext, type SecureContext, TLSSocket } from 'node:tls';
 import { dialTcp } from '../dataplane/outbound.ts';
 import { EgressRefused, type EgressPolicy } from '../dataplane/egress.ts';
 import { RelayNonces, verifyRelayRequest, type RelayCredentials } from '../dataplane/relay-grant.ts';
@@ -69,128 +69,154 @@ function parseRequest(line: Buffer): Request | null {
   return { from, exp, session, nonce, time, grant, host, port };
 }
 
-export function createRelayServer(opts: RelayServerOptions): Server & { shutdown(): Promise<void>; takeCarried(): Carried } {
-  const secureContext = createSecureContext({ cert: opts.cert, key: opts.key });
-  const guard = new RelayGuard(opts.log);
-  const nonces = new RelayNonces();
-  const entries = opts.entries ?? (() => new Set<string>());
-  const open = new Set<Socket>();
-  const all = new Set<Socket>();
-  const carried = new Map<string, Tally & { from: string; session: string }>();
+/** Bytes carried per entry and session hash, until takeCarried hands them over. */
+class Carriage {
+  private readonly carried = new Map<string, Tally & { from: string; session: string }>();
 
-  const server = createServer((raw) => {
-    raw.on('error', () => {});
-    const release = guard.admit(raw.remoteAddress);
-    if (!release) return void raw.destroy();
-    const sock = new TLSSocket(raw, { isServer: true, secureContext, ALPNProtocols: ['vad-relay'] });
-    const kill = () => {
-      clearTimeout(handshakeTimer);
-      clearTimeout(headTimer);
-      release();
-      sock.destroy();
-      raw.destroy();
-    };
-    const handshakeTimer = setTimeout(() => (guard.refused('handshake_timeout'), kill()), HANDSHAKE_MS);
-    const headTimer = setTimeout(() => (guard.refused('head_timeout'), kill()), HEAD_MS);
-    all.add(raw);
-    raw.once('close', () => (all.delete(raw), kill()));
-    sock.once('close', kill);
-    sock.on('error', kill);
-    sock.once('secure', () => clearTimeout(handshakeTimer));
-    const refuse = (error: string) => {
-      guard.refused(error);
-      clearTimeout(headTimer);
-      release();
-      setTimeout(kill, LINGER_MS).unref();
-      sock.end(`${JSON.stringify({ error })}\n`, kill);
-    };
-    let head = Buffer.alloc(0);
-    const onHead = (b: Buffer) => {
-      head = Buffer.concat([head, b]);
-      const nl = head.indexOf(0x0a);
-      if (nl < 0) {
-        if (head.length > MAX_HEAD) refuse('bad_request');
-        return;
-      }
-      sock.off('data', onHead);
-      sock.pause();
-      const rest = head.subarray(nl + 1);
-      const req = parseRequest(head.subarray(0, nl));
-      if (!req) return refuse('bad_request');
-      const verdict = verifyRelayRequest(opts.tokenHash, entries(), req, req.host, req.port, nonces);
-      if (verdict !== 'ok') return refuse(verdict);
-      if (open.size >= MAX_OPEN) return refuse('busy');
-      // Authenticated: its slot goes back; the dial and the idle time-out bound it from now on.
-      clearTimeout(headTimer);
-      release();
-      open.add(sock);
-      sock.once('close', () => open.delete(sock));
-      relay(sock, req, rest);
-    };
-    sock.on('data', onHead);
-  });
-
-  const tally = (from: string, session: string): Tally => {
+  tally(from: string, session: string): Tally {
     const key = `${from}\u0000${session}`;
-    let t = carried.get(key);
-    if (!t) carried.set(key, (t = { from, session, up: 0, down: 0, open: 0 }));
+    let t = this.carried.get(key);
+    if (!t) this.carried.set(key, (t = { from, session, up: 0, down: 0, open: 0 }));
     return t;
-  };
-
-  function relay(sock: TLSSocket, req: Request, rest: Buffer): void {
-    dialTcp(req.host, req.port, opts.egress, DIAL_TIMEOUT_MS, undefined, { dnsTimeoutMs: 5000, keepAliveMs: 30_000, localAddress: opts.egressAddress }).then(
-      (out) => {
-        if (sock.destroyed) return void out.destroy();
-        const t = tally(req.from, req.session);
-        t.open++;
-        out.on('error', () => sock.destroy());
-        sock.on('error', () => out.destroy());
-        out.on('close', () => sock.destroy());
-        sock.on('close', () => out.destroy());
-        out.once('close', () => t.open--);
-        for (const s of [sock, out]) {
-          s.setTimeout(IDLE_MS, () => {
-            sock.destroy();
-            out.destroy();
-          });
-        }
-        sock.on('data', (b: Buffer) => (t.up += b.length));
-        out.on('data', (b: Buffer) => (t.down += b.length));
-        sock.write('OK\n');
-        if (rest.length) {
-          t.up += rest.length;
-          out.write(rest);
-        }
-        sock.pipe(out);
-        out.pipe(sock);
-        sock.resume();
-      },
-      (err: Error) => {
-        const error = err instanceof EgressRefused ? 'forbidden' : 'unreachable';
-        if (sock.destroyed) return;
-        sock.end(`${JSON.stringify({ error })}\n`, () => sock.destroy());
-        setTimeout(() => sock.destroy(), LINGER_MS).unref();
-      },
-    );
   }
 
+  take(): Carried {
+    const out: Carried = {};
+    for (const [key, t] of this.carried) {
+      if (t.up || t.down) (out[t.from] ??= {})[t.session] = { up: t.up, down: t.down };
+      t.up = 0;
+      t.down = 0;
+      if (t.open <= 0) this.carried.delete(key);
+    }
+    return out;
+  }
+}
+
+/** What every accepted connection shares. */
+interface Listener {
+  opts: RelayServerOptions;
+  secureContext: SecureContext;
+  guard: RelayGuard;
+  nonces: RelayNonces;
+  entries: () => ReadonlySet<string>;
+  /** Relayed connections (dialling or piping). */
+  open: Set<Socket>;
+  /** Every accepted socket. */
+  all: Set<Socket>;
+  carriage: Carriage;
+}
+
+/** One accepted connection: TLS, then its request line within the time-outs, checked, then relayed. */
+function accept(l: Listener, raw: Socket): void {
+  raw.on('error', () => {});
+  const release = l.guard.admit(raw.remoteAddress);
+  if (!release) return void raw.destroy();
+  const sock = new TLSSocket(raw, { isServer: true, secureContext: l.secureContext, ALPNProtocols: ['vad-relay'] });
+  const kill = () => {
+    clearTimeout(handshakeTimer);
+    clearTimeout(headTimer);
+    release();
+    sock.destroy();
+    raw.destroy();
+  };
+  const handshakeTimer = setTimeout(() => (l.guard.refused('handshake_timeout'), kill()), HANDSHAKE_MS);
+  const headTimer = setTimeout(() => (l.guard.refused('head_timeout'), kill()), HEAD_MS);
+  l.all.add(raw);
+  raw.once('close', () => (l.all.delete(raw), kill()));
+  sock.once('close', kill);
+  sock.on('error', kill);
+  sock.once('secure', () => clearTimeout(handshakeTimer));
+  const refuse = (error: string) => {
+    l.guard.refused(error);
+    clearTimeout(headTimer);
+    release();
+    setTimeout(kill, LINGER_MS).unref();
+    sock.end(`${JSON.stringify({ error })}\n`, kill);
+  };
+  let head = Buffer.alloc(0);
+  const onHead = (b: Buffer) => {
+    head = Buffer.concat([head, b]);
+    const nl = head.indexOf(0x0a);
+    if (nl < 0) {
+      if (head.length > MAX_HEAD) refuse('bad_request');
+      return;
+    }
+    sock.off('data', onHead);
+    sock.pause();
+    const rest = head.subarray(nl + 1);
+    const req = parseRequest(head.subarray(0, nl));
+    if (!req) return refuse('bad_request');
+    const verdict = verifyRelayRequest(l.opts.tokenHash, l.entries(), req, req.host, req.port, l.nonces);
+    if (verdict !== 'ok') return refuse(verdict);
+    if (l.open.size >= MAX_OPEN) return refuse('busy');
+    // Authenticated: its slot goes back; the dial and the idle time-out bound it from now on.
+    clearTimeout(headTimer);
+    release();
+    l.open.add(sock);
+    sock.once('close', () => l.open.delete(sock));
+    relay(l, sock, req, rest);
+  };
+  sock.on('data', onHead);
+}
+
+/** Dials the destination, answers `OK`, then pipes both ways, tallied for the entry. */
+function relay(l: Listener, sock: TLSSocket, req: Request, rest: Buffer): void {
+  dialTcp(req.host, req.port, l.opts.egress, DIAL_TIMEOUT_MS, undefined, { dnsTimeoutMs: 5000, keepAliveMs: 30_000, localAddress: l.opts.egressAddress }).then(
+    (out) => {
+      if (sock.destroyed) return void out.destroy();
+      const t = l.carriage.tally(req.from, req.session);
+      t.open++;
+      out.on('error', () => sock.destroy());
+      sock.on('error', () => out.destroy());
+      out.on('close', () => sock.destroy());
+      sock.on('close', () => out.destroy());
+      out.once('close', () => t.open--);
+      for (const s of [sock, out]) {
+        s.setTimeout(IDLE_MS, () => {
+          sock.destroy();
+          out.destroy();
+        });
+      }
+      sock.on('data', (b: Buffer) => (t.up += b.length));
+      out.on('data', (b: Buffer) => (t.down += b.length));
+      sock.write('OK\n');
+      if (rest.length) {
+        t.up += rest.length;
+        out.write(rest);
+      }
+      sock.pipe(out);
+      out.pipe(sock);
+      sock.resume();
+    },
+    (err: Error) => {
+      const error = err instanceof EgressRefused ? 'forbidden' : 'unreachable';
+      if (sock.destroyed) return;
+      sock.end(`${JSON.stringify({ error })}\n`, () => sock.destroy());
+      setTimeout(() => sock.destroy(), LINGER_MS).unref();
+    },
+  );
+}
+
+export function createRelayServer(opts: RelayServerOptions): Server & { shutdown(): Promise<void>; takeCarried(): Carried } {
+  const l: Listener = {
+    opts,
+    secureContext: createSecureContext({ cert: opts.cert, key: opts.key }),
+    guard: new RelayGuard(opts.log),
+    nonces: new RelayNonces(),
+    entries: opts.entries ?? (() => new Set<string>()),
+    open: new Set(),
+    all: new Set(),
+    carriage: new Carriage(),
+  };
+  const server = createServer((raw) => accept(l, raw));
   return Object.assign(server, {
     /** Stops listening and cuts every connection, relayed or not. */
     shutdown: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());
-        for (const s of all) s.destroy();
+        for (const s of l.all) s.destroy();
       }),
     /** Bytes carried since the last call, by entry and session hash (reported to the control plane). */
-    takeCarried(): Carried {
-      const out: Carried = {};
-      for (const [key, t] of carried) {
-        if (t.up || t.down) (out[t.from] ??= {})[t.session] = { up: t.up, down: t.down };
-        t.up = 0;
-        t.down = 0;
-        if (t.open <= 0) carried.delete(key);
-      }
-      return out;
-    },
+    takeCarried: (): Carried => l.carriage.take(),
   });
 }

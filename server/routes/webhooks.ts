@@ -21,9 +21,17 @@ type P = { Params: { id: string } };
 const tags = ['webhooks'];
 const config = { ownerOnly: 'webhooks' };
 
+/** What the audit trail keeps of an endpoint: never its secret, its URL masked (its path or query may be a credential). */
+const shown = (w: { url: string; events: readonly string[]; enabled?: boolean }) => ({ url: maskUrl(w.url), events: [...w.events], enabled: w.enabled });
+
 export async function webhookRoutes(app: FastifyInstance, hooks: WebhookService, audit?: AuditTrail): Promise<void> {
-  /** What the audit trail keeps of an endpoint: never its secret, its URL masked (its path or query may be a credential). */
-  const shown = (w: { url: string; events: readonly string[]; enabled?: boolean }) => ({ url: maskUrl(w.url), events: [...w.events], enabled: w.enabled });
+  createRoute(app, hooks, audit);
+  readRoutes(app, hooks);
+  changeRoutes(app, hooks, audit);
+}
+
+/** POST /webhooks: the secret is in its answer only. */
+function createRoute(app: FastifyInstance, hooks: WebhookService, audit?: AuditTrail): void {
   app.post<{ Body: WebhookCreate }>('/webhooks', {
     config,
     schema: {
@@ -43,7 +51,10 @@ export async function webhookRoutes(app: FastifyInstance, hooks: WebhookService,
       return reply.code(201).send(made);
     },
   });
+}
 
+/** The endpoints and their last deliveries, read. */
+function readRoutes(app: FastifyInstance, hooks: WebhookService): void {
   app.get('/webhooks', {
     config,
     schema: { summary: 'List webhook endpoints (extension)', tags, security: bearer, response: responses({ 200: WebhookList }, 401, 403, 429, 500), 'x-extension': true } as object,
@@ -56,6 +67,23 @@ export async function webhookRoutes(app: FastifyInstance, hooks: WebhookService,
     handler: async (request) => hooks.get(callerOf(request).customerId, request.params.id),
   });
 
+  app.get<P & { Querystring: { limit?: number } }>('/webhooks/:id/deliveries', {
+    config,
+    schema: {
+      summary: 'The last deliveries of a webhook endpoint, newest first (extension)',
+      tags,
+      security: bearer,
+      params: WebhookParams,
+      querystring: WebhookDeliveryQuery,
+      response: responses({ 200: WebhookDeliveryList }, 400, 401, 403, 404, 429, 500),
+      'x-extension': true,
+    } as object,
+    handler: async (request) => ({ deliveries: await hooks.deliveries(callerOf(request).customerId, request.params.id, request.query.limit ?? 50) }),
+  });
+}
+
+/** PATCH and DELETE /webhooks/:id, audited with the endpoint before and after. */
+function changeRoutes(app: FastifyInstance, hooks: WebhookService, audit?: AuditTrail): void {
   app.patch<P & { Body: WebhookUpdate }>('/webhooks/:id', {
     config,
     schema: {
@@ -93,19 +121,5 @@ export async function webhookRoutes(app: FastifyInstance, hooks: WebhookService,
       await audit?.record(caller.customerId, apiActor(caller), { action: 'webhook.delete', target: { type: 'webhook', id: request.params.id }, before: shown(before), after: null });
       return reply.code(204).send();
     },
-  });
-
-  app.get<P & { Querystring: { limit?: number } }>('/webhooks/:id/deliveries', {
-    config,
-    schema: {
-      summary: 'The last deliveries of a webhook endpoint, newest first (extension)',
-      tags,
-      security: bearer,
-      params: WebhookParams,
-      querystring: WebhookDeliveryQuery,
-      response: responses({ 200: WebhookDeliveryList }, 400, 401, 403, 404, 429, 500),
-      'x-extension': true,
-    } as object,
-    handler: async (request) => ({ deliveries: await hooks.deliveries(callerOf(request).customerId, request.params.id, request.query.limit ?? 50) }),
   });
 }

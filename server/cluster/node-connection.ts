@@ -1,0 +1,196 @@
+// One connected node's channel (node-channel.ts): its state sent whenever it changed, its
+// reports applied in order and acknowledged, its grant releases and its session claims answered.
+import type { WebSocket } from 'ws';
+import type { NodeInfo } from '../store/store.ts';
+import { GrantPace } from './shares.ts';
+import { NodeBoot } from './crash-repair.ts';
+import type { ChannelGuard } from './node-guard.ts';
+import type { RelayAudit } from './relay-audit.ts';
+import { buildState, limitsOf, type NodeChannelDeps } from './node-state.ts';
+import { applyReport, listenerFacts, openCount, portsOf, type NodeMessage } from './node-report.ts';
+
+/** How often the state sent to a node is rebuilt and compared with the last one sent. */
+const STATE_MS = 250;
+
+/** What every node's connection shares with the channel. */
+export interface ChannelShared {
+  services: NodeChannelDeps;
+  /** Reports are applied one at a time per node (a resend must see the seq of the one before). */
+  chains: Map<string, Promise<void>>;
+  /** Each connected node's open connections per zone, from its last report (metrics). */
+  openOf: Map<string, { zone: string; node: string; count: number }>;
+  /** What exits carried for each entry against what the entry counted (relay-audit.ts). */
+  audit: RelayAudit;
+}
+
+type Claim = { id?: unknown; session?: unknown; active?: unknown };
+
+export class NodeConnection {
+  private readonly shared: ChannelShared;
+  private readonly ws: WebSocket;
+  private readonly node: NodeInfo;
+  private readonly guard: ChannelGuard;
+  private readonly pace = new GrantPace();
+  private readonly boot: NodeBoot;
+  private lastSent = '';
+  private listenersSeen = '';
+  private closed = false;
+  private helloSeen = false;
+  private building = false;
+
+  constructor(shared: ChannelShared, ws: WebSocket, node: NodeInfo, guard: ChannelGuard) {
+    this.shared = shared;
+    this.ws = ws;
+    this.node = node;
+    this.guard = guard;
+    this.boot = new NodeBoot(shared.services, node);
+  }
+
+  start(): void {
+    const { services } = this.shared;
+    const { log, data } = services;
+    const { node, ws } = this;
+    const short = node.id.slice(0, 8);
+    log.info({ node: node.name, id: short }, 'node connected');
+    // The last report applied for this node, as an acknowledgement: the node drops what it
+    // still holds up to it and numbers new reports after it (a node that lost its data folder).
+    data.nodeReportSeq(node.id).then(
+      (seq) => {
+        if (!this.closed && seq !== undefined) ws.send(JSON.stringify({ type: 'ack', seq, hello: true }));
+      },
+      (err: unknown) => log.warn({ node: node.name, err: String(err) }, 'reading a node\'s last report failed'),
+    );
+    const timer = setInterval(() => void this.sendState(), STATE_MS);
+    const stopSignal = services.changes.on(() => void this.sendState());
+    void this.sendState();
+    ws.on('message', (raw: Buffer) => this.onMessage(raw));
+    ws.on('close', () => {
+      this.closed = true;
+      this.shared.openOf.delete(node.id);
+      clearInterval(timer);
+      stopSignal();
+      log.info({ node: node.name, id: short }, 'node disconnected');
+    });
+    ws.on('error', () => ws.terminate());
+  }
+
+  private async sendState(): Promise<void> {
+    if (this.closed || this.building) return;
+    this.building = true;
+    const { data, log } = this.shared.services;
+    try {
+      if (!(await data.getNode(this.node.id))) {
+        this.ws.send(JSON.stringify({ type: 'removed' }));
+        this.ws.close(1000, 'node removed');
+        return;
+      }
+      const text = JSON.stringify(await buildState(this.shared.services, this.node, this.pace));
+      if (text !== this.lastSent && !this.closed) {
+        this.ws.send(text);
+        this.lastSent = text;
+      }
+    } catch (err) {
+      log.warn({ node: this.node.name, err: String(err) }, 'building a node\'s state failed');
+    } finally {
+      this.building = false;
+    }
+  }
+
+  private onMessage(raw: Buffer): void {
+    if (!this.guard.frame(raw.length)) return; // over the node's limits (node-guard.ts)
+    let msg: NodeMessage;
+    try {
+      msg = JSON.parse(String(raw));
+    } catch {
+      this.ws.close(1003, 'not JSON');
+      return;
+    }
+    if (msg.type === 'claim') {
+      const m = msg as Claim;
+      this.guard.claim(() => this.claim(m), () => !this.closed && this.ws.send(JSON.stringify({ type: 'claimed', id: m.id, ok: false })));
+      return;
+    }
+    if (msg.type === 'release') return this.release(msg as { key?: unknown; gen?: unknown });
+    if (msg.type !== 'report' || typeof msg.seq !== 'number' || !Number.isSafeInteger(msg.seq) || msg.seq < 0) return;
+    this.report(msg, msg.seq);
+  }
+
+  /** After the reports sent before it (same chain), so the grant's `used` counts all it moved. */
+  private release({ key, gen }: { key?: unknown; gen?: unknown }): void {
+    const { chains, services } = this.shared;
+    const { data, log } = services;
+    const node = this.node;
+    if (typeof key !== 'string' || key.length > 300 || typeof gen !== 'number' || !Number.isSafeInteger(gen) || !this.guard.release()) return;
+    const [customer, client = ''] = key.split('\u0000');
+    const prev = chains.get(node.id) ?? Promise.resolve();
+    chains.set(node.id, prev.then(async () => {
+      if (this.guard.next() && await data.releaseGrant(node.id, customer, client, gen)) log.debug({ node: node.name }, 'a node gave back an unused grant');
+    }).catch((err: unknown) => log.warn({ node: node.name, err: String(err) }, 'releasing a node grant failed; the node asks again')));
+  }
+
+  private report(msg: NodeMessage, seq: number): void {
+    const { chains, openOf, audit, services } = this.shared;
+    const { data } = services;
+    const { node, guard, boot } = this;
+    if (!guard.report(seq)) return; // not applied, not acknowledged: the node resends it
+    openOf.set(node.id, { zone: node.zone, node: node.name, count: openCount((msg as { open?: unknown }).open) });
+    audit.carried(node.id, (msg as { relayed?: unknown }).relayed);
+    const p = msg.ports ?? {};
+    const ports = portsOf(p);
+    // The node's geo relay listener and its listeners' TLS (ports and certificate pins), stored when they change.
+    const listeners = listenerFacts(p as Record<string, unknown>);
+    const facts = JSON.stringify(listeners);
+    const storeListeners = facts !== this.listenersSeen;
+    this.listenersSeen = facts;
+    // The channel's first report names the node's process (crash-repair.ts).
+    const hello = this.helloSeen ? null : (msg as { boot?: unknown; boot_seq?: unknown });
+    this.helloSeen = true;
+    const prev = chains.get(node.id) ?? Promise.resolve();
+    const next = prev
+      .then(async () => {
+        if (!guard.next(seq)) return;
+        await data.touchNode(node.id, ports);
+        if (hello) await boot.hello(hello.boot, hello.boot_seq);
+        if (storeListeners) {
+          await data.setNodeListeners(node.id, listeners).catch((err: unknown) => {
+            this.listenersSeen = ''; // stored with a later report
+            throw err;
+          });
+        }
+        if (seq === 0) return; // contact only
+        await applyReport(services, audit, node, { seq, counters: msg.counters, events: msg.events }, boot.stale(seq));
+        await boot.applied(seq);
+        if (!this.closed) this.ws.send(JSON.stringify({ type: 'ack', seq }));
+      })
+      .catch((err: unknown) => guard.failed(seq, err)); // logged there, at most once a second
+    chains.set(node.id, next);
+  }
+
+  /**
+   * Central max_sessions: a node asks before a session's first connection opens. Granted when
+   * the client has no max_sessions, or fewer other active sessions anywhere (store.claimSession).
+   * Also read-your-writes: the answer carries the session's row as stored now (null: not placed
+   * on this node) and its customer's limits, so what any instance answered 201 or 200 for holds
+   * for this connection. A claim that fails says nothing of the session (the node keeps its state).
+   */
+  private async claim(m: Claim): Promise<void> {
+    const { data } = this.shared.services;
+    if (typeof m.id !== 'number' || typeof m.session !== 'string' || this.closed) return;
+    let answer: Record<string, unknown> = { ok: false };
+    try {
+      const placed = (await data.placementOf(m.session)) === this.node.id;
+      const row = placed ? await data.getSession(m.session) : undefined;
+      if (!row) answer = { ok: false, session: m.session, row: null };
+      else {
+        const limits = await limitsOf(data, row.customer_id);
+        const max = limits.client?.max_sessions;
+        const active = Array.isArray(m.active) ? m.active.filter((x): x is string => typeof x === 'string').slice(0, 10_000) : [];
+        const ok = max == null ? true : await data.claimSession(this.node.id, row.id, active, max);
+        answer = { ok, session: row.id, row, limits };
+      }
+    } catch (err) {
+      this.guard.claimFailed(err);
+    }
+    if (!this.closed) this.ws.send(JSON.stringify({ type: 'claimed', id: m.id, ...answer }));
+  }
+}

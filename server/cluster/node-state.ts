@@ -1,0 +1,119 @@
+// The state the control plane sends a data-plane node ({type:'state'}, node-channel.ts): the
+// sessions placed on it, their customers' limits and counter sums, the recorded bases of periodic
+// caps, the node's shares of cluster limits (shares.ts), its zone and the geo relays (geo.ts).
+import type { LimitScope, LimitValues, SessionRow, ZoneInfo } from '../domain.ts';
+import { periodOf } from '../contract/period.ts';
+import { wallClock } from '../time.ts';
+import type { NodeInfo } from '../store/store.ts';
+import type { Metrics } from '../metrics.ts';
+import type { UsageHistory } from '../usage/history.ts';
+import { GrantPace, nodeShares, type WireShare } from './shares.ts';
+import { relayTargets, type RelayTarget, type ServeGeoRoutes } from './geo.ts';
+import type { RepairDeps } from './crash-repair.ts';
+
+/** What the channel uses of the server's services (services.ts builds them). */
+export interface NodeChannelDeps extends RepairDeps {
+  metrics: Pick<Metrics, 'openConnections' | 'registry' | 'moved'>;
+  geo: Pick<ServeGeoRoutes, 'nodes' | 'entries'>;
+  zones: { list(): ZoneInfo[] };
+  usage: Pick<UsageHistory, 'add'> | null;
+}
+
+export interface NodeState {
+  type: 'state';
+  sessions: SessionRow[];
+  limits: Record<string, Partial<Record<LimitScope, LimitValues | null>>>;
+  /** Counter sums by customer id, and by `customer\u0000client`. */
+  sums: Record<string, { up: number; down: number }>;
+  /** Periodic caps: the recorded bases of the current periods, by quotaBaseKey. */
+  bases?: Record<string, { up: number; down: number }>;
+  /**
+   * The node's share of each limited customer (key its id) and client (`customer\u0000client`):
+   * byte grants and speed shares (shares.ts). A grant's `left` is counted from the node's
+   * reports up to `shareSeq`: the node takes off what it moved after that.
+   */
+  shares?: Record<string, WireShare>;
+  shareSeq?: number;
+  /** The geo proxy (geo.ts): the node's own zone, the zone catalogue, and the other up nodes' relays with grants for this node. */
+  zone?: string;
+  zones?: ZoneInfo[];
+  relays?: RelayTarget[];
+  /** Who may use this node's relay listener: the catalogue's node ids and `serve` (geo.ts). */
+  relay_entries?: string[];
+  /** The node's public host in the catalogue: its self-signed certificate is made for it. */
+  public_host?: string;
+}
+
+const SCOPES: LimitScope[] = ['global', 'client', 'session'];
+
+export const quotaBaseKey = (customerId: string, scope: LimitScope, entityId: string, periodKey: number) => `${customerId}\u0000${scope}\u0000${entityId}\u0000${periodKey}`;
+
+/** A customer's three limits records as the node gets them (null: not set). */
+export async function limitsOf(data: NodeChannelDeps['data'], customerId: string): Promise<NodeState['limits'][string]> {
+  const values = await Promise.all(SCOPES.map((scope) => data.getLimits(customerId, scope)));
+  return Object.fromEntries(SCOPES.map((scope, i) => [scope, values[i] ?? null]));
+}
+
+/** The limits and counter sums of every customer (and client) with a session on the node. */
+async function limitsAndSums(data: NodeChannelDeps['data'], sessions: SessionRow[]): Promise<Pick<NodeState, 'limits' | 'sums'>> {
+  const limits: NodeState['limits'] = {};
+  const sums: NodeState['sums'] = {};
+  for (const s of sessions) {
+    if (!limits[s.customer_id]) {
+      limits[s.customer_id] = await limitsOf(data, s.customer_id);
+      const c = await data.sumCounters(s.customer_id);
+      sums[s.customer_id] = { up: c.uploaded_bytes, down: c.downloaded_bytes };
+    }
+    const key = `${s.customer_id}\u0000${s.client_id}`;
+    if (!sums[key]) {
+      const c = await data.sumCounters(s.customer_id, s.client_id);
+      sums[key] = { up: c.uploaded_bytes, down: c.downloaded_bytes };
+    }
+  }
+  return { limits, sums };
+}
+
+/** Periodic caps: the bases of the current periods of every entity a session here counts for. */
+async function basesOf(data: NodeChannelDeps['data'], sessions: SessionRow[], limits: NodeState['limits'], now: number): Promise<NonNullable<NodeState['bases']>> {
+  const bases: NonNullable<NodeState['bases']> = {};
+  for (const s of sessions) {
+    for (const scope of SCOPES) {
+      const period = periodOf(limits[s.customer_id]?.[scope] ?? undefined, now);
+      if (!period) continue;
+      const periodKey = period.kind === 'rolling_30d' ? 0 : period.start;
+      const entity = scope === 'global' ? s.customer_id : scope === 'client' ? s.client_id : s.id;
+      const key = quotaBaseKey(s.customer_id, scope, entity, periodKey);
+      if (key in bases) continue;
+      const base = await data.quotaBase(s.customer_id, scope, entity, periodKey);
+      if (base) bases[key] = base;
+    }
+  }
+  return bases;
+}
+
+/** The state for one node now. */
+export async function buildState(services: NodeChannelDeps, node: NodeInfo, pace: GrantPace): Promise<NodeState> {
+  const { data } = services;
+  const sessions = await data.sessionsOnNode(node.id);
+  const { limits, sums } = await limitsAndSums(data, sessions);
+  const now = wallClock();
+  const bases = await basesOf(data, sessions, limits, now);
+  // Cluster limits: the last report applied for the node is read before the grants, so what
+  // they count as used includes at least the reports up to it (the node subtracts the rest).
+  const shareSeq = (await data.nodeReportSeq(node.id)) ?? 0;
+  const shares = await nodeShares(data, node.id, sessions, limits, bases, quotaBaseKey, pace, now);
+  const relays = relayTargets(services.geo.nodes, node.id, node.id);
+  return {
+    type: 'state',
+    sessions,
+    limits,
+    sums,
+    zone: node.zone,
+    public_host: node.public_host,
+    zones: services.zones.list(),
+    relays,
+    relay_entries: services.geo.entries,
+    ...(Object.keys(bases).length ? { bases } : {}),
+    ...(Object.keys(shares).length ? { shares, shareSeq } : {}),
+  };
+}
