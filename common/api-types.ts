@@ -21,7 +21,7 @@ export type { AuditPage, AuditQuery } from '../server/contract/audit.ts';
 // Usage history (extension): GET /v2/usage.
 export type { UsageQuery, UsageReport, UsageStepValue } from '../server/contract/usage.ts';
 // Webhooks.
-export type { Webhook, WebhookCreate, WebhookDelivery, WebhookEventKind } from '../server/contract/webhooks.ts';
+export type { Webhook, WebhookCreate, WebhookDelivery, WebhookEventKind, WebhookTestResult } from '../server/contract/webhooks.ts';
 
 import type { ClientLimits, ClientLimitsUpdate, SessionStatusValue, EventType } from '../server/contract/schemas.ts';
 

@@ -27,6 +27,7 @@ import type {
   Webhook,
   WebhookCreate,
   WebhookDelivery,
+  WebhookTestResult,
   ZoneList,
   AuditPage,
   AuditQuery,
@@ -68,6 +69,8 @@ export interface AppOps {
   setWebhookEnabled(id: string, enabled: boolean): Promise<Result<Webhook>>;
   /** The endpoint's last deliveries, newest first. */
   webhookDeliveries(id: string): Promise<Result<{ deliveries: WebhookDelivery[] }>>;
+  /** Sends one signed test delivery to the endpoint now and tells what came back. */
+  testWebhook(id: string): Promise<Result<WebhookTestResult>>;
   /** Desktop: "Let other devices connect", its state and this machine's addresses. */
   lanSharing(): Promise<Result<LanSharing>>;
   /** Desktop: turns sharing on (on an address) or off; main restarts the embedded server. */

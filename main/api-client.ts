@@ -22,6 +22,7 @@ import type {
   Webhook,
   WebhookCreate,
   WebhookDelivery,
+  WebhookTestResult,
   ZoneList,
 } from '../common/api-types.ts';
 import { fail, type Result } from '../common/result.ts';
@@ -88,6 +89,7 @@ export class ApiClient {
   deleteWebhook = (id: string) => this.request<true>('DELETE', `/webhooks/${encodeURIComponent(id)}`);
   setWebhookEnabled = (id: string, enabled: boolean) => this.request<Webhook>('PATCH', `/webhooks/${encodeURIComponent(id)}`, { enabled });
   webhookDeliveries = (id: string) => this.request<{ deliveries: WebhookDelivery[] }>('GET', `/webhooks/${encodeURIComponent(id)}/deliveries`);
+  testWebhook = (id: string) => this.request<WebhookTestResult>('POST', `/webhooks/${encodeURIComponent(id)}/test`);
 }
 
 /** Query strings as the API reads them (shared with the renderer). */

@@ -45,6 +45,7 @@ export function createHandlers({ api, endpoints, streams, clipboard }: HandlerDe
     deleteWebhook: (id) => api.deleteWebhook(id),
     setWebhookEnabled: (id, enabled) => api.setWebhookEnabled(id, enabled),
     webhookDeliveries: (id) => api.webhookDeliveries(id),
+    testWebhook: (id) => api.testWebhook(id),
     lanSharing: async () => ({ ok: true, value: endpoints.lanSharing() }),
     setLanSharing: (r) => endpoints.setLanSharing({ enabled: r.enabled, address: r.address }),
     usage: (q) => api.usage(q),

@@ -32,6 +32,7 @@ export const OP_NAMES = [
   'deleteWebhook',
   'setWebhookEnabled',
   'webhookDeliveries',
+  'testWebhook',
   'lanSharing',
   'setLanSharing',
   'usage',
@@ -94,6 +95,7 @@ function validArgs(name: AppOpName, a: unknown[]): boolean {
     case 'closeStream':
     case 'deleteWebhook':
     case 'webhookDeliveries':
+    case 'testWebhook':
       return a.length === 1 && isStr(a[0], 200);
     case 'listSessions':
     case 'listAudit':

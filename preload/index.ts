@@ -45,6 +45,7 @@ const bridge: AppBridge = {
   deleteWebhook: op('deleteWebhook'),
   setWebhookEnabled: op('setWebhookEnabled'),
   webhookDeliveries: op('webhookDeliveries'),
+  testWebhook: op('testWebhook'),
   lanSharing: op('lanSharing'),
   setLanSharing: op('setLanSharing'),
   usage: op('usage'),

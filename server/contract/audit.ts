@@ -21,6 +21,7 @@ export const AUDIT_ACTIONS = [
   'webhook.update',
   'webhook.delete',
   'webhook.disable',
+  'webhook.test',
 ] as const;
 
 export const AuditQuery = Type.Object(

@@ -70,6 +70,11 @@ export const Webhook = Type.Object(
     }),
     disabled_at: Type.Union([DateTime, Type.Null()]),
     dropped: Type.Integer({ description: 'Pending deliveries dropped, oldest first, because too many were waiting for this endpoint.' }),
+    last_error: Type.Union([Type.String(), Type.Null()], { description: 'The error of the last failed delivery attempt (kept after a success); null if none failed.' }),
+    last_error_at: Type.Union([DateTime, Type.Null()], { description: 'When the last failed attempt failed.' }),
+    next_retry_at: Type.Union([DateTime, Type.Null()], {
+      description: 'When the next retry of a failed delivery is due (it may lie in the past while the sender catches up); null when none waits.',
+    }),
   },
   ext,
 );
@@ -97,7 +102,19 @@ export const WebhookDelivery = Type.Object(
 export const WebhookDeliveryList = Type.Object({ deliveries: Type.Array(WebhookDelivery) }, ext);
 export const WebhookDeliveryQuery = Type.Object({ limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200 })) }, { additionalProperties: false });
 
+/** The answer of POST /webhooks/{id}/test: one signed `test` delivery sent at once. */
+export const WebhookTestResult = Type.Object(
+  {
+    delivered: Type.Boolean({ description: 'The endpoint answered 2xx.' }),
+    status_code: Type.Union([Type.Integer(), Type.Null()], { description: 'The HTTP status of the answer, null when none came.' }),
+    error: Type.Union([Type.String(), Type.Null()], { description: 'Why it failed (never an address); null when delivered.' }),
+    duration_ms: Type.Integer({ minimum: 0, description: 'From sending to the answer (or the failure), in milliseconds.' }),
+  },
+  ext,
+);
+
 export type WebhookCreate = Static<typeof WebhookCreate>;
 export type WebhookUpdate = Static<typeof WebhookUpdate>;
 export type Webhook = Static<typeof Webhook>;
 export type WebhookDelivery = Static<typeof WebhookDelivery>;
+export type WebhookTestResult = Static<typeof WebhookTestResult>;

@@ -9,6 +9,7 @@ import {
   WebhookDeliveryQuery,
   WebhookList,
   WebhookParams,
+  WebhookTestResult,
   WebhookUpdate,
 } from '../contract/webhooks.ts';
 import { callerOf } from '../plugins/auth.ts';
@@ -28,6 +29,7 @@ export async function webhookRoutes(app: FastifyInstance, hooks: WebhookService,
   createRoute(app, hooks, audit);
   readRoutes(app, hooks);
   changeRoutes(app, hooks, audit);
+  testRoute(app, hooks, audit);
 }
 
 /** POST /webhooks: the secret is in its answer only. */
@@ -120,6 +122,32 @@ function changeRoutes(app: FastifyInstance, hooks: WebhookService, audit?: Audit
       await hooks.delete(caller.customerId, request.params.id);
       await audit?.record(caller.customerId, apiActor(caller), { action: 'webhook.delete', target: { type: 'webhook', id: request.params.id }, before: shown(before), after: null });
       return reply.code(204).send();
+    },
+  });
+}
+
+/** POST /webhooks/:id/test: one signed `test` delivery now, its answer awaited; audited with the outcome. */
+function testRoute(app: FastifyInstance, hooks: WebhookService, audit?: AuditTrail): void {
+  app.post<P>('/webhooks/:id/test', {
+    config,
+    schema: {
+      summary: 'Send a test delivery to a webhook endpoint now (extension)',
+      description:
+        'POSTs one delivery of type `test`, signed and sent like every delivery (same headers, same egress policy), waits for the answer ' +
+        '(the usual timeout) and tells what came back. Not queued, not retried, not counted in the endpoint\'s health; sent whether the endpoint is enabled or not.',
+      tags,
+      security: bearer,
+      params: WebhookParams,
+      response: responses({ 200: WebhookTestResult }, 400, 401, 403, 404, 429, 500),
+      'x-extension': true,
+    } as object,
+    handler: async (request) => {
+      const caller = callerOf(request);
+      const hook = await hooks.get(caller.customerId, request.params.id);
+      const result = await hooks.test(caller.customerId, request.params.id);
+      const after = { ...shown(hook), delivered: result.delivered, status_code: result.status_code, error: result.error };
+      await audit?.record(caller.customerId, apiActor(caller), { action: 'webhook.test', target: { type: 'webhook', id: hook.id }, after });
+      return result;
     },
   });
 }

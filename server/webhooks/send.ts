@@ -7,8 +7,9 @@
 // oracle of the server's DNS and network. The full story (`detail`) is for the server log only.
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import type { LookupFunction } from 'node:net';
+import { isIP, type LookupFunction } from 'node:net';
 import { type EgressPolicy, EgressRefused, resolveDestination } from '../dataplane/egress.ts';
+import { signatureHeader } from './secret.ts';
 
 export interface SendResult {
   /** The HTTP status of the answer, null when none came. */
@@ -124,4 +125,24 @@ export async function egressCheck(url: string, egress: EgressPolicy): Promise<Se
     if (err instanceof EgressRefused) return { statusCode: null, ok: false, error: REFUSED_ERROR, refused: true, detail: `egress refused: ${err.message}` };
     return { statusCode: null, ok: false, error: publicError(err as Error), detail: `resolve failed: ${(err as Error).message}` };
   }
+}
+
+/** One signed delivery, as every delivery (queued or a test) is sent. */
+export interface Signed {
+  url: string;
+  /** The signing secret, in clear. */
+  secret: string;
+  /** X-VAD-Delivery and X-VAD-Event. */
+  id: string;
+  event: string;
+  body: string;
+}
+
+/** Sends one signed delivery under the egress policy (IP literals checked first: Node dials them without `lookup`). */
+export async function sendSigned(d: Signed, timeoutMs: number, egress: EgressPolicy): Promise<SendResult> {
+  const refused = isIP(new URL(d.url).hostname.replace(/^\[|\]$/g, '')) ? await egressCheck(d.url, egress) : null;
+  if (refused) return refused;
+  const t = Math.floor(Date.now() / 1000);
+  const headers = { 'x-vad-delivery': d.id, 'x-vad-event': d.event, 'x-vad-signature': signatureHeader(d.secret, t, d.body) };
+  return postDelivery(d.url, headers, d.body, timeoutMs, egress);
 }

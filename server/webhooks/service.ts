@@ -10,16 +10,16 @@
 // at most maxDelayMs) until maxAttempts, then the delivery is `failed` and the next one of its
 // session goes.
 import { randomUUID } from 'node:crypto';
-import { isIP } from 'node:net';
 import { ApiError } from '../contract/errors.ts';
-import type { Webhook, WebhookCreate, WebhookDelivery, WebhookEventKind, WebhookUpdate } from '../contract/webhooks.ts';
+import type { Webhook, WebhookCreate, WebhookDelivery, WebhookEventKind, WebhookTestResult, WebhookUpdate } from '../contract/webhooks.ts';
 import type { EgressPolicy } from '../dataplane/egress.ts';
 import type { Logger } from '../domain.ts';
 import { isoNow } from '../time.ts';
 import type { DueDelivery, WebhookRow, WebhookStore } from '../store/repos/webhooks.ts';
 import type { AuditTrail } from '../audit/trail.ts';
-import { generateSecret, SecretBox, signatureHeader } from './secret.ts';
-import { egressCheck, postDelivery, type SendResult } from './send.ts';
+import { generateSecret, SecretBox } from './secret.ts';
+import { sendSigned } from './send.ts';
+import { sendTest } from './probe.ts';
 import { announceDisabled } from './disabled.ts';
 import { deliveryView, envelope, toQueued, view } from './views.ts';
 
@@ -116,6 +116,9 @@ export class WebhookService implements WebhookEmitter {
       disabled_reason: null,
       disabled_at: null,
       dropped: 0,
+      last_error: null,
+      last_error_at: null,
+      next_retry_at: null,
     };
     await this.store.create(row);
     return { ...view(row), secret };
@@ -145,6 +148,13 @@ export class WebhookService implements WebhookEmitter {
   async deliveries(customerId: string, id: string, limit = 50): Promise<WebhookDelivery[]> {
     if (!(await this.store.get(customerId, id))) throw notFound(id);
     return (await this.store.deliveries(customerId, id, limit)).map(deliveryView);
+  }
+
+  /** Sends one signed `test` delivery now and waits for its answer: not queued, not counted in the endpoint's health. */
+  async test(customerId: string, id: string): Promise<WebhookTestResult> {
+    const row = await this.store.get(customerId, id);
+    if (!row) throw notFound(id);
+    return sendTest(row, this.box, { timeoutMs: this.o.timeoutMs, egress: this.o.egress, log: this.log });
   }
 
   // ---- events ----
@@ -218,17 +228,7 @@ export class WebhookService implements WebhookEmitter {
       await this.store.complete(d.seq, { kind: 'failed', statusCode: null, error: 'the signing secret cannot be decrypted with this server\'s webhook key' });
       return;
     }
-    const refused = isIP(new URL(d.url).hostname.replace(/^\[|\]$/g, '')) ? await egressCheck(d.url, this.o.egress) : null;
-    const t = Math.floor(Date.now() / 1000);
-    const result: SendResult = refused
-      ? refused
-      : await postDelivery(
-          d.url,
-          { 'x-vad-delivery': d.id, 'x-vad-event': d.event_type, 'x-vad-signature': signatureHeader(secret, t, d.body) },
-          d.body,
-          this.o.timeoutMs,
-          this.o.egress,
-        );
+    const result = await sendSigned({ url: d.url, secret, id: d.id, event: d.event_type, body: d.body }, this.o.timeoutMs, this.o.egress);
     const attempts = d.attempts + 1;
     if (result.ok) {
       await this.store.complete(d.seq, { kind: 'delivered', statusCode: result.statusCode!, at: isoNow() });
@@ -248,7 +248,8 @@ export class WebhookService implements WebhookEmitter {
       const delay = Math.min(this.o.baseDelayMs * 2 ** (attempts - 1), this.o.maxDelayMs);
       await this.store.complete(d.seq, { kind: 'retry', statusCode: result.statusCode, error: result.error ?? 'failed', nextAttemptAt: Date.now() + delay });
     }
-    const disabled = await this.store.recordFailure(d.webhook_id, new Date(), { maxFailures: this.o.disableAfterFailures, maxFailingMs: this.o.disableAfterMs });
+    const rule = { maxFailures: this.o.disableAfterFailures, maxFailingMs: this.o.disableAfterMs };
+    const disabled = await this.store.recordFailure(d.webhook_id, new Date(), rule, result.error ?? 'failed');
     if (disabled) await announceDisabled(disabled, { log: this.log, audit: this.audit, emit: (c, k, data) => this.emitQuietly(c, k, data) });
   }
 

@@ -36,6 +36,9 @@ export function view(r: WebhookRow): Webhook {
     disabled_reason: r.disabled_reason,
     disabled_at: r.disabled_at,
     dropped: r.dropped,
+    last_error: shownError(r.last_error),
+    last_error_at: r.last_error_at,
+    next_retry_at: r.next_retry_at === null ? null : new Date(r.next_retry_at).toISOString(),
   };
 }
 

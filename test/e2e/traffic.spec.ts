@@ -51,7 +51,7 @@ test('VLESS traffic moves the counters; pause stops it and resume lets it flow a
     await expect.poll(() => app.downloadedBytes(), { timeout: 15_000 }).toBeGreaterThanOrEqual(atPause + 1024 * 1024);
 
     // 5. The session's timeline shows its events.
-    await expect(page.getByRole('list', { name: 'Session events' }).getByText('start').first()).toBeVisible();
+    await expect(page.getByRole('list', { name: 'Session events' }).getByText('Connection opened').first()).toBeVisible();
   } finally {
     await v2ray.stop();
     await origin.close();

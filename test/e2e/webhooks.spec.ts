@@ -153,3 +153,74 @@ for (const scheme of ['light', 'dark'] as const) {
     }
   });
 }
+
+/** A loopback port nothing listens on: connections to it are refused. */
+async function deadUrl(): Promise<string> {
+  const s = createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
+  const port = (s.address() as { port: number }).port;
+  await new Promise<void>((r) => s.close(() => r()));
+  return `http://127.0.0.1:${port}/hook`;
+}
+
+test('health in words: a Failing badge, the last error and when, Send test, Disabled with the reason', async ({ app, backend }, testInfo) => {
+  await removeAll(backend);
+  const ok = await receiver(200);
+  const dead = await deadUrl();
+  try {
+    const page = app.page;
+    const { body: failing } = await backend.api<{ id: string }>('POST', '/webhooks', { url: dead, events: ['limits_changed'] });
+    await backend.api('POST', '/webhooks', { url: ok.url, events: ['session_start'] });
+    // A real delivery to a refused port fails: the endpoint records its last error.
+    await backend.api('PATCH', '/customer/limits/global', { uploaded_bytes: 4242 });
+    await expect.poll(async () => (await backend.api<{ last_error: string | null }>('GET', `/webhooks/${failing.id}`)).body.last_error, { timeout: 15_000 }).not.toBeNull();
+    await app.waitReady();
+    await app.go('Settings');
+    const card = page.getByRole('region', { name: 'Webhooks' });
+    const deadRow = card.getByTestId('webhook-row').filter({ hasText: dead });
+    const okRow = card.getByTestId('webhook-row').filter({ hasText: ok.url });
+    await expect(deadRow.getByTestId('webhook-state')).toHaveText('Failing');
+    await expect(okRow.getByTestId('webhook-state')).toHaveText('OK');
+    // "Last error 3 seconds ago: connection refused", and the next retry only as a time ahead.
+    await expect(deadRow.getByTestId('webhook-last-error')).toHaveText(/^Last error (just now|\d+ seconds? ago): connection refused( · Next retry in \d+ seconds?)?$/);
+    await expect(deadRow.getByTestId('webhook-health')).toHaveText(/^Failing( for \d+ seconds)?: \d+ attempts? in a row\.$/);
+
+    // Send test: the answer in words, at once.
+    await deadRow.getByRole('button', { name: `Send test to ${dead}` }).click();
+    await expect(deadRow.getByTestId('webhook-test-result')).toHaveText('Failed: connection refused');
+    await okRow.getByRole('button', { name: `Send test to ${ok.url}` }).click();
+    await expect(okRow.getByTestId('webhook-test-result')).toHaveText(/^Delivered: 200 in \d+ ms$/);
+    expect(ok.bodies.map((b) => (JSON.parse(b) as { type: string }).type)).toEqual(['test']);
+
+    // Its deliveries: a retry reads as a time ahead or "retrying now", never a time in the past.
+    await deadRow.getByRole('button', { name: 'Show deliveries' }).click();
+    const status = deadRow.getByTestId('webhook-delivery').first().locator('td').nth(1);
+    await expect(status).toHaveText(/^(retry in \d+ (second|minute)s?|retrying now|failed)$/);
+    await expect(deadRow.getByTestId('webhook-delivery').first()).toContainText('connection refused');
+
+    // Disabled by the server (the state 50 failures in a row leave; reaching it takes an hour of retries).
+    const db = backend.server.services.sqlite!.store.db;
+    db.prepare('UPDATE webhooks SET enabled = 0, disabled_reason = ?, disabled_at = ? WHERE id = ?').run('50 delivery attempts failed in a row', new Date().toISOString(), failing.id);
+    await page.reload();
+    await app.waitReady();
+    await app.go('Settings');
+    await expect(deadRow.getByTestId('webhook-state')).toHaveText('Disabled');
+    await expect(deadRow.getByRole('alert')).toHaveText(/^Disabled by the server (just now|\d+ seconds? ago): 50 delivery attempts failed in a row\. Fix the receiver, then enable it again\.$/);
+    await expect(deadRow.getByTestId('webhook-last-error')).not.toContainText('Next retry');
+    await okRow.getByRole('button', { name: `Send test to ${ok.url}` }).click();
+    await expect(okRow.getByTestId('webhook-test-result')).toHaveText(/^Delivered: 200 in \d+ ms$/);
+    await deadRow.getByRole('button', { name: `Send test to ${dead}` }).click();
+    await expect(deadRow.getByTestId('webhook-test-result')).toHaveText('Failed: connection refused');
+    for (const scheme of ['light', 'dark'] as const) {
+      await page.emulateMedia({ colorScheme: scheme });
+      await page.waitForTimeout(150);
+      const file = testInfo.outputPath(`${scheme}-webhooks-health.png`);
+      await card.screenshot({ path: file });
+      await testInfo.attach(`${scheme} webhooks health`, { path: file, contentType: 'image/png' });
+    }
+    await backend.api('DELETE', '/customer/limits/global');
+    await removeAll(backend);
+  } finally {
+    await ok.close();
+  }
+});

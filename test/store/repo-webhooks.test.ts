@@ -27,6 +27,7 @@ function hook(id: string, customerId: string, events = ['limits_changed'], creat
   return {
     id, customer_id: customerId, url: `https://hooks.example.com/${id}`, events, enabled: true, secret_enc: 'sealed', secret_prefix: 'whsec_abcd',
     created_at: createdAt, updated_at: createdAt, consecutive_failures: 0, failing_since: null, disabled_reason: null, disabled_at: null, dropped: 0,
+    last_error: null, last_error_at: null, next_retry_at: null,
   };
 }
 
@@ -127,7 +128,10 @@ eachDialect('webhooks: leases, one in flight per order key, outcomes', async (db
   assert.deepEqual(again.map(i), [1], 'the lease ran out: sent again with the same id');
   assert.equal(again[0].id, first[0].id);
 
+  assert.equal((await s.get(a, 'w'))!.next_retry_at, null, 'no retry waits before a failed attempt');
   await s.complete(again[0].seq, { kind: 'retry', statusCode: 503, error: 'HTTP 503', nextAttemptAt: 3000 });
+  assert.equal((await s.get(a, 'w'))!.next_retry_at, 3000, 'the endpoint shows its next retry');
+  assert.equal((await s.list(a))[0]!.next_retry_at, 3000);
   assert.deepEqual(await s.claimDue(2000, 100, 10), [], 'x:1 waits for its retry and x:2 behind it');
   const retried = await s.claimDue(3000, 100, 10);
   assert.deepEqual(retried.map((d) => [i(d), d.attempts, d.last_status_code, d.last_error]), [[1, 1, 503, 'HTTP 503']]);
@@ -167,7 +171,7 @@ eachDialect('webhooks: senders claiming at once take each delivery once', async 
   assert.equal(new Set(seqs).size, 20);
   // Failures recorded at once are all counted.
   const rule = { maxFailures: 100, maxFailingMs: 3_600_000 };
-  await Promise.all([0, 1, 2, 3].map(() => s.recordFailure('w', new Date(T0), rule)));
+  await Promise.all([0, 1, 2, 3].map(() => s.recordFailure('w', new Date(T0), rule, 'HTTP 500')));
   assert.equal((await s.get(a, 'w'))!.consecutive_failures, 4);
 });
 
@@ -189,26 +193,29 @@ eachDialect('webhooks: health — the cap, failures in a row, disabling and enab
 
   const rule = { maxFailures: 3, maxFailingMs: 3_600_000 };
   const at = (ms: number) => new Date(Date.parse(T0) + ms);
-  assert.equal(await s.recordFailure('hook-a', at(1000), rule), undefined);
-  assert.equal(await s.recordFailure('hook-a', at(2000), rule), undefined);
+  assert.equal(await s.recordFailure('hook-a', at(1000), rule, 'HTTP 503'), undefined);
+  assert.equal(await s.recordFailure('hook-a', at(2000), rule, 'HTTP 503'), undefined);
   assert.deepEqual(await health('hook-a'), { enabled: true, n: 2, since: at(1000).toISOString(), reason: null, at: null, dropped: 5 });
+  const failed = (await s.get(a, 'hook-a'))!;
+  assert.deepEqual([failed.last_error, failed.last_error_at], ['HTTP 503', at(2000).toISOString()], 'the last error and when');
   await s.recordSuccess('hook-a');
   assert.deepEqual(await health('hook-a'), { enabled: true, n: 0, since: null, reason: null, at: null, dropped: 5 });
-  await s.recordFailure('hook-a', at(3000), rule);
-  await s.recordFailure('hook-a', at(4000), rule);
-  const disabled = await s.recordFailure('hook-a', at(5000), rule);
+  assert.equal((await s.get(a, 'hook-a'))!.last_error, 'HTTP 503', 'the last error is kept after a success');
+  await s.recordFailure('hook-a', at(3000), rule, 'HTTP 503');
+  await s.recordFailure('hook-a', at(4000), rule, 'HTTP 503');
+  const disabled = await s.recordFailure('hook-a', at(5000), rule, 'HTTP 503');
   const reason = '3 delivery attempts failed in a row';
   assert.deepEqual(disabled && [disabled.id, disabled.enabled, disabled.disabled_reason, disabled.consecutive_failures], ['hook-a', false, reason, 3]);
   assert.deepEqual(await health('hook-a'), { enabled: false, n: 3, since: at(3000).toISOString(), reason, at: at(5000).toISOString(), dropped: 5 });
   assert.deepEqual((await statuses('hook-a')).map((d) => [d[0], d[2]]), Array(3).fill(['failed', NOT_SENT_DISABLED]));
-  assert.equal(await s.recordFailure('hook-a', at(6000), rule), undefined, 'a disabled endpoint counts no more');
+  assert.equal(await s.recordFailure('hook-a', at(6000), rule, 'HTTP 503'), undefined, 'a disabled endpoint counts no more');
   assert.equal(await s.enqueue(event(a, 99), 1000, 3), 1, 'only hook-b: nothing is queued for a disabled endpoint');
 
   // T: failing for an hour disables, whatever the count.
   const slow = { maxFailures: 1000, maxFailingMs: 3_600_000 };
-  await s.recordFailure('hook-b', at(0), slow);
-  assert.equal(await s.recordFailure('hook-b', at(3_599_000), slow), undefined);
-  assert.equal((await s.recordFailure('hook-b', at(3_600_000), slow))?.disabled_reason, 'deliveries failed for 1 h without a success');
+  await s.recordFailure('hook-b', at(0), slow, 'HTTP 503');
+  assert.equal(await s.recordFailure('hook-b', at(3_599_000), slow, 'HTTP 503'), undefined);
+  assert.equal((await s.recordFailure('hook-b', at(3_600_000), slow, 'HTTP 503'))?.disabled_reason, 'deliveries failed for 1 h without a success');
 
   // Enabled again: a fresh count; other patches leave the record as it is.
   await s.update(a, 'hook-b', { events: ['limits_changed', 'session_end'] }, T0);

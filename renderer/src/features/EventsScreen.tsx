@@ -1,15 +1,17 @@
-// The live event stream, filtered by session and type.
+// The live event stream, filtered by session and type, read as a person would: "Connection
+// opened" / "Connection closed" (lib/event-words.ts), each with its session's client when the
+// session is loaded.
 import { useMemo } from 'react';
 import type { SessionEvent } from '../../../common/api-types.ts';
 import { formatBytes, formatDuration, formatTime } from '../lib/format.ts';
 import { routeHref } from '../store/routing.ts';
 import { clearEvents, setEventFilter, useStore } from '../store/index.ts';
-import { AnyOrOptions, EmptyState, ErrorBanner, Screen } from '../components/ui.tsx';
-import { selectEventFilter, selectEvents, selectStreamError, selectStreamState } from '../store/selectors.ts';
-
-const TYPES = ['session_start', 'session_stats', 'session_heartbeat', 'session_end'] as const;
+import { EmptyState, ErrorBanner, Screen } from '../components/ui.tsx';
+import { selectEventFilter, selectEvents, selectSessions, selectStreamError, selectStreamState } from '../store/selectors.ts';
+import { EVENT_TYPES, eventWords } from '../lib/event-words.ts';
 
 function EventTable({ events }: { events: SessionEvent[] }) {
+  const sessions = useStore(selectSessions);
   return (
     <div className="card">
       <table className="events" aria-label="Event list">
@@ -18,6 +20,7 @@ function EventTable({ events }: { events: SessionEvent[] }) {
             <th scope="col">#</th>
             <th scope="col">Time</th>
             <th scope="col">Type</th>
+            <th scope="col">Client</th>
             <th scope="col">Session</th>
             <th scope="col" className="c-num">Uploaded</th>
             <th scope="col" className="c-num">Downloaded</th>
@@ -33,8 +36,9 @@ function EventTable({ events }: { events: SessionEvent[] }) {
               <td className="mono muted" data-label="#">{e.id}</td>
               <td className="mono" data-label="Time">{formatTime(e.created_at)}</td>
               <td data-label="Type">
-                <span className={`evtype ev-${e.event_type}`}>{e.event_type}</span>
+                <span className={`evtype ev-${eventWords(e.event_type).tone}`}>{eventWords(e.event_type).label}</span>
               </td>
+              <td data-label="Client">{clientCell(sessions[e.session_id]?.client_id)}</td>
               <td className="mono" data-label="Session">
                 <a href={routeHref({ name: 'session', id: e.session_id })}>{e.session_id.slice(0, 8)}</a>
               </td>
@@ -47,6 +51,12 @@ function EventTable({ events }: { events: SessionEvent[] }) {
       </table>
     </div>
   );
+}
+
+/** The session's client, linked to its page; a dash while the session is not loaded. */
+function clientCell(clientId: string | undefined) {
+  if (!clientId) return <span className="muted">—</span>;
+  return <a href={routeHref({ name: 'client', id: clientId })}>{clientId}</a>;
 }
 
 export function EventsScreen() {
@@ -84,7 +94,12 @@ export function EventsScreen() {
         <label>
           <span>Event type</span>
           <select value={filter.type} onChange={(e) => setEventFilter({ type: e.target.value })}>
-            <AnyOrOptions any="All types" values={TYPES} />
+            <option value="">All types</option>
+            {EVENT_TYPES.map((t) => (
+              <option key={t} value={t}>
+                {eventWords(t).label}
+              </option>
+            ))}
           </select>
         </label>
       </div>

@@ -12,6 +12,7 @@ import { routeHref } from '../store/routing.ts';
 import { QrImage } from '../components/Qr.tsx';
 import { SubscriptionSummary } from './ClientScreen.tsx';
 import { UsagePanel } from '../components/UsageChart.tsx';
+import { auditWords, eventWords } from '../lib/event-words.ts';
 
 /** This session's live timeline (the store streams it while the screen is open). */
 function useTimeline(id: string) {
@@ -45,7 +46,6 @@ function useAudit(id: string, paused: boolean | undefined) {
   return entries;
 }
 
-const AUDIT_VERB: Record<string, string> = { 'session.create': 'created', 'session.pause': 'paused', 'session.resume': 'resumed' };
 
 /** "owner · token 1a2b3c4d", or "the command line". */
 export function actorLabel(actor: AuditEntry['actor']): string {
@@ -119,7 +119,7 @@ function SessionTimeline({ id, paused }: { id: string; paused: boolean | undefin
   const audit = useAudit(id, paused);
   const timeline: TimelineItem[] = [
     ...events.map((ev): TimelineItem => ({ kind: 'event', at: ev.created_at, key: `e${ev.id}`, ev })),
-    ...audit.filter((a) => AUDIT_VERB[a.action]).map((entry): TimelineItem => ({ kind: 'audit', at: entry.created_at, key: `a${entry.id}`, entry })),
+    ...audit.filter((a) => auditWords(a.action)).map((entry): TimelineItem => ({ kind: 'audit', at: entry.created_at, key: `a${entry.id}`, entry })),
   ].sort((a, b) => (a.at < b.at ? 1 : a.at > b.at ? -1 : 0));
   return (
     <div className="card">
@@ -130,9 +130,9 @@ function SessionTimeline({ id, paused }: { id: string; paused: boolean | undefin
         <ol className="timeline" aria-label="Session events">
           {timeline.map((item) =>
             item.kind === 'event' ? (
-              <li key={item.key}>
+              <li key={item.key} data-event-type={item.ev.event_type}>
                 <span className="mono muted">{formatTime(item.ev.created_at)}</span>
-                <span className={`evtype ev-${item.ev.event_type}`}>{item.ev.event_type.replace('session_', '')}</span>
+                <span className={`evtype ev-${eventWords(item.ev.event_type).tone}`}>{eventWords(item.ev.event_type).label}</span>
                 <span>
                   ↑ {formatBytes(item.ev.uploaded_bytes)} · ↓ {formatBytes(item.ev.downloaded_bytes)} · {formatDuration(item.ev.duration)}
                 </span>
@@ -140,9 +140,9 @@ function SessionTimeline({ id, paused }: { id: string; paused: boolean | undefin
             ) : (
               <li key={item.key} className="audit-item" data-audit-action={item.entry.action}>
                 <span className="mono muted">{formatTime(item.entry.created_at)}</span>
-                <span className="evtype ev-audit">{AUDIT_VERB[item.entry.action]}</span>
+                <span className={`evtype ev-audit ev-${auditWords(item.entry.action)!.tone}`}>{auditWords(item.entry.action)!.label}</span>
                 <span>
-                  {AUDIT_VERB[item.entry.action]} by {actorLabel(item.entry.actor)}
+                  {auditWords(item.entry.action)!.verb} by {actorLabel(item.entry.actor)}
                 </span>
               </li>
             ),

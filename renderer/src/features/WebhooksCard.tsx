@@ -1,16 +1,14 @@
-// Settings → Webhooks: the customer's endpoints (list, add, delete), the secret of a
-// new endpoint shown once with a copy button, and each endpoint's last deliveries with the answer
-// they got, and each endpoint's health (disabled by the server after failing, failing now, dropped
-// deliveries) with a button to turn it on again. Owner tokens only: an agent token sees the API's
-// 403 as a plain message. Goes through the store's actions to the platform (IPC in the desktop
+// Settings → Webhooks: the customer's endpoints (list, add, delete), the secret of a new endpoint
+// shown once with a copy button, and each endpoint (WebhooksCardItem.tsx: its health, last error,
+// next retry, Send test and last deliveries), read again every 10 s while shown. Owner tokens
+// only: an agent token sees the API's 403 as a plain message. Goes through the store's actions to the platform (IPC in the desktop
 // app, HTTP in web mode) like every other screen.
 import { useCallback, useEffect, useState, type FormEvent } from 'react';
 import { humanError } from '../lib/errors.ts';
-import { createWebhook, deleteWebhook, listWebhooks, setWebhookEnabled, toApiError, toast, webhookDeliveries } from '../store/index.ts';
+import { createWebhook, deleteWebhook, listWebhooks, setWebhookEnabled, toApiError, toast } from '../store/index.ts';
 import { CopyButton, EmptyState, FormRow, Spinner } from '../components/ui.tsx';
-import { formatDateTime } from '../lib/format.ts';
-import { webhookState } from '../lib/webhook-state.ts';
-import type { Webhook, WebhookDelivery, WebhookEventKind } from '../../../common/api-types.ts';
+import type { Webhook, WebhookEventKind } from '../../../common/api-types.ts';
+import { WebhookItem } from './WebhooksCardItem.tsx';
 
 /** The kinds, with what each means to a person (the API's names in code style beside). */
 const KINDS: { kind: WebhookEventKind; label: string }[] = [
@@ -25,57 +23,6 @@ const KINDS: { kind: WebhookEventKind; label: string }[] = [
   { kind: 'limits_changed', label: 'Limits changed' },
   { kind: 'webhook_disabled', label: 'Another webhook disabled' },
 ];
-
-function Deliveries({ hook }: { hook: Webhook }) {
-  const [rows, setRows] = useState<WebhookDelivery[] | null>(null);
-  const [err, setErr] = useState<string | null>(null);
-  const load = useCallback(async () => {
-    try {
-      setRows((await webhookDeliveries(hook.id)).deliveries);
-      setErr(null);
-    } catch (e) {
-      setErr(humanError(toApiError(e)));
-    }
-  }, [hook.id]);
-  useEffect(() => void load(), [load]);
-  if (err) return <p className="error-banner" role="alert">{err}</p>;
-  if (!rows) return <Spinner label="Loading deliveries…" />;
-  return (
-    <div>
-      <div className="actions">
-        <button type="button" className="btn btn-small" onClick={() => void load()}>
-          Refresh deliveries
-        </button>
-      </div>
-      {rows.length === 0 ? (
-        <p className="muted">No deliveries yet.</p>
-      ) : (
-        <table className="table table-cards" aria-label={`Last deliveries to ${hook.url}`}>
-          <thead>
-            <tr>
-              <th scope="col">Event</th>
-              <th scope="col">Status</th>
-              <th scope="col">Answer</th>
-              <th scope="col">Attempts</th>
-              <th scope="col">When</th>
-            </tr>
-          </thead>
-          <tbody>
-            {rows.map((d) => (
-              <tr key={d.id} data-testid="webhook-delivery">
-                <td className="mono" data-label="Event">{d.event}</td>
-                <td data-label="Status">{d.status === 'pending' && d.next_attempt_at ? `retrying ${formatDateTime(d.next_attempt_at)}` : d.status}</td>
-                <td data-label="Answer">{d.response_status !== null ? `HTTP ${d.response_status}` : d.error ?? '—'}</td>
-                <td data-label="Attempts">{d.attempts}</td>
-                <td data-label="When">{formatDateTime(d.delivered_at ?? d.created_at)}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
-    </div>
-  );
-}
 
 function AddWebhook({ onAdded }: { onAdded: (secret: string) => void }) {
   const [url, setUrl] = useState('');
@@ -152,48 +99,6 @@ function SecretNotice({ secret, onDone }: { secret: string; onDone: () => void }
   );
 }
 
-type ItemProps = { hook: Webhook; open: boolean; onToggle: () => void; onEnabled: (on: boolean) => void; onRemove: () => void };
-
-/** One endpoint: its URL, health, events and actions, and its deliveries when opened. */
-function WebhookItem({ hook: h, open, onToggle, onEnabled, onRemove }: ItemProps) {
-  const state = webhookState(h);
-  return (
-    <li data-testid="webhook-row">
-      <div className="webhook-head">
-        <span className="mono wrap">{h.url}</span>
-        <span className={`badge badge-webhook-${state.badge}`} data-testid="webhook-state">
-          {state.label}
-        </span>
-        <span className="muted">{h.events.join(', ')}</span>
-        <span className="muted">secret {h.secret_prefix}…</span>
-        <div className="actions">
-          <button
-            type="button"
-            className="btn btn-small"
-            aria-label={`${h.enabled ? 'Turn off' : 'Enable'} webhook ${h.url}`}
-            onClick={() => onEnabled(!h.enabled)}
-          >
-            {h.enabled ? 'Turn off' : 'Enable'}
-          </button>
-          <button type="button" className="btn btn-small" aria-expanded={open} onClick={onToggle}>
-            {open ? 'Hide deliveries' : 'Show deliveries'}
-          </button>
-          <button type="button" className="btn btn-small btn-danger" aria-label={`Delete webhook ${h.url}`} onClick={onRemove}>
-            Delete
-          </button>
-        </div>
-      </div>
-      {state.detail ? (
-        <p className={state.badge === 'disabled' ? 'error-banner' : 'muted'} role={state.badge === 'disabled' ? 'alert' : undefined} data-testid="webhook-health">
-          {state.detail}
-        </p>
-      ) : null}
-      {state.dropped ? <p className="muted">{state.dropped}</p> : null}
-      {open ? <Deliveries hook={h} /> : null}
-    </li>
-  );
-}
-
 export function WebhooksCard() {
   const [hooks, setHooks] = useState<Webhook[] | null>(null);
   const [err, setErr] = useState<string | null>(null);
@@ -212,7 +117,12 @@ export function WebhooksCard() {
       setErr(humanError(toApiError(e)));
     }
   }, []);
-  useEffect(() => void load(), [load]);
+  useEffect(() => {
+    void load();
+    // Health changes by itself (retries, the server disabling an endpoint) and "5 minutes ago" ages.
+    const t = setInterval(() => void load(), 10_000);
+    return () => clearInterval(t);
+  }, [load]);
   const remove = async (h: Webhook) => {
     if (!window.confirm(`Delete the webhook to ${h.url}? Its pending deliveries are dropped.`)) return;
     try {
@@ -238,7 +148,8 @@ export function WebhooksCard() {
       <p className="muted">
         The server POSTs each chosen event to your URL, signed: check <code>X-VAD-Signature</code> (<code>t=…,v1=…</code>, HMAC-SHA256 of
         <code> t.body</code> with the secret). Failed deliveries are retried with backoff; a session&apos;s events arrive in order. An endpoint
-        that keeps failing is disabled by the server until you enable it again.
+        that keeps failing is disabled by the server until you enable it again. Send test posts one signed <code>test</code> delivery now and
+        shows the answer.
       </p>
       {secret ? <SecretNotice secret={secret} onDone={() => setSecret(null)} /> : null}
       {err ? (

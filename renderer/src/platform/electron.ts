@@ -54,6 +54,7 @@ export function createElectronPlatform(bridge: AppBridge): Platform {
     deleteWebhook: (id) => unwrap(bridge.deleteWebhook(id)),
     setWebhookEnabled: (id, enabled) => unwrap(bridge.setWebhookEnabled(id, enabled)),
     webhookDeliveries: (id) => unwrap(bridge.webhookDeliveries(id)),
+    testWebhook: (id) => unwrap(bridge.testWebhook(id)),
     lanSharing: () => unwrap(bridge.lanSharing()),
     setLanSharing: (r) => unwrap(bridge.setLanSharing(r)),
     usage: (q) => unwrap(bridge.usage(q)),

@@ -110,6 +110,7 @@ function webOps(call: Call, getToken: () => string | null, baseUrl: string): Pla
     deleteWebhook: (id) => call('DELETE', `/webhooks/${encodeURIComponent(id)}`),
     setWebhookEnabled: (id, enabled) => call('PATCH', `/webhooks/${encodeURIComponent(id)}`, { enabled }),
     webhookDeliveries: (id) => call('GET', `/webhooks/${encodeURIComponent(id)}/deliveries`),
+    testWebhook: (id) => call('POST', `/webhooks/${encodeURIComponent(id)}/test`),
     // The browser cannot rebind the server: `vpn-access serve --host/--public-host/--egress lan` does.
     lanSharing: async () => ({ supported: false, reason: WEB_LAN_REASON, enabled: false, address: null, addresses: [], suggested: null }),
     setLanSharing: async () => {

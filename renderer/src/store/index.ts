@@ -73,6 +73,7 @@ export const {
   deleteWebhook,
   setWebhookEnabled,
   webhookDeliveries,
+  testWebhook,
   watchTimeline,
   loadUsage,
   listAudit,

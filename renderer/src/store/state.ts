@@ -186,6 +186,7 @@ export interface WebhooksSlice {
   deleteWebhook: PlatformOps['deleteWebhook'];
   setWebhookEnabled: PlatformOps['setWebhookEnabled'];
   webhookDeliveries: PlatformOps['webhookDeliveries'];
+  testWebhook: PlatformOps['testWebhook'];
 }
 
 export interface HistorySlice {

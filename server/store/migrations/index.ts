@@ -21,6 +21,10 @@ const SHARED: string[] = [
     journal_id TEXT PRIMARY KEY,
     seq BIGINT NOT NULL
   );`,
+  // 14 (webhook health): the last failed attempt's error, as the owner may read it, and when it
+  // failed (server/store/repos/webhooks.ts recordFailure).
+  `ALTER TABLE webhooks ADD COLUMN last_error TEXT;
+  ALTER TABLE webhooks ADD COLUMN last_error_at TEXT;`,
 ];
 
 export const MIGRATIONS: readonly Migration[] = [...SQLITE_LEGACY.map((sqlite, i) => ({ sqlite, postgres: PG_LEGACY[i] })), ...SHARED];

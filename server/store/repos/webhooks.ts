@@ -32,6 +32,11 @@ export interface WebhookRow {
   disabled_at: string | null;
   /** Pending deliveries dropped, oldest first, because the endpoint had too many waiting. */
   dropped: number;
+  /** The last failed attempt's error (as the owner may read it) and when it failed; kept after a success. */
+  last_error: string | null;
+  last_error_at: string | null;
+  /** When the endpoint's next retry is due (epoch ms: the earliest pending delivery tried before), null when none waits; read only. */
+  next_retry_at: number | null;
 }
 
 export interface WebhookPatch {
@@ -70,9 +75,12 @@ function duration(ms: number): string {
 
 /** The columns a new endpoint is inserted with (the health columns start at their defaults). */
 const INSERT_COLUMNS = 'id, customer_id, url, events, enabled, secret_enc, secret_prefix, created_at, updated_at';
-const COLUMNS = `${INSERT_COLUMNS}, consecutive_failures, failing_since, disabled_reason, disabled_at, dropped`;
+const COLUMNS = `${INSERT_COLUMNS}, consecutive_failures, failing_since, disabled_reason, disabled_at, dropped, last_error, last_error_at`;
+/** What reads show besides the row: the earliest retry due among its pending deliveries tried before. */
+const READ_COLUMNS = `${COLUMNS}, (SELECT MIN(d.next_attempt_at) FROM webhook_deliveries d
+  WHERE d.webhook_id = webhooks.id AND d.status = 'pending' AND d.attempts > 0) AS next_retry_at`;
 
-type RawWebhook = Omit<WebhookRow, 'events' | 'enabled'> & { events: string; enabled: unknown };
+type RawWebhook = Omit<WebhookRow, 'events' | 'enabled' | 'next_retry_at'> & { events: string; enabled: unknown; next_retry_at?: unknown };
 
 function toWebhook(r: RawWebhook): WebhookRow {
   return {
@@ -81,6 +89,7 @@ function toWebhook(r: RawWebhook): WebhookRow {
     enabled: bool(r.enabled),
     consecutive_failures: num(r.consecutive_failures),
     dropped: num(r.dropped),
+    next_retry_at: r.next_retry_at === undefined || r.next_retry_at === null ? null : num(r.next_retry_at),
   };
 }
 
@@ -93,11 +102,11 @@ function* create(row: WebhookRow): Op<void> {
 
 /** A customer's endpoints, oldest first. */
 function* list(customerId: string): Op<WebhookRow[]> {
-  return (yield* all<RawWebhook>(`SELECT ${COLUMNS} FROM webhooks WHERE customer_id = ? ORDER BY created_at, id`, customerId)).map(toWebhook);
+  return (yield* all<RawWebhook>(`SELECT ${READ_COLUMNS} FROM webhooks WHERE customer_id = ? ORDER BY created_at, id`, customerId)).map(toWebhook);
 }
 
 function* getWebhook(customerId: string, id: string): Op<WebhookRow | undefined> {
-  const r = yield* get<RawWebhook>(`SELECT ${COLUMNS} FROM webhooks WHERE customer_id = ? AND id = ?`, customerId, id);
+  const r = yield* get<RawWebhook>(`SELECT ${READ_COLUMNS} FROM webhooks WHERE customer_id = ? AND id = ?`, customerId, id);
   return r && toWebhook(r);
 }
 
@@ -129,22 +138,24 @@ function* recordSuccess(webhookId: string): Op<void> {
 }
 
 /**
- * An attempt to the endpoint failed: counted; when `rule` says so the endpoint is disabled and
- * its pending deliveries marked failed. Returns the endpoint when this failure disabled it.
+ * An attempt to the endpoint failed with `error`: counted and kept as the last error; when `rule`
+ * says so the endpoint is disabled and its pending deliveries marked failed. Returns the endpoint
+ * when this failure disabled it.
  */
-const recordFailure = tx(function* (webhookId: string, now: Date, rule: DisableRule): Op<WebhookRow | undefined> {
+const recordFailure = tx(function* (webhookId: string, now: Date, rule: DisableRule, error: string): Op<WebhookRow | undefined> {
   const r = yield* get<RawWebhook>(`SELECT ${COLUMNS} FROM webhooks WHERE id = ? AND enabled = ?${yield* rowLock()}`, webhookId, true);
   if (!r) return undefined;
   const cur = toWebhook(r);
   const h = afterFailure(cur, now, rule);
   const at = h.disabledReason ? now.toISOString() : null;
   yield* run(
-    'UPDATE webhooks SET consecutive_failures = ?, failing_since = ?, enabled = ?, disabled_reason = ?, disabled_at = ? WHERE id = ?',
-    h.consecutive_failures, h.failing_since, !h.disabledReason, h.disabledReason, at, webhookId,
+    'UPDATE webhooks SET consecutive_failures = ?, failing_since = ?, enabled = ?, disabled_reason = ?, disabled_at = ?, last_error = ?, last_error_at = ? WHERE id = ?',
+    h.consecutive_failures, h.failing_since, !h.disabledReason, h.disabledReason, at, error, now.toISOString(), webhookId,
   );
   if (!h.disabledReason) return undefined;
   yield* failPending(webhookId);
-  return { ...cur, consecutive_failures: h.consecutive_failures, failing_since: h.failing_since, enabled: false, disabled_reason: h.disabledReason, disabled_at: at };
+  const health = { consecutive_failures: h.consecutive_failures, failing_since: h.failing_since, last_error: error, last_error_at: now.toISOString() };
+  return { ...cur, ...health, enabled: false, disabled_reason: h.disabledReason, disabled_at: at };
 });
 
 /** Every webhook operation: endpoints, health and the outbox. */

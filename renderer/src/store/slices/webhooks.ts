@@ -1,5 +1,5 @@
-// The webhooks slice: the customer's endpoints (list, add, delete, turn on and off) and each one's last
-// deliveries, for Settings → Webhooks, which keeps what it shows in its own state.
+// The webhooks slice: the customer's endpoints (list, add, delete, turn on and off, send a test) and
+// each one's last deliveries, for Settings → Webhooks, which keeps what it shows in its own state.
 import { ops, type SliceCreator, type WebhooksSlice } from '../state.ts';
 
 export const createWebhooksSlice: SliceCreator<WebhooksSlice> = () => ({
@@ -8,4 +8,5 @@ export const createWebhooksSlice: SliceCreator<WebhooksSlice> = () => ({
   deleteWebhook: (id) => ops().deleteWebhook(id),
   setWebhookEnabled: (id, enabled) => ops().setWebhookEnabled(id, enabled),
   webhookDeliveries: (id) => ops().webhookDeliveries(id),
+  testWebhook: (id) => ops().testWebhook(id),
 });

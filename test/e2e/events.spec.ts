@@ -1,0 +1,85 @@
+// Events read as a person would: a real VLESS connection (raw, through the server's TCP inbound
+// to a loopback echo) opened and closed shows on the Events screen as "Connection opened" and
+// "Connection closed" with the session's client, the type filter in the same words, a closed
+// connection not in the danger colour; the session's timeline reads the same, with "Created" and
+// "Paused … by" from the audit trail. Screenshots in light and dark
+// (test-results/events-*/<scheme>-*.png).
+import { test, expect } from './fixtures.ts';
+import type { Locator, Page } from '@playwright/test';
+import { openVlessEcho, startTcpEcho } from '../dataplane/helpers/targets.ts';
+
+/** The computed colour of a CSS colour expression, to compare with an element's. */
+const cssColor = (page: Page, expr: string) =>
+  page.evaluate((e) => {
+    const probe = document.createElement('span');
+    probe.style.color = e;
+    document.body.append(probe);
+    const c = getComputedStyle(probe).color;
+    probe.remove();
+    return c;
+  }, expr);
+const chipColor = (row: Locator) => row.locator('.evtype').first().evaluate((el) => getComputedStyle(el).color);
+
+test('connection opened and closed, in words, with the client; a close is not red', async ({ app, backend }, testInfo) => {
+  const page = app.page;
+  await app.waitReady();
+  const client = 'events-in-words';
+  const id = await app.createSession({ clientId: client, reusable: true });
+  const echo = await startTcpEcho();
+  try {
+    const conn = await openVlessEcho(backend.server.vlessTcpPort!, id, echo.port);
+    expect(conn.got()).toBe(4);
+    conn.s.end();
+    await conn.closed;
+
+    await app.go('Events');
+    const table = page.getByRole('table', { name: 'Event list' });
+    const mine = table.locator('tbody tr').filter({ hasText: id.slice(0, 8) });
+    const opened = mine.filter({ hasText: 'Connection opened' }).first();
+    const closed = mine.filter({ hasText: 'Connection closed' }).first();
+    await expect(opened).toBeVisible({ timeout: 15_000 });
+    await expect(closed).toBeVisible({ timeout: 15_000 });
+    await expect(opened.locator('td[data-label="Client"]')).toHaveText(client);
+    await expect(closed.locator('td[data-label="Client"]')).toHaveText(client);
+    await expect(table).not.toContainText('session_');
+    expect(await chipColor(closed)).not.toBe(await cssColor(page, 'var(--danger)'));
+    expect(await chipColor(opened)).toBe(await cssColor(page, 'var(--ok)'));
+
+    // The type filter speaks the same words.
+    await page.getByLabel('Event type').selectOption({ label: 'Connection closed' });
+    await expect(mine.filter({ hasText: 'Connection opened' })).toHaveCount(0);
+    await expect(mine.filter({ hasText: 'Connection closed' }).first()).toBeVisible();
+    await page.getByLabel('Event type').selectOption({ label: 'All types' });
+    for (const scheme of ['light', 'dark'] as const) {
+      await page.emulateMedia({ colorScheme: scheme });
+      await page.waitForTimeout(150);
+      const file = testInfo.outputPath(`${scheme}-events.png`);
+      await page.screenshot({ path: file });
+      await testInfo.attach(`${scheme} events`, { path: file, contentType: 'image/png' });
+    }
+    await page.emulateMedia({ colorScheme: 'light' });
+
+    // The session's timeline: the same words, and its changes with who made them.
+    await app.openSession(id);
+    await app.pauseButton().click();
+    await expect(app.resumeButton()).toBeEnabled();
+    const timeline = page.getByRole('list', { name: 'Session events' });
+    await expect(timeline.locator('li[data-event-type="session_start"]').first()).toContainText('Connection opened');
+    const closedItem = timeline.locator('li[data-event-type="session_end"]').first();
+    await expect(closedItem).toContainText('Connection closed');
+    expect(await chipColor(closedItem)).not.toBe(await cssColor(page, 'var(--danger)'));
+    await expect(timeline.locator('[data-audit-action="session.create"]')).toContainText(/Created\s*created by owner · token/);
+    await expect(timeline.locator('[data-audit-action="session.pause"]')).toContainText(/Paused\s*paused by owner · token/, { timeout: 15_000 });
+    await expect(timeline).not.toContainText('session_');
+    for (const scheme of ['light', 'dark'] as const) {
+      await page.emulateMedia({ colorScheme: scheme });
+      await page.waitForTimeout(150);
+      await timeline.scrollIntoViewIfNeeded();
+      const file = testInfo.outputPath(`${scheme}-timeline.png`);
+      await timeline.screenshot({ path: file });
+      await testInfo.attach(`${scheme} timeline`, { path: file, contentType: 'image/png' });
+    }
+  } finally {
+    await echo.close();
+  }
+});
