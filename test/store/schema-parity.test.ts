@@ -37,6 +37,7 @@ function sqliteShape(dir: string): Shape {
 
 async function pgShape(url: string): Promise<Shape> {
   const pool = new pg.Pool({ connectionString: url, max: 1 });
+  pool.on('error', () => {}); // an idle connection cut at shutdown is no finding of this test
   try {
     assert.equal(await migrate(pool), MIGRATIONS.length);
     const q = async (sql: string) => (await pool.query(sql)).rows as Record<string, string>[];
@@ -63,7 +64,13 @@ test('SQLite and PostgreSQL have the same tables, columns and indexes at the new
   const dir = tempDir('vad-schema-');
   t.after(() => removeDir(dir));
   const lite = sqliteShape(join(dir, 'data'));
-  const pgs = await pgShape(await server.createDatabase('parity'));
+  // What is compared is the schema; a connection cut by the machine (seen under heavy parallel
+  // load) is not a finding, so the PostgreSQL side is read again once on a fresh database.
+  const pgs = await pgShape(await server.createDatabase('parity')).catch(async (err: Error) => {
+    if (!/terminating connection|Connection terminated/i.test(err.message)) throw err;
+    t.diagnostic(`read again after: ${err.message}`);
+    return pgShape(await server.createDatabase('parity_again'));
+  });
   assert.deepEqual(pgs.tables, lite.tables, 'tables');
   assert.deepEqual(pgs.columns, lite.columns, 'columns');
   assert.deepEqual(pgs.indexes, lite.indexes, 'indexes');
