@@ -16,7 +16,7 @@ export type {
   Configuration,
   LimitScope,
 } from '../server/contract/schemas.ts';
-export type { Subscription, SubscriptionFormat } from '../server/contract/subscriptions.ts';
+export type { Subscription, SubscriptionFormat, SubscriptionSettings, SubscriptionSettingsUpdate } from '../server/contract/subscriptions.ts';
 export type { AuditPage, AuditQuery } from '../server/contract/audit.ts';
 // Usage history (extension): GET /v2/usage.
 export type { UsageQuery, UsageReport, UsageStepValue } from '../server/contract/usage.ts';

@@ -22,6 +22,8 @@ import type {
   SessionStatusResponse,
   StreamState,
   Subscription,
+  SubscriptionSettings,
+  SubscriptionSettingsUpdate,
   UsageQuery,
   UsageReport,
   Webhook,
@@ -58,6 +60,10 @@ export interface AppOps {
   putSubscription(clientId: string): Promise<Result<Subscription>>;
   /** Turns the client's subscription off: its URL stops working. */
   deleteSubscription(clientId: string): Promise<Result<true>>;
+  /** What every subscription feed and page carries besides the sessions (support link, web page, announcement). */
+  getSubscriptionSettings(): Promise<Result<SubscriptionSettings>>;
+  /** Changes them (owner token; null clears a field). */
+  updateSubscriptionSettings(body: SubscriptionSettingsUpdate): Promise<Result<SubscriptionSettings>>;
   /** The audit trail (who changed what), newest first; filters as GET /v2/audit. */
   listAudit(query: AuditQuery): Promise<Result<AuditPage>>;
   /** Webhooks: the customer's endpoints (owner token). */

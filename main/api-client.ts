@@ -17,6 +17,8 @@ import type {
   SessionListQuery,
   SessionStatusResponse,
   Subscription,
+  SubscriptionSettings,
+  SubscriptionSettingsUpdate,
   UsageQuery,
   UsageReport,
   Webhook,
@@ -82,6 +84,8 @@ export class ApiClient {
   getSubscription = (c: string) => this.request<Subscription>('GET', `/subscriptions/${encodeURIComponent(c)}`);
   putSubscription = (c: string) => this.request<Subscription>('PUT', `/subscriptions/${encodeURIComponent(c)}`);
   deleteSubscription = (c: string) => this.request<true>('DELETE', `/subscriptions/${encodeURIComponent(c)}`);
+  getSubscriptionSettings = () => this.request<SubscriptionSettings>('GET', '/subscription-settings');
+  updateSubscriptionSettings = (b: SubscriptionSettingsUpdate) => this.request<SubscriptionSettings>('PATCH', '/subscription-settings', b);
   listAudit = (q: AuditQuery) => this.request<AuditPage>('GET', `/audit${query(q as Record<string, unknown>)}`);
   usage = (q: UsageQuery) => this.request<UsageReport>('GET', `/usage${query(q as Record<string, unknown>)}`);
   listWebhooks = () => this.request<{ webhooks: Webhook[] }>('GET', '/webhooks');

@@ -39,6 +39,8 @@ export function createHandlers({ api, endpoints, streams, clipboard }: HandlerDe
     getSubscription: (c) => api.getSubscription(c),
     putSubscription: (c) => api.putSubscription(c),
     deleteSubscription: (c) => api.deleteSubscription(c),
+    getSubscriptionSettings: () => api.getSubscriptionSettings(),
+    updateSubscriptionSettings: (b) => api.updateSubscriptionSettings(b),
     listAudit: (q) => api.listAudit(q),
     listWebhooks: () => api.listWebhooks(),
     createWebhook: (b) => api.createWebhook(b),

@@ -26,6 +26,8 @@ export const OP_NAMES = [
   'getSubscription',
   'putSubscription',
   'deleteSubscription',
+  'getSubscriptionSettings',
+  'updateSubscriptionSettings',
   'listAudit',
   'listWebhooks',
   'createWebhook',
@@ -81,6 +83,10 @@ const isLanRequest = (v: unknown) =>
   Object.keys(v).every((k) => k === 'enabled' || k === 'address') &&
   (v.address === undefined || (isStr(v.address, 64) && /^[0-9A-Fa-f.:]+$/.test(v.address)));
 
+const SETTINGS_KEYS = new Set(['support_url', 'profile_web_page_url', 'announce']);
+/** The subscription settings change: only its fields, each text (the API checks it) or null. */
+const isSettingsUpdate = (v: unknown) => isObj(v) && Object.entries(v).every(([k, x]) => SETTINGS_KEYS.has(k) && (x === null || (typeof x === 'string' && x.length <= 4096)));
+
 const USAGE_KEYS = new Set(['client_id', 'session_id', 'zone', 'node', 'from', 'to', 'step']);
 /** The usage query: only its known keys, each a short string (the API checks the values). */
 const isUsageQuery = (v: unknown) => isObj(v) && Object.entries(v).every(([k, x]) => USAGE_KEYS.has(k) && (x === undefined || isStr(x, 200)));
@@ -103,6 +109,8 @@ function validArgs(name: AppOpName, a: unknown[]): boolean {
     case 'saveConnection':
     case 'createWebhook':
       return a.length === 1 && isObj(a[0]);
+    case 'updateSubscriptionSettings':
+      return a.length === 1 && isSettingsUpdate(a[0]);
     case 'getLimits':
     case 'deleteLimits':
       return a.length === 1 && isScope(a[0]);

@@ -39,6 +39,8 @@ const bridge: AppBridge = {
   getSubscription: op('getSubscription'),
   putSubscription: op('putSubscription'),
   deleteSubscription: op('deleteSubscription'),
+  getSubscriptionSettings: op('getSubscriptionSettings'),
+  updateSubscriptionSettings: op('updateSubscriptionSettings'),
   listAudit: op('listAudit'),
   listWebhooks: op('listWebhooks'),
   createWebhook: op('createWebhook'),

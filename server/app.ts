@@ -33,6 +33,7 @@ import { createServices, type Services } from './services.ts';
 import { startExpirySweep } from './sessions.ts';
 import { startQuotaJob } from './quota/job.ts';
 import { subscriptionFeedRoutes, subscriptionRoutes } from './routes/subscriptions.ts';
+import { subscriptionSettingsRoutes } from './routes/subscription-settings.ts';
 import { openTls, wireTls, type TlsCertificates } from './tls/index.ts';
 import { silentLogger } from './log.ts';
 import { redactIds } from './time.ts';
@@ -123,6 +124,7 @@ async function registerRoutes(app: FastifyInstance, opts: ServerOptions, config:
       await usageRoutes(v2, services);
       await auditRoutes(v2, services);
       await subscriptionRoutes(v2, subscriptions, services.audit);
+      await subscriptionSettingsRoutes(v2, subscriptions, services.audit);
       if (webhooks) await webhookRoutes(v2, webhooks, services.audit);
     },
   });

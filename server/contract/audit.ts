@@ -17,6 +17,7 @@ export const AUDIT_ACTIONS = [
   'subscription.enable',
   'subscription.rotate',
   'subscription.disable',
+  'subscription.settings',
   'webhook.create',
   'webhook.update',
   'webhook.delete',

@@ -17,8 +17,8 @@ export async function auditRoutes(app: FastifyInstance, ctx: Services): Promise<
       summary: 'Who changed what, and when (extension)',
       description:
         'Extension: every change made through the API or the command line (sessions created, paused, resumed; limits updated or deleted; ' +
-        'tokens created or revoked; subscriptions enabled, rotated or disabled; webhooks created, updated, deleted or disabled by the server), with the token id and role that made it and the values before and after. ' +
-        'Agent tokens see only the actions agents may take (session.*, subscription.*). Webhook URLs are shown as scheme://host[:port]/*** (their path and query may be a credential).',
+        'tokens created or revoked; subscriptions enabled, rotated or disabled, and their settings changed; webhooks created, updated, deleted or disabled by the server), with the token id and role that made it and the values before and after. ' +
+        'Agent tokens see only the actions agents may take (session.*, and subscription.enable, rotate and disable). Webhook URLs are shown as scheme://host[:port]/*** (their path and query may be a credential).',
       tags: ['audit'],
       security: bearer,
       querystring: AuditQuery,

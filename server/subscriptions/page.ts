@@ -1,7 +1,8 @@
-// The page a browser gets at a subscription URL (Accept: text/html): the client's usage against
-// its cap and the renewal date, when access ends, and for each app one QR code and one import
-// button, with what to do in the app. Static HTML: no script, no outside resource (its CSP says
-// so), light and dark from the system, readable on a phone.
+// The page a browser gets at a subscription URL (Accept: text/html): the owner's announcement
+// and support link first, the client's usage against its cap and the renewal date, when access
+// ends, and for each app one QR code and one import button, with what to do in the app. Static
+// HTML: no script, no outside resource (its CSP says so), light and dark from the system,
+// readable on a phone.
 import QRCode from 'qrcode';
 import { SUBSCRIPTION_APPS, type SubscriptionUrls } from '../../common/import-links.ts';
 import type { ClientUsage } from './userinfo.ts';
@@ -60,6 +61,7 @@ const STYLE = `:root{color-scheme:light dark;--bg:#f7f7f8;--fg:#17181a;--muted:#
 *{box-sizing:border-box}body{margin:0;background:var(--bg);color:var(--fg);font:16px/1.5 system-ui,sans-serif}
 main{max-width:960px;margin:0 auto;padding:16px}h1{font-size:1.5rem;margin:.5rem 0}h2{font-size:1.2rem}h3{margin:.2rem 0}
 section{background:var(--card);border:1px solid var(--line);border-radius:12px;padding:16px;margin:16px 0}
+.announce{border-color:var(--accent);border-width:2px}.announce p{margin:0;white-space:pre-line;font-weight:600}
 .big{font-size:1.2rem;font-weight:600}.muted{color:var(--muted);margin:0}.warn{color:var(--warn);font-weight:600}
 .bar{height:12px;border:1px solid var(--line);border-radius:6px;overflow:hidden}.bar span{display:block;height:100%;background:var(--accent)}.bar.over span{background:var(--warn)}
 .apps{display:grid;grid-template-columns:repeat(auto-fill,minmax(260px,1fr));gap:16px}.app{border:1px solid var(--line);border-radius:10px;padding:12px}
@@ -76,6 +78,17 @@ export interface PageInput {
   /** How many sessions the feed carries now (0: an empty state explains why nothing connects). */
   usable: number;
   now: number;
+  /** The owner's announcement (plain text), shown first; null: none. */
+  announce?: string | null;
+  /** The owner's support link ("Get help"); null: none. */
+  supportUrl?: string | null;
+}
+
+/** The owner's announcement and support link, escaped (the announcement keeps its line breaks). */
+function ownerSection(p: PageInput): string {
+  const note = p.announce ? `<section class="announce" role="note" aria-label="Announcement"><p>${esc(p.announce)}</p></section>` : '';
+  const help = p.supportUrl ? `<p><a class="button" href="${esc(p.supportUrl)}" rel="noopener noreferrer">Get help</a></p>` : '';
+  return note + help;
 }
 
 export async function subscriptionPage(p: PageInput): Promise<string> {
@@ -83,6 +96,6 @@ export async function subscriptionPage(p: PageInput): Promise<string> {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><meta name="referrer" content="no-referrer"><meta name="robots" content="noindex">
 <title>${esc(p.title)}</title><style>${STYLE}</style></head>
-<body><main><h1>${esc(p.title)}</h1><p class="muted">Your personal subscription: keep this address private. It lists ${p.usable} connection${p.usable === 1 ? '' : 's'}.</p>
+<body><main><h1>${esc(p.title)}</h1>${ownerSection(p)}<p class="muted">Your personal subscription: keep this address private. It lists ${p.usable} connection${p.usable === 1 ? '' : 's'}.</p>
 ${empty}${usageSection(p.usage, p.now)}${await appSection({ url: p.baseUrl, format_urls: { 'sing-box': `${p.baseUrl}?format=sing-box`, clash: `${p.baseUrl}?format=clash` } }, p.title)}</main></body></html>`;
 }

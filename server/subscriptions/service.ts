@@ -5,6 +5,7 @@ import { ApiError } from '../contract/errors.ts';
 import { SUBSCRIPTION_FORMATS, type Subscription, type SubscriptionFormat } from '../contract/subscriptions.ts';
 import { buildLink } from '../links.ts';
 import type { SubscriptionData, SubscriptionRow } from '../store/repos/subscriptions.ts';
+import type { SubscriptionSettingsPatch, SubscriptionSettingsRow } from '../store/repos/subscription-settings.ts';
 import type { LinkSettings } from '../links.ts';
 import type { SessionService } from '../sessions.ts';
 import type { TlsCertificates } from '../tls/index.ts';
@@ -12,6 +13,7 @@ import { render, type RenderedSubscription, type SubscriptionEntry } from './for
 import { MissLimiter, type MissLimiterOptions } from './miss-limiter.ts';
 import { SECRET_SHAPE, SubscriptionSecrets } from './secret.ts';
 import { subscriptionPage } from './page.ts';
+import { checkSettingsPatch, settingsHeaders } from './settings.ts';
 import { clientUsage, userinfoHeader, type ClientUsage, type UsageStore } from './userinfo.ts';
 
 /** Hours between two polls, as clients read `profile-update-interval`. */
@@ -92,6 +94,17 @@ export class SubscriptionService {
     if (!(await this.store.delete(customerId, clientId))) throw notFound(clientId);
   }
 
+  /** What every feed and page of the customer carries besides the sessions (support link, web page, announcement). */
+  settings(customerId: string): Promise<SubscriptionSettingsRow> {
+    return this.store.getSubscriptionSettings(customerId);
+  }
+
+  /** Applies the owner's change (null clears a field); invalid_request for a value the schema cannot judge. */
+  updateSettings(customerId: string, patch: SubscriptionSettingsPatch): Promise<SubscriptionSettingsRow> {
+    checkSettingsPatch(patch);
+    return this.store.patchSubscriptionSettings(customerId, patch);
+  }
+
   /** The subscription a URL secret opens, or undefined (unknown, malformed or revoked). */
   async findBySecret(secret: string): Promise<SubscriptionRow | undefined> {
     if (!SECRET_SHAPE.test(secret)) return undefined;
@@ -126,6 +139,7 @@ export class SubscriptionService {
     const views = await this.usable(row);
     const rendered = render(format, this.entries(row, views), title);
     const usage = await this.usage(row, views, Date.now());
+    const settings = await this.settings(row.customer_id);
     const fileBase = `vpn-access-${row.client_id.replace(/[^A-Za-z0-9._-]/g, '_')}`;
     return {
       ...rendered,
@@ -138,6 +152,8 @@ export class SubscriptionService {
         'cache-control': 'no-store',
         'x-content-type-options': 'nosniff',
         'referrer-policy': 'no-referrer',
+        // The owner's support link, web page and announcement, when set.
+        ...settingsHeaders(settings),
       },
     };
   }
@@ -146,7 +162,17 @@ export class SubscriptionService {
   async page(row: SubscriptionRow, secretUrl: string): Promise<string> {
     const views = await this.usable(row);
     const now = Date.now();
-    return subscriptionPage({ clientId: row.client_id, title: `VPN Access Desk: ${row.client_id}`, baseUrl: secretUrl, usage: await this.usage(row, views, now), usable: views.length, now });
+    const { announce, support_url } = await this.settings(row.customer_id);
+    return subscriptionPage({
+      clientId: row.client_id,
+      title: `VPN Access Desk: ${row.client_id}`,
+      baseUrl: secretUrl,
+      usage: await this.usage(row, views, now),
+      usable: views.length,
+      now,
+      announce,
+      supportUrl: support_url,
+    });
   }
 }
 

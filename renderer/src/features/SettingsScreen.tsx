@@ -1,5 +1,6 @@
 // Where the API lives (embedded or remote in the desktop app), its ports and data folder, the
-// TLS mode in force and why, the theme (AppearanceCard.tsx), "Let other devices connect" (LanSharing.tsx), and support tools:
+// TLS mode in force and why, the theme (AppearanceCard.tsx), "Let other devices connect" (LanSharing.tsx),
+// what every subscription carries (SettingsSubscriptionPage.tsx), webhooks, and support tools:
 // copy the API token, read the OpenAPI document.
 import { useState, type FormEvent } from 'react';
 import { humanError } from '../lib/errors.ts';
@@ -10,6 +11,7 @@ import type { ServerInfo } from '../../../common/api-types.ts';
 import { LanSharingCard } from './LanSharing.tsx';
 import { WebhooksCard } from './WebhooksCard.tsx';
 import { AppearanceCard } from './AppearanceCard.tsx';
+import { SubscriptionPageCard } from './SettingsSubscriptionPage.tsx';
 import { selectConnection, selectPlatformKind, selectServerInfo } from '../store/selectors.ts';
 
 const CERT_SOURCE = {
@@ -227,6 +229,7 @@ export function SettingsScreen() {
       </div>
       <AppearanceCard />
       <LanSharingCard />
+      <SubscriptionPageCard />
       <WebhooksCard />
       <div className="card">
         <h2>Support</h2>

@@ -48,6 +48,8 @@ export function createElectronPlatform(bridge: AppBridge): Platform {
     getSubscription: (c) => unwrap(bridge.getSubscription(c)),
     putSubscription: (c) => unwrap(bridge.putSubscription(c)),
     deleteSubscription: (c) => unwrap(bridge.deleteSubscription(c)),
+    getSubscriptionSettings: () => unwrap(bridge.getSubscriptionSettings()),
+    updateSubscriptionSettings: (b) => unwrap(bridge.updateSubscriptionSettings(b)),
     listAudit: (q) => unwrap(bridge.listAudit(q)),
     listWebhooks: () => unwrap(bridge.listWebhooks()),
     createWebhook: (b) => unwrap(bridge.createWebhook(b)),

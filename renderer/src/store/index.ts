@@ -64,6 +64,8 @@ export const {
   loadSubscription,
   putSubscription,
   deleteSubscription,
+  loadSubscriptionSettings,
+  saveSubscriptionSettings,
   loadLanSharing,
   setLanSharing,
   copyApiToken,

@@ -175,6 +175,9 @@ export interface SharingSlice {
   /** On when off; a new URL (the old one stops working) when on. */
   putSubscription(clientId: string): Promise<boolean>;
   deleteSubscription(clientId: string): Promise<boolean>;
+  /** The support link, web page and announcement every subscription carries (Settings → Subscription page keeps them on screen). */
+  loadSubscriptionSettings: PlatformOps['getSubscriptionSettings'];
+  saveSubscriptionSettings: PlatformOps['updateSubscriptionSettings'];
   loadLanSharing(): Promise<void>;
   setLanSharing(request: LanSharingRequest): Promise<boolean>;
 }

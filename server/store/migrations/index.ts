@@ -25,6 +25,15 @@ const SHARED: string[] = [
   // failed (server/store/repos/webhooks.ts recordFailure).
   `ALTER TABLE webhooks ADD COLUMN last_error TEXT;
   ALTER TABLE webhooks ADD COLUMN last_error_at TEXT;`,
+  // 15: what the owner adds to every subscription feed and page of the customer (support link,
+  // profile web page, announcement); one row per customer, made by the first change.
+  `CREATE TABLE IF NOT EXISTS subscription_settings (
+    customer_id TEXT PRIMARY KEY REFERENCES customers(id),
+    support_url TEXT,
+    profile_web_page_url TEXT,
+    announce TEXT,
+    updated_at TEXT NOT NULL
+  );`,
 ];
 
 export const MIGRATIONS: readonly Migration[] = [...SQLITE_LEGACY.map((sqlite, i) => ({ sqlite, postgres: PG_LEGACY[i] })), ...SHARED];

@@ -6,6 +6,7 @@ import type { SessionRow } from '../../domain.ts';
 import { isoNow } from '../../time.ts';
 import type { AsyncOps } from '../sql/op.ts';
 import { all, bool, get, num, run, type Op } from '../sql/op.ts';
+import { subscriptionSettingsOps } from './subscription-settings.ts';
 
 export interface SubscriptionRow {
   customer_id: string;
@@ -63,7 +64,8 @@ function* usableSessions(customerId: string, clientId: string, limit = 200): Op<
   }));
 }
 
-export const subscriptionOps = { get: getSubscription, findBySecretHash, upsert, delete: deleteSubscription, usableSessions };
+/** The rows of subscriptions and, with them, the customer's settings that every feed carries. */
+export const subscriptionOps = { get: getSubscription, findBySecretHash, upsert, delete: deleteSubscription, usableSessions, ...subscriptionSettingsOps };
 
 /** What the subscription service needs of a database. */
 export type SubscriptionData = AsyncOps<typeof subscriptionOps>;

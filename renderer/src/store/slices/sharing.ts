@@ -1,5 +1,6 @@
 // The sharing slice: each client's subscription (on, off, or not loaded yet) with its
-// turn on / rotate / turn off actions, and the desktop's "Let other devices connect" state.
+// turn on / rotate / turn off actions, the settings every subscription carries, and the
+// desktop's "Let other devices connect" state.
 // Turning LAN sharing on or off restarts the embedded server on another address, so the
 // connection, the server info, the sessions (their links) and the subscriptions are read again.
 import { ops, type SharingSlice, type SliceCreator, type SubscriptionEntry } from '../state.ts';
@@ -15,6 +16,8 @@ const createSubscriptionsPart: SliceCreator<Omit<SharingSlice, keyof LanPart>> =
 
   return {
     subscriptions: {},
+    loadSubscriptionSettings: () => ops().getSubscriptionSettings(),
+    saveSubscriptionSettings: (body) => ops().updateSubscriptionSettings(body),
 
     async loadSubscription(clientId) {
       patch(clientId, { load: 'loading', error: null });

@@ -1,0 +1,119 @@
+// Settings → Subscription page: the three fields by their accessible names, a clear message under
+// a field the server would refuse (checked before sending), Save, the result in the API and on
+// the subscription page a browser opens (announcement and "Get help"), clearing a field, an agent
+// token's read-only view, and screenshots in light and dark at desktop and phone widths (no
+// horizontal overflow, asserted): test-results/subscription-settings-*/<scheme>-<width>.png, and
+// the subscription page with them at 390 px (page-390.png).
+import { test, expect } from './fixtures.ts';
+import type { Backend } from './backend.ts';
+
+const NONE = { support_url: null, profile_web_page_url: null, announce: null };
+type Settings = { support_url: string | null; profile_web_page_url: string | null; announce: string | null; updated_at: string | null };
+
+const reset = (backend: Backend) => backend.api('PATCH', '/subscription-settings', NONE);
+
+test('edit, check, save and clear the subscription page settings; the page a browser opens shows them', async ({ app, backend, browser }, testInfo) => {
+  await reset(backend);
+  const page = app.page;
+  await app.waitReady();
+  await app.go('Settings');
+  const card = page.getByRole('region', { name: 'Subscription page' });
+  const support = card.getByRole('textbox', { name: 'Support URL' });
+  const webPage = card.getByRole('textbox', { name: 'Profile web page' });
+  const announce = card.getByRole('textbox', { name: 'Announcement' });
+  const save = card.getByRole('button', { name: 'Save' });
+  await expect(support).toHaveValue('');
+  await expect(save).toBeEnabled();
+
+  // Refused before sending, each message under its field.
+  await support.fill('t.me/acme_help');
+  await announce.fill('x'.repeat(201));
+  await save.click();
+  await expect(support).toHaveAttribute('aria-invalid', 'true');
+  await expect(support).toHaveAccessibleDescription(/starting with https:\/\/ or http:\/\//);
+  await expect(announce).toHaveAccessibleDescription(/Up to 200 characters \(now 201\)/);
+  expect((await backend.api<Settings>('GET', '/subscription-settings')).body.announce).toBeNull();
+
+  // Fixed and saved.
+  await support.fill('https://t.me/acme_help');
+  await expect(support).toHaveAttribute('aria-invalid', 'false');
+  await webPage.fill('https://acme.example/vpn');
+  await announce.fill('Обслуживание в воскресенье 02:00 UTC');
+  await expect(announce).toHaveAccessibleDescription(/36 of 200 characters/);
+  await save.click();
+  await expect(card.getByRole('status')).toContainText('Saved');
+  const saved = (await backend.api<Settings>('GET', '/subscription-settings')).body;
+  expect(saved).toMatchObject({ support_url: 'https://t.me/acme_help', profile_web_page_url: 'https://acme.example/vpn', announce: 'Обслуживание в воскресенье 02:00 UTC' });
+
+  // The page a client's browser opens.
+  await backend.api('POST', '/sessions', { client_id: 'settings-page', zone: 'de-fra', reusable: true });
+  const { body: sub } = await backend.api<{ url: string }>('PUT', '/subscriptions/settings-page');
+  // A browser of its own (the desktop project's window may not leave the app).
+  const context = await browser.newContext({ viewport: { width: 390, height: 844 } });
+  const subPage = await context.newPage();
+  await subPage.goto(sub.url);
+  await expect(subPage.getByRole('note', { name: 'Announcement' })).toHaveText('Обслуживание в воскресенье 02:00 UTC');
+  await expect(subPage.getByRole('link', { name: 'Get help' })).toHaveAttribute('href', 'https://t.me/acme_help');
+  const shot = testInfo.outputPath('page-390.png');
+  await subPage.screenshot({ path: shot });
+  await testInfo.attach('the page at 390 px', { path: shot, contentType: 'image/png' });
+  await context.close();
+
+  // Emptying a field clears it.
+  await announce.fill('');
+  await save.click();
+  await expect(card.getByRole('status')).toContainText('Saved');
+  expect((await backend.api<Settings>('GET', '/subscription-settings')).body).toMatchObject({ announce: null, support_url: 'https://t.me/acme_help' });
+  await reset(backend);
+});
+
+test('an agent token sees the settings read-only', async ({ openApp, backend }) => {
+  await backend.api('PATCH', '/subscription-settings', { support_url: 'https://t.me/acme_help' });
+  const agent = await openApp({ backend, token: backend.newToken('agent') });
+  await agent.waitReady();
+  await agent.go('Settings');
+  const card = agent.page.getByRole('region', { name: 'Subscription page' });
+  await expect(card.getByRole('textbox', { name: 'Support URL' })).toHaveValue('https://t.me/acme_help');
+  await expect(card.getByRole('textbox', { name: 'Support URL' })).not.toBeEditable();
+  await expect(card.getByRole('button', { name: 'Save' })).toBeDisabled();
+  await expect(card.getByText('Only an owner token can change these.')).toBeVisible();
+  await reset(backend);
+});
+
+for (const scheme of ['light', 'dark'] as const) {
+  test(`screenshots of Settings → Subscription page (${scheme})`, async ({ app, backend }, testInfo) => {
+    await backend.api('PATCH', '/subscription-settings', { support_url: 'https://t.me/acme_help', announce: 'Maintenance on Sunday, 02:00–03:00 UTC.' });
+    const page = app.page;
+    await page.emulateMedia({ colorScheme: scheme });
+    // The desktop project keeps its window between tests: start at the desktop width.
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await app.waitReady();
+    for (const viewport of [{ width: 1280, height: 800 }, { width: 390, height: 844 }]) {
+      await page.setViewportSize(viewport);
+      await app.go('Settings');
+      const card = page.getByRole('region', { name: 'Subscription page' });
+      await expect(card.getByRole('textbox', { name: 'Support URL' })).toHaveValue('https://t.me/acme_help');
+      await card.getByRole('textbox', { name: 'Profile web page' }).fill('not a url');
+      await card.getByRole('button', { name: 'Save' }).click();
+      await expect(card.getByRole('textbox', { name: 'Profile web page' })).toHaveAttribute('aria-invalid', 'true');
+      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+      expect(overflow, 'no horizontal overflow').toBeLessThanOrEqual(0);
+      const file = testInfo.outputPath(`${scheme}-${viewport.width}.png`);
+      if (viewport.width < 768) {
+        // On a phone the top bar stays over the page: the card's top just below it, the screen as seen.
+        await card.evaluate((el) => window.scrollTo(0, el.getBoundingClientRect().top + window.scrollY - 64));
+        await page.waitForTimeout(150);
+        await page.screenshot({ path: file });
+      } else {
+        await card.scrollIntoViewIfNeeded();
+        await page.waitForTimeout(150);
+        await card.screenshot({ path: file });
+      }
+      await testInfo.attach(`${scheme} ${viewport.width}`, { path: file, contentType: 'image/png' });
+      // The unsaved change goes: Sessions, then Settings again, loads the card afresh.
+      await app.go('Sessions');
+    }
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await reset(backend);
+  });
+}
