@@ -1,8 +1,7 @@
 // The usage history writer and compaction (server/usage/history.ts) on a real SQLite store, with
 // an injected clock: additions accumulate per (session, node, minute) and are written in one
-// batch; a failed write is kept and written once later (no byte lost, none twice); three
-// simulated days of traffic compacted as they go keep at most a day (plus an hour) of minute
-// rows while the sums over any step stay those added.
+// batch; a failed write is kept and written once later (no byte lost, none twice). Three
+// simulated days compacted as they go run on both databases in test/store/repo-usage.test.ts.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -99,70 +98,6 @@ test('a failed write is kept and written once on the next flush', async () => {
     await h.flush();
     assert.equal(h.pendingCount, 0);
     assert.deepEqual(total(store.usageBuckets(all(s.customerId))), { up: 11, down: 101 });
-    await h.close();
-  });
-});
-
-test('three days of traffic compacted as they go: bounded rows, exact sums at every step', async () => {
-  await withStore(async (store) => {
-    let now = T0;
-    const h = new UsageHistory(sqliteControlStore(store), silentLogger, { now: () => now, flushMs: 1e9, compactMs: 0 });
-    const a = sessionOf(store, 'acme', 'alice');
-    const b = sessionOf(store, 'acme', 'bob', 'nl-ams');
-    const g = sessionOf(store, 'globex', 'alice');
-    const added = { a: { up: 0, down: 0 }, b: { up: 0, down: 0 }, g: { up: 0, down: 0 } };
-    let maxMinuteRows = 0;
-    // every 30 s for 3 days: a always, b every other time, g now and then; compaction every 15 min
-    for (let i = 0; i < 3 * 24 * 120; i++) {
-      now = T0 + i * 30_000;
-      h.add(a.id, 'local', 10, 100);
-      added.a.up += 10;
-      added.a.down += 100;
-      if (i % 2) {
-        h.add(b.id, i % 4 === 1 ? 'local' : 'sao-1', 3, 7);
-        added.b.up += 3;
-        added.b.down += 7;
-      }
-      if (i % 37 === 0) {
-        h.add(g.id, 'local', 1000, 1);
-        added.g.up += 1000;
-        added.g.down += 1;
-      }
-      if (i % 20 === 0) await h.flush();
-      if (i % 30 === 0) {
-        await h.compact(50);
-        maxMinuteRows = Math.max(maxMinuteRows, store.usageRowCounts().minute);
-      }
-    }
-    await h.flush();
-    await h.compact(50);
-    // minute rows: at most a day and an hour (plus one compaction interval) of (session, node) pairs
-    const perMinute = 4; // a, b on two nodes, g
-    assert.ok(maxMinuteRows <= perMinute * (24 * 60 + 60 + 15), `minute rows peaked at ${maxMinuteRows}`);
-    const n = store.usageRowCounts();
-    assert.ok(n.minute <= perMinute * (24 * 60 + 60), JSON.stringify(n));
-    assert.ok(n.hour > 0 && n.hour <= perMinute * 3 * 24, JSON.stringify(n));
-    const acme = a.customerId;
-    assert.deepEqual(total(store.usageBuckets(all(acme, { session_id: a.id }))), added.a);
-    assert.deepEqual(total(store.usageBuckets(all(acme, { client_id: 'bob' }))), added.b);
-    assert.deepEqual(total(store.usageBuckets(all(acme))), { up: added.a.up + added.b.up, down: added.a.down + added.b.down });
-    assert.deepEqual(total(store.usageBuckets(all(g.customerId))), added.g);
-    // hour buckets of the first day: 24 of them, each 120 additions of a and 60 of b
-    const hours = store.usageBuckets(all(acme, { stepMs: HOUR, steps: ['minute', 'hour'], from: T0, to: T0 + DAY }));
-    assert.equal(hours.length, 24);
-    for (const r of hours) assert.deepEqual([r.uploaded_bytes, r.downloaded_bytes], [120 * 10 + 60 * 3, 120 * 100 + 60 * 7]);
-    // top clients of the customer
-    assert.deepEqual(store.usageTopClients(all(acme), 10).map((c) => c.client_id), ['alice', 'bob']);
-    // 100 days on: days only; then past two years: nothing
-    now += 100 * DAY;
-    await h.compact(7);
-    const later = store.usageRowCounts();
-    assert.equal(later.minute + later.hour, 0);
-    assert.ok(later.day <= perMinute * 4, JSON.stringify(later));
-    assert.deepEqual(total(store.usageBuckets(all(acme))), { up: added.a.up + added.b.up, down: added.a.down + added.b.down });
-    now += 800 * DAY;
-    await h.compact();
-    assert.deepEqual(store.usageRowCounts(), { minute: 0, hour: 0, day: 0 });
     await h.close();
   });
 });
