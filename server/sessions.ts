@@ -7,7 +7,7 @@ import { ApiError } from './contract/errors.ts';
 import type { Session, SessionCreateRequest, SessionList, SessionListQuery, SessionStatusResponse } from './contract/schemas.ts';
 import type { DataPlane } from './dataplane/api.ts';
 import type { LimitValues, Logger, SessionRow } from './domain.ts';
-import { isPeriodic, periodOf } from './contract/period.ts';
+import { baseKeyOf, isPeriodic, periodOf } from './contract/period.ts';
 import { recordQuotaBases } from './quota/job.ts';
 import { buildConfiguration, buildLink, type LinkSettings } from './links.ts';
 import { LINK_ALPN, LINK_FP } from './tls/index.ts';
@@ -200,7 +200,7 @@ export class SessionService {
           ? { up: row.uploaded_bytes, down: row.downloaded_bytes }
           : await this.store.sumCounters(row.customer_id, scope === 'client' ? row.client_id : undefined).then((s) => ({ up: s.uploaded_bytes, down: s.downloaded_bytes }));
       const entity = scope === 'global' ? row.customer_id : scope === 'client' ? row.client_id : row.id;
-      const base = await this.store.quotaBase(row.customer_id, scope, entity, period.kind === 'rolling_30d' ? 0 : period.start);
+      const base = await this.store.quotaBase(row.customer_id, scope, entity, baseKeyOf(period));
       if (!base) continue; // nothing recorded yet: the period counts from now
       const reached = totals.up - base.up >= (values.uploaded_bytes ?? Infinity) || totals.down - base.down >= (values.downloaded_bytes ?? Infinity);
       if (!reached) continue;

@@ -21,7 +21,7 @@ import type { PgListener } from '../store/pg/listener.ts';
 import { CHANNELS, type PgStore } from '../store/pg/store.ts';
 import { CounterBaselines } from './counter-baselines.ts';
 import type { CounterJournal, Report } from './journal.ts';
-import { periodOf } from '../contract/period.ts';
+import { baseKeyOf, periodOf } from '../contract/period.ts';
 import { isoNow, wallClock } from '../time.ts';
 
 type Counters = { up: number; down: number };
@@ -148,7 +148,7 @@ export class LocalView implements Pick<DataPlaneDeps['store'], 'getSession' | 's
       SCOPES.map(async (scope) => {
         const period = periodOf(limits[scope], now);
         if (!period) return;
-        const key = period.kind === 'rolling_30d' ? 0 : period.start;
+        const key = baseKeyOf(period);
         const entity = scope === 'global' ? row.customer_id : scope === 'client' ? row.client_id : row.id;
         const base = await this.store.quotaBase(row.customer_id, scope, entity, key);
         if (base) this.bases.set(baseKey(row.customer_id, scope, entity, key), base);

@@ -2,7 +2,7 @@
 // sessions placed on it, their customers' limits and counter sums, the recorded bases of periodic
 // caps, the node's shares of cluster limits (shares.ts), its zone and the geo relays (geo.ts).
 import type { LimitScope, LimitValues, SessionRow, ZoneInfo } from '../domain.ts';
-import { periodOf } from '../contract/period.ts';
+import { baseKeyOf, periodOf } from '../contract/period.ts';
 import { wallClock } from '../time.ts';
 import type { NodeInfo } from '../store/store.ts';
 import type { Metrics } from '../metrics.ts';
@@ -80,7 +80,7 @@ async function basesOf(data: NodeChannelDeps['data'], sessions: SessionRow[], li
     for (const scope of SCOPES) {
       const period = periodOf(limits[s.customer_id]?.[scope] ?? undefined, now);
       if (!period) continue;
-      const periodKey = period.kind === 'rolling_30d' ? 0 : period.start;
+      const periodKey = baseKeyOf(period);
       const entity = scope === 'global' ? s.customer_id : scope === 'client' ? s.client_id : s.id;
       const key = quotaBaseKey(s.customer_id, scope, entity, periodKey);
       if (key in bases) continue;

@@ -7,7 +7,7 @@
 //    sessions, this node counted, so that together they move at most the limit.
 // The node applies them with DataPlane.setClusterShare (server/node/run.ts).
 import type { LimitScope, LimitValues, SessionRow } from '../domain.ts';
-import { isPeriodic, periodOf } from '../contract/period.ts';
+import { baseKeyOf, isPeriodic, periodOf } from '../contract/period.ts';
 import type { ControlStore } from '../store/control.ts';
 
 /** One entity's share as sent to a node; `left` null: no cap that way. */
@@ -88,7 +88,7 @@ export async function nodeShares(
       if (hasCap(values)) {
         const period = isPeriodic(values ?? undefined) ? periodOf(values ?? undefined, now) : null;
         const entity = clientId ?? customerId;
-        const base = period ? bases[baseKey(customerId, scope, entity, period.kind === 'rolling_30d' ? 0 : period.start)] ?? null : null;
+        const base = period ? bases[baseKey(customerId, scope, entity, baseKeyOf(period))] ?? null : null;
         const key = shareKey(customerId, clientId);
         const probe = await data.grantBytes(nodeId, customerId, clientId ?? '', {
           cap: { up: values!.uploaded_bytes ?? null, down: values!.downloaded_bytes ?? null },

@@ -52,6 +52,12 @@ export function periodOf(values: Pick<LimitValues, 'reset_period' | 'reset_ancho
   return { kind, start: addMonths(a, k), end: addMonths(a, k + 1) };
 }
 
+/** The key a rolling window's single base is recorded under (one base, rewritten: server/quota/job.ts). */
+export const ROLLING_KEY = 0;
+
+/** The key a period's quota base is recorded under: its start, or ROLLING_KEY for the rolling window. */
+export const baseKeyOf = (p: Period): number => (p.kind === 'rolling_30d' ? ROLLING_KEY : p.start);
+
 /** Whether the record has a byte cap that renews (a speed cap never needs a period). */
 export function isPeriodic(values: LimitValues | undefined): boolean {
   return !!values && !!values.reset_period && values.reset_period !== 'none' && (values.downloaded_bytes !== undefined || values.uploaded_bytes !== undefined);

@@ -2,7 +2,7 @@
 // first seen), their limits (re-read at most every second), where their periodic caps count
 // from, and a cluster node's share of their limits. Sessions are the runtime's (runtime.ts).
 import type { DataPlaneDeps } from './api.ts';
-import { isPeriodic, periodOf } from '../contract/period.ts';
+import { baseKeyOf, isPeriodic, periodOf } from '../contract/period.ts';
 import type { LimitScope } from '../domain.ts';
 import { wallClock } from '../time.ts';
 import {
@@ -28,8 +28,6 @@ export interface Share {
 
 /** What a periodic cap has counted for an entity: its totals since its period's base. */
 export const sinceBase = (e: CapCounting & { totals: Counters }): Counters => ({ up: e.totals.up - e.capBase.up, down: e.totals.down - e.capBase.down });
-/** The period key under which a rolling window's base is recorded (one base, rewritten: server/quota/job.ts). */
-const ROLLING_KEY = 0;
 
 export class Entities {
   private readonly deps: DataPlaneDeps;
@@ -111,7 +109,7 @@ export class Entities {
     }
     if (entity.capPeriod === period.start && period.kind !== 'rolling_30d') return;
     const entityId = scope === 'global' ? customer.id : entity.id;
-    const recorded = this.deps.store.quotaBase?.(customer.id, scope, entityId, period.kind === 'rolling_30d' ? ROLLING_KEY : period.start);
+    const recorded = this.deps.store.quotaBase?.(customer.id, scope, entityId, baseKeyOf(period));
     entity.capBase = recorded ? { up: Math.min(recorded.up, entity.totals.up), down: Math.min(recorded.down, entity.totals.down) } : { ...entity.totals };
     entity.capPeriod = period.start;
   }

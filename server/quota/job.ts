@@ -11,12 +11,10 @@
 // from the totals they see at that moment, so a session, client or customer over its cap is let
 // in again by itself, without any call.
 import type { Logger } from '../domain.ts';
-import { periodOf, ROLLING_MS } from '../contract/period.ts';
+import { periodOf, ROLLING_KEY, ROLLING_MS } from '../contract/period.ts';
 import type { ControlStore } from '../store/control.ts';
 import { wallClock } from '../time.ts';
 
-/** The period key a rolling window's single base is recorded under. */
-export const ROLLING_KEY = 0;
 const PRUNE_AFTER_MS = 120 * 86_400_000;
 
 /**

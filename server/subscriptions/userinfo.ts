@@ -1,7 +1,7 @@
 // What a subscription says about the client's traffic: the bytes counted in the period its cap
 // is in force (a monthly cap counts this month, not the lifetime), the cap itself, when the
 // period renews and when access ends. Apps read it from `subscription-userinfo`; the page shows it.
-import { isPeriodic, periodOf } from '../contract/period.ts';
+import { baseKeyOf, isPeriodic, periodOf } from '../contract/period.ts';
 import type { ControlStore } from '../store/control.ts';
 
 export interface ClientUsage {
@@ -27,7 +27,7 @@ export async function clientUsage(store: UsageStore, customerId: string, clientI
   if (period) {
     // The period's base (what was counted before it began), recorded by the quota job; none yet
     // means the period started counting just now.
-    const base = await store.quotaBase(customerId, 'client', clientId, period.kind === 'rolling_30d' ? 0 : period.start);
+    const base = await store.quotaBase(customerId, 'client', clientId, baseKeyOf(period));
     upload = base ? Math.max(0, upload - base.up) : 0;
     download = base ? Math.max(0, download - base.down) : 0;
     renewsAt = period.end;
