@@ -12,7 +12,7 @@ import { takeDataDir } from '../store/recovery.ts';
 import { Store } from '../store/store.ts';
 import { subscriptionOps } from '../store/repos/subscriptions.ts';
 import { webhookOps } from '../store/repos/webhooks.ts';
-import { bindSync, settled } from '../store/sql/sqlite-runner.ts';
+import { bindSettled } from '../store/sql/sqlite-runner.ts';
 import type { Backend } from './types.ts';
 
 export function openSqlite(dataDir: string, metrics: Metrics, log: Logger): Backend {
@@ -40,8 +40,8 @@ export function openSqlite(dataDir: string, metrics: Metrics, log: Logger): Back
     dataPlaneStore: store,
     publishLocal: (e) => void bus.publish(e),
     attach: () => {},
-    webhookStore: () => settled(bindSync(webhookOps, store.runner)),
-    subscriptionData: () => settled(bindSync(subscriptionOps, store.runner)),
+    webhookStore: () => bindSettled(webhookOps, store.runner),
+    subscriptionData: () => bindSettled(subscriptionOps, store.runner),
     clusterKey: null,
     drain: async () => {},
     close: async () => {

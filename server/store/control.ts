@@ -9,7 +9,7 @@
 // Type-only: the SQLite mode never loads the PostgreSQL client.
 import type { PgStore } from './pg/store.ts';
 import type { AsyncOps } from './sql/op.ts';
-import { bindSync, settled } from './sql/sqlite-runner.ts';
+import { bindSettled } from './sql/sqlite-runner.ts';
 import { STORE_OPS, type StoreOps } from './ops.ts';
 import type { Store } from './store.ts';
 
@@ -32,7 +32,7 @@ export function sqliteControlStore(store: Store): ControlStore {
       return Promise.resolve();
     },
   };
-  Object.assign(api, settled(bindSync(STORE_OPS, store.runner)));
+  Object.assign(api, bindSettled(STORE_OPS, store.runner));
   Object.defineProperty(api, 'tokenGeneration', { get: () => store.tokenGeneration, enumerable: true });
   return api as unknown as ControlStore;
 }

@@ -10,7 +10,7 @@ import { openDatabase } from '../../server/store/db.ts';
 import { clusterKeyOps } from '../../server/store/repos/cluster-keys.ts';
 import { subscriptionOps as ops } from '../../server/store/repos/subscriptions.ts';
 import { tokenOps } from '../../server/store/repos/tokens.ts';
-import { bindSync, settled, SqliteRunner } from '../../server/store/sql/sqlite-runner.ts';
+import { bindSettled, bindSync, SqliteRunner } from '../../server/store/sql/sqlite-runner.ts';
 import { eachDialect, type DialectDb } from '../helpers/dialects.ts';
 import { removeDir, tempDir } from '../helpers/server.ts';
 
@@ -68,12 +68,12 @@ eachDialect('cluster keys: made once by the first to ask, then read', async (db)
   await assert.rejects(db.run(clusterKeyOps.clusterKey('webhooks', 16)), /the cluster's webhooks key is not 16 bytes/);
 });
 
-test('settled: operations run synchronously on SQLite behind promises; a failure is a rejection, not a throw', async (t) => {
+test('bindSettled: operations run synchronously on SQLite behind promises; a failure is a rejection, not a throw', async (t) => {
   const dir = tempDir('vad-settled-');
   t.after(() => removeDir(dir));
   const db = openDatabase(join(dir, 'data'));
   const runner = new SqliteRunner(db);
-  const subs = settled(bindSync(ops, runner));
+  const subs = bindSettled(ops, runner);
   const c = bindSync(tokenOps, runner).ensureCustomer('acme').id;
   assert.equal((await subs.upsert(c, 'phone', 'n1', 'h1')).nonce, 'n1');
   assert.equal((await subs.get(c, 'phone'))?.secret_hash, 'h1');

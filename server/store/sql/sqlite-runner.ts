@@ -101,17 +101,16 @@ export function bindSync<T extends OpTable>(table: T, runner: SqliteRunner): Syn
   return bindOps(table, (op) => runner.run(op)) as unknown as SyncOps<T>;
 }
 
-/** Synchronous operations behind already-settled promises (the async seam on SQLite: no thread hop). */
-export function settled<T extends OpTable>(ops: SyncOps<T>): AsyncOps<T> {
-  const out: Record<string, unknown> = {};
-  for (const [name, fn] of Object.entries(ops as Record<string, (...a: unknown[]) => unknown>)) {
-    out[name] = (...args: unknown[]) => {
-      try {
-        return Promise.resolve(fn(...args));
-      } catch (err) {
-        return Promise.reject(err);
-      }
-    };
-  }
-  return out as AsyncOps<T>;
+/**
+ * Every operation of `table`, run synchronously on `runner` behind an already-settled promise
+ * (the async seam on SQLite: no thread hop); a statement's error becomes a rejection.
+ */
+export function bindSettled<T extends OpTable>(table: T, runner: SqliteRunner): AsyncOps<T> {
+  return bindOps(table, (op) => {
+    try {
+      return Promise.resolve(runner.run(op));
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }) as unknown as AsyncOps<T>;
 }
