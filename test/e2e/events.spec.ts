@@ -22,7 +22,12 @@ const chipColor = (row: Locator) => row.locator('.evtype').first().evaluate((el)
 
 test('connection opened and closed, in words, with the client; a close is not red', async ({ app, backend }, testInfo) => {
   const page = app.page;
+  // The desktop project shares one window per worker: start from a fresh page, so its event
+  // stream is this test's (one run in CI found the window's stream closed by an earlier spec).
+  await page.reload();
   await app.waitReady();
+  await app.go('Events');
+  await expect(page.getByRole('region', { name: 'Events' }).getByRole('status').first()).toHaveText('Live', { timeout: 15_000 });
   const client = 'events-in-words';
   const id = await app.createSession({ clientId: client, reusable: true });
   const echo = await startTcpEcho();
