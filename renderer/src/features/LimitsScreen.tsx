@@ -11,7 +11,7 @@ import { selectLimits } from '../store/selectors.ts';
 const SCOPES: LimitScope[] = ['global', 'client', 'session'];
 const FIELDS: Record<LimitScope, LimitField[]> = {
   global: ['downloaded_bytes', 'uploaded_bytes', 'download_speed', 'upload_speed'],
-  client: ['downloaded_bytes', 'uploaded_bytes', 'download_speed', 'upload_speed', 'max_sessions', 'max_reconnections'],
+  client: ['downloaded_bytes', 'uploaded_bytes', 'download_speed', 'upload_speed', 'max_sessions', 'max_reconnections', 'max_devices'],
   session: ['downloaded_bytes', 'uploaded_bytes', 'download_speed', 'upload_speed'],
 };
 const META: Record<LimitField, { label: string; kind: 'bytes' | 'speed' | 'count'; help: string }> = {
@@ -21,6 +21,7 @@ const META: Record<LimitField, { label: string; kind: 'bytes' | 'speed' | 'count
   upload_speed: { label: 'Upload speed', kind: 'speed', help: 'Bytes per second, e.g. 256 KB/s.' },
   max_sessions: { label: 'Max sessions', kind: 'count', help: 'Sessions of one client with open connections at the same time.' },
   max_reconnections: { label: 'Max reconnections', kind: 'count', help: 'Connections after the first that one reusable session may open.' },
+  max_devices: { label: 'Max devices', kind: 'count', help: 'Devices (apps sending a device id) that may fetch the client\'s subscription; 0 or empty: no limit; at most 1000.' },
 };
 const DESCRIPTION: Record<LimitScope, string> = {
   global: 'Global limits apply to all of your clients together.',
@@ -48,6 +49,7 @@ function validate(field: LimitField, text: string): { value: number | null; erro
   if (value === null) return { value, error: null };
   if (Number.isNaN(value)) return { value, error: kind === 'count' ? 'Enter a whole number.' : 'Enter a number, optionally with a unit: 1048576, 512 KB, 1.5 GB.' };
   if (value > MAX) return { value, error: 'That number is too large.' };
+  if (field === 'max_devices' && value > 1000) return { value, error: 'At most 1000 devices.' };
   if (kind === 'speed' && value < 1) return { value, error: 'A speed limit must be at least 1 byte per second.' };
   return { value, error: null };
 }
