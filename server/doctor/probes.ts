@@ -18,6 +18,7 @@ export function sqliteProbe(dataDir: string): DatabaseProbe & { close(): Promise
     where: file,
     schemaVersion: async () => (existsSync(file) ? (open().prepare('PRAGMA user_version').get() as { user_version: number }).user_version : null),
     nodes: async () => new Store(open()).listNodes(),
+    relays: async () => new Store(open()).relayNodes(),
     close: async () => db?.close(),
   };
 }
@@ -37,6 +38,7 @@ export async function postgresProbe(url: string, shownAs: string): Promise<Datab
       return 0;
     }),
     nodes: () => store.listNodes(),
+    relays: () => store.relayNodes(),
     close: () => pool.end(),
   };
 }

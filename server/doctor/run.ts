@@ -5,8 +5,9 @@ import type { EgressPolicy } from '../dataplane/egress.ts';
 import { type TlsFacts, tlsChecks } from './certificate.ts';
 import { clockCheck, egressCheck, publicHostCheck } from './host.ts';
 import { type PortSpec, portCheck } from './ports.ts';
-import { type Check, type DoctorReport, report } from './report.ts';
-import { clusterFromStore, databaseCheck, type DatabaseProbe } from './store.ts';
+import { type Check, type DoctorReport, fail, messageOf, report, within } from './report.ts';
+import { relayCheck } from './relays.ts';
+import { clusterFromStore, databaseCheck, type DatabaseProbe, LATEST_SCHEMA } from './store.ts';
 import { zonesCheck } from './zones.ts';
 
 export interface DoctorInput {
@@ -40,6 +41,7 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorReport> {
   ]);
   const zones = zonesCheck(input.zonesFile);
   const cluster = zones.zones.length ? await clusterFromStore(zones.zones, input.database, db.version) : null;
+  const relays = db.version === LATEST_SCHEMA ? await relaysFromStore(input.database) : null;
   return report([
     ...(input.leading ?? []),
     ...ports,
@@ -50,5 +52,15 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorReport> {
     db.check,
     zones.check,
     ...(cluster ? [cluster] : []),
+    ...(relays ? [relays] : []),
   ]);
+}
+
+/** The relay check, or a failure to read the relays (the cluster check then says why too). */
+async function relaysFromStore(db: DatabaseProbe): Promise<Check | null> {
+  try {
+    return await relayCheck(await within(db.relays(), 'reading the relays'));
+  } catch (err) {
+    return fail('port-relay', 'Geo relay ports', `the relays cannot be read: ${messageOf(err)}`, 'fix the database check first');
+  }
 }

@@ -2,7 +2,7 @@
 // and the cluster (each zone's nodes up or down, with their last contact), from the store.
 import type { ControlStore } from '../store/control.ts';
 import { MIGRATIONS } from '../store/migrations/index.ts';
-import type { NodeInfo } from '../store/repos/nodes.ts';
+import type { NodeInfo, RelayNode } from '../store/repos/nodes.ts';
 import { type Check, type CheckStatus, fail, messageOf, pass, warn, within, worst } from './report.ts';
 
 /** What the checks read of a database; the CLI opens it read-only, the server passes its own store. */
@@ -13,11 +13,13 @@ export interface DatabaseProbe {
   /** The schema version; null when there is no database yet (a data folder serve has not used). */
   schemaVersion(): Promise<number | null>;
   nodes(): Promise<NodeInfo[]>;
+  /** Up nodes' geo relay listeners. */
+  relays(): Promise<RelayNode[]>;
 }
 
 /** The server's own store (GET /v2/doctor). */
 export function storeProbe(data: ControlStore, where: string): DatabaseProbe {
-  return { kind: data.kind, where, schemaVersion: () => data.schemaVersion(), nodes: () => data.listNodes() };
+  return { kind: data.kind, where, schemaVersion: () => data.schemaVersion(), nodes: () => data.listNodes(), relays: () => data.relayNodes() };
 }
 
 export const LATEST_SCHEMA = MIGRATIONS.length;

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { generate } from 'selfsigned';
 import { printedToken, serve, tokenCli } from '../helpers/cli.ts';
+import { controlPlane, nodeProcess } from '../helpers/cluster-procs.ts';
 import { startPostgres } from '../helpers/postgres.ts';
 import { CLI, NODE, removeDir, ROOT, tempDir } from '../helpers/server.ts';
 import { makeCert } from '../helpers/tls.ts';
@@ -232,6 +233,36 @@ describe('vpn-access doctor', () => {
       assert.equal(gone.byId.get('database')!.status, 'fail');
       assert.doesNotMatch(gone.byId.get('database')!.detail, new RegExp(new URL(pg.url()).password));
     } finally {
+      removeDir(d);
+    }
+  });
+
+  test('a cluster node that runs: its zone is up and its geo relay port answers with the pinned certificate', async (t) => {
+    const pg = await startPostgres(t);
+    const d = tempDir();
+    const cp = await controlPlane('doctor', ['--database', pg.url()]);
+    await cp.start();
+    const node = await nodeProcess({ name: 'syd-1', zone: 'au-syd', host: '127.0.0.2', database: pg.url(), controls: [`http://127.0.0.1:${cp.port}`] });
+    try {
+      await node.start();
+      const zones = localZones(d, [{ code: 'au-syd', name: 'Sydney', country: 'AU', nodes: [] }]);
+      const args = ['--database', pg.url(), '--port', String(cp.port), '--vless-tcp-port', 'off', '--proxy-port', 'off', '--zones', zones];
+      let run = await doctorJson(args);
+      // The node reports its listeners once its channel is up.
+      for (let i = 0; i < 40 && !run.byId.has('port-relay'); i++) {
+        await new Promise((r) => setTimeout(r, 250));
+        run = await doctorJson(args);
+      }
+      assert.equal(run.byId.get('service')!.status, 'pass');
+      assert.match(run.byId.get('cluster')!.detail, /au-syd: 1\/1 nodes up \(syd-1 up, last contact \d{4}-/);
+      const relay = run.byId.get('port-relay')!;
+      assert.equal(relay.status, 'pass', relay.detail);
+      assert.match(relay.detail, new RegExp(`syd-1 at 127\\.0\\.0\\.2:${node.ports.relay}`));
+    } finally {
+      await node.stop();
+      await cp.stop();
+      removeDir(node.dir);
+      removeDir(cp.dir);
       removeDir(d);
     }
   });

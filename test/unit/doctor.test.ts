@@ -13,6 +13,7 @@ import { expiryCheck, namesCheck, pinCheck, type TlsFacts } from '../../server/d
 import { clockCheck, egressCheck, publicHostCheck } from '../../server/doctor/host.ts';
 import { portCheck, type PortSpec } from '../../server/doctor/ports.ts';
 import { sqliteProbe } from '../../server/doctor/probes.ts';
+import { relayCheck } from '../../server/doctor/relays.ts';
 import { formatReport, report } from '../../server/doctor/report.ts';
 import { clusterCheck, databaseCheck, LATEST_SCHEMA } from '../../server/doctor/store.ts';
 import { zonesCheck } from '../../server/doctor/zones.ts';
@@ -71,6 +72,13 @@ describe('doctor: TLS', () => {
       const stale = await pinCheck({ ...facts(pinOf(other.x509)), pin: null }, [api(port)], at);
       assert.equal(stale.check.status, 'warn');
       assert.match(stale.check.fix, /SIGHUP/);
+      // A node's geo relay: the pin it reported against what its port serves; an unreachable one named.
+      const relay = (pin: string, relayPort = port) => ({ id: 'n', name: 'syd-1', zone: 'au-syd', public_host: '127.0.0.1', relay_port: relayPort, relay_pcs: pin, token_hash: 'h' });
+      assert.equal((await relayCheck([]))?.status, undefined);
+      assert.equal((await relayCheck([relay(pinOf(served.x509))]))!.status, 'pass');
+      const wrong = (await relayCheck([relay(pinOf(other.x509))]))!;
+      assert.equal(wrong.status, 'fail');
+      assert.match(wrong.detail, new RegExp(`syd-1 at 127\\.0\\.0\\.1:${port} serves sha256 ${pinOf(served.x509)}, not the pinned`));
     } finally {
       server.close();
     }
