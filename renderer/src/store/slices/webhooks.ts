@@ -9,4 +9,5 @@ export const createWebhooksSlice: SliceCreator<WebhooksSlice> = () => ({
   setWebhookEnabled: (id, enabled) => ops().setWebhookEnabled(id, enabled),
   webhookDeliveries: (id) => ops().webhookDeliveries(id),
   testWebhook: (id) => ops().testWebhook(id),
+  runDoctor: () => ops().runDoctor(),
 });
