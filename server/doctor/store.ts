@@ -58,16 +58,21 @@ export interface ZoneNodes {
 
 const contact = (n: NodeInfo) => `${n.name} ${n.up ? 'up' : 'down'}, last contact ${n.last_contact ?? 'never'}`;
 
-/** One zone's finding: served here, nodes up, all down (warn), or no node at all (fail). */
+/**
+ * One zone's finding: served here or nodes up (pass); every node down (fail: the zone was meant
+ * to carry sessions and refuses them now); no node at all (warn: the catalogue offers the zone
+ * without active nodes, as the default catalogue's br-sao and au-syd, so nobody is served there by
+ * design).
+ */
 function zoneFinding(z: ZoneNodes, nodes: NodeInfo[]): { status: CheckStatus; text: string } {
   const mine = nodes.filter((n) => n.zone === z.code);
   const up = mine.filter((n) => n.up);
   if (z.catalogueNodes.includes('local')) return { status: 'pass', text: `${z.code}: local${mine.length ? ` and ${up.length}/${mine.length} nodes up` : ''}` };
   if (up.length) return { status: 'pass', text: `${z.code}: ${up.length}/${mine.length} nodes up (${mine.map(contact).join('; ')})` };
-  if (mine.length) return { status: 'warn', text: `${z.code}: every node down (${mine.map(contact).join('; ')})` };
+  if (mine.length) return { status: 'fail', text: `${z.code}: every node down (${mine.map(contact).join('; ')})` };
   if (z.catalogueNodes.length && z.catalogueActive) return { status: 'pass', text: `${z.code}: catalogue nodes ${z.catalogueNodes.join(', ')} (carried here)` };
-  if (z.catalogueNodes.length) return { status: 'warn', text: `${z.code}: every node down (${z.catalogueNodes.join(', ')}, marked down in the catalogue)` };
-  return { status: 'fail', text: `${z.code}: no node` };
+  if (z.catalogueNodes.length) return { status: 'warn', text: `${z.code}: offered with its nodes marked down in the catalogue (${z.catalogueNodes.join(', ')})` };
+  return { status: 'warn', text: `${z.code}: no node (offered without active nodes: sessions there are refused)` };
 }
 
 /** Nodes up per zone, from the store; a zone's catalogue entry may also carry it locally. */
@@ -87,9 +92,9 @@ export function clusterCheck(zones: ZoneNodes[], nodes: NodeInfo[]): Check {
   const parts = [...problems, ...served, ...(local ? [`${local} zone${local === 1 ? '' : 's'} served here (local)`] : [])];
   const detail = `${nodes.length} node${nodes.length === 1 ? '' : 's'} in the store; ${parts.join('; ')}`;
   if (status === 'pass') return pass('cluster', title, detail);
-  const fix = status === 'fail'
-    ? 'add a node to each zone without one (vpn-access node add --zone CODE, then node run on that machine), list "local" among the zone\'s nodes, or remove the zone from the catalogue (--zones)'
-    : 'start `vpn-access node run` on the down nodes (or check their network to the control plane); sessions of those zones are refused meanwhile';
+  const fix = problems.some((p) => p.includes('every node down'))
+    ? 'start `vpn-access node run` on the down nodes (or check their network to the control plane); sessions of those zones are refused meanwhile'
+    : 'to serve a zone without a node: add one (vpn-access node add --zone CODE, then node run on that machine) or list "local" among its nodes; or remove the zone from the catalogue (--zones)';
   return status === 'fail' ? fail('cluster', title, detail, fix) : warn('cluster', title, detail, fix);
 }
 

@@ -202,7 +202,7 @@ describe('vpn-access doctor', () => {
     }
   });
 
-  test('a cluster on PostgreSQL: a node added and never started warns (zone down); a zone without a node fails', async (t) => {
+  test('a cluster on PostgreSQL: a node added and never started fails (zone down); a zone offered without a node warns', async (t) => {
     const pg = await startPostgres(t);
     const d = tempDir();
     try {
@@ -213,17 +213,16 @@ describe('vpn-access doctor', () => {
       await new Promise((r) => free.close(r));
       const base = ['--database', pg.url(), '--port', port, '--vless-tcp-port', 'off', '--proxy-port', 'off'];
       const down = await doctorJson([...base, '--zones', localZones(d, [{ code: 'au-syd', name: 'Sydney', country: 'AU', nodes: [] }])]);
-      assert.equal(down.code, 0);
+      assert.equal(down.code, 1);
       assert.equal(down.byId.get('database')!.status, 'pass');
       assert.match(down.byId.get('database')!.detail, /^postgres:\/\/vad:\*\*\*@/);
       const cluster = down.byId.get('cluster')!;
-      assert.equal(cluster.status, 'warn');
+      assert.equal(cluster.status, 'fail');
       assert.match(cluster.detail, /au-syd: every node down \(syd-1 down, last contact never\)/);
       assert.match(cluster.fix, /node run/);
 
-      const missing = await doctorJson([...base, '--zones', localZones(d, [{ code: 'au-syd', name: 'Sydney', country: 'AU', nodes: [] }, { code: 'br-sao', name: 'São Paulo', country: 'BR', nodes: [] }])]);
-      assert.equal(missing.code, 1);
-      assert.equal(missing.byId.get('cluster')!.status, 'fail');
+      const missing = await doctorJson([...base, '--zones', localZones(d, [{ code: 'br-sao', name: 'São Paulo', country: 'BR', nodes: [] }])]);
+      assert.equal(missing.byId.get('cluster')!.status, 'warn');
       assert.match(missing.byId.get('cluster')!.detail, /br-sao: no node/);
 
       // PostgreSQL stopped: the database check fails within its time-out, and names the URL without the password.

@@ -160,16 +160,18 @@ describe('doctor: database, cluster, zones', () => {
     }
   });
 
-  test('cluster: local zones pass, a zone whose nodes are all down warns, a zone with no node fails', () => {
+  test('cluster: local zones pass, a zone whose nodes are all down fails, a zone offered with no node warns', () => {
     const local = { code: 'de-fra', catalogueNodes: ['local'], catalogueActive: true };
     const syd = { code: 'au-syd', catalogueNodes: [], catalogueActive: false };
     assert.equal(clusterCheck([local, syd], [node('syd-1', 'au-syd', true), node('syd-2', 'au-syd', false)]).status, 'pass');
     const down = clusterCheck([local, syd], [node('syd-1', 'au-syd', false)]);
-    assert.equal(down.status, 'warn');
+    assert.equal(down.status, 'fail');
+    assert.match(down.fix, /node run/);
     assert.match(down.detail, /au-syd: every node down \(syd-1 down, last contact never\)/);
-    const none = clusterCheck([local, syd, { code: 'br-sao', catalogueNodes: [], catalogueActive: false }], [node('syd-1', 'au-syd', false)]);
-    assert.equal(none.status, 'fail');
+    const none = clusterCheck([local, { code: 'br-sao', catalogueNodes: [], catalogueActive: false }], []);
+    assert.equal(none.status, 'warn');
     assert.match(none.detail, /br-sao: no node/);
+    assert.match(none.fix, /node add/);
   });
 
   test('zones: the built-in catalogue loads; duplicate ids and a zone without a country are named', () => {
