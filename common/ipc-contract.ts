@@ -5,6 +5,7 @@
 // every call resolves to a Result so the error record survives the IPC boundary intact.
 import type {
   ConnectionInfo,
+  DoctorReport,
   ConnectionSettings,
   EventFilter,
   LanSharing,
@@ -81,6 +82,8 @@ export interface AppOps {
   lanSharing(): Promise<Result<LanSharing>>;
   /** Desktop: turns sharing on (on an address) or off; main restarts the embedded server. */
   setLanSharing(request: LanSharingRequest): Promise<Result<LanSharing>>;
+  /** The doctor's checks the server runs about itself (GET /v2/doctor, owner token). */
+  runDoctor(): Promise<Result<DoctorReport>>;
   /** Usage history: GET /v2/usage with the query's filters, range and step. */
   usage(query: UsageQuery): Promise<Result<UsageReport>>;
   /** Starts an event subscription in main; events arrive through `onStreamMessage`. */

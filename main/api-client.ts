@@ -6,6 +6,7 @@ import { errorInfoFrom } from '../common/error-info.ts';
 import type {
   AuditPage,
   AuditQuery,
+  DoctorReport,
   LimitScope,
   LimitsRecord,
   LimitsUpdate,
@@ -71,6 +72,7 @@ export class ApiClient {
 
   zones = () => this.request<ZoneList>('GET', '/zones');
   serverInfo = () => this.request<ServerInfo>('GET', '/server-info');
+  doctor = () => this.request<DoctorReport>('GET', '/doctor');
   openApi = () => this.request<unknown>('GET', '/openapi.json');
   listSessions = (q: SessionListQuery) => this.request<SessionList>('GET', `/sessions${query(q as Record<string, unknown>)}`);
   getSession = (id: string) => this.request<Session>('GET', `/sessions/${encodeURIComponent(id)}`);

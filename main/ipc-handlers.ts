@@ -19,6 +19,7 @@ export function createHandlers({ api, endpoints, streams, clipboard }: HandlerDe
     connectionInfo: async () => ({ ok: true, value: endpoints.info() }),
     saveConnection: (c) => endpoints.save(c),
     serverInfo: () => api.serverInfo(),
+    runDoctor: () => api.doctor(),
     openApiDocument: () => api.openApi(),
     copyApiToken: async () => {
       const token = endpoints.current()?.token;

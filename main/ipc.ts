@@ -38,6 +38,7 @@ export const OP_NAMES = [
   'lanSharing',
   'setLanSharing',
   'usage',
+  'runDoctor',
   'openStream',
   'closeStream',
 ] as const satisfies readonly AppOpName[];

@@ -48,6 +48,7 @@ const bridge: AppBridge = {
   setWebhookEnabled: op('setWebhookEnabled'),
   webhookDeliveries: op('webhookDeliveries'),
   testWebhook: op('testWebhook'),
+  runDoctor: op('runDoctor'),
   lanSharing: op('lanSharing'),
   setLanSharing: op('setLanSharing'),
   usage: op('usage'),

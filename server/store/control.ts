@@ -19,6 +19,8 @@ export type ControlStore = AsyncOps<StoreOps> & {
   readonly kind: 'sqlite' | 'postgres';
   readonly tokenGeneration: number;
   dataVersion(): Promise<number>;
+  /** The schema version migrations brought the database to (server/store/migrations/index.ts). */
+  schemaVersion(): Promise<number>;
   close(): Promise<void>;
 };
 
@@ -27,6 +29,7 @@ export function sqliteControlStore(store: Store): ControlStore {
   const api: Record<string, unknown> = {
     kind: 'sqlite',
     dataVersion: () => Promise.resolve(store.dataVersion()),
+    schemaVersion: () => Promise.resolve((store.db.prepare('PRAGMA user_version').get() as { user_version: number }).user_version),
     close: () => {
       store.db.close();
       return Promise.resolve();

@@ -33,6 +33,7 @@ export function createElectronPlatform(bridge: AppBridge): Platform {
     connectionInfo: () => unwrap(bridge.connectionInfo()),
     saveConnection: (s) => unwrap(bridge.saveConnection(s)),
     serverInfo: () => unwrap(bridge.serverInfo()),
+    runDoctor: () => unwrap(bridge.runDoctor()),
     openApiDocument: () => unwrap(bridge.openApiDocument()),
     copyApiToken: () => unwrap(bridge.copyApiToken()),
     listZones: () => unwrap(bridge.listZones()),

@@ -84,6 +84,7 @@ function webOps(call: Call, getToken: () => string | null, baseUrl: string): Pla
       throw new ApiError({ status: 400, code: 'not_supported', message: 'The endpoint is chosen in the desktop app only.', details: {} });
     },
     serverInfo: () => call('GET', '/server-info'),
+    runDoctor: () => call('GET', '/doctor'),
     openApiDocument: () => call('GET', '/openapi.json'),
     copyApiToken: async () => {
       const token = getToken();

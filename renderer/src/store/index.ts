@@ -76,6 +76,7 @@ export const {
   setWebhookEnabled,
   webhookDeliveries,
   testWebhook,
+  runDoctor,
   watchTimeline,
   loadUsage,
   listAudit,

@@ -190,6 +190,8 @@ export interface WebhooksSlice {
   setWebhookEnabled: PlatformOps['setWebhookEnabled'];
   webhookDeliveries: PlatformOps['webhookDeliveries'];
   testWebhook: PlatformOps['testWebhook'];
+  /** Settings → Doctor: the server's checks on itself. */
+  runDoctor: PlatformOps['runDoctor'];
 }
 
 export interface HistorySlice {

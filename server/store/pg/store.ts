@@ -79,6 +79,15 @@ export class PgStore {
   async dataVersion(): Promise<number> {
     return (await this.runner.run(versionOp()))!.version;
   }
+
+  /** The schema version migrations brought the database to (0 before the first). */
+  async schemaVersion(): Promise<number> {
+    return (await this.runner.run(schemaVersionOp()))!.v;
+  }
+}
+
+function* schemaVersionOp() {
+  return yield* get<{ v: number }>('SELECT COALESCE(MAX(version), 0) AS v FROM schema_migrations');
 }
 
 function* versionOp() {
