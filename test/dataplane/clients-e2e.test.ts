@@ -5,6 +5,8 @@
 // through again; an override's speed limit and max_sessions hold for that client only.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
 import { startServer, type RunningServer } from '../../server/serve.ts';
 import { callApi } from '../helpers/http.ts';
 import { removeDir, tempDir, waitFor } from '../helpers/server.ts';
@@ -14,16 +16,31 @@ let srv: RunningServer;
 let echo: Awaited<ReturnType<typeof startTcpEcho>>;
 let dir: string;
 let owner: string;
+let receiver: Server;
+const hooks: Array<{ type: string; data: Record<string, unknown> }> = [];
 
 before(async () => {
+  receiver = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c: Buffer) => (body += c.toString('utf8')));
+    req.on('end', () => {
+      hooks.push(JSON.parse(body) as { type: string; data: Record<string, unknown> });
+      res.writeHead(200).end('ok');
+    });
+  });
+  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', () => r()));
   dir = tempDir('vad-clients-');
-  srv = await startServer({ dataDir: dir, port: 0, proxyPort: null, egress: 'allow-all', statsIntervalMs: 200, rateLimit: { max: 100_000, windowMs: 60_000 } });
+  srv = await startServer({
+    dataDir: dir, port: 0, proxyPort: null, egress: 'allow-all', statsIntervalMs: 200, rateLimit: { max: 100_000, windowMs: 60_000 },
+    webhooks: { pollMs: 50, baseDelayMs: 100, maxDelayMs: 400, timeoutMs: 3000, key: randomBytes(32) },
+  });
   owner = srv.ownerToken!;
   echo = await startTcpEcho();
 });
 after(async () => {
   await srv?.close();
   await echo?.close();
+  await new Promise<void>((r) => receiver.close(() => r()));
   if (dir) removeDir(dir);
 });
 
@@ -114,4 +131,38 @@ test('an override\'s speed limit and max_sessions hold for its client only', asy
   assert.ok(shaped > 50_000 && shaped < 240_000, `shaped to about 100 kB/s (${shaped} bytes in about 1.6 s)`);
   const free = await push(await session('not-slow'), 300_000);
   assert.ok(free > 290_000, `another client is not shaped (${free})`);
+});
+
+test('webhooks for client changes; a session\'s status and the subscription header count by the override', async () => {
+  const url = `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hook`;
+  assert.equal((await call('POST', '/webhooks', { url, events: ['client_changed', 'limits_changed'] })).status, 201);
+  const id = await session('hooked');
+  assert.equal((await call('PATCH', '/clients/hooked/limits', { downloaded_bytes: 100_000, reset_period: 'day' })).status, 200);
+  assert.equal((await call('PATCH', '/clients/hooked', { disabled: true })).status, 200);
+  assert.equal((await call('PATCH', '/clients/hooked', { disabled: false })).status, 200);
+  const cut = await push(id, 400_000);
+  assert.ok(cut < 250_000, `cut by the daily override (${cut})`);
+  await waitFor(async () => (await call('GET', `/sessions/${id}/status`)).json.over_quota === true, 5000, 'the session over quota by its client\'s override');
+  const status = (await call('GET', `/sessions/${id}/status`)).json;
+  assert.equal(status.over_quota_until, (await call('GET', '/clients/hooked')).json.over_quota_until);
+  const sub = await call('PUT', '/subscriptions/hooked');
+  const feed = await fetch(sub.json.url, { headers: { 'user-agent': 'v2rayNG/1.9.30' } });
+  assert.match(feed.headers.get('subscription-userinfo') ?? '', /; total=100000(;|$)/, 'the subscription names the override cap');
+  assert.equal((await call('POST', '/clients/hooked/reset-usage')).status, 200);
+  assert.equal((await call('GET', `/sessions/${id}/status`)).json.over_quota, undefined, 'not over after the reset');
+  assert.equal((await call('DELETE', '/clients/hooked/limits')).status, 204);
+
+  await waitFor(() => hooks.filter((h) => h.type === 'client_changed').length >= 3 && hooks.filter((h) => h.type === 'limits_changed').length >= 2, 10_000, 'the webhooks');
+  const changed = hooks.filter((h) => h.type === 'client_changed').map((h) => h.data);
+  assert.deepEqual(changed.slice(0, 2), [
+    { client_id: 'hooked', action: 'updated', disabled: true, expires_at: null },
+    { client_id: 'hooked', action: 'updated', disabled: false, expires_at: null },
+  ]);
+  assert.equal(changed[2].action, 'usage_reset');
+  const limits = hooks.filter((h) => h.type === 'limits_changed').map((h) => h.data);
+  assert.equal(limits[0].scope, 'client');
+  assert.equal(limits[0].client_id, 'hooked');
+  assert.equal(limits[0].action, 'updated');
+  assert.deepEqual({ ...(limits[0].limits as object), id: 0, created_at: 0, updated_at: 0 }, { id: 0, created_at: 0, updated_at: 0, downloaded_bytes: 100_000, reset_period: 'day' });
+  assert.deepEqual({ ...limits[1], limits: limits[1].limits }, { scope: 'client', client_id: 'hooked', action: 'deleted', limits: null });
 });
