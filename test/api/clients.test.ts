@@ -94,6 +94,9 @@ function suite(kind: 'sqlite' | 'postgres') {
       for (const body of [{}, { colour: 'red' }, { disabled: 'yes' }, { disabled: 1 }, { expires_at: 5 }, { expires_at: 'tomorrow' }, '[1]']) {
         assertError(await call('PATCH', '/clients/alice', body), 400, 'invalid_request');
       }
+      assertError(await call('PATCH', '/clients/alice', { expires_at: '2999-01-01T00:00:00.000Z' }), 400, 'invalid_request');
+      assertError(await call('PATCH', '/clients/alice', { disabled: true, expires_at: null, extra: 1 }), 400, 'invalid_request');
+      assertError(await call('PATCH', '/clients/alice', 'not json'), 400, 'invalid_request');
       const past = assertError(await call('PATCH', '/clients/alice', { expires_at: '2020-01-01T00:00:00.000Z' }), 400, 'invalid_request');
       assert.equal(past.details.field, 'expires_at');
       assert.match(past.message, /future/);

@@ -2,7 +2,8 @@
 // (the local view fed by notifications) and a real node (runNode, in process on 127.0.0.2).
 // A client's override cap holds on the node while the template lets another client move more,
 // and so does a reset of its usage; disabling a client cuts its live connection on the node and
-// on serve's own data plane at once and refuses it on both until it is enabled.
+// on serve's own data plane at once and refuses it on both until it is enabled; a client's
+// expires_at cuts its connection on the node at that time.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer, type RunningServer } from '../../server/serve.ts';
@@ -98,4 +99,21 @@ test('an override cap holds on serve\'s own data plane on PostgreSQL', async () 
   assert.ok(cut < 400_000, `cut by the override (${cut})`);
   const other = await session('s-plain', 'de-fra');
   assert.ok((await onServe(other, 600_000)) > 590_000, 'another client is not capped');
+});
+
+test('a client\'s expires_at cuts its connection on the node at that time and refuses it after', async () => {
+  const id = await session('n-exp', 'br-sao');
+  let conn: Awaited<ReturnType<typeof openVlessEcho>> | undefined;
+  await waitFor(async () => {
+    conn = await openVlessEcho(node.ports.vless_tcp_port!, id, echo.port, '127.0.0.2');
+    if (conn.got() >= 4) return true;
+    conn.s.destroy();
+    return false;
+  }, 10_000, 'the node admits the session');
+  const at = Date.now() + 2000;
+  assert.equal((await call('PATCH', '/clients/n-exp', { expires_at: new Date(at).toISOString() })).status, 200);
+  await conn!.closed;
+  const late = Date.now() - at;
+  assert.ok(late >= -50 && late < 2500, `cut on the node at the client's expiry (${late} ms after)`);
+  assert.equal(await onNode(id, 50_000), 0, 'refused on the node after its expiry');
 });
