@@ -91,6 +91,24 @@ function suite(kind: 'sqlite' | 'postgres') {
       assert.ok(json(await call('GET', '/clients')).clients.some((c: { client_id: string }) => c.client_id === 'dave'));
     });
 
+    test('status precedence: paused (every live session paused), active (a connection open), over_quota, expired, disabled', async () => {
+      const one = await createSession(s.app, s.owner, { client_id: 'pat', reusable: true });
+      assert.equal((await call('PATCH', `/sessions/${one.id}/pause`)).statusCode, 200);
+      assert.equal(json(await call('GET', '/clients/pat')).status, 'paused');
+      const two = await createSession(s.app, s.owner, { client_id: 'pat', reusable: true });
+      assert.equal(json(await call('GET', '/clients/pat')).status, 'idle', 'not every live session is paused');
+      await s.services.data.saveRuntime(two.id, { status: 'active', downloaded_bytes: 50 });
+      const active = json(await call('GET', '/clients/pat'));
+      assert.equal(active.status, 'active');
+      assert.ok(Date.now() - Date.parse(active.last_seen) < 5000, 'seen now while a connection is open');
+      await ok('PATCH', '/clients/pat/limits', { downloaded_bytes: 10 });
+      assert.equal(json(await call('GET', '/clients/pat')).status, 'over_quota', 'over_quota before active');
+      await ok('PATCH', '/clients/pat', { expires_at: inAMoment(60_000) });
+      assert.equal(json(await call('GET', '/clients/pat')).status, 'over_quota', 'an expiry still ahead changes nothing');
+      await ok('PATCH', '/clients/pat', { disabled: true });
+      assert.equal(json(await call('GET', '/clients/pat')).status, 'disabled', 'disabled before everything');
+    });
+
     test('validation in the error record: empty, unknown field, wrong types, a past or malformed expires_at', async () => {
       for (const body of [{}, { colour: 'red' }, { disabled: 'yes' }, { disabled: 1 }, { expires_at: 5 }, { expires_at: 'tomorrow' }, '[1]']) {
         assertError(await call('PATCH', '/clients/alice', body), 400, 'invalid_request');

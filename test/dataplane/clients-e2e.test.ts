@@ -133,6 +133,18 @@ test('an override\'s speed limit and max_sessions hold for its client only', asy
   assert.ok(free > 290_000, `another client is not shaped (${free})`);
 });
 
+test('an override\'s max_reconnections holds for its client while the template allows more', async () => {
+  assert.equal((await call('PATCH', '/customer/limits/client', { max_reconnections: 5 })).status, 200);
+  assert.equal((await call('PATCH', '/clients/once/limits', { max_reconnections: 0 })).status, 200);
+  const id = await session('once');
+  const other = await session('twice');
+  assert.ok((await push(id, 20_000)) > 0, 'the first connection relays');
+  assert.equal(await push(id, 20_000), 0, 'no reconnection for this client');
+  assert.ok((await push(other, 20_000)) > 0);
+  assert.ok((await push(other, 20_000)) > 0, 'the template lets another client reconnect');
+  assert.equal((await call('DELETE', '/customer/limits/client')).status, 204);
+});
+
 test('webhooks for client changes; a session\'s status and the subscription header count by the override', async () => {
   const url = `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hook`;
   assert.equal((await call('POST', '/webhooks', { url, events: ['client_changed', 'limits_changed'] })).status, 201);
