@@ -7,6 +7,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { startPostgres, type PgServer } from '../helpers/postgres.ts';
+import { periodOf } from '../../server/contract/period.ts';
+import { silentLogger } from '../../server/log.ts';
+import { startQuotaJob } from '../../server/quota/job.ts';
 import { assertError, auth, createSession, ISO_MS_Z, json, makeServer, type TestServer, UUID_V4 } from '../helpers/server.ts';
 
 const CLIENT_KEYS = ['client_id', 'disabled', 'downloaded_bytes', 'expires_at', 'last_seen', 'limit_sources', 'limits', 'period', 'sessions', 'status', 'uploaded_bytes'];
@@ -160,6 +163,16 @@ function suite(kind: 'sqlite' | 'postgres') {
       assert.match(alice.period.start, ISO_MS_Z);
       assert.ok(Date.parse(alice.period.end) - Date.parse(alice.period.start) === 86_400_000, 'a day');
       assert.deepEqual([alice.period.uploaded_bytes, alice.period.downloaded_bytes], [0, 0], 'the period counts from its base');
+      assert.deepEqual(await s.services.data.quotaBase(acmeId, 'client', 'alice', Date.parse(alice.period.start)), { up: 300, down: 4000 }, 'the override\'s period base recorded when it was set');
+      // The quota job records the bases of overrides with their own period (set here without the service).
+      await s.services.data.patchClientLimits(acmeId, 'bob', { downloaded_bytes: 1, reset_period: 'week' });
+      const week = periodOf({ reset_period: 'week' }, Date.now())!;
+      assert.equal(await s.services.data.quotaBase(acmeId, 'client', 'bob', week.start), undefined);
+      const job = startQuotaJob(s.services.data, silentLogger, 3_600_000);
+      await job.runOnce();
+      job.stop();
+      assert.deepEqual(await s.services.data.quotaBase(acmeId, 'client', 'bob', week.start), { up: 0, down: 0 });
+      await s.services.data.deleteClientLimits(acmeId, 'bob');
       assert.equal((await call('DELETE', '/clients/alice/limits', undefined, s.agent)).statusCode, 403);
       assert.equal((await call('DELETE', '/clients/alice/limits')).statusCode, 204);
       assertError(await call('GET', '/clients/alice/limits'), 404, 'limits_not_found');
