@@ -24,6 +24,7 @@ import { installErrorHandling } from './plugins/errors.ts';
 import { eventRoutes } from './routes/events.ts';
 import { limitRoutes } from './routes/limits.ts';
 import { doctorRoutes } from './routes/doctor.ts';
+import { clientRoutes } from './routes/clients.ts';
 import { metaRoutes } from './routes/meta.ts';
 import { sessionRoutes } from './routes/sessions.ts';
 import { zoneRoutes } from './routes/zones.ts';
@@ -122,6 +123,7 @@ async function registerRoutes(app: FastifyInstance, opts: ServerOptions, config:
       await sessionRoutes(v2, services);
       await eventRoutes(v2, services);
       await limitRoutes(v2, services);
+      await clientRoutes(v2, services);
       await metaRoutes(v2, services);
       await doctorRoutes(v2, services, { egress: config.dataPlane.egress ?? 'public-only', zonesFile: opts.zonesFile });
       await usageRoutes(v2, services);

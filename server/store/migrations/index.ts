@@ -34,7 +34,26 @@ const SHARED: string[] = [
     announce TEXT,
     updated_at TEXT NOT NULL
   );`,
-  // 16: the devices that fetched a client's subscription feed with an `x-hwid` header
+  // 16 (clients): one row per client the owner set something for (store/repos/clients.ts):
+  // disabled, its expiry, its override of the client limits template (a JSON object of fields,
+  // with the override record's id and times), and its last usage reset (totals then).
+  `CREATE TABLE IF NOT EXISTS clients (
+    customer_id TEXT NOT NULL REFERENCES customers(id),
+    client_id TEXT NOT NULL,
+    disabled {bool} NOT NULL,
+    expires_at TEXT,
+    limits_id TEXT,
+    limits TEXT,
+    limits_created_at TEXT,
+    limits_updated_at TEXT,
+    reset_at TEXT,
+    reset_up BIGINT,
+    reset_down BIGINT,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    PRIMARY KEY (customer_id, client_id)
+  );`,
+  // 17: the devices that fetched a client's subscription feed with an `x-hwid` header
   // (server/store/repos/devices.ts), for the client's max_devices; newest last_seen first.
   `CREATE TABLE IF NOT EXISTS client_devices (
     customer_id TEXT NOT NULL REFERENCES customers(id),
