@@ -17,12 +17,12 @@ export type NodeHello = 'same' | 'new' | 'new_after_repair';
 
 /** A session row a repair changed: as the UPDATE returned it (status is the new one). */
 export interface RepairedRow {
-  seq: number | string;
+  seq: number;
   id: string;
   customer_id: string;
-  duration: number | string;
-  uploaded_bytes: number | string;
-  downloaded_bytes: number | string;
+  duration: number;
+  uploaded_bytes: number;
+  downloaded_bytes: number;
 }
 
 /** The status an active session gets when the node carrying it is gone: as its last connection closing would. */
@@ -31,15 +31,15 @@ export const REPAIRED_STATUS_SQL = (reusable: string) => `CASE WHEN ${reusable} 
 /** session_stats then session_end for each repaired session (in creation order), with its stored counters. */
 export function repairEvents(rows: RepairedRow[], createdAt: string): EventInsert[] {
   const out: EventInsert[] = [];
-  for (const r of [...rows].sort((x, y) => Number(x.seq) - Number(y.seq))) {
+  for (const r of [...rows].sort((x, y) => x.seq - y.seq)) {
     for (const type of ['session_stats', 'session_end'] as const) {
       out.push(eventInsert({
         customerId: r.customer_id,
         sessionId: r.id,
         type,
-        duration: Number(r.duration),
-        uploaded_bytes: Number(r.uploaded_bytes),
-        downloaded_bytes: Number(r.downloaded_bytes),
+        duration: r.duration,
+        uploaded_bytes: r.uploaded_bytes,
+        downloaded_bytes: r.downloaded_bytes,
       }, createdAt));
     }
   }

@@ -1,7 +1,7 @@
 // The audit trail (server/audit/trail.ts): every change made through the API or the command
 // line, who made it (token id and role, never the token), what, and the values before and
 // after as JSON. One SQL text for both databases; ids are the table's own (newest highest).
-import { all, get, marks, num, run, type Op } from '../sql/op.ts';
+import { all, get, marks, run, type Op } from '../sql/op.ts';
 
 /** One change to record in the audit trail (server/audit.ts). */
 export interface AuditInsert {
@@ -44,7 +44,7 @@ export interface AuditFilter {
 }
 
 type RawAudit = {
-  id: number | string;
+  id: number;
   created_at: string;
   actor_token_id: string | null;
   actor_role: string;
@@ -61,7 +61,7 @@ const parseJson = (t: string | null): unknown => (t === null ? null : JSON.parse
 
 export function toAuditEntry(r: RawAudit): AuditEntry {
   return {
-    id: Number(r.id),
+    id: r.id,
     created_at: r.created_at,
     actor: { token_id: r.actor_token_id, role: r.actor_role },
     action: r.action,
@@ -101,11 +101,11 @@ const json = (v: unknown): string | null => (v === undefined ? null : JSON.strin
 
 /** Records one change; returns its id. */
 function* recordAudit(a: AuditInsert): Op<number> {
-  const r = yield* get<{ id: unknown }>(
+  const r = yield* get<{ id: number }>(
     `INSERT INTO audit_log (${AUDIT_INSERT_COLUMNS}) VALUES (${marks(11)}) RETURNING id`,
     a.customer_id, a.created_at, a.actor_token_id, a.actor_role, a.action, a.target_type, a.target_id, a.session_id, a.client_id, json(a.before), json(a.after),
   );
-  return num(r!.id);
+  return r!.id;
 }
 
 /** Newest first; `beforeId` pages on (the id of the last entry of the previous page). */

@@ -22,8 +22,9 @@ export interface EventFilter {
 
 const EVENT_COLUMNS = 'id, session_id, event_type, created_at, duration, downloaded_bytes, uploaded_bytes';
 
+/** The event's own fields (PostgreSQL's insert returns its customer and a count besides). */
 const toEvent = (r: SessionEvent): SessionEvent => ({
-  id: Number(r.id),
+  id: r.id,
   session_id: r.session_id,
   event_type: r.event_type,
   created_at: r.created_at,
@@ -58,7 +59,7 @@ export function* insertEvents(batch: EventInsert[]): Op<SessionEvent[]> {
   const out: SessionEvent[] = [];
   for (const e of batch) {
     const r = yield* get<SessionEvent>(SQLITE_INSERT, e.customer_id, e.session_id, e.event_type, e.created_at, e.duration, e.downloaded_bytes, e.uploaded_bytes);
-    out.push(toEvent(r!));
+    out.push(r!);
   }
   return out;
 }
@@ -84,14 +85,14 @@ function eventWhere(customerId: string, filter: EventFilter): { where: string; a
 /** Stored events of a customer with id > afterId, oldest first, at most `limit`. */
 function* eventsAfter(customerId: string, afterId: number, filter: EventFilter, limit: number): Op<SessionEvent[]> {
   const { where, args } = eventWhere(customerId, filter);
-  return (yield* all<SessionEvent>(`SELECT ${EVENT_COLUMNS} FROM events WHERE ${where} AND id > ? ORDER BY id LIMIT ?`, ...args, afterId, limit)).map(toEvent);
+  return (yield* all<SessionEvent>(`SELECT ${EVENT_COLUMNS} FROM events WHERE ${where} AND id > ? ORDER BY id LIMIT ?`, ...args, afterId, limit));
 }
 
 /** The id after which exactly the `count` newest matching events follow (0 when there are fewer). */
 function* idBeforeNewest(customerId: string, filter: EventFilter, count: number): Op<number> {
   const { where, args } = eventWhere(customerId, filter);
   const r = yield* get<{ id: number }>(`SELECT id FROM events WHERE ${where} ORDER BY id DESC LIMIT 1 OFFSET ?`, ...args, count);
-  return r ? Number(r.id) : 0;
+  return r?.id ?? 0;
 }
 
 /**
@@ -100,7 +101,7 @@ function* idBeforeNewest(customerId: string, filter: EventFilter, count: number)
  */
 function* lastEventId(): Op<number> {
   const sql = (yield* dialect()) === 'postgres' ? 'SELECT last_id AS id FROM event_counter' : 'SELECT COALESCE(MAX(id), 0) AS id FROM events';
-  return Number((yield* get<{ id: number }>(sql))!.id);
+  return (yield* get<{ id: number }>(sql))!.id;
 }
 
 export const eventOps = { insertEvent, insertEvents, eventsAfter, idBeforeNewest, lastEventId };

@@ -189,8 +189,7 @@ function* touchNode(id: string, ports?: NodePorts): Op<boolean> {
 
 /** The last report seq applied for the node (0: none; undefined: no such node). */
 function* nodeReportSeq(nodeId: string): Op<number | undefined> {
-  const r = yield* get<{ report_seq: number | string }>('SELECT report_seq FROM nodes WHERE id = ?', nodeId);
-  return r ? Number(r.report_seq) : undefined;
+  return (yield* get<{ report_seq: number }>('SELECT report_seq FROM nodes WHERE id = ?', nodeId))?.report_seq;
 }
 
 /** removeNode repairs what the node carried: it is in repair.ts (repairOps). */

@@ -8,7 +8,7 @@ import type { SessionEvent } from '../../contract/schemas.ts';
 import { isoNow } from '../../time.ts';
 import { NODE_SILENT_SECONDS, REPAIRED_STATUS_SQL, repairEvents, type NodeHello, type RepairedEvent, type RepairedRow } from '../repair.ts';
 import { CHANNELS } from '../sql/channels.ts';
-import { all, bool, dialect, get, marks, num, run, runNotifying, tx, type Op } from '../sql/op.ts';
+import { all, bool, dialect, get, marks, run, runNotifying, tx, type Op } from '../sql/op.ts';
 import { insertEvents } from './events.ts';
 import { NODE_UP_SECONDS, nodeOps, upNodes, type NodeInfo } from './nodes.ts';
 
@@ -44,11 +44,11 @@ export function* repairPlaced(nodeId: string, claimsBefore: number): Op<Repaired
 export function* replaceFrom(nodeId: string, zone: string): Op<void> {
   const targets = (yield* upNodes(zone)).filter((n) => n.id !== nodeId);
   if (targets.length === 0) return;
-  const counts = yield* all<{ node_id: string; c: unknown }>(
+  const counts = yield* all<{ node_id: string; c: number }>(
     `SELECT node_id, COUNT(*) AS c FROM session_placements WHERE node_id IN (${marks(targets.length)}) GROUP BY node_id`,
     ...targets.map((n) => n.id),
   );
-  const load = new Map(targets.map((n) => [n.id, num(counts.find((c) => c.node_id === n.id)?.c)]));
+  const load = new Map(targets.map((n) => [n.id, counts.find((c) => c.node_id === n.id)?.c ?? 0]));
   const ids = yield* all<{ session_id: string }>(
     `SELECT p.session_id FROM session_placements p JOIN sessions s ON s.id = p.session_id WHERE p.node_id = ? AND s.status <> 'ended' ORDER BY s.seq`,
     nodeId,

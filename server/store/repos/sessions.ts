@@ -1,7 +1,7 @@
 // Sessions: their rows, paging, pause flag and the counters the data planes save.
 import type { RuntimePatch, SessionRow, SessionStatus } from '../../domain.ts';
 import { CHANNELS } from '../sql/channels.ts';
-import { all, bool, get, num, run, runNotifying, type Op } from '../sql/op.ts';
+import { all, bool, get, run, runNotifying, type Op } from '../sql/op.ts';
 
 export interface SessionFilter {
   client_id?: string;
@@ -18,22 +18,8 @@ export const SESSION_COLUMNS_S = SESSION_COLUMNS.split(', ').map((c) => `s.${c}`
 /** A sessions row as either database returns it: flags as 0/1 or booleans, plus the paging key. */
 export type RawSession = Omit<SessionRow, 'reusable' | 'paused'> & { reusable: unknown; paused: unknown; seq: number };
 
-export function toSessionRow(r: RawSession): SessionRow {
-  return {
-    id: r.id,
-    customer_id: r.customer_id,
-    client_id: r.client_id,
-    zone: r.zone,
-    reusable: bool(r.reusable),
-    paused: bool(r.paused),
-    status: r.status,
-    uploaded_bytes: r.uploaded_bytes,
-    downloaded_bytes: r.downloaded_bytes,
-    duration: r.duration,
-    connections: r.connections,
-    created_at: r.created_at,
-    expires_at: r.expires_at,
-  };
+export function toSessionRow({ seq: _seq, ...r }: RawSession): SessionRow {
+  return { ...r, reusable: bool(r.reusable), paused: bool(r.paused) };
 }
 
 export interface NewSession {
@@ -99,7 +85,7 @@ function* listSessions(customerId: string, filter: SessionFilter, limit: number,
   const raw = yield* all<RawSession>(`SELECT ${SESSION_COLUMNS} FROM sessions WHERE ${where.join(' AND ')} ORDER BY seq DESC LIMIT ?`, ...args, limit + 1);
   const more = raw.length > limit;
   const page = more ? raw.slice(0, limit) : raw;
-  return { rows: page.map(toSessionRow), nextSeq: more ? num(page[page.length - 1].seq) : null };
+  return { rows: page.map(toSessionRow), nextSeq: more ? page[page.length - 1].seq : null };
 }
 
 /** Also tells every instance (and through them the node carrying the session) at once. */
@@ -130,9 +116,9 @@ const SUMS = 'SELECT COALESCE(SUM(uploaded_bytes), 0) AS u, COALESCE(SUM(downloa
 function* sumCounters(customerId: string, clientId?: string): Op<{ uploaded_bytes: number; downloaded_bytes: number }> {
   const r =
     clientId === undefined
-      ? yield* get<{ u: unknown; d: unknown }>(`${SUMS} WHERE customer_id = ?`, customerId)
-      : yield* get<{ u: unknown; d: unknown }>(`${SUMS} WHERE customer_id = ? AND client_id = ?`, customerId, clientId);
-  return { uploaded_bytes: num(r?.u), downloaded_bytes: num(r?.d) };
+      ? yield* get<{ u: number; d: number }>(`${SUMS} WHERE customer_id = ?`, customerId)
+      : yield* get<{ u: number; d: number }>(`${SUMS} WHERE customer_id = ? AND client_id = ?`, customerId, clientId);
+  return { uploaded_bytes: r!.u, downloaded_bytes: r!.d };
 }
 
 export const sessionOps = { insertSession, expireIdleSessions, getSession, getSessionOf, listSessions, setPaused, saveRuntime, sumCounters };

@@ -24,7 +24,7 @@ const TOKEN_SELECT = `SELECT t.id, t.customer_id, c.name AS customer_name, t.rol
   FROM tokens t JOIN customers c ON c.id = t.customer_id`;
 
 function* countCustomers(): Op<number> {
-  return Number((yield* get<{ n: number }>('SELECT COUNT(*) AS n FROM customers'))!.n);
+  return (yield* get<{ n: number }>('SELECT COUNT(*) AS n FROM customers'))!.n;
 }
 
 /** Race-free across instances: two first requests of a new customer create one row. */

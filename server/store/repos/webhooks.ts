@@ -7,7 +7,7 @@
 // count. The endpoint's row is locked while it is read and written (PostgreSQL: two instances
 // failing at once count both failures, and only one disables).
 import type { AsyncOps } from '../sql/op.ts';
-import { all, bool, get, num, run, tx, type Op } from '../sql/op.ts';
+import { all, bool, get, run, tx, type Op } from '../sql/op.ts';
 import { deliveryOps, failPending, rowLock } from './webhook-deliveries.ts';
 
 export type { DeliveryOutcome, DeliveryRow, DueDelivery, LoggedEvent, QueuedEvent } from './webhook-deliveries.ts';
@@ -80,16 +80,14 @@ const COLUMNS = `${INSERT_COLUMNS}, consecutive_failures, failing_since, disable
 const READ_COLUMNS = `${COLUMNS}, (SELECT MIN(d.next_attempt_at) FROM webhook_deliveries d
   WHERE d.webhook_id = webhooks.id AND d.status = 'pending' AND d.attempts > 0) AS next_retry_at`;
 
-type RawWebhook = Omit<WebhookRow, 'events' | 'enabled' | 'next_retry_at'> & { events: string; enabled: unknown; next_retry_at?: unknown };
+type RawWebhook = Omit<WebhookRow, 'events' | 'enabled' | 'next_retry_at'> & { events: string; enabled: unknown; next_retry_at?: number | null };
 
 function toWebhook(r: RawWebhook): WebhookRow {
   return {
     ...r,
     events: JSON.parse(r.events) as string[],
     enabled: bool(r.enabled),
-    consecutive_failures: num(r.consecutive_failures),
-    dropped: num(r.dropped),
-    next_retry_at: r.next_retry_at === undefined || r.next_retry_at === null ? null : num(r.next_retry_at),
+    next_retry_at: r.next_retry_at ?? null,
   };
 }
 
@@ -129,7 +127,7 @@ function* deleteWebhook(customerId: string, id: string): Op<boolean> {
 }
 
 function* count(customerId: string): Op<number> {
-  return num((yield* get<{ n: unknown }>('SELECT COUNT(*) AS n FROM webhooks WHERE customer_id = ?', customerId))?.n);
+  return (yield* get<{ n: number }>('SELECT COUNT(*) AS n FROM webhooks WHERE customer_id = ?', customerId))!.n;
 }
 
 /** An attempt to the endpoint succeeded: its failure count starts again. */

@@ -87,10 +87,7 @@ export function tx<A extends unknown[], T>(body: (...args: A) => Op<T>): (...arg
 /** `?, ?, ?` for a list of n values (IN lists). */
 export const marks = (n: number): string => Array.from({ length: n }, () => '?').join(', ');
 
-/** A value of a numeric column or aggregate (PostgreSQL returns NUMERIC sums as text). */
-export const num = (v: unknown): number => (v === null || v === undefined ? 0 : Number(v));
-
-/** A boolean column (SQLite stores 0/1). */
+/** A boolean column (SQLite stores 0/1). Numbers need no conversion: both runners return them as numbers. */
 export const bool = (v: unknown): boolean => v === true || v === 1 || v === 1n;
 
 /** A table of operations: every repository exports one (server/store/repos/). */
