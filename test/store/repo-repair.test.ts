@@ -4,7 +4,7 @@
 // sessions an instance's own data plane carried when its process died.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import type { RepairedEvent } from '../../server/store/repair.ts';
+import type { RepairedEvent } from '../../server/store/repos/repair.ts';
 import { grantOps } from '../../server/store/repos/grants.ts';
 import { nodeOps } from '../../server/store/repos/nodes.ts';
 import { placementOps } from '../../server/store/repos/placements.ts';
