@@ -1,6 +1,7 @@
 // The audit trail (server/audit/trail.ts): every change made through the API or the command
 // line, who made it (token id and role, never the token), what, and the values before and
 // after as JSON. One SQL text for both databases; ids are the table's own (newest highest).
+import type { AuditPage } from '../../contract/audit.ts';
 import { all, get, marks, run, type Op } from '../sql/op.ts';
 
 /** One change to record in the audit trail (server/audit.ts). */
@@ -19,17 +20,8 @@ export interface AuditInsert {
   after: unknown;
 }
 
-export interface AuditEntry {
-  id: number;
-  created_at: string;
-  actor: { token_id: string | null; role: string };
-  action: string;
-  target: { type: string; id: string };
-  session_id: string | null;
-  client_id: string | null;
-  before: unknown;
-  after: unknown;
-}
+/** An entry as the API shows it (contract/audit.ts). */
+export type AuditEntry = AuditPage['entries'][number];
 
 export interface AuditFilter {
   session_id?: string;
@@ -43,19 +35,8 @@ export interface AuditFilter {
   to?: string;
 }
 
-type RawAudit = {
-  id: number;
-  created_at: string;
-  actor_token_id: string | null;
-  actor_role: string;
-  action: string;
-  target_type: string;
-  target_id: string;
-  session_id: string | null;
-  client_id: string | null;
-  before_json: string | null;
-  after_json: string | null;
-};
+/** A row of audit_log: the change as recorded, its values as JSON text. */
+type RawAudit = Omit<AuditInsert, 'before' | 'after'> & { id: number; before_json: string | null; after_json: string | null };
 
 const parseJson = (t: string | null): unknown => (t === null ? null : JSON.parse(t));
 

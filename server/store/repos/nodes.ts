@@ -32,63 +32,33 @@ export interface NodeInfo {
   tls_pcs: string | null;
 }
 
-export interface NodePorts {
-  vless_ws_port?: number | null;
-  vless_tcp_port?: number | null;
-  proxy_port?: number | null;
-}
+export type NodePorts = Partial<Pick<NodeInfo, 'vless_ws_port' | 'vless_tcp_port' | 'proxy_port'>>;
 
 /** What a node reports of its listeners beyond their ports (setNodeListeners). */
-export interface NodeListeners {
-  relay_port: number | null;
-  relay_pcs: string | null;
-  tls: boolean;
-  tls_pcs: string | null;
-}
+export type NodeListeners = Pick<NodeInfo, 'tls' | 'tls_pcs'> & { relay_port: number | null; relay_pcs: string | null };
 
 /** An up node's geo relay listener (relayNodes). */
-export interface RelayNode {
-  id: string;
-  name: string;
-  zone: string;
-  public_host: string;
-  relay_port: number;
-  relay_pcs: string;
-  token_hash: string;
-}
+export type RelayNode = Pick<NodeInfo, 'id' | 'name' | 'zone' | 'public_host'> & { relay_port: number; relay_pcs: string; token_hash: string };
 
 /** Contact within the up window, by the database clock. */
 export const UP_SQL = (alias: string) => `${alias}.last_contact > {ago:${NODE_UP_SECONDS}}`;
 
 /** The columns of a NodeInfo from the nodes table under `alias`: up computed, last contact as ISO text. */
 export function nodeColumns(alias: string): string {
-  const plain = ['id', 'name', 'zone', 'public_host', 'vless_ws_port', 'vless_tcp_port', 'proxy_port', 'token_prefix', 'created_at', 'tls', 'tls_pcs'];
+  const plain = (cols: string[]) => cols.map((c) => `${alias}.${c}`);
   return [
-    ...plain.map((c) => `${alias}.${c}`),
+    ...plain(['id', 'name', 'zone', 'public_host', 'vless_ws_port', 'vless_tcp_port', 'proxy_port', 'token_prefix', 'created_at']),
     `{iso:${alias}.last_contact} AS last_contact`,
     `COALESCE(${UP_SQL(alias)}, FALSE) AS up`,
+    ...plain(['tls', 'tls_pcs']),
   ].join(', ');
 }
 
 export type RawNode = Omit<NodeInfo, 'up' | 'tls'> & { up: unknown; tls: unknown };
 
-/** The same shape, key order included, from either database. */
+/** The same shape, key order included (nodeColumns' order), from either database. */
 export function toNode(r: RawNode): NodeInfo {
-  return {
-    id: r.id,
-    name: r.name,
-    zone: r.zone,
-    public_host: r.public_host,
-    vless_ws_port: r.vless_ws_port,
-    vless_tcp_port: r.vless_tcp_port,
-    proxy_port: r.proxy_port,
-    token_prefix: r.token_prefix,
-    created_at: r.created_at,
-    last_contact: r.last_contact,
-    up: bool(r.up),
-    tls: bool(r.tls),
-    tls_pcs: r.tls_pcs,
-  };
+  return { ...r, up: bool(r.up), tls: bool(r.tls) };
 }
 
 const NODES_NOTICE = { channel: CHANNELS.nodes, expr: 'id' };

@@ -31,7 +31,7 @@ function* placedNodes(sessionIds: string[]): Op<(NodeInfo & { session_id: string
      FROM session_placements p JOIN nodes n ON n.id = p.node_id WHERE p.session_id IN (${marks(sessionIds.length)})`,
     ...sessionIds,
   );
-  return rows.map((r) => ({ ...toNode(r), session_id: r.session_id }));
+  return rows.map(({ session_id, ...node }) => ({ ...toNode(node), session_id }));
 }
 
 function* placedBy(column: 'node_id' | 'moved_from', nodeId: string): Op<SessionRow[]> {

@@ -10,6 +10,7 @@
 // a lease that runs out, and the row is sent again with the same id. An endpoint keeps at most
 // `maxPending` pending deliveries: the oldest beyond are dropped and counted on the endpoint.
 import { randomUUID } from 'node:crypto';
+import type { EventInsert } from '../../domain.ts';
 import { all, dialect, get, marks, run, tx, type Op } from '../sql/op.ts';
 
 export interface DeliveryRow {
@@ -35,17 +36,8 @@ export interface DueDelivery extends DeliveryRow {
   secret_enc: string;
 }
 
-/** A session event as the log holds it (fanOut's input). */
-export interface LoggedEvent {
-  id: number;
-  customer_id: string;
-  session_id: string;
-  event_type: string;
-  created_at: string;
-  duration: number;
-  downloaded_bytes: number;
-  uploaded_bytes: number;
-}
+/** A session event as the log holds it (fanOut's input): the row as inserted, with its id. */
+export type LoggedEvent = EventInsert & { id: number };
 
 /** What one event queues for one endpoint: its kind, its order key and its body (given the delivery id). */
 export interface QueuedEvent {

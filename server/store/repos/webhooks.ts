@@ -6,6 +6,7 @@
 // backlog neither grows nor holds a sender; enabling it again (PATCH enabled: true) starts a new
 // count. The endpoint's row is locked while it is read and written (PostgreSQL: two instances
 // failing at once count both failures, and only one disables).
+import type { Webhook } from '../../contract/webhooks.ts';
 import type { AsyncOps } from '../sql/op.ts';
 import { all, bool, get, run, tx, type Op } from '../sql/op.ts';
 import { deliveryOps, failPending, rowLock } from './webhook-deliveries.ts';
@@ -13,31 +14,17 @@ import { deliveryOps, failPending, rowLock } from './webhook-deliveries.ts';
 export type { DeliveryOutcome, DeliveryRow, DueDelivery, LoggedEvent, QueuedEvent } from './webhook-deliveries.ts';
 export { NOT_SENT_DISABLED } from './webhook-deliveries.ts';
 
-/** An endpoint as stored: the secret only encrypted. */
-export interface WebhookRow {
-  id: string;
+/**
+ * An endpoint as stored: the API's record (contract/webhooks.ts, where each field is described)
+ * with its customer and its secret, only encrypted. `last_error` is the error as the owner may
+ * read it; `next_retry_at` is in epoch ms (the earliest pending delivery tried before), read only.
+ */
+export type WebhookRow = Omit<Webhook, 'events' | 'next_retry_at'> & {
   customer_id: string;
-  url: string;
   events: string[];
-  enabled: boolean;
   secret_enc: string;
-  secret_prefix: string;
-  created_at: string;
-  updated_at: string;
-  /** Failed attempts in a row (0 after a success), and since when (ISO; null while healthy). */
-  consecutive_failures: number;
-  failing_since: string | null;
-  /** Why and when the server disabled the endpoint (null when it did not). */
-  disabled_reason: string | null;
-  disabled_at: string | null;
-  /** Pending deliveries dropped, oldest first, because the endpoint had too many waiting. */
-  dropped: number;
-  /** The last failed attempt's error (as the owner may read it) and when it failed; kept after a success. */
-  last_error: string | null;
-  last_error_at: string | null;
-  /** When the endpoint's next retry is due (epoch ms: the earliest pending delivery tried before), null when none waits; read only. */
   next_retry_at: number | null;
-}
+};
 
 export interface WebhookPatch {
   url?: string;
