@@ -58,13 +58,16 @@ const SESSIONS_AND_LIMITS = `
     PRIMARY KEY (customer_id, scope)
   );`;
 
-/** PostgreSQL's event ids come from this one row, updated in the inserting statement (repos/events.ts). */
-const EVENT_COUNTER = `
-  CREATE TABLE event_counter (
+/** PostgreSQL only: a table of one row holding one counter, starting at 0. */
+const counterRow = (table: string, column: string) => `
+  CREATE TABLE ${table} (
     one BOOLEAN PRIMARY KEY DEFAULT true CHECK (one),
-    last_id BIGINT NOT NULL
+    ${column} BIGINT NOT NULL
   );
-  INSERT INTO event_counter (one, last_id) VALUES (true, 0);`;
+  INSERT INTO ${table} (one, ${column}) VALUES (true, 0);`;
+
+/** PostgreSQL's event ids come from this one row, updated in the inserting statement (repos/events.ts). */
+const EVENT_COUNTER = counterRow('event_counter', 'last_id');
 
 /** The event log; `id` is allocated by SQLite, and by EVENT_COUNTER on PostgreSQL. */
 const events = (id: string) => `
@@ -82,12 +85,7 @@ const events = (id: string) => `
   CREATE INDEX events_by_time ON events (created_at);`;
 
 /** PostgreSQL only: bumped with every token change; the token caches of all instances watch it. */
-const TOKEN_VERSION = `
-  CREATE TABLE token_version (
-    one BOOLEAN PRIMARY KEY DEFAULT true CHECK (one),
-    version BIGINT NOT NULL
-  );
-  INSERT INTO token_version (one, version) VALUES (true, 0);`;
+const TOKEN_VERSION = counterRow('token_version', 'version');
 
 /**
  * Subscriptions (one per client of a customer). `nonce` is random; the URL secret is
