@@ -18,7 +18,7 @@ import { type Metrics, timedStore } from '../metrics.ts';
 import { pgControlStore } from '../store/control.ts';
 import { PgListener } from '../store/pg/listener.ts';
 import { CHANNELS, PgStore } from '../store/pg/store.ts';
-import { PgTokenCache } from '../store/pg/token-cache.ts';
+import { PgTokenCache } from '../plugins/pg-token-cache.ts';
 import { clusterKeyOps } from '../store/repos/cluster-keys.ts';
 import { subscriptionOps } from '../store/repos/subscriptions.ts';
 import { webhookOps } from '../store/repos/webhooks.ts';
