@@ -153,12 +153,13 @@ function* repairSilentNodes(): Op<RepairedEvent[]> {
   return yield* sweep();
 }
 
-const repairCarried = tx(function* (ids: string[]): Op<RepairedEvent[]> {
+/** The sessions still `active` and placed on no node (of `ids`; all with null) go idle or end, with their events. */
+const repairUnplaced = tx(function* (ids: string[] | null): Op<RepairedEvent[]> {
   const rows = yield* all<RepairedRow>(
     `UPDATE sessions SET status = ${REPAIRED_STATUS}, connections = 0
-     WHERE status = 'active' AND id IN (${marks(ids.length)}) AND id NOT IN (SELECT session_id FROM session_placements)
+     WHERE status = 'active'${ids ? ` AND id IN (${marks(ids.length)})` : ''} AND id NOT IN (SELECT session_id FROM session_placements)
      RETURNING ${REPAIRED_COLUMNS}`,
-    ...ids,
+    ...(ids ?? []),
   );
   return yield* storeRepairEvents(rows);
 });
@@ -170,7 +171,18 @@ const repairCarried = tx(function* (ids: string[]): Op<RepairedEvent[]> {
  */
 function* repairCarriedSessions(ids: string[]): Op<RepairedEvent[]> {
   if (ids.length === 0) return [];
-  return yield* repairCarried(ids);
+  return yield* repairUnplaced(ids);
+}
+
+/**
+ * Every session left `active` and placed on no node, on a database one process serves (SQLite,
+ * with the data folder's lock held, before serving): the process that died (kill -9, power loss)
+ * had connections of them open. Each becomes what its last connection closing would have made
+ * it (the last saved duration and counters are kept), with session_stats and session_end.
+ * Sessions placed on a data-plane node are the node's (`node run` keeps carrying them).
+ */
+function* repairAbandonedSessions(): Op<RepairedEvent[]> {
+  return yield* repairUnplaced(null);
 }
 
 /**
@@ -188,4 +200,4 @@ const removeNode = tx(function* (name: string): Op<NodeInfo | undefined> {
   return node;
 });
 
-export const repairOps = { nodeHello, repairRestartedNode, repairSilentNodes, repairCarriedSessions, removeNode };
+export const repairOps = { nodeHello, repairRestartedNode, repairSilentNodes, repairCarriedSessions, repairAbandonedSessions, removeNode };
