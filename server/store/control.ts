@@ -18,7 +18,6 @@ export type ControlStore = AsyncOps<StoreOps> & {
   /** 'sqlite' or 'postgres': for what differs in kind (the data plane's view, the CLI's messages). */
   readonly kind: 'sqlite' | 'postgres';
   readonly tokenGeneration: number;
-  dataVersion(): Promise<number>;
   close(): Promise<void>;
 };
 
@@ -26,7 +25,6 @@ export type ControlStore = AsyncOps<StoreOps> & {
 export function sqliteControlStore(store: Store): ControlStore {
   const api: Record<string, unknown> = {
     kind: 'sqlite',
-    dataVersion: () => Promise.resolve(store.dataVersion()),
     close: () => {
       store.db.close();
       return Promise.resolve();

@@ -5,7 +5,7 @@
 // `vad_events` (customer_id:id), `vad_sessions` (a session's pause flag changed: its id),
 // `vad_limits` (customer_id:scope), `vad_tokens`, `vad_nodes`.
 import type pg from 'pg';
-import { get, type AsyncOps } from '../sql/op.ts';
+import type { AsyncOps } from '../sql/op.ts';
 import { bindAsync, PgRunner } from '../sql/pg-runner.ts';
 import { STORE_OPS, type StoreOps } from '../ops.ts';
 import { mapDatabaseError, openPool, type PoolOptions } from './pool.ts';
@@ -74,13 +74,4 @@ export class PgStore {
       client.release(broken instanceof Error && !('severity' in broken) ? broken : undefined);
     }
   }
-
-  /** Changes whenever any instance creates or revokes a token (the token caches watch it). */
-  async dataVersion(): Promise<number> {
-    return (await this.runner.run(versionOp()))!.version;
-  }
-}
-
-function* versionOp() {
-  return yield* get<{ version: number }>('SELECT version FROM token_version');
 }
