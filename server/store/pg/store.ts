@@ -18,6 +18,8 @@ export * from '../types.ts';
 export interface PgStore extends AsyncOps<StoreOps> {}
 
 export class PgStore {
+  /** The async seam's database kind (control.ts): PgStore is a ControlStore as it is. */
+  readonly kind = 'postgres' as const;
   readonly pool: pg.Pool;
   readonly runner: PgRunner;
   /** Bumped whenever this PgStore creates or revokes a token (as in the SQLite Store). */
