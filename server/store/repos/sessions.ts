@@ -22,15 +22,8 @@ export function toSessionRow({ seq: _seq, ...r }: RawSession): SessionRow {
   return { ...r, reusable: bool(r.reusable), paused: bool(r.paused) };
 }
 
-export interface NewSession {
-  id: string;
-  customer_id: string;
-  client_id: string;
-  zone: string;
-  reusable: boolean;
-  created_at: string;
-  expires_at?: string | null;
-}
+/** A session to insert: the row's given fields (the rest start at their defaults). */
+export type NewSession = Pick<SessionRow, 'id' | 'customer_id' | 'client_id' | 'zone' | 'reusable' | 'created_at'> & { expires_at?: string | null };
 
 function* insertSession(s: NewSession): Op<SessionRow> {
   const r = yield* get<RawSession>(
