@@ -2,7 +2,7 @@
 // line, who made it (token id and role, never the token), what, and the values before and
 // after as JSON. One SQL text for both databases; ids are the table's own (newest highest).
 import type { AuditPage } from '../../contract/audit.ts';
-import { all, get, marks, run, type Op } from '../sql/op.ts';
+import { all, get, marks, run, Where, type Op } from '../sql/op.ts';
 
 /** One change to record in the audit trail (server/audit.ts). */
 export interface AuditInsert {
@@ -55,25 +55,14 @@ export function toAuditEntry(r: RawAudit): AuditEntry {
 }
 
 /** The WHERE clause of an audit read, with `?` placeholders, and its arguments in order. */
-export function auditWhere(customerId: string, f: AuditFilter, beforeId?: number): { where: string; args: (string | number)[] } {
-  const args: (string | number)[] = [customerId];
-  const where = ['customer_id = ?'];
-  const add = (sql: string, v: string | number) => {
-    args.push(v);
-    where.push(sql);
-  };
-  if (f.session_id !== undefined) add('session_id = ?', f.session_id);
-  if (f.client_id !== undefined) add('client_id = ?', f.client_id);
-  if (f.action !== undefined) add('action = ?', f.action);
-  if (f.actions !== undefined) {
-    args.push(...f.actions);
-    where.push(f.actions.length ? `action IN (${marks(f.actions.length)})` : 'FALSE');
-  }
-  if (f.actor_token_id !== undefined) add('actor_token_id = ?', f.actor_token_id);
-  if (f.from !== undefined) add('created_at >= ?', f.from);
-  if (f.to !== undefined) add('created_at < ?', f.to);
-  if (beforeId !== undefined) add('id < ?', beforeId);
-  return { where: where.join(' AND '), args };
+export function auditWhere(customerId: string, f: AuditFilter, beforeId?: number): Where {
+  return new Where()
+    .and('customer_id = ?', customerId)
+    .equal(f, ['session_id', 'client_id', 'action', 'actor_token_id'])
+    .in('action', f.actions)
+    .and('created_at >= ?', f.from)
+    .and('created_at < ?', f.to)
+    .and('id < ?', beforeId);
 }
 
 const AUDIT_COLUMNS = 'id, created_at, actor_token_id, actor_role, action, target_type, target_id, session_id, client_id, before_json, after_json';

@@ -13,7 +13,7 @@
 import type { EventInsert } from '../../domain.ts';
 import type { SessionEvent } from '../../contract/schemas.ts';
 import { CHANNELS } from '../sql/channels.ts';
-import { all, dialect, get, marks, type Op } from '../sql/op.ts';
+import { all, dialect, get, Where, type Op } from '../sql/op.ts';
 
 export interface EventFilter {
   sessionIds?: string[];
@@ -68,24 +68,17 @@ function* insertEvent(e: EventInsert): Op<SessionEvent> {
   return (yield* insertEvents([e]))[0];
 }
 
-function eventWhere(customerId: string, filter: EventFilter): { where: string; args: string[] } {
-  const where = ['customer_id = ?'];
-  const args = [customerId];
-  if (filter.sessionIds?.length) {
-    where.push(`session_id IN (${marks(filter.sessionIds.length)})`);
-    args.push(...filter.sessionIds);
-  }
-  if (filter.types?.length) {
-    where.push(`event_type IN (${marks(filter.types.length)})`);
-    args.push(...filter.types);
-  }
-  return { where: where.join(' AND '), args };
+/** An empty list of the filter is no filter. */
+const given = (list: string[] | undefined) => (list?.length ? list : undefined);
+
+function eventWhere(customerId: string, filter: EventFilter): Where {
+  return new Where().and('customer_id = ?', customerId).in('session_id', given(filter.sessionIds)).in('event_type', given(filter.types));
 }
 
 /** Stored events of a customer with id > afterId, oldest first, at most `limit`. */
 function* eventsAfter(customerId: string, afterId: number, filter: EventFilter, limit: number): Op<SessionEvent[]> {
   const { where, args } = eventWhere(customerId, filter);
-  return (yield* all<SessionEvent>(`SELECT ${EVENT_COLUMNS} FROM events WHERE ${where} AND id > ? ORDER BY id LIMIT ?`, ...args, afterId, limit));
+  return yield* all<SessionEvent>(`SELECT ${EVENT_COLUMNS} FROM events WHERE ${where} AND id > ? ORDER BY id LIMIT ?`, ...args, afterId, limit);
 }
 
 /** The id after which exactly the `count` newest matching events follow (0 when there are fewer). */

@@ -1,7 +1,7 @@
 // Sessions: their rows, paging, pause flag and the counters the data planes save.
 import type { RuntimePatch, SessionRow, SessionStatus } from '../../domain.ts';
 import { CHANNELS } from '../sql/channels.ts';
-import { all, bool, get, run, runNotifying, type Op } from '../sql/op.ts';
+import { all, bool, get, run, runNotifying, Where, type Op } from '../sql/op.ts';
 
 export interface SessionFilter {
   client_id?: string;
@@ -62,20 +62,8 @@ function* getSessionOf(customerId: string, id: string): Op<SessionRow | undefine
 
 /** Newest first; `beforeSeq` is the opaque seq of the last row of the previous page. */
 function* listSessions(customerId: string, filter: SessionFilter, limit: number, beforeSeq?: number): Op<{ rows: SessionRow[]; nextSeq: number | null }> {
-  const where = ['customer_id = ?'];
-  const args: (string | number)[] = [customerId];
-  for (const key of ['client_id', 'status', 'zone'] as const) {
-    const v = filter[key];
-    if (v !== undefined) {
-      where.push(`${key} = ?`);
-      args.push(v);
-    }
-  }
-  if (beforeSeq !== undefined) {
-    where.push('seq < ?');
-    args.push(beforeSeq);
-  }
-  const raw = yield* all<RawSession>(`SELECT ${SESSION_COLUMNS} FROM sessions WHERE ${where.join(' AND ')} ORDER BY seq DESC LIMIT ?`, ...args, limit + 1);
+  const { where, args } = new Where().and('customer_id = ?', customerId).equal(filter, ['client_id', 'status', 'zone']).and('seq < ?', beforeSeq);
+  const raw = yield* all<RawSession>(`SELECT ${SESSION_COLUMNS} FROM sessions WHERE ${where} ORDER BY seq DESC LIMIT ?`, ...args, limit + 1);
   const more = raw.length > limit;
   const page = more ? raw.slice(0, limit) : raw;
   return { rows: page.map(toSessionRow), nextSeq: more ? page[page.length - 1].seq : null };

@@ -5,7 +5,7 @@
 // to one row safely) and a compiled INSERT per entry on SQLite; a roll-up is one statement with
 // FOR UPDATE SKIP LOCKED on PostgreSQL (two instances compacting take different rows) and three
 // statements over rowids in one transaction on SQLite.
-import { all, dialect, get, marks, run, tx, type Op } from '../sql/op.ts';
+import { all, dialect, get, run, tx, Where, type Op } from '../sql/op.ts';
 
 export type UsageStep = 'minute' | 'hour' | 'day';
 export const USAGE_STEP_MS: Record<UsageStep, number> = { minute: 60_000, hour: 3_600_000, day: 86_400_000 };
@@ -43,17 +43,13 @@ const ADD_ON_CONFLICT = `ON CONFLICT (session_id, step, start, node) DO UPDATE S
   uploaded_bytes = usage_buckets.uploaded_bytes + excluded.uploaded_bytes,
   downloaded_bytes = usage_buckets.downloaded_bytes + excluded.downloaded_bytes`;
 
-function usageWhere(q: UsageQuery): { where: string; args: (string | number)[] } {
-  const where = ['customer_id = ?', `step IN (${marks(q.steps.length)})`, 'start >= ?', 'start < ?'];
-  const args: (string | number)[] = [q.customer_id, ...q.steps, q.from, q.to];
-  for (const key of ['client_id', 'session_id', 'zone', 'node'] as const) {
-    const v = q[key];
-    if (v !== undefined) {
-      where.push(`${key} = ?`);
-      args.push(v);
-    }
-  }
-  return { where: where.join(' AND '), args };
+function usageWhere(q: UsageQuery): Where {
+  return new Where()
+    .and('customer_id = ?', q.customer_id)
+    .in('step', q.steps)
+    .and('start >= ?', q.from)
+    .and('start < ?', q.to)
+    .equal(q, ['client_id', 'session_id', 'zone', 'node']);
 }
 
 /** SQLite: one compiled statement per entry, all in one transaction. */
