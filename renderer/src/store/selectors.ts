@@ -51,6 +51,8 @@ export const selectEvents = (s: State) => s.events;
 export const selectEventFilter = (s: State) => s.eventFilter;
 const NO_EVENTS: State['timelines'][string] = [];
 export const selectTimeline = (id: string) => (s: State) => s.timelines[id] ?? NO_EVENTS;
+/** The id of the newest event of a session's live timeline (support cards read again when it changes). */
+export const selectNewestEventId = (id: string) => (s: State) => s.timelines[id]?.[0]?.id;
 
 // Limits, subscriptions and LAN sharing.
 export const selectLimits = (scope: LimitScope) => (s: State) => s.limits[scope];
