@@ -1,8 +1,8 @@
 // Support's view through a data-plane node: a control plane on a throwaway PostgreSQL and a node
 // (127.0.0.2) connected to it. A raw VLESS connection through the node shows in the session's
 // live connections with the node's name, and is gone when it closes; a connection refused on the
-// node (the session paused) shows in the session's and the client's refusals, gathered from the
-// node over its channel on read.
+// node (the session paused; a session placed elsewhere: unknown) shows in the session's and the
+// client's refusals, gathered from the node over its channel on read.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer, type RunningServer } from '../../server/serve.ts';
@@ -85,4 +85,17 @@ test('a node\'s live connections and refusals are gathered through its channel',
   assert.deepEqual(refusals.unanswered_nodes, []);
   const client = (await call('GET', '/clients/support-node/refusals')).json;
   assert.ok(client.refusals.some((r: { reason: string; node: string }) => r.reason === 'paused' && r.node === 'sao-1'));
+});
+
+test('a session the node does not carry is refused there as unknown, and that shows on the session', async () => {
+  // Placed on the control plane's own data plane (de-fra), asked for at the node.
+  const created = await call('POST', '/sessions', { client_id: 'support-node-2', zone: 'de-fra', reusable: true });
+  assert.equal(created.status, 201);
+  const id = created.json.id as string;
+  const wrong = await openVlessEcho(sao.ports.vless_tcp_port!, id, echo.port, '127.0.0.2');
+  await wrong.closed;
+  assert.ok(wrong.got() < 4, 'nothing relayed');
+  const r = (await call('GET', `/sessions/${id}/refusals`)).json;
+  assert.deepEqual(r.refusals.map((x: { reason: string; node: string }) => [x.reason, x.node]), [['unknown', 'sao-1']]);
+  assert.deepEqual(r.counts_last_hour, { unknown: 1 });
 });

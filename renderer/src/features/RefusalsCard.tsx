@@ -7,7 +7,7 @@ import type { RefusalList } from '../../../common/api-types.ts';
 import { formatDateTime } from '../lib/format.ts';
 import { refusalWords, type RefusalContext, type RefusalLink } from '../lib/refusal-words.ts';
 import { loadLimits, sessionRefusals, toApiError, useStore, type SessionView } from '../store/index.ts';
-import { selectLimits } from '../store/selectors.ts';
+import { selectLimits, selectOtherActiveSession } from '../store/selectors.ts';
 import { routeHref } from '../store/routing.ts';
 import { EmptyState, ErrorBanner } from '../components/ui.tsx';
 import { useLiveRead } from './ConnectionsCard.tsx';
@@ -15,7 +15,8 @@ import { useLiveRead } from './ConnectionsCard.tsx';
 const REFRESH_MS = 5000;
 
 function LinkTo({ link, clientId }: { link: RefusalLink; clientId: string }) {
-  const href = link.kind === 'limits' ? routeHref({ name: 'limits', scope: link.scope }) : routeHref({ name: 'client', id: clientId });
+  const href =
+    link.kind === 'limits' ? routeHref({ name: 'limits', scope: link.scope }) : link.kind === 'session' ? routeHref({ name: 'session', id: link.id }) : routeHref({ name: 'client', id: clientId });
   return <a href={href}>{link.label}</a>;
 }
 
@@ -23,6 +24,7 @@ export function RefusalsCard({ s }: { s: SessionView }) {
   const [list, setList] = useState<RefusalList | null>(null);
   const [error, setError] = useState<ApiErrorInfo | null>(null);
   const clientLimits = useStore(selectLimits('client'));
+  const otherActive = useStore(selectOtherActiveSession(s.id, s.client_id));
   useEffect(() => {
     if (clientLimits.load === 'idle') void loadLimits('client').catch(() => {});
     // eslint-disable-next-line react-hooks/exhaustive-deps
@@ -41,6 +43,8 @@ export function RefusalsCard({ s }: { s: SessionView }) {
     quotaUntil: s.over_quota_until,
     maxSessions: clientLimits.record?.max_sessions,
     maxReconnections: clientLimits.record?.max_reconnections,
+    clientPeriod: clientLimits.record?.reset_period,
+    otherActive,
   };
   const counts = Object.entries(list?.counts_last_hour ?? {}).sort((a, b) => b[1] - a[1]);
   return (

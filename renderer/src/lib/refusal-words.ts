@@ -10,9 +10,13 @@ export interface RefusalContext {
   quotaUntil?: string;
   maxSessions?: number | null;
   maxReconnections?: number | null;
+  /** The client limits' reset period (day, week, month ...), when the client cap renews. */
+  clientPeriod?: string | null;
+  /** Another active session of the client, when known: the one max_sessions counts against. */
+  otherActive?: string;
 }
 
-export type RefusalLink = { kind: 'limits'; scope: LimitScope; label: string } | { kind: 'client'; label: string };
+export type RefusalLink = { kind: 'limits'; scope: LimitScope; label: string } | { kind: 'client'; label: string } | { kind: 'session'; id: string; label: string };
 
 export interface RefusalWords {
   /** What happened, short. */
@@ -23,6 +27,8 @@ export interface RefusalWords {
 }
 
 const until = (ctx: RefusalContext) => (ctx.quotaUntil ? ` until ${formatDateTime(ctx.quotaUntil)}` : '');
+const PERIODS: Record<string, string> = { day: 'daily ', week: 'weekly ', month: 'monthly ', rolling_30d: '30-day ' };
+const periodWord = (p: string | null | undefined) => (p ? PERIODS[p] ?? '' : '');
 const limitsLink = (scope: LimitScope, label: string): RefusalLink => ({ kind: 'limits', scope, label });
 const clientLink: RefusalLink = { kind: 'client', label: 'the client\'s sessions' };
 
@@ -46,7 +52,7 @@ export function refusalWords(reason: string, ctx: RefusalContext): RefusalWords 
       return {
         what: `max_sessions${ctx.maxSessions != null ? ` ${ctx.maxSessions}` : ''} reached: the client has that many other sessions with open connections`,
         fix: 'close one of the client\'s other sessions (pause it), or raise max_sessions in the client limits.',
-        link: clientLink,
+        link: ctx.otherActive ? { kind: 'session', id: ctx.otherActive, label: `the active session ${ctx.otherActive.slice(0, 8)}` } : clientLink,
       };
     case 'too_many_connections':
       return { what: 'Too many open connections at once for one session', fix: 'close some in the client app; the cap per session is the server\'s.' };
@@ -55,7 +61,7 @@ export function refusalWords(reason: string, ctx: RefusalContext): RefusalWords 
     case 'session_cap':
       return { what: `Session over its byte cap${until(ctx)}`, fix: 'raise the session cap, or wait for it to renew.', link: limitsLink('session', 'Session limits') };
     case 'client_cap':
-      return { what: `Client over its byte cap${until(ctx)}`, fix: 'raise the cap or wait.', link: limitsLink('client', 'Client limits') };
+      return { what: `Client over its ${periodWord(ctx.clientPeriod)}byte cap${until(ctx)}`, fix: 'raise the cap or wait.', link: limitsLink('client', 'Client limits') };
     case 'global_cap':
       return { what: `The account is over its global byte cap${until(ctx)}`, fix: 'raise the global cap or wait.', link: limitsLink('global', 'Global limits') };
     case 'unknown':
