@@ -192,7 +192,7 @@ async function compose(opts: ServerOptions, config: ResolvedConfig, tls: TlsCert
     audit,
     geo,
     inspect,
-    support: new SupportService({ sessions, dataPlane: () => dataPlane, nodes: inspect }),
+    support: new SupportService({ sessions, dataPlane: () => dataPlane, nodes: inspect, data }),
     owned,
     close: () => owned.dispose(),
   };

@@ -5,18 +5,22 @@
 import type { ConnectionView, DataPlane, RefusalDigest } from './dataplane/api.ts';
 import type { ConnectionList, RefusalList } from './contract/support.ts';
 import type { SessionService } from './sessions.ts';
+import type { ControlStore } from './store/control.ts';
 
 /** The answers of the connected nodes (NodeInspect), as support needs them. */
 export interface NodeAsker {
   ask(
     query: { what: 'connections'; session: string } | { what: 'refusals'; session: string } | { what: 'refusals'; customer: string; client: string },
   ): Promise<{ answers: Array<{ node: string; connections?: ConnectionView[]; refusals?: RefusalDigest }>; unanswered: string[] }>;
+  /** Whether the node's channel is open on this instance. */
+  has(nodeId: string): boolean;
 }
 
 export interface SupportDeps {
   sessions: Pick<SessionService, 'get'>;
   dataPlane: () => DataPlane | null;
   nodes: NodeAsker;
+  data: Pick<ControlStore, 'placementOf' | 'getNode'>;
 }
 
 const LOCAL = 'local';
@@ -38,14 +42,24 @@ export class SupportService {
       ...local.map((c) => ({ ...c, node: LOCAL })),
       ...answers.flatMap((a) => (a.connections ?? []).map((c) => ({ ...c, node: a.node }))),
     ].sort((a, b) => a.opened_at.localeCompare(b.opened_at));
-    return { connections, unanswered_nodes: unanswered };
+    return { connections, unanswered_nodes: [...unanswered, ...(await this.placedElsewhere(sessionId, unanswered))] };
+  }
+
+  /** The session's node when its channel is on another instance (PostgreSQL): it was not asked, so it is named. */
+  private async placedElsewhere(sessionId: string, named: string[]): Promise<string[]> {
+    const nodeId = await this.deps.data.placementOf(sessionId);
+    if (!nodeId || this.deps.nodes.has(nodeId)) return [];
+    const node = await this.deps.data.getNode(nodeId);
+    return node && !named.includes(node.name) ? [node.name] : [];
   }
 
   /** The session's recent refusals on every data plane (404 session_not_found for another customer's). */
   async sessionRefusals(customerId: string, sessionId: string): Promise<RefusalList> {
     await this.deps.sessions.get(customerId, sessionId);
     const local = this.deps.dataPlane()?.refusalsOf?.({ sessionId });
-    return merge(local, await this.deps.nodes.ask({ what: 'refusals', session: sessionId }));
+    const merged = merge(local, await this.deps.nodes.ask({ what: 'refusals', session: sessionId }));
+    merged.unanswered_nodes.push(...(await this.placedElsewhere(sessionId, merged.unanswered_nodes)));
+    return merged;
   }
 
   /** The recent refusals of the customer's client (none known: empty). */

@@ -44,6 +44,10 @@ export class NodeInspect {
     };
   }
 
+  has(nodeId: string): boolean {
+    return this.nodes.has(nodeId);
+  }
+
   /** A node's `inspected` message. */
   answered(nodeId: string, msg: Record<string, unknown>): void {
     const w = typeof msg.id === 'number' ? this.waiting.get(msg.id) : undefined;

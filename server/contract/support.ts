@@ -33,7 +33,7 @@ export const LiveConnection = Type.Object(
 export const ConnectionList = Type.Object(
   {
     connections: Type.Array(LiveConnection, { description: 'Oldest first; at most the per-session connection cap per node.' }),
-    unanswered_nodes: Type.Array(Type.String(), { description: 'Connected nodes that did not answer within a second: their connections are missing.' }),
+    unanswered_nodes: Type.Array(Type.String(), { description: 'Nodes not heard from, whose connections are missing: a connected node that did not answer within a second, or the session\'s node when its channel is on another instance.' }),
   },
   ext,
 );
@@ -59,7 +59,7 @@ export const RefusalList = Type.Object(
   {
     refusals: Type.Array(Refusal, { description: 'Newest first, the last 100 (repeats from one address within a second are counted, not listed).' }),
     counts_last_hour: Type.Record(Type.String(), Type.Integer({ minimum: 0 }), { description: 'Refusals per reason over the last hour.' }),
-    unanswered_nodes: Type.Array(Type.String(), { description: 'Connected nodes that did not answer within a second: their refusals are missing.' }),
+    unanswered_nodes: Type.Array(Type.String(), { description: 'Nodes not heard from, whose refusals are missing: a connected node that did not answer within a second, or the session\'s node when its channel is on another instance.' }),
   },
   ext,
 );

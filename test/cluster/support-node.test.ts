@@ -1,6 +1,6 @@
 // Support's view through a data-plane node: a control plane on a throwaway PostgreSQL and a node
-// (127.0.0.2) connected to it. A raw VLESS connection through the node shows in the session's
-// live connections with the node's name, and is gone when it closes; a connection refused on the
+// (127.0.0.2) connected to it (a second instance without the node's channel names the node). A
+// raw VLESS connection through the node shows in the session's live connections with the node's name, and is gone when it closes; a connection refused on the
 // node (the session paused; a session placed elsewhere: unknown) shows in the session's and the
 // client's refusals, gathered from the node over its channel on read.
 import { test, before, after } from 'node:test';
@@ -15,6 +15,8 @@ import { openVlessEcho, pushThroughEcho, startTcpEcho } from '../dataplane/helpe
 
 let pgServer: PgServer;
 let cp: RunningServer;
+/** A second instance on the same database, the node not attached to it. */
+let other: RunningServer;
 let sao: RunningNode;
 let echo: Awaited<ReturnType<typeof startTcpEcho>>;
 let owner: string;
@@ -26,6 +28,9 @@ before(async () => {
   dirs.push(dir);
   cp = await startServer({ dataDir: dir, database: pgServer.url(), port: 0, vlessTcpPort: null, proxyPort: null, rateLimit: { max: 100_000, windowMs: 60_000 } });
   owner = (await cp.services.data.createToken('support', 'owner')).token;
+  const otherDir = tempDir('vad-support-cp2-');
+  dirs.push(otherDir);
+  other = await startServer({ dataDir: otherDir, database: pgServer.url(), port: 0, vlessTcpPort: null, proxyPort: null, rateLimit: { max: 100_000, windowMs: 60_000 } });
   const added = await cp.services.data.addNode({ name: 'sao-1', zone: 'br-sao', public_host: '127.0.0.2' });
   const nodeDir = tempDir('vad-support-node-');
   dirs.push(nodeDir);
@@ -39,6 +44,7 @@ before(async () => {
 after(async () => {
   await sao?.close();
   await cp?.close();
+  await other?.close();
   await echo?.close();
   await pgServer?.destroy();
   for (const d of dirs) removeDir(d);
@@ -66,6 +72,9 @@ test('a node\'s live connections and refusals are gathered through its channel',
   assert.equal(listed[0].uploaded_bytes, 2);
   assert.equal(listed[0].downloaded_bytes, 2);
   assert.match(listed[0].client_address, /127\.0\.0\./);
+  // Another instance does not carry the node's channel: it names the node it could not ask.
+  const elsewhere = (await callApi(other.baseUrl, owner, 'GET', `/sessions/${id}/connections`)).json;
+  assert.deepEqual(elsewhere, { connections: [], unanswered_nodes: ['sao-1'] });
   conn.s.destroy();
   await waitFor(async () => (await call('GET', `/sessions/${id}/connections`)).json.connections.length === 0, 5000, 'gone once closed');
 

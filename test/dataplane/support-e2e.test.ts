@@ -1,6 +1,7 @@
 // Support's view against the real service (SQLite): a session's live connections while v2ray
 // and a raw VLESS client move bytes (gone once they close), and the refusals with their reasons
-// (paused, a client cap, max_sessions, an ended session, the proxy's 407) per session and client.
+// (paused, a client cap, max_sessions, an ended session, the proxy's 407 and 412) per session and
+// client; agents read them, another customer gets 404.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -98,10 +99,17 @@ test('refusals: paused, an ended session, the proxy 407, listed with reasons and
   // the proxy with the session's id and a wrong password
   const bad = await curl(['-D', '-', '-x', `http://${s.id}:wrong@127.0.0.1:${srv.proxyPort}`, files.url('/file/small')]);
   assert.match(bad.body.toString('latin1'), /^HTTP\/1\.1 407/);
+  // a country no zone serves: 412, through a CONNECT tunnel
+  const nowhere = await curl(['-p', '-D', '-', '-x', `http://${s.id}-cc-ZZ:${s.id}@127.0.0.1:${srv.proxyPort}`, files.url('/file/small')]);
+  assert.match(nowhere.body.toString('latin1'), /^HTTP\/1\.1 412/);
   const r = await refusals(`/sessions/${s.id}/refusals`);
-  assert.deepEqual(r.refusals.map((x) => [x.reason, x.transport, x.node]), [['proxy_auth_required', 'proxy_request', 'local'], ['paused', 'tcp', 'local']]);
+  assert.deepEqual(r.refusals.map((x) => [x.reason, x.transport, x.node]), [
+    ['location_unavailable', 'proxy_connect', 'local'],
+    ['proxy_auth_required', 'proxy_request', 'local'],
+    ['paused', 'tcp', 'local'],
+  ]);
   assert.ok(r.refusals.every((x) => x.session_id === s.id && /127\.0\.0\.1/.test(x.client_address)));
-  assert.deepEqual(r.counts_last_hour, { paused: 1, proxy_auth_required: 1 });
+  assert.deepEqual(r.counts_last_hour, { paused: 1, proxy_auth_required: 1, location_unavailable: 1 });
   assert.deepEqual(r.unanswered_nodes, []);
 
   // a one-shot session used once has ended: it is refused as ended
@@ -116,8 +124,8 @@ test('refusals: paused, an ended session, the proxy 407, listed with reasons and
   assert.equal(ended.refusals[0].reason, 'ended');
   // the client's view holds both sessions' refusals, newest first
   const client = await refusals('/clients/support-refused/refusals');
-  assert.deepEqual(client.refusals.map((x) => x.reason), ['ended', 'proxy_auth_required', 'paused']);
-  assert.deepEqual(client.counts_last_hour, { ended: 1, paused: 1, proxy_auth_required: 1 });
+  assert.deepEqual(client.refusals.map((x) => x.reason), ['ended', 'location_unavailable', 'proxy_auth_required', 'paused']);
+  assert.deepEqual(client.counts_last_hour, { ended: 1, paused: 1, proxy_auth_required: 1, location_unavailable: 1 });
 });
 
 test('refusals: max_sessions and a client cap, per session and per client', async () => {
@@ -161,8 +169,15 @@ test('404 in the error format for an unknown session; a client with no refusals 
     assert.equal(r.status, 404);
     assert.equal(r.json.error.code, 'session_not_found');
   }
-  const other = await srv.services.data.ensureCustomer('support-other');
-  void other;
+  // agents read their own customer's sessions
+  const me = (await api('GET', '/server-info')).json.token.customer as string;
+  const agent = (await srv.services.data.createToken(me, 'agent')).token;
+  const mine0 = await session('support-agent');
+  const asAgent = await callApi(srv.baseUrl, agent, 'GET', `/sessions/${mine0.id}/connections`);
+  assert.equal(asAgent.status, 200);
+  assert.deepEqual(asAgent.json, { connections: [], unanswered_nodes: [] });
+  assert.equal((await callApi(srv.baseUrl, agent, 'GET', '/clients/support-agent/refusals')).status, 200);
+  await srv.services.data.ensureCustomer('support-other');
   const otherToken = (await srv.services.data.createToken('support-other', 'agent')).token;
   const mine = await session('support-tenant');
   const foreign = await callApi(srv.baseUrl, otherToken, 'GET', `/sessions/${mine.id}/connections`);
