@@ -34,6 +34,8 @@ import type {
   ZoneList,
   AuditPage,
   AuditQuery,
+  ConnectionList,
+  RefusalList,
 } from './api-types.ts';
 import type { Result } from './result.ts';
 
@@ -84,6 +86,12 @@ export interface AppOps {
   setLanSharing(request: LanSharingRequest): Promise<Result<LanSharing>>;
   /** The doctor's checks the server runs about itself (GET /v2/doctor, owner token). */
   runDoctor(): Promise<Result<DoctorReport>>;
+  /** Support: the session's open connections on every data plane (GET /v2/sessions/{id}/connections). */
+  sessionConnections(id: string): Promise<Result<ConnectionList>>;
+  /** Support: why the session's connections were refused lately (GET /v2/sessions/{id}/refusals). */
+  sessionRefusals(id: string): Promise<Result<RefusalList>>;
+  /** Support: why the client's connections were refused lately (GET /v2/clients/{client_id}/refusals). */
+  clientRefusals(clientId: string): Promise<Result<RefusalList>>;
   /** Usage history: GET /v2/usage with the query's filters, range and step. */
   usage(query: UsageQuery): Promise<Result<UsageReport>>;
   /** Starts an event subscription in main; events arrive through `onStreamMessage`. */

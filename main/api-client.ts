@@ -7,6 +7,8 @@ import type {
   AuditPage,
   AuditQuery,
   DoctorReport,
+  ConnectionList,
+  RefusalList,
   LimitScope,
   LimitsRecord,
   LimitsUpdate,
@@ -89,6 +91,9 @@ export class ApiClient {
   getSubscriptionSettings = () => this.request<SubscriptionSettings>('GET', '/subscription-settings');
   updateSubscriptionSettings = (b: SubscriptionSettingsUpdate) => this.request<SubscriptionSettings>('PATCH', '/subscription-settings', b);
   listAudit = (q: AuditQuery) => this.request<AuditPage>('GET', `/audit${query(q as Record<string, unknown>)}`);
+  sessionConnections = (id: string) => this.request<ConnectionList>('GET', `/sessions/${encodeURIComponent(id)}/connections`);
+  sessionRefusals = (id: string) => this.request<RefusalList>('GET', `/sessions/${encodeURIComponent(id)}/refusals`);
+  clientRefusals = (c: string) => this.request<RefusalList>('GET', `/clients/${encodeURIComponent(c)}/refusals`);
   usage = (q: UsageQuery) => this.request<UsageReport>('GET', `/usage${query(q as Record<string, unknown>)}`);
   listWebhooks = () => this.request<{ webhooks: Webhook[] }>('GET', '/webhooks');
   createWebhook = (b: WebhookCreate) => this.request<Webhook & { secret: string }>('POST', '/webhooks', b);

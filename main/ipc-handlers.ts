@@ -52,6 +52,9 @@ export function createHandlers({ api, endpoints, streams, clipboard }: HandlerDe
     lanSharing: async () => ({ ok: true, value: endpoints.lanSharing() }),
     setLanSharing: (r) => endpoints.setLanSharing({ enabled: r.enabled, address: r.address }),
     usage: (q) => api.usage(q),
+    sessionConnections: (id) => api.sessionConnections(id),
+    sessionRefusals: (id) => api.sessionRefusals(id),
+    clientRefusals: (c) => api.clientRefusals(c),
     openStream: async (streamId, filter) => streams.open(streamId, filter),
     closeStream: async (streamId) => {
       streams.close(streamId);

@@ -39,6 +39,9 @@ export const OP_NAMES = [
   'setLanSharing',
   'usage',
   'runDoctor',
+  'sessionConnections',
+  'sessionRefusals',
+  'clientRefusals',
   'openStream',
   'closeStream',
 ] as const satisfies readonly AppOpName[];
@@ -103,6 +106,8 @@ function validArgs(name: AppOpName, a: unknown[]): boolean {
     case 'deleteWebhook':
     case 'webhookDeliveries':
     case 'testWebhook':
+    case 'sessionConnections':
+    case 'sessionRefusals':
       return a.length === 1 && isStr(a[0], 200);
     case 'listSessions':
     case 'listAudit':
@@ -118,6 +123,7 @@ function validArgs(name: AppOpName, a: unknown[]): boolean {
     case 'getSubscription':
     case 'putSubscription':
     case 'deleteSubscription':
+    case 'clientRefusals':
       return a.length === 1 && isClientId(a[0]);
     case 'setLanSharing':
       return a.length === 1 && isLanRequest(a[0]);

@@ -37,6 +37,7 @@ import { startQuotaJob } from './quota/job.ts';
 import { subscriptionFeedRoutes, subscriptionRoutes } from './routes/subscriptions.ts';
 import { subscriptionSettingsRoutes } from './routes/subscription-settings.ts';
 import { deviceRoutes } from './routes/devices.ts';
+import { supportRoutes } from './routes/support.ts';
 import { openTls, wireTls, type TlsCertificates } from './tls/index.ts';
 import { silentLogger } from './log.ts';
 import { redactIds } from './time.ts';
@@ -131,6 +132,7 @@ async function registerRoutes(app: FastifyInstance, opts: ServerOptions, config:
       await subscriptionRoutes(v2, subscriptions, services.audit);
       await subscriptionSettingsRoutes(v2, subscriptions, services.audit);
       await deviceRoutes(v2, subscriptions.devices, services.audit);
+      await supportRoutes(v2, services.support);
       if (webhooks) await webhookRoutes(v2, webhooks, services.audit);
     },
   });

@@ -11,6 +11,7 @@ import { createLimitsSlice } from './slices/limits.ts';
 import { createSessionsSlice } from './slices/sessions.ts';
 import { createSharingSlice } from './slices/sharing.ts';
 import { createWebhooksSlice } from './slices/webhooks.ts';
+import { createSupportSlice } from './slices/support.ts';
 import { createZonesSlice } from './slices/zones.ts';
 import type { State } from './state.ts';
 
@@ -22,6 +23,7 @@ export const useStore = create<State>()((...a) => ({
   ...createLimitsSlice(...a),
   ...createSharingSlice(...a),
   ...createWebhooksSlice(...a),
+  ...createSupportSlice(...a),
   ...createHistorySlice(...a),
 }));
 
@@ -77,6 +79,9 @@ export const {
   webhookDeliveries,
   testWebhook,
   runDoctor,
+  sessionConnections,
+  sessionRefusals,
+  clientRefusals,
   watchTimeline,
   loadUsage,
   listAudit,

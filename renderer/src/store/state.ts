@@ -194,6 +194,13 @@ export interface WebhooksSlice {
   runDoctor: PlatformOps['runDoctor'];
 }
 
+/** Support: what a session is doing now and why connections were refused (SessionDetail's cards keep what they show). */
+export interface SupportSlice {
+  sessionConnections: PlatformOps['sessionConnections'];
+  sessionRefusals: PlatformOps['sessionRefusals'];
+  clientRefusals: PlatformOps['clientRefusals'];
+}
+
 export interface HistorySlice {
   /** The live timeline of each session someone watches: its newest events first (at most 500). */
   timelines: Record<string, SessionEvent[]>;
@@ -205,7 +212,7 @@ export interface HistorySlice {
   listAudit: PlatformOps['listAudit'];
 }
 
-export type State = AppSlice & ZonesSlice & SessionsSlice & EventsSlice & LimitsSlice & SharingSlice & WebhooksSlice & HistorySlice;
+export type State = AppSlice & ZonesSlice & SessionsSlice & EventsSlice & LimitsSlice & SharingSlice & WebhooksSlice & SupportSlice & HistorySlice;
 
 export type SliceCreator<Slice> = StateCreator<State, [], [], Slice>;
 
