@@ -1,6 +1,7 @@
 // Support's view against the real service (SQLite): a session's live connections while v2ray
 // and a raw VLESS client move bytes (gone once they close), and the refusals with their reasons
-// (paused, a client cap, max_sessions, an ended session, the proxy's 407 and 412) per session and
+// (paused, a client cap, max_sessions, an ended session, the proxy's 407 and 412, a disabled and an
+// expired client) per session and
 // client; agents read them, another customer gets 404.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -161,6 +162,25 @@ test('refusals: max_sessions and a client cap, per session and per client', asyn
   } finally {
     await api('DELETE', '/customer/limits/client');
   }
+});
+
+test('refusals: a disabled client, then an expired one (client records), per session and per client', async () => {
+  const s = await session('support-records');
+  assert.equal((await api('PATCH', '/clients/support-records', { disabled: true })).status, 200);
+  const off = await openVlessEcho(srv.vlessTcpPort!, s.id, echo.port);
+  await off.closed;
+  assert.ok(off.got() < 4, 'nothing relayed while disabled');
+  assert.equal((await refusals(`/sessions/${s.id}/refusals`)).refusals[0].reason, 'client_disabled');
+  // Enabled again with an expiry a moment ahead: served until then, refused as expired after.
+  const soon = new Date(Date.now() + 1500).toISOString();
+  assert.equal((await api('PATCH', '/clients/support-records', { disabled: false, expires_at: soon })).status, 200);
+  await settle(Math.max(0, Date.parse(soon) - Date.now()) + 300);
+  const late = await openVlessEcho(srv.vlessTcpPort!, s.id, echo.port);
+  await late.closed;
+  assert.ok(late.got() < 4, 'nothing relayed after the client expired');
+  const client = await refusals('/clients/support-records/refusals');
+  assert.deepEqual(client.refusals.map((x) => [x.reason, x.session_id]), [['client_expired', s.id], ['client_disabled', s.id]]);
+  assert.deepEqual(client.counts_last_hour, { client_disabled: 1, client_expired: 1 });
 });
 
 test('404 in the error format for an unknown session; a client with no refusals has an empty list', async () => {
