@@ -1,8 +1,7 @@
 // Support's view against the real service (SQLite): a session's live connections while v2ray
 // and a raw VLESS client move bytes (gone once they close), and the refusals with their reasons
 // (paused, a client cap, max_sessions, an ended session, the proxy's 407 and 412, a disabled and an
-// expired client) per session and
-// client; agents read them, another customer gets 404.
+// expired client) per session and client; agents read them, another customer gets 404.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
