@@ -13,6 +13,7 @@
 // unrelated), at most `maxKeysPerCustomer` keys each (the least recently used one goes), swept of
 // expired entries at most every SWEEP_MS as connections come.
 import type { GeoRoute } from './api.ts';
+import type { ProxyTarget } from '../contract/proxy-string.ts';
 
 export interface Exit {
   /** Stable identity: `here@<address>` or `relay:<node>#<slot>`. */
@@ -144,4 +145,31 @@ export class ExitSelector {
     }
     if (this.turn.size > 10_000) this.turn.clear();
   }
+}
+
+/** What exit selection needs of an inbound (the proxy's and SOCKS5's context have it). */
+export interface ExitContext {
+  /** The cluster's routes (DataPlaneDeps.geo); absent: every place leaves from here. */
+  geo?: { route(country: string, city: string | undefined): GeoRoute | null; routes?(country: string, city: string | undefined): GeoRoute[] };
+  exits: ExitSelector;
+  /** This process's source addresses (`--egress-address`); empty: the system's choice. */
+  egressAddresses: readonly string[];
+}
+
+/** The up routes of a target's place (in a cluster: here and the relays there); untargeted: here. Empty: 412. */
+export function placeRoutes(ctx: ExitContext, target: ProxyTarget): GeoRoute[] {
+  if (!target.country || !ctx.geo) return [{ via: 'here' }];
+  if (ctx.geo.routes) return ctx.geo.routes(target.country, target.city);
+  const one = ctx.geo.route(target.country, target.city);
+  return one ? [one] : [];
+}
+
+/**
+ * The exit of one connection of `customerId` to `target` (its place, and its sessid, sesstime and
+ * strict): the one call an inbound makes once the session has admitted the connection. `routes`:
+ * placeRoutes(ctx, target), when the inbound already has them (it checks for none before admission).
+ */
+export function pickExit(ctx: ExitContext, customerId: string, target: ProxyTarget, routes: GeoRoute[] = placeRoutes(ctx, target)): ExitChoice {
+  const place = target.country ? `${target.country}${target.city ? `/${target.city}` : ''}` : 'any';
+  return ctx.exits.pick(customerId, place, routes, ctx.egressAddresses, target);
 }

@@ -32,20 +32,14 @@ import { type Head, answerRewriter, endToEnd, header, parseHead } from './proxy-
 import { dialRelay } from './relay-dial.ts';
 import type { GeoRoute } from './api.ts';
 import { isFloodRefusal } from './admission.ts';
-import type { ExitSelector } from './exits.ts';
+import { type ExitContext, pickExit, placeRoutes } from './exits.ts';
 import { SESSION_MOVED_HEADER, checkGeo, dialFailure, errorResponse, refusalCode } from './proxy-answer.ts';
 
 const MAX_HEAD = 16 * 1024;
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-export interface ProxyContext extends InboundContext {
+export interface ProxyContext extends InboundContext, ExitContext {
   zones(): ZoneInfo[];
   sessionExists(id: string): boolean;
-  /** Where a geo-targeted request leaves (DataPlaneDeps.geo); absent: from here. */
-  geo?: { route(country: string, city: string | undefined): GeoRoute | null; routes?(country: string, city: string | undefined): GeoRoute[] };
-  /** The exits and sticky sessions of this process (exits.ts). */
-  exits: ExitSelector;
-  /** This process's source addresses (`--egress-address`); empty: the system's choice. */
-  egressAddresses: readonly string[];
 }
 
 function respond(conn: Connection, res: Buffer): void {
@@ -186,7 +180,7 @@ function handle(ctx: ProxyContext, conn: Connection, head: Head, rest: Buffer, g
   // 3. geo-targeting: the catalogue has the place, and some exit of it is up
   const geoError = checkGeo(ctx.zones(), parsed.country, parsed.city);
   if (geoError) return respond(conn, errorResponse('location_unavailable', geoError.message, { details: geoError.details }));
-  const routes = routesOf(ctx, parsed);
+  const routes = placeRoutes(ctx, parsed);
   if (!routes.length) {
     const where = parsed.city ? `${parsed.city} (${parsed.country})` : parsed.country;
     return respond(conn, errorResponse('location_unavailable', `no node is up in ${where} right now`, { details: { country: parsed.country, ...(parsed.city ? { city: parsed.city } : {}) } }));
@@ -195,14 +189,6 @@ function handle(ctx: ProxyContext, conn: Connection, head: Head, rest: Buffer, g
   const target = targetOf(head);
   if (typeof target === 'string') return respond(conn, errorResponse('invalid_request', target));
   relay(ctx, conn, { head, rest, gate, routes, parsed, sessionId, target });
-}
-
-/** The up routes of the request's place (in a cluster: here and the relays there); untargeted: here. */
-function routesOf(ctx: ProxyContext, parsed: ParsedProxyUser): GeoRoute[] {
-  if (!parsed.country || !ctx.geo) return [{ via: 'here' }];
-  if (ctx.geo.routes) return ctx.geo.routes(parsed.country, parsed.city);
-  const one = ctx.geo.route(parsed.country, parsed.city);
-  return one ? [one] : [];
 }
 
 interface Request {
@@ -229,8 +215,7 @@ function relay(ctx: ProxyContext, conn: Connection, req: Request): void {
     return respond(conn, errorResponse(refusalCode(admitted.reason), `session refused: ${admitted.reason}`, { details: { reason: admitted.reason } }));
   }
   conn.lease = admitted.lease;
-  const place = parsed.country ? `${parsed.country}${parsed.city ? `/${parsed.city}` : ''}` : 'any';
-  const choice = ctx.exits.pick(admitted.lease.session.customer.id, place, req.routes, ctx.egressAddresses, parsed);
+  const choice = pickExit(ctx, admitted.lease.session.customer.id, parsed, req.routes);
   if (!choice.ok) return respond(conn, errorResponse(choice.code, choice.message));
   const { route, localAddress } = choice.exit;
   const moved = choice.moved ? [SESSION_MOVED_HEADER] : [];

@@ -3,7 +3,7 @@
 // goes (or failing with strict), customers' keys apart, the per-customer bound.
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { ExitSelector, STICKY_IDLE_MS, type ExitChoice } from '../../server/dataplane/exits.ts';
+import { ExitSelector, STICKY_IDLE_MS, pickExit, placeRoutes, type ExitChoice } from '../../server/dataplane/exits.ts';
 import type { GeoRoute } from '../../server/dataplane/api.ts';
 
 const relay = (node: string): GeoRoute => ({ via: 'relay', node, host: '127.0.0.1', port: 1, pcs: 'p', from: 'serve', exp: 0, key: 'k' });
@@ -79,5 +79,18 @@ describe('exits', () => {
     c.add(STICKY_IDLE_MS + 10_001);
     s.pick('c3', 'US', [HERE], ADDRS);
     assert.equal(s.size(), 0, 'expired keys are swept');
+  });
+  test('placeRoutes and pickExit: untargeted leaves from here; a place takes its routes; sessid options pass through', () => {
+    const geo = { route: () => relay('b'), routes: (cc: string) => (cc === 'NL' ? [relay('b'), relay('c')] : []) };
+    const ctx = { geo, exits: new ExitSelector({ random: () => 0 }), egressAddresses: ADDRS };
+    assert.deepEqual(placeRoutes(ctx, {}), [HERE]);
+    assert.deepEqual(placeRoutes(ctx, { country: 'NL' }), [relay('b'), relay('c')]);
+    assert.deepEqual(placeRoutes(ctx, { country: 'JP' }), []);
+    assert.deepEqual(placeRoutes({ ...ctx, geo: { route: () => null } }, { country: 'JP' }), []);
+    assert.equal(id(pickExit(ctx, 'c1', {})), 'here@127.0.0.1');
+    assert.equal(id(pickExit(ctx, 'c1', { country: 'NL', sessid: 's' })), 'relay:b');
+    assert.equal(ctx.exits.size('c1'), 1);
+    assert.equal(id(pickExit(ctx, 'c1', { country: 'NL', sessid: 's', strict: true }, [relay('c')])), 'sticky_exit_gone');
+    assert.equal(id(pickExit(ctx, 'c1', { country: 'JP' })), 'location_unavailable');
   });
 });

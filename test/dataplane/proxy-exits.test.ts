@@ -126,7 +126,7 @@ test('without a session key new connections rotate over both source addresses; a
   assert.equal((await ask(`${other}-cc-DE-sessid-a1`, other)).status, 200);
 });
 
-test('refusals: paused, expired and over cap 403; connection cap 429 — each with its code', async () => {
+test('refusals: paused, expired and over cap 403; connection cap and max_sessions 429 — each with its code', async () => {
   const paused = h.mem.createSession({ reusable: true, client: 'r-paused' });
   h.mem.sessions.get(paused)!.paused = true;
   assertError(await ask(paused, paused), 403, 'session_paused', 'http_request_denied');
@@ -142,6 +142,14 @@ test('refusals: paused, expired and over cap 403; connection cap 429 — each wi
   await new Promise((r) => setTimeout(r, 500));
   assertError(await ask(busy, busy), 429, 'connection_limit', 'connection_limit_reached');
   for (const a of await Promise.all(held)) assert.equal(a.status, 200);
+  // max_sessions 1 for the client: while one session has a connection open, another is refused
+  h.mem.setLimits('cust-ms', 'client', { max_sessions: 1 });
+  const first = h.mem.createSession({ reusable: true, customer: 'cust-ms', client: 'r-ms' });
+  const second = h.mem.createSession({ reusable: true, customer: 'cust-ms', client: 'r-ms' });
+  const open = ask(first, first, { url: `http://127.0.0.1:${webPort}/hold` });
+  await new Promise((r) => setTimeout(r, 500));
+  assertError(await ask(second, second), 429, 'max_sessions', 'http_request_denied');
+  assert.equal((await open).status, 200);
 });
 
 test('upstream failures: 502 refused or not found, 504 on a time-out; the session counts none of it', async () => {
