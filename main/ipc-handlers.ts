@@ -51,6 +51,15 @@ export function createHandlers({ api, endpoints, streams, clipboard }: HandlerDe
     lanSharing: async () => ({ ok: true, value: endpoints.lanSharing() }),
     setLanSharing: (r) => endpoints.setLanSharing({ enabled: r.enabled, address: r.address }),
     usage: (q) => api.usage(q),
+    listClients: (q) => api.listClients(q),
+    getClient: (c) => api.getClient(c),
+    updateClient: (c, b) => api.updateClient(c, b),
+    getClientLimits: (c) => api.getClientLimits(c),
+    updateClientLimits: (c, b) => api.updateClientLimits(c, b),
+    deleteClientLimits: (c) => api.deleteClientLimits(c),
+    resetClientUsage: (c) => api.resetClientUsage(c),
+    listDevices: (c) => api.listDevices(c),
+    deleteDevice: (c, hwid) => api.deleteDevice(c, hwid),
     openStream: async (streamId, filter) => streams.open(streamId, filter),
     closeStream: async (streamId) => {
       streams.close(streamId);
