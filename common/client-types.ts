@@ -66,19 +66,10 @@ export interface ClientUpdate {
 }
 
 /** The client's own override record (like /v2/customer/limits/client); null in a PATCH removes a field. */
-export type ClientOverride = LimitsRecord & { max_devices?: number };
-export type ClientOverrideUpdate = LimitsUpdate & { max_devices?: number | null };
+export type ClientOverride = LimitsRecord;
+export type ClientOverrideUpdate = LimitsUpdate;
 
-export interface Device {
-  hwid: string;
-  device_os: string | null;
-  os_version: string | null;
-  device_model: string | null;
-  user_agent: string | null;
-  first_seen: string;
-  last_seen: string;
-}
-
-export interface DeviceList {
-  devices: Device[];
-}
+/** The devices API's shapes, as the server's schemas have them. */
+export type { DeviceList } from '../server/contract/devices.ts';
+import type { DeviceList } from '../server/contract/devices.ts';
+export type Device = DeviceList['devices'][number];

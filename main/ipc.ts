@@ -158,7 +158,7 @@ function validArgs(name: AppOpName, a: unknown[]): boolean {
     case 'updateClientLimits':
       return a.length === 2 && isClientId(a[0]) && isOverrideUpdate(a[1]);
     case 'deleteDevice':
-      return a.length === 2 && isClientId(a[0]) && isStr(a[1], 256);
+      return a.length === 2 && isClientId(a[0]) && typeof a[1] === 'string' && /^[A-Za-z0-9._:+=@-]{1,128}$/.test(a[1]);
     case 'updateLimits':
       return a.length === 2 && isScope(a[0]) && isObj(a[1]);
     case 'setWebhookEnabled':

@@ -34,6 +34,7 @@ import { startExpirySweep } from './sessions.ts';
 import { startQuotaJob } from './quota/job.ts';
 import { subscriptionFeedRoutes, subscriptionRoutes } from './routes/subscriptions.ts';
 import { subscriptionSettingsRoutes } from './routes/subscription-settings.ts';
+import { deviceRoutes } from './routes/devices.ts';
 import { openTls, wireTls, type TlsCertificates } from './tls/index.ts';
 import { silentLogger } from './log.ts';
 import { redactIds } from './time.ts';
@@ -125,6 +126,7 @@ async function registerRoutes(app: FastifyInstance, opts: ServerOptions, config:
       await auditRoutes(v2, services);
       await subscriptionRoutes(v2, subscriptions, services.audit);
       await subscriptionSettingsRoutes(v2, subscriptions, services.audit);
+      await deviceRoutes(v2, subscriptions.devices, services.audit);
       if (webhooks) await webhookRoutes(v2, webhooks, services.audit);
     },
   });

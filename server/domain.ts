@@ -36,6 +36,8 @@ export interface LimitValues {
   upload_speed?: number;
   max_sessions?: number;
   max_reconnections?: number;
+  /** Client scope only: devices that may fetch the subscription feed (0: no limit). The data plane ignores it. */
+  max_devices?: number;
 }
 
 export interface RuntimePatch {

@@ -18,6 +18,7 @@ export const AUDIT_ACTIONS = [
   'subscription.rotate',
   'subscription.disable',
   'subscription.settings',
+  'device.remove',
   'webhook.create',
   'webhook.update',
   'webhook.delete',

@@ -12,6 +12,7 @@ export const ERROR_STATUS = {
   session_not_found: 404,
   limits_not_found: 404,
   subscription_not_found: 404,
+  device_not_found: 404,
   method_not_allowed: 405,
   payload_too_large: 413,
   unsupported_media_type: 415,

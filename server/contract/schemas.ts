@@ -185,10 +185,21 @@ const trafficFields = {
   download_speed: speed('Download speed limit in bytes per second.'),
   upload_speed: speed('Upload speed limit in bytes per second.'),
 };
+/** The highest max_devices (a client's device rows stay bounded). */
+export const MAX_DEVICES = 1000;
 const clientFields = {
   ...trafficFields,
   max_sessions: Type.Integer({ minimum: 0, maximum: MAX_SAFE, description: 'Sessions of one client with open connections at once.' }),
   max_reconnections: Type.Integer({ minimum: 0, maximum: MAX_SAFE, description: 'Connections after the first for one reusable session.' }),
+  max_devices: Type.Integer({
+    minimum: 0,
+    maximum: MAX_DEVICES,
+    ...ext,
+    description:
+      'Extension: the most devices (apps sending `x-hwid`) that may fetch one client\'s subscription feed; 0 or absent: no limit. ' +
+      'Beyond it a new device gets no links (`x-hwid-max-devices-reached: true`), and an app sending no `x-hwid` gets none either ' +
+      '(`x-hwid-not-supported: true`). Only the feed reads it: connections are not limited by it.',
+  }),
 };
 
 type Optionals<F extends Record<string, TSchema>> = { [K in keyof F]: TOptional<F[K]> };

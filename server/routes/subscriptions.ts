@@ -16,6 +16,7 @@ import { apiActor, type AuditTrail } from '../audit/trail.ts';
 import { sendError } from '../plugins/errors.ts';
 import { formatForUserAgent, isKnownClient, USER_AGENT_TABLE } from '../subscriptions/formats.ts';
 import { PAGE_CSP } from '../subscriptions/page.ts';
+import { deviceOf } from '../subscriptions/devices.ts';
 import type { SubscriptionService } from '../subscriptions/service.ts';
 import { bearer, noBody, responses } from './common.ts';
 
@@ -106,7 +107,7 @@ export async function subscriptionFeedRoutes(app: FastifyInstance, subs: Subscri
   app.get<{ Params: { secret: string }; Querystring: { format?: string } }>('/sub/:secret', {
     schema: {
       summary: 'A client\'s subscription feed (extension; the URL secret is the credential)',
-      description: `The client's usable sessions (not ended, not paused). Format: ?format= (singbox is read as sing-box), else from the User-Agent (${uaTable}; others → base64); a browser (Accept: text/html, no known app) gets a page with the usage, the expiry and an import button and QR code per app. Headers: subscription-userinfo, profile-update-interval, profile-title, content-disposition. An unknown or revoked secret is 404; after too many of those an address (IPv6: its /64) gets 429 for them for the rest of the window; a valid secret is always answered.`,
+      description: `The client's usable sessions (not ended, not paused). Format: ?format= (singbox is read as sing-box), else from the User-Agent (${uaTable}; others → base64); a browser (Accept: text/html, no known app) gets a page with the usage, the expiry and an import button and QR code per app. Headers: subscription-userinfo, profile-update-interval, profile-title, content-disposition. Device limits (the client's max_devices): an app sending x-hwid (with x-device-os, x-ver-os, x-device-model) registers its device; while max_devices is set, a new device beyond it gets 200 with an empty body, x-hwid-max-devices-reached: true and an announce saying why, and an app sending no x-hwid gets the same with x-hwid-not-supported: true; a malformed x-hwid is 400. An unknown or revoked secret is 404; after too many of those an address (IPv6: its /64) gets 429 for them for the rest of the window; a valid secret is always answered.`,
       tags: ['subscriptions'],
       params: SubscriptionFeedParams,
       querystring: SubscriptionFeedQuery,
@@ -144,7 +145,10 @@ export async function subscriptionFeedRoutes(app: FastifyInstance, subs: Subscri
         return reply.code(200).type('text/html; charset=utf-8').send(html);
       }
       const format = asked === undefined ? formatForUserAgent(ua) : ((SUBSCRIPTION_FORMAT_ALIASES as Record<string, SubscriptionFormat>)[asked] ?? (asked as SubscriptionFormat));
-      const feed = await subs.feed(row, format);
+      // An app that sends x-hwid registers its device; with max_devices set, a device beyond it
+      // (or an app sending none) gets no links (subscriptions/devices.ts). A malformed x-hwid: 400.
+      const verdict = await subs.devices.admit(row.customer_id, row.client_id, deviceOf(request.headers));
+      const feed = await subs.feed(row, format, verdict);
       reply.headers(feed.headers);
       return reply.code(200).type(feed.contentType).send(feed.body);
     },

@@ -2,6 +2,7 @@
 // (store.ts), PostgreSQL's PgStore (pg/store.ts) and the control plane's async seam (control.ts)
 // are this table bound to a runner; nothing else lists the operations.
 import { auditOps } from './repos/audit.ts';
+import { deviceOps } from './repos/devices.ts';
 import { eventOps } from './repos/events.ts';
 import { grantOps } from './repos/grants.ts';
 import { limitOps } from './repos/limits.ts';
@@ -29,6 +30,7 @@ export const STORE_OPS = {
   ...usageOps,
   ...auditOps,
   ...quotaOps,
+  ...deviceOps,
 };
 
 export type StoreOps = typeof STORE_OPS;

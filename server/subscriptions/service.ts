@@ -14,6 +14,7 @@ import { MissLimiter, type MissLimiterOptions } from './miss-limiter.ts';
 import { SECRET_SHAPE, SubscriptionSecrets } from './secret.ts';
 import { subscriptionPage } from './page.ts';
 import { checkSettingsPatch, settingsHeaders } from './settings.ts';
+import { DeviceService, refusalHeaders, type DeviceStore, type DeviceVerdict } from './devices.ts';
 import { clientUsage, userinfoHeader, type ClientUsage, type UsageStore } from './userinfo.ts';
 
 /** Hours between two polls, as clients read `profile-update-interval`. */
@@ -25,7 +26,7 @@ export interface SubscriptionFeed extends RenderedSubscription {
 
 /** What the subscription use cases read besides their own rows. */
 export interface SubscriptionDeps {
-  data: UsageStore;
+  data: UsageStore & DeviceStore;
   sessions: Pick<SessionService, 'views'>;
   settings: { link: LinkSettings };
   tls: Pick<TlsCertificates, 'current'>;
@@ -38,6 +39,8 @@ type SessionView = Awaited<ReturnType<SessionService['views']>>[number];
 export class SubscriptionService {
   readonly store: SubscriptionData;
   readonly misses: MissLimiter;
+  /** The devices that fetched each client's feed, and its max_devices (devices.ts). */
+  readonly devices: DeviceService;
   private readonly ctx: SubscriptionDeps;
   private readonly loadKey: () => Promise<Buffer>;
   private secretsCache: Promise<SubscriptionSecrets> | undefined;
@@ -48,6 +51,7 @@ export class SubscriptionService {
     this.store = store;
     this.loadKey = loadKey;
     this.misses = new MissLimiter(missLimit);
+    this.devices = new DeviceService(ctx.data);
   }
 
   /** The key is read (or made) on first use, not at start: servers without subscriptions never write it. */
@@ -134,10 +138,17 @@ export class SubscriptionService {
     return clientUsage(this.ctx.data, row.customer_id, row.client_id, views.map((v) => v.expires_at ?? null), now);
   }
 
-  async feed(row: SubscriptionRow, format: SubscriptionFormat): Promise<SubscriptionFeed> {
+  /**
+   * The feed the device verdict allows: the format's links (`x-hwid-active` while a device limit
+   * is in force), or, refused, no links at all: 200, an empty text body, the `x-hwid-*` flags and
+   * an `announce` that says why (devices.ts), as the apps that send `x-hwid` expect.
+   */
+  async feed(row: SubscriptionRow, format: SubscriptionFormat, verdict: DeviceVerdict = { serve: true, limited: false }): Promise<SubscriptionFeed> {
     const title = `VPN Access Desk: ${row.client_id}`;
     const views = await this.usable(row);
-    const rendered = render(format, this.entries(row, views), title);
+    const rendered: RenderedSubscription = verdict.serve
+      ? render(format, this.entries(row, views), title)
+      : { body: '', contentType: 'text/plain; charset=utf-8', extension: 'txt' };
     const usage = await this.usage(row, views, Date.now());
     const settings = await this.settings(row.customer_id);
     const fileBase = `vpn-access-${row.client_id.replace(/[^A-Za-z0-9._-]/g, '_')}`;
@@ -148,12 +159,15 @@ export class SubscriptionService {
         'subscription-userinfo': userinfoHeader(usage),
         'profile-update-interval': String(UPDATE_INTERVAL_HOURS),
         'profile-title': `base64:${Buffer.from(title, 'utf8').toString('base64')}`,
-        'content-disposition': `attachment; filename="${fileBase}.${rendered.extension}"; filename*=UTF-8''${encodeURIComponent(`${title}.${rendered.extension}`)}`,
+        ...(verdict.serve
+          ? { 'content-disposition': `attachment; filename="${fileBase}.${rendered.extension}"; filename*=UTF-8''${encodeURIComponent(`${title}.${rendered.extension}`)}` }
+          : {}),
         'cache-control': 'no-store',
         'x-content-type-options': 'nosniff',
         'referrer-policy': 'no-referrer',
-        // The owner's support link, web page and announcement, when set.
+        // The owner's support link, web page and announcement, when set; a refusal's own announce replaces the owner's.
         ...settingsHeaders(settings),
+        ...(verdict.serve ? (verdict.limited ? { 'x-hwid-active': 'true' } : {}) : refusalHeaders(verdict)),
       },
     };
   }

@@ -72,3 +72,9 @@ test('refusalByLimits: a session at its open-connection cap is refused', () => {
   assert.equal(refusalByLimits(facts({ openConnections: 64, maxOpenConnections: 64 })), 'too_many_connections');
   assert.equal(refusalByLimits(facts({ openConnections: 1000 })), undefined, 'no cap given, none applied');
 });
+
+test('refusalByLimits: max_devices (a subscription-feed limit) is never an admission limit', () => {
+  const limits = { client: { max_devices: 1 }, global: { max_devices: 1 }, session: { max_devices: 1 } } as LimitFacts['limits'];
+  const big = { up: 10 ** 12, down: 10 ** 12 };
+  assert.equal(refusalByLimits(facts({ limits, activeSessionsOfClient: 50, connections: 9, totals: { session: big, client: big, customer: big } })), undefined);
+});

@@ -189,3 +189,28 @@ test('Xray JSON with TLS and the share-link TLS parameters (fp, alpn, pcs, vcn) 
     rmSync(work, { recursive: true, force: true });
   }
 });
+
+test('max_devices limits feeds, never connections: a refused device gets no links, the session still carries traffic through v2ray', async () => {
+  const [id] = await sessionsOf('sub-devices', 1);
+  const sub = await api('PUT', '/subscriptions/sub-devices');
+  assert.equal((await api('PATCH', '/customer/limits/client', { max_devices: 1 })).status, 200);
+  try {
+    const first = await fetch(sub.json.url, { headers: { 'user-agent': 'Happ/3.2.1', 'x-hwid': 'phone-1' } });
+    const [link] = Buffer.from(await first.text(), 'base64').toString('utf8').split('\n');
+    assert.equal(parseVlessLink(link).id, id);
+    const second = await fetch(sub.json.url, { headers: { 'user-agent': 'Happ/3.2.1', 'x-hwid': 'laptop-2' } });
+    assert.equal(second.headers.get('x-hwid-max-devices-reached'), 'true');
+    assert.equal(await second.text(), '');
+    // The data plane never reads max_devices: the link the first device got still carries a download.
+    const v = await startV2rayClient(parseVlessLink(link));
+    try {
+      const r = await curlSocks(v.socksPort, files.url('/file/f'));
+      assert.equal(r.code, 0, r.stderr + v.output());
+      assert.equal(sha256(r.body), sha256(files.files.get('f')!));
+    } finally {
+      await v.close();
+    }
+  } finally {
+    assert.equal((await api('DELETE', '/customer/limits/client')).status, 204);
+  }
+});

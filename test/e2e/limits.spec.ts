@@ -3,7 +3,7 @@ import type { LimitTab, LimitFieldName } from './pages.ts';
 
 const CASES: Array<{ tab: LimitTab; scope: string; fields: LimitFieldName[] }> = [
   { tab: 'Global', scope: 'global', fields: ['Downloaded bytes', 'Uploaded bytes', 'Download speed', 'Upload speed'] },
-  { tab: 'Client', scope: 'client', fields: ['Downloaded bytes', 'Uploaded bytes', 'Download speed', 'Upload speed', 'Max sessions', 'Max reconnections'] },
+  { tab: 'Client', scope: 'client', fields: ['Downloaded bytes', 'Uploaded bytes', 'Download speed', 'Upload speed', 'Max sessions', 'Max reconnections', 'Max devices'] },
   { tab: 'Session', scope: 'session', fields: ['Downloaded bytes', 'Uploaded bytes', 'Download speed', 'Upload speed'] },
 ];
 

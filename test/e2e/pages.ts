@@ -4,7 +4,7 @@ import { expect, type Locator, type Page } from '@playwright/test';
 
 export type NavName = 'Sessions' | 'New session' | 'Dashboard' | 'Limits' | 'Events' | 'Proxy' | 'Settings';
 export type LimitTab = 'Global' | 'Client' | 'Session';
-export type LimitFieldName = 'Downloaded bytes' | 'Uploaded bytes' | 'Download speed' | 'Upload speed' | 'Max sessions' | 'Max reconnections';
+export type LimitFieldName = 'Downloaded bytes' | 'Uploaded bytes' | 'Download speed' | 'Upload speed' | 'Max sessions' | 'Max reconnections' | 'Max devices';
 
 export class AppPage {
   readonly page: Page;

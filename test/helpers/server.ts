@@ -200,6 +200,8 @@ export function allRoutes(sessionId: string): { method: 'GET' | 'POST' | 'PUT' |
     { method: 'DELETE', url: '/v2/subscriptions/client-1' },
     { method: 'GET', url: '/v2/usage' },
     { method: 'GET', url: '/v2/audit' },
+    { method: 'GET', url: '/v2/clients/client-1/devices' },
+    { method: 'DELETE', url: '/v2/clients/client-1/devices/hwid-1' },
   ];
   for (const scope of ['global', 'client', 'session']) {
     out.push({ method: 'GET', url: `/v2/customer/limits/${scope}` });

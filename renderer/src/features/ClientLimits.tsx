@@ -9,7 +9,7 @@ import { deleteClientLimits, loadClientLimits, saveClientLimits, useStore } from
 import { routeHref } from '../store/routing.ts';
 import { selectClient, selectClientsLoad, selectOverride } from '../store/selectors.ts';
 
-const OVERRIDE_FIELDS: FormField[] = [...FIELDS.client, 'max_devices'];
+const OVERRIDE_FIELDS: FormField[] = FIELDS.client;
 const IDLE = { load: 'idle', record: null, error: null, saving: false } as const;
 
 /** "In force: 2.00 GB, from this override" / "…, from the template" / "No limit in force". */

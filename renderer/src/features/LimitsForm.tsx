@@ -9,8 +9,8 @@ import type { ApiErrorInfo } from '../../../common/result.ts';
 import { formatBytes, formatDateTime, formatSpeed, parseAmount } from '../lib/format.ts';
 import { ErrorBanner, FormRow, Spinner } from '../components/ui.tsx';
 
-/** Every amount a form may show: the record's, and a client's device limit. */
-export type FormField = LimitField | 'max_devices';
+/** Every amount a form may show. */
+export type FormField = LimitField;
 export const META: Record<FormField, { label: string; kind: 'bytes' | 'speed' | 'count'; help: string }> = {
   downloaded_bytes: { label: 'Downloaded bytes', kind: 'bytes', help: 'Total download allowed, e.g. 500 MB or 2 GB.' },
   uploaded_bytes: { label: 'Uploaded bytes', kind: 'bytes', help: 'Total upload allowed, e.g. 100 MB.' },
@@ -18,7 +18,7 @@ export const META: Record<FormField, { label: string; kind: 'bytes' | 'speed' | 
   upload_speed: { label: 'Upload speed', kind: 'speed', help: 'Bytes per second, e.g. 256 KB/s.' },
   max_sessions: { label: 'Max sessions', kind: 'count', help: 'Sessions of one client with open connections at the same time.' },
   max_reconnections: { label: 'Max reconnections', kind: 'count', help: 'Connections after the first that one reusable session may open.' },
-  max_devices: { label: 'Max devices', kind: 'count', help: 'Devices (told apart by their hardware id) that may fetch the subscription.' },
+  max_devices: { label: 'Max devices', kind: 'count', help: "Devices (apps sending a device id) that may fetch the client's subscription; 0 or empty: no limit; at most 1000." },
 };
 const MAX = Number.MAX_SAFE_INTEGER;
 export const PERIODS: Array<{ value: ResetPeriod; label: string }> = [
@@ -42,6 +42,7 @@ function validate(field: FormField, text: string): { value: number | null; error
   if (value === null) return { value, error: null };
   if (Number.isNaN(value)) return { value, error: kind === 'count' ? 'Enter a whole number.' : 'Enter a number, optionally with a unit: 1048576, 512 KB, 1.5 GB.' };
   if (value > MAX) return { value, error: 'That number is too large.' };
+  if (field === 'max_devices' && value > 1000) return { value, error: 'At most 1000 devices.' };
   if (kind === 'speed' && value < 1) return { value, error: 'A speed limit must be at least 1 byte per second.' };
   return { value, error: null };
 }

@@ -11,7 +11,7 @@ import { LimitsForm, type FormField } from './LimitsForm.tsx';
 const SCOPES: LimitScope[] = ['global', 'client', 'session'];
 export const FIELDS: Record<LimitScope, FormField[]> = {
   global: ['downloaded_bytes', 'uploaded_bytes', 'download_speed', 'upload_speed'],
-  client: ['downloaded_bytes', 'uploaded_bytes', 'download_speed', 'upload_speed', 'max_sessions', 'max_reconnections'],
+  client: ['downloaded_bytes', 'uploaded_bytes', 'download_speed', 'upload_speed', 'max_sessions', 'max_reconnections', 'max_devices'],
   session: ['downloaded_bytes', 'uploaded_bytes', 'download_speed', 'upload_speed'],
 };
 const DESCRIPTION: Record<LimitScope, string> = {

@@ -34,6 +34,21 @@ const SHARED: string[] = [
     announce TEXT,
     updated_at TEXT NOT NULL
   );`,
+  // 16: the devices that fetched a client's subscription feed with an `x-hwid` header
+  // (server/store/repos/devices.ts), for the client's max_devices; newest last_seen first.
+  `CREATE TABLE IF NOT EXISTS client_devices (
+    customer_id TEXT NOT NULL REFERENCES customers(id),
+    client_id TEXT NOT NULL,
+    hwid TEXT NOT NULL,
+    device_os TEXT,
+    os_version TEXT,
+    device_model TEXT,
+    user_agent TEXT,
+    first_seen TEXT NOT NULL,
+    last_seen TEXT NOT NULL,
+    PRIMARY KEY (customer_id, client_id, hwid)
+  );
+  CREATE INDEX IF NOT EXISTS client_devices_last_seen ON client_devices (customer_id, client_id, last_seen);`,
 ];
 
 export const MIGRATIONS: readonly Migration[] = [...SQLITE_LEGACY.map((sqlite, i) => ({ sqlite, postgres: PG_LEGACY[i] })), ...SHARED];
