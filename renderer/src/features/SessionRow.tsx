@@ -47,7 +47,7 @@ export function SessionRow({ id, index, top, now }: { id: string; index: number;
           {s.client_id}
         </a>
         <span className="c-sub muted small">
-          {s.zone} · {client || active ? lastSeenWords(client?.last_seen, active, now) : ''}
+          {client || active ? `${s.zone} · ${lastSeenWords(client?.last_seen, active, now)}` : s.zone}
         </span>
       </span>
       <span role="cell" className="c-status">

@@ -1,0 +1,176 @@
+// Clients as first-class, in the window: the client page's limits override saved there and
+// enforced by real v2ray traffic (the client goes over quota, and says so in the Clients and
+// Sessions lists); Disable from the client page, with its question, shown in both lists and on
+// the session's link; Reset usage; the devices a subscription fetch with `x-hwid` registers,
+// listed and removed; links that can carry no traffic greyed with the reason. Screenshots in
+// light and dark (test-results/clients-*/).
+import { test, expect } from './fixtures.ts';
+import type { Page, TestInfo } from '@playwright/test';
+import { curlViaSocks, startOrigin, startV2ray, type Configuration } from './vless.ts';
+
+interface Session { id: string; client_id: string; configuration: Configuration; status: string }
+interface Client { client_id: string; status: string; disabled: boolean; limits: Record<string, unknown>; limit_sources: Record<string, string>; period: null | { downloaded_bytes: number } }
+
+const shot = async (page: Page, testInfo: TestInfo, name: string) => {
+  const path = testInfo.outputPath(`${name}.png`);
+  await page.screenshot({ path, fullPage: true });
+  await testInfo.attach(name, { path, contentType: 'image/png' });
+};
+
+for (const scheme of ['light', 'dark'] as const) {
+  test(`an override set on the client page is enforced; over quota and disabled show in both lists (${scheme})`, async ({ app, backend }, testInfo) => {
+    test.setTimeout(120_000);
+    const page = app.page;
+    await page.emulateMedia({ colorScheme: scheme });
+    const client = `capped-${scheme}-${Date.now()}`;
+    const enc = encodeURIComponent(client);
+    const { body: s } = await backend.api<Session>('POST', '/sessions', { client_id: client, zone: 'de-fra', reusable: true });
+    await page.reload();
+    await app.waitReady();
+
+    // The override, from the client page: the field says where the value in force comes from.
+    await app.openClient(client);
+    await expect(page.getByTestId('limits-unset')).toContainText('No override');
+    await page.getByLabel('Downloaded bytes', { exact: true }).fill('256 KB');
+    await page.getByLabel('Byte caps renew', { exact: true }).selectOption('day');
+    await page.getByRole('button', { name: 'Save override', exact: true }).click();
+    await expect(page.getByTestId('source-downloaded_bytes')).toContainText("256 KB, from this client's override");
+    const { body: override } = await backend.api<Record<string, unknown>>('GET', `/clients/${enc}/limits`);
+    expect(override).toMatchObject({ downloaded_bytes: 262_144, reset_period: 'day' });
+    const { body: before } = await backend.api<Client>('GET', `/clients/${enc}`);
+    expect(before.limits.downloaded_bytes).toBe(262_144);
+    expect(before.limit_sources.downloaded_bytes).toBe('override');
+
+    // Real traffic past the cap: the client is over quota, and every list says so in words.
+    const origin = await startOrigin();
+    const v2ray = await startV2ray(s.configuration);
+    try {
+      await curlViaSocks(v2ray.socksPort, `${origin.url}/bytes?n=${2 * 1024 * 1024}`, 15).done;
+    } finally {
+      await v2ray.stop();
+      await origin.close();
+    }
+    await expect(page.getByTestId('client-status')).toContainText('over quota until', { timeout: 20_000 });
+    expect((await backend.api<Client>('GET', `/clients/${enc}`)).body.status).toBe('over_quota');
+    await expect(page.getByRole('meter', { name: `Usage of ${client} against its byte cap` })).toHaveAttribute('aria-valuenow', '100');
+    await shot(page, testInfo, `${scheme}-client-over-quota`);
+    await app.go('Clients');
+    await expect(page.locator(`tr[data-client-id="${client}"]`)).toContainText('over quota until');
+    await shot(page, testInfo, `${scheme}-clients-over-quota`);
+    await app.go('Sessions');
+    const row = page.locator(`[data-session-id="${s.id}"]`);
+    await expect(row).toContainText('over quota until');
+    await expect(row.getByRole('meter')).toHaveAttribute('aria-valuenow', '100');
+    await shot(page, testInfo, `${scheme}-sessions-over-quota`);
+
+    // Reset usage (asked first): the count starts over, the client may connect again.
+    await app.openClient(client);
+    await page.getByRole('button', { name: 'Reset usage', exact: true }).click();
+    await expect(page.getByRole('alertdialog')).toContainText('start over from zero');
+    await page.getByRole('alertdialog').getByRole('button', { name: 'Reset usage' }).click();
+    await expect(page.getByTestId('client-status')).not.toContainText('over quota');
+    expect((await backend.api<Client>('GET', `/clients/${enc}`)).body.status).not.toBe('over_quota');
+
+    // Disable (asked first, saying it cuts live connections): both lists and the link say so.
+    await page.getByRole('button', { name: 'Disable', exact: true }).click();
+    await expect(page.getByRole('alertdialog')).toContainText('live connections are cut');
+    await page.getByRole('button', { name: 'Disable now', exact: true }).click();
+    await expect(page.getByTestId('client-status')).toContainText('disabled');
+    expect((await backend.api<Client>('GET', `/clients/${enc}`)).body.disabled).toBe(true);
+    await app.go('Clients');
+    await expect(page.locator(`tr[data-client-id="${client}"]`)).toContainText('disabled');
+    await app.go('Sessions');
+    await expect(row).toContainText('client disabled');
+    await shot(page, testInfo, `${scheme}-sessions-disabled`);
+    await app.openSession(s.id);
+    await expect(page.getByTestId('link-blocked')).toContainText('is disabled');
+    await expect(page.getByRole('button', { name: 'Copy link' })).toBeEnabled();
+    await shot(page, testInfo, `${scheme}-session-disabled`);
+
+    // Enable again; remove the override: the template applies.
+    await app.openClient(client);
+    await page.getByRole('button', { name: 'Enable', exact: true }).click();
+    await expect(page.getByTestId('client-status')).not.toContainText('disabled');
+    await page.getByRole('button', { name: 'Remove override', exact: true }).click();
+    await expect(page.getByTestId('limits-unset')).toBeVisible();
+    expect((await backend.api('GET', `/clients/${enc}/limits`)).status).toBe(404);
+  });
+}
+
+test('devices registered by subscription fetches with x-hwid are listed, and Remove removes one', async ({ app, backend }, testInfo) => {
+  const page = app.page;
+  const client = `devices-${Date.now()}`;
+  const enc = encodeURIComponent(client);
+  await backend.api<Session>('POST', '/sessions', { client_id: client, zone: 'de-fra', reusable: true });
+  const { body: sub } = await backend.api<{ url: string }>('PUT', `/subscriptions/${enc}`);
+  for (const d of [
+    { 'x-hwid': 'e2e-hw-pixel', 'x-device-os': 'Android', 'x-ver-os': '14', 'x-device-model': 'Pixel 8', 'user-agent': 'v2rayNG/1.9.0' },
+    { 'x-hwid': 'e2e-hw-iphone', 'x-device-os': 'iOS', 'x-ver-os': '17.5', 'x-device-model': 'iPhone 15', 'user-agent': 'Shadowrocket/2.2' },
+  ]) {
+    const res = await fetch(sub.url, { headers: d });
+    expect(res.status).toBe(200);
+  }
+  await page.reload();
+  await app.waitReady();
+  await app.openClient(client);
+  const table = page.getByRole('table', { name: `Devices of ${client}` });
+  await expect(table.locator('tbody tr')).toHaveCount(2);
+  await expect(table.locator('tr[data-hwid="e2e-hw-pixel"]')).toContainText('Android 14');
+  await expect(table.locator('tr[data-hwid="e2e-hw-iphone"]')).toContainText('iPhone 15');
+  await page.getByRole('table', { name: `Devices of ${client}` }).scrollIntoViewIfNeeded();
+  await shot(page, testInfo, 'devices');
+  await page.getByRole('button', { name: 'Remove device Pixel 8', exact: true }).click();
+  await expect(table.locator('tbody tr')).toHaveCount(1);
+  const { body } = await backend.api<{ devices: Array<{ hwid: string }> }>('GET', `/clients/${enc}/devices`);
+  expect(body.devices.map((d) => d.hwid)).toEqual(['e2e-hw-iphone']);
+});
+
+test('a link that can carry no traffic is greyed with the reason: copyable while paused, not once ended', async ({ app, backend }, testInfo) => {
+  test.setTimeout(60_000);
+  const page = app.page;
+  const client = `links-${Date.now()}`;
+  const { body: paused } = await backend.api<Session>('POST', '/sessions', { client_id: client, zone: 'de-fra', reusable: true });
+  const { body: once } = await backend.api<Session>('POST', '/sessions', { client_id: client, zone: 'de-fra', reusable: false });
+  await backend.api('PATCH', `/sessions/${paused.id}/pause`);
+  // The one-connection session carries one real connection, and then it has ended.
+  const origin = await startOrigin();
+  const v2ray = await startV2ray(once.configuration);
+  try {
+    expect((await curlViaSocks(v2ray.socksPort, `${origin.url}/bytes?n=1024`).done).code).toBe(0);
+  } finally {
+    await v2ray.stop();
+    await origin.close();
+  }
+  await expect.poll(async () => (await backend.api<Session>('GET', `/sessions/${once.id}`)).body.status, { timeout: 15_000 }).toBe('ended');
+  await page.reload();
+  await app.waitReady();
+
+  // In the list: the badges in words, and the row's Copy link refused only for the ended one.
+  const pausedRow = page.locator(`[data-session-id="${paused.id}"]`);
+  const endedRow = page.locator(`[data-session-id="${once.id}"]`);
+  await expect(pausedRow.locator('[data-badge="paused"]')).toBeVisible();
+  await expect(endedRow.locator('[data-badge="ended"]')).toBeVisible();
+  await expect(pausedRow.getByRole('button', { name: `Copy the link of ${client}'s session` })).toBeEnabled();
+  await expect(endedRow.getByRole('button', { name: `Copy the link of ${client}'s session` })).toBeDisabled();
+  await expect(pausedRow.getByRole('button', { name: `Resume the session of ${client}` })).toBeEnabled();
+  await expect(endedRow.getByRole('button', { name: `Pause the session of ${client}` })).toBeDisabled();
+
+  // A row's Resume is a real button: the session is resumed without leaving the list.
+  await pausedRow.getByRole('button', { name: `Resume the session of ${client}` }).click();
+  await expect(pausedRow.locator('[data-badge="paused"]')).toHaveCount(0);
+  await expect(page.getByRole('heading', { level: 1, name: 'Sessions' })).toBeVisible();
+  await pausedRow.getByRole('button', { name: `Pause the session of ${client}` }).click();
+  await expect(pausedRow.locator('[data-badge="paused"]')).toBeVisible();
+
+  await app.openSession(paused.id);
+  await expect(page.getByTestId('link-blocked')).toContainText('paused');
+  await expect(page.getByTestId('link-blocked')).toHaveAttribute('data-final', 'false');
+  await expect(page.getByRole('button', { name: 'Copy link' })).toBeEnabled();
+  await shot(page, testInfo, 'link-paused');
+  await app.openSession(once.id);
+  await expect(page.getByTestId('link-blocked')).toContainText('has ended');
+  await expect(page.getByTestId('link-blocked')).toHaveAttribute('data-final', 'true');
+  await expect(page.getByRole('button', { name: 'Copy link' })).toBeDisabled();
+  await expect(page.getByRole('img', { name: /QR code of the configuration link \(no longer works\)/ })).toBeVisible();
+  await shot(page, testInfo, 'link-ended');
+});
