@@ -23,6 +23,7 @@ import { registerMetrics } from './http/metrics.ts';
 import { installErrorHandling } from './plugins/errors.ts';
 import { eventRoutes } from './routes/events.ts';
 import { limitRoutes } from './routes/limits.ts';
+import { clientRoutes } from './routes/clients.ts';
 import { metaRoutes } from './routes/meta.ts';
 import { sessionRoutes } from './routes/sessions.ts';
 import { zoneRoutes } from './routes/zones.ts';
@@ -121,6 +122,7 @@ async function registerRoutes(app: FastifyInstance, opts: ServerOptions, config:
       await sessionRoutes(v2, services);
       await eventRoutes(v2, services);
       await limitRoutes(v2, services);
+      await clientRoutes(v2, services);
       await metaRoutes(v2, services);
       await usageRoutes(v2, services);
       await auditRoutes(v2, services);

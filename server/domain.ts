@@ -40,6 +40,18 @@ export interface LimitValues {
   max_devices?: number;
 }
 
+/**
+ * Extension (clients): what the owner set for one client, as the data planes enforce it: disabled,
+ * its expiry, its override of the client limits template (fields replacing the template's), and
+ * its last usage reset (epoch ms, and its lifetime totals then: its caps count from there).
+ */
+export interface ClientControl {
+  disabled: boolean;
+  expires_at: string | null;
+  limits: LimitValues;
+  reset: { at: number; up: number; down: number } | null;
+}
+
 export interface RuntimePatch {
   status?: SessionStatus;
   uploaded_bytes?: number;

@@ -32,6 +32,8 @@ import { DisposableStore } from '../common/disposable-store.ts';
 import { openSqlite } from './backend/sqlite.ts';
 import { LimitsService } from './limits.ts';
 import { PauseService } from './pause.ts';
+import { ClientsService } from './clients/service.ts';
+import { wallClock } from './time.ts';
 
 /** Settings live with the rest of the resolved configuration; re-exported for the routes' callers. */
 export type { Settings } from './http/config.ts';
@@ -60,6 +62,8 @@ export interface Services {
   limits: LimitsService;
   /** Pause and resume (server/pause.ts). */
   pause: PauseService;
+  /** Clients as records (server/clients/service.ts): list, read, disable, expiry, limits override, usage reset, limitsInForce. */
+  clients: ClientsService;
   dataPlane: DataPlane | null;
   /** The certificate of every listener; `reload()` re-reads given files (SIGHUP). */
   tls: TlsCertificates;
@@ -173,6 +177,7 @@ async function compose(opts: ServerOptions, config: ResolvedConfig, tls: TlsCert
     sessions,
     limits: new LimitsService({ data, sessions, dataPlane: () => dataPlane, webhooks, changes, audit }),
     pause: new PauseService({ data, sessions, webhooks, audit }),
+    clients: new ClientsService({ data, sessions, dataPlane: () => dataPlane, webhooks, changes, audit, now: wallClock }),
     dataPlane,
     tls,
     log,

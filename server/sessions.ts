@@ -8,6 +8,7 @@ import type { Session, SessionCreateRequest, SessionList, SessionListQuery, Sess
 import type { DataPlane } from './dataplane/api.ts';
 import type { LimitValues, Logger, SessionRow } from './domain.ts';
 import { baseKeyOf, isPeriodic, periodOf } from './contract/period.ts';
+import { clientBlock } from './contract/client-limits.ts';
 import { recordQuotaBases } from './quota/job.ts';
 import { buildConfiguration, buildLink, type LinkSettings } from './links.ts';
 import { LINK_ALPN, LINK_FP } from './tls/index.ts';
@@ -72,6 +73,9 @@ export class SessionService {
         supported: ['vless'],
       });
     }
+    // 422: well-formed, but the client it names may not connect (enabled again, or its expiry moved, it may).
+    const block = clientBlock(await this.store.getClient(customerId, body.client_id), wallClock());
+    if (block) throw new ApiError(block, `Client "${body.client_id}" is ${block === 'client_disabled' ? 'disabled' : 'past its expires_at'}: it may not connect, so no session is made for it.`, { client_id: body.client_id });
     const expiresAt = await this.expiryOf(customerId, body.expires_at);
     const placement = await this.zones.place(zone);
     if (!placement) {

@@ -24,13 +24,17 @@ export const AUDIT_ACTIONS = [
   'webhook.delete',
   'webhook.disable',
   'webhook.test',
+  'client.update',
+  'client.limits_update',
+  'client.limits_delete',
+  'client.reset_usage',
 ] as const;
 
 export const AuditQuery = Type.Object(
   {
     session_id: Type.Optional(Type.String({ maxLength: 200, description: 'Only changes of this session.' })),
     client_id: Type.Optional(Type.String({ pattern: CLIENT_ID_PATTERN, description: 'Only changes of this client\'s sessions or subscription.' })),
-    action: Type.Optional(Type.String({ pattern: '^[a-z]+\\.[a-z]+$', maxLength: 40, description: `One action: ${AUDIT_ACTIONS.join(', ')}.` })),
+    action: Type.Optional(Type.String({ pattern: '^[a-z]+\\.[a-z_]+$', maxLength: 40, description: `One action: ${AUDIT_ACTIONS.join(', ')}.` })),
     actor: Type.Optional(Type.String({ maxLength: 64, description: 'Only changes made with this token (its id, as `actor.token_id` shows it).' })),
     from: Type.Optional(DateTime),
     to: Type.Optional(DateTime),

@@ -187,7 +187,7 @@ const trafficFields = {
 };
 /** The highest max_devices (a client's device rows stay bounded). */
 export const MAX_DEVICES = 1000;
-const clientFields = {
+export const clientFields = {
   ...trafficFields,
   max_sessions: Type.Integer({ minimum: 0, maximum: MAX_SAFE, description: 'Sessions of one client with open connections at once.' }),
   max_reconnections: Type.Integer({ minimum: 0, maximum: MAX_SAFE, description: 'Connections after the first for one reusable session.' }),
@@ -205,12 +205,12 @@ const clientFields = {
 type Optionals<F extends Record<string, TSchema>> = { [K in keyof F]: TOptional<F[K]> };
 type Nullables<F extends Record<string, TSchema>> = { [K in keyof F]: TOptional<TUnion<[F[K], TNull]>> };
 
-function recordOf<F extends Record<string, TSchema>>(fields: F) {
+export function recordOf<F extends Record<string, TSchema>>(fields: F) {
   const props = {} as Record<string, TSchema>;
   for (const [k, v] of Object.entries(fields)) props[k] = Type.Optional(v);
   return Type.Object({ id: Type.String({ format: 'uuid' }), created_at: DateTime, updated_at: DateTime, ...(props as Optionals<F>) });
 }
-function updateOf<F extends Record<string, TSchema>>(fields: F) {
+export function updateOf<F extends Record<string, TSchema>>(fields: F) {
   const props = {} as Record<string, TSchema>;
   for (const [k, v] of Object.entries(fields)) props[k] = Type.Optional(Type.Union([v, Type.Null()]));
   return Type.Object(props as Nullables<F>, { additionalProperties: false, minProperties: 1 });

@@ -16,6 +16,7 @@ export const WEBHOOK_EVENT_KINDS = [
   'cap_reached',
   'expired',
   'limits_changed',
+  'client_changed',
   'webhook_disabled',
 ] as const;
 export type WebhookEventKind = (typeof WEBHOOK_EVENT_KINDS)[number];
@@ -31,12 +32,13 @@ export const WebhookEventKindValue = Type.Union(
     Type.Literal('cap_reached'),
     Type.Literal('expired'),
     Type.Literal('limits_changed'),
+    Type.Literal('client_changed'),
     Type.Literal('webhook_disabled'),
   ],
   {
     description:
-      'session_start, session_stats, session_heartbeat, session_end (the stream\'s events), session_paused, session_resumed, cap_reached, expired, limits_changed, ' +
-      'webhook_disabled (another endpoint of the customer was disabled by the server after failing).',
+      'session_start, session_stats, session_heartbeat, session_end (the stream\'s events), session_paused, session_resumed, cap_reached, expired, limits_changed (a client override too: scope client with its client_id), ' +
+      'client_changed (a client disabled or enabled, its expiry set, its usage reset), webhook_disabled (another endpoint of the customer was disabled by the server after failing).',
   },
 );
 

@@ -10,7 +10,8 @@
 // PostgreSQL view and the nodes through what they were sent. When the period turns they count
 // from the totals they see at that moment, so a session, client or customer over its cap is let
 // in again by itself, without any call.
-import type { Logger } from '../domain.ts';
+import type { LimitValues, Logger } from '../domain.ts';
+import { clientLimitsInForce } from '../contract/client-limits.ts';
 import { periodOf, ROLLING_KEY, ROLLING_MS } from '../contract/period.ts';
 import type { ControlStore } from '../store/control.ts';
 import { wallClock } from '../time.ts';
@@ -37,7 +38,34 @@ export async function recordQuotaBases(
   }
 }
 
-export function startQuotaJob(store: Pick<ControlStore, 'periodicLimits' | 'snapshotQuotaBases' | 'pruneQuotaBases'>, log: Logger, everyMs = 1000, now: () => number = wallClock): { stop(): void; runOnce(): Promise<void> } {
+/**
+ * Records one client's base for the period its caps in force count in (a client whose override
+ * has its own reset_period): when the override is set, and from the job once a second.
+ */
+export async function recordClientQuotaBase(
+  store: Pick<ControlStore, 'snapshotClientQuotaBase'>,
+  customerId: string,
+  clientId: string,
+  limits: LimitValues,
+  t = wallClock(),
+): Promise<void> {
+  const period = periodOf(limits, t);
+  if (!period) return;
+  if (period.kind === 'rolling_30d') await store.snapshotClientQuotaBase(customerId, clientId, ROLLING_KEY, t - ROLLING_MS);
+  else await store.snapshotClientQuotaBase(customerId, clientId, period.start);
+}
+
+type JobStore = Pick<ControlStore, 'periodicLimits' | 'snapshotQuotaBases' | 'pruneQuotaBases' | 'periodicClientOverrides' | 'snapshotClientQuotaBase' | 'getLimits'>;
+
+/** The bases of clients whose override has its own reset_period (the template's are recorded per scope). */
+async function recordOverrideBases(store: JobStore, t: number): Promise<void> {
+  for (const o of await store.periodicClientOverrides()) {
+    const limits = clientLimitsInForce(await store.getLimits(o.customer_id, 'client'), o.values).limits;
+    await recordClientQuotaBase(store, o.customer_id, o.client_id, limits, t);
+  }
+}
+
+export function startQuotaJob(store: JobStore, log: Logger, everyMs = 1000, now: () => number = wallClock): { stop(): void; runOnce(): Promise<void> } {
   let running: Promise<void> | null = null;
   let lastPrune = 0;
   const runOnce = (): Promise<void> =>
@@ -50,6 +78,7 @@ export function startQuotaJob(store: Pick<ControlStore, 'periodicLimits' | 'snap
           if (period.kind === 'rolling_30d') await store.snapshotQuotaBases(rec.customer_id, rec.scope, ROLLING_KEY, t - ROLLING_MS);
           else await store.snapshotQuotaBases(rec.customer_id, rec.scope, period.start);
         }
+        await recordOverrideBases(store, t);
         if (t - lastPrune > 3_600_000) {
           lastPrune = t;
           await store.pruneQuotaBases(t - PRUNE_AFTER_MS);

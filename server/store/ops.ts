@@ -3,6 +3,7 @@
 // are this table bound to a runner; nothing else lists the operations.
 import { auditOps } from './repos/audit.ts';
 import { deviceOps } from './repos/devices.ts';
+import { clientOps } from './repos/clients.ts';
 import { eventOps } from './repos/events.ts';
 import { grantOps } from './repos/grants.ts';
 import { limitOps } from './repos/limits.ts';
@@ -31,6 +32,7 @@ export const STORE_OPS = {
   ...auditOps,
   ...quotaOps,
   ...deviceOps,
+  ...clientOps,
 };
 
 export type StoreOps = typeof STORE_OPS;

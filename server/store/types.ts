@@ -13,3 +13,4 @@ export type { AuditInsert, AuditEntry, AuditFilter } from './repos/audit.ts';
 export { toAuditEntry, auditWhere } from './repos/audit.ts';
 export type { QuotaBase } from './repos/quota.ts';
 export type { EventInsert } from '../domain.ts';
+export type { ClientRow, ClientSessions } from './repos/clients.ts';

@@ -202,6 +202,13 @@ export function allRoutes(sessionId: string): { method: 'GET' | 'POST' | 'PUT' |
     { method: 'GET', url: '/v2/audit' },
     { method: 'GET', url: '/v2/clients/client-1/devices' },
     { method: 'DELETE', url: '/v2/clients/client-1/devices/hwid-1' },
+    { method: 'GET', url: '/v2/clients' },
+    { method: 'GET', url: '/v2/clients/client-1' },
+    { method: 'PATCH', url: '/v2/clients/client-1', body: { disabled: false } },
+    { method: 'GET', url: '/v2/clients/client-1/limits' },
+    { method: 'PATCH', url: '/v2/clients/client-1/limits', body: { downloaded_bytes: 1 } },
+    { method: 'DELETE', url: '/v2/clients/client-1/limits' },
+    { method: 'POST', url: '/v2/clients/client-1/reset-usage' },
   ];
   for (const scope of ['global', 'client', 'session']) {
     out.push({ method: 'GET', url: `/v2/customer/limits/${scope}` });

@@ -63,7 +63,7 @@ const LAYERS: Record<string, Layer> = {
     may: ['domain', 'contract', 'util', 'links', 'store', 'dataplane', 'events', 'tls', 'quota', 'cluster'],
     packages: ['node:'],
   },
-  'use-cases': { files: ['server/limits.ts', 'server/pause.ts'], may: ['domain', 'contract', 'store', 'dataplane', 'events', 'audit', 'quota', 'sessions'], packages: [] },
+  'use-cases': { files: ['server/limits.ts', 'server/pause.ts', 'server/clients/'], may: ['domain', 'contract', 'store', 'dataplane', 'events', 'audit', 'quota', 'sessions'], packages: [] },
   subscriptions: { files: ['server/subscriptions/'], may: ['domain', 'contract', 'common', 'key-file', 'links', 'store', 'tls', 'sessions'], packages: ['node:', 'yaml', 'qrcode'] },
   webhooks: { files: ['server/webhooks/'], may: ['domain', 'contract', 'util', 'key-file', 'store', 'dataplane', 'audit'], packages: ['node:'] },
   // The server's configuration and its HTTP parts (body, OpenAPI, guard, metrics, web UI, retention).

@@ -98,7 +98,7 @@ export function clientUsage(c: Client): Usage | null {
   const counts = c.period ?? c;
   let best: Usage | null = null;
   for (const direction of ['download', 'upload'] as const) {
-    const cap = c.limits[direction === 'download' ? 'downloaded_bytes' : 'uploaded_bytes'];
+    const cap = c.limits[direction === 'download' ? 'downloaded_bytes' : 'uploaded_bytes'] as number | undefined;
     if (cap === undefined || cap === null) continue;
     const used = direction === 'download' ? counts.downloaded_bytes : counts.uploaded_bytes;
     const fraction = cap <= 0 ? 1 : Math.min(1, used / cap);

@@ -49,6 +49,25 @@ const SHARED: string[] = [
     PRIMARY KEY (customer_id, client_id, hwid)
   );
   CREATE INDEX IF NOT EXISTS client_devices_last_seen ON client_devices (customer_id, client_id, last_seen);`,
+  // 17 (clients): one row per client the owner set something for (store/repos/clients.ts):
+  // disabled, its expiry, its override of the client limits template (a JSON object of fields,
+  // with the override record's id and times), and its last usage reset (totals then).
+  `CREATE TABLE IF NOT EXISTS clients (
+    customer_id TEXT NOT NULL REFERENCES customers(id),
+    client_id TEXT NOT NULL,
+    disabled {bool} NOT NULL,
+    expires_at TEXT,
+    limits_id TEXT,
+    limits TEXT,
+    limits_created_at TEXT,
+    limits_updated_at TEXT,
+    reset_at TEXT,
+    reset_up BIGINT,
+    reset_down BIGINT,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    PRIMARY KEY (customer_id, client_id)
+  );`,
 ];
 
 export const MIGRATIONS: readonly Migration[] = [...SQLITE_LEGACY.map((sqlite, i) => ({ sqlite, postgres: PG_LEGACY[i] })), ...SHARED];
