@@ -11,9 +11,15 @@ import { curlViaSocks, startOrigin, startV2ray, type Configuration } from './vle
 interface Session { id: string; client_id: string; configuration: Configuration; status: string }
 interface Client { client_id: string; status: string; disabled: boolean; limits: Record<string, unknown>; limit_sources: Record<string, string>; period: null | { downloaded_bytes: number } }
 
+/** The whole screen: the window made as tall as the content area's scroll height for the picture. */
 const shot = async (page: Page, testInfo: TestInfo, name: string) => {
   const path = testInfo.outputPath(`${name}.png`);
+  const size = page.viewportSize()!;
+  const tall = await page.locator('#content').evaluate((el) => el.scrollHeight + 60);
+  await page.setViewportSize({ width: size.width, height: Math.min(Math.max(tall, size.height), 4000) });
+  await page.waitForTimeout(150);
   await page.screenshot({ path, fullPage: true });
+  await page.setViewportSize(size);
   await testInfo.attach(name, { path, contentType: 'image/png' });
 };
 

@@ -7,7 +7,7 @@ export function Badges({ badges }: { badges: Badge[] }) {
   return (
     <span className="badges">
       {badges.map((b) => (
-        <span key={b.key} className={`badge tone-${b.tone}`} data-badge={b.key}>
+        <span key={b.key} className={`badge tone-${b.tone}`} data-badge={b.key} title={b.text}>
           {b.text}
         </span>
       ))}

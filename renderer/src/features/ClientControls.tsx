@@ -94,7 +94,7 @@ export function ClientStandingCard({ clientId }: { clientId: string }) {
   if (!c) return <div className="card">{error ? <ErrorBanner error={error} onRetry={() => void loadClient(clientId)} /> : <Spinner label="Loading the client…" />}</div>;
   const answer = (p: Promise<boolean>) => void p.then((ok) => ok && setAsking(null));
   return (
-    <div className="card">
+    <div className="card standing">
       <h2>Standing</h2>
       <Standing c={c} now={now} />
       <ExpiryRow c={c} pending={pending} />

@@ -30,7 +30,7 @@ export function ClientDevicesCard({ clientId }: { clientId: string }) {
           <ErrorBanner error={entry.error} />
           <table className="events table-cards devices-table" aria-label={`Devices of ${clientId}`}>
             <thead>
-              <tr>
+              <tr aria-label="Columns">
                 <th scope="col">Model</th>
                 <th scope="col">System</th>
                 <th scope="col">First seen</th>
@@ -44,7 +44,7 @@ export function ClientDevicesCard({ clientId }: { clientId: string }) {
               {entry.devices.map((d) => {
                 const name = d.device_model || d.user_agent || `device ${d.hwid.slice(0, 8)}`;
                 return (
-                  <tr key={d.hwid} data-hwid={d.hwid}>
+                  <tr key={d.hwid} data-hwid={d.hwid} aria-label={`Device ${name}`}>
                     <td data-label="Model" title={d.user_agent ?? undefined}>
                       {d.device_model || <span className="muted">unknown model</span>}
                     </td>

@@ -29,7 +29,7 @@ function ClientsTable({ ids, now }: { ids: string[]; now: number }) {
   return (
     <table className="events table-cards clients-table" aria-label="Clients">
       <thead>
-        <tr>
+        <tr aria-label="Columns">
           <th scope="col">Client</th>
           <th scope="col">Status</th>
           <th scope="col">Usage of cap</th>
@@ -40,15 +40,16 @@ function ClientsTable({ ids, now }: { ids: string[]; now: number }) {
       <tbody>
         {ids.map((id) => {
           const c = clients[id]!;
+          const badges = clientBadges(c, now);
           return (
-            <tr key={id} data-client-id={id}>
+            <tr key={id} data-client-id={id} aria-label={`${id}: ${badges.map((b) => b.text).join(', ')}`}>
               <td data-label="Client" className="c-client">
                 <a href={routeHref({ name: 'client', id })} aria-label={`Client ${id}`}>
                   {id}
                 </a>
               </td>
               <td data-label="Status">
-                <Badges badges={clientBadges(c, now)} />
+                <Badges badges={badges} />
               </td>
               <td data-label="Usage">
                 <UsageBar usage={clientUsage(c)} label={`Usage of ${id} against its byte cap`} />

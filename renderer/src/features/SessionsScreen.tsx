@@ -36,7 +36,7 @@ function ClientLinks() {
 function HeaderRow() {
   return (
     <div className="srow srow-head" role="row" aria-rowindex={1} aria-label="Columns">
-      <span role="columnheader">Client · zone · last seen</span>
+      <span role="columnheader">Client</span>
       <span role="columnheader">Status</span>
       <span role="columnheader">Usage of cap</span>
       <span role="columnheader" className="c-num">Uploaded</span>

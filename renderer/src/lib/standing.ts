@@ -3,7 +3,7 @@
 // whether that can change), and the usage against the byte cap in force. Pure: the caller
 // gives `now`, and test/unit/standing.test.ts pins them.
 import type { Client } from '../../../common/client-types.ts';
-import { formatBytes, formatDateTime } from './format.ts';
+import { formatBytes, formatDateTime, formatShortDateTime } from './format.ts';
 import { spanWords } from './when.ts';
 
 export type Tone = 'ok' | 'warn' | 'danger' | 'muted';
@@ -28,7 +28,7 @@ const passed = (iso: string | null | undefined, now: number) => !!iso && Date.pa
 const within = (iso: string | null | undefined, now: number, ms: number) => !!iso && Date.parse(iso) > now && Date.parse(iso) - now < ms;
 
 function overQuotaText(until: string | undefined): string {
-  return until ? `over quota until ${formatDateTime(until)}` : 'over quota (rolling 30 days)';
+  return until ? `over quota until ${formatShortDateTime(until)}` : 'over quota (rolling 30 days)';
 }
 
 /** The badges of a session row: its status, then every reason it carries no traffic, then warnings. */
@@ -50,7 +50,7 @@ export function sessionBadges(s: SessionLike, client: Client | undefined, now: n
 export function clientBadges(c: Client, now: number): Badge[] {
   const out: Badge[] = [];
   if (c.disabled || c.status === 'disabled') out.push({ key: 'disabled', text: 'disabled', tone: 'danger' });
-  else if (c.status === 'expired') out.push({ key: 'expired', text: `expired${c.expires_at ? ` ${formatDateTime(c.expires_at)}` : ''}`, tone: 'danger' });
+  else if (c.status === 'expired') out.push({ key: 'expired', text: `expired${c.expires_at ? ` ${formatShortDateTime(c.expires_at)}` : ''}`, tone: 'danger' });
   else if (c.status === 'over_quota') out.push({ key: 'over-quota', text: overQuotaText(c.over_quota_until), tone: 'danger' });
   else if (c.status === 'paused') out.push({ key: 'paused', text: 'paused', tone: 'warn' });
   else out.push({ key: 'status', text: c.status, tone: c.status === 'active' ? 'ok' : 'muted' });
