@@ -23,6 +23,21 @@ const shot = async (page: Page, testInfo: TestInfo, name: string) => {
   await testInfo.attach(name, { path, contentType: 'image/png' });
 };
 
+/** What is wider than the window: the document, the content area, or a control past the right edge. */
+const widerThanWindow = (page: Page) =>
+  page.evaluate(() => {
+    const out: string[] = [];
+    const de = document.documentElement;
+    if (de.scrollWidth > de.clientWidth) out.push(`document ${de.scrollWidth} > ${de.clientWidth}`);
+    const main = document.getElementById('content');
+    if (main && main.scrollWidth > main.clientWidth) out.push(`#content ${main.scrollWidth} > ${main.clientWidth}`);
+    for (const el of document.querySelectorAll<HTMLElement>('input, select, button, textarea, a.btn, [role="meter"]')) {
+      const r = el.getBoundingClientRect();
+      if (r.width > 0 && r.right > window.innerWidth + 0.5) out.push(`${el.tagName.toLowerCase()} "${el.id || el.getAttribute('aria-label')}" ends at ${Math.round(r.right)}`);
+    }
+    return out;
+  });
+
 for (const scheme of ['light', 'dark'] as const) {
   test(`an override set on the client page is enforced; over quota and disabled show in both lists (${scheme})`, async ({ app, backend }, testInfo) => {
     test.setTimeout(120_000);
@@ -68,6 +83,21 @@ for (const scheme of ['light', 'dark'] as const) {
     await expect(row).toContainText('over quota until');
     await expect(row.getByRole('meter')).toHaveAttribute('aria-valuenow', '100');
     await shot(page, testInfo, `${scheme}-sessions-over-quota`);
+    // The same at 390 px: nothing wider than the window.
+    await page.setViewportSize({ width: 390, height: 844 });
+    try {
+      for (const [name, open] of [
+        ['sessions', () => expect(row).toContainText('over quota until')],
+        ['clients', async () => (await app.go('Clients'), expect(page.locator(`tr[data-client-id="${client}"]`)).toContainText('over quota until'))],
+        ['client', async () => (await app.openClient(client), expect(page.getByTestId('client-status')).toContainText('over quota until'))],
+      ] as const) {
+        await open();
+        expect(await widerThanWindow(page), `${name} at 390 px`).toEqual([]);
+        await shot(page, testInfo, `${scheme}-phone-${name}-over-quota`);
+      }
+    } finally {
+      await page.setViewportSize({ width: 1280, height: 800 });
+    }
 
     // Reset usage (asked first): the count starts over, the client may connect again.
     await app.openClient(client);
