@@ -210,3 +210,34 @@ test('a link that can carry no traffic is greyed with the reason: copyable while
   await expect(page.getByRole('img', { name: /QR code of the configuration link \(no longer works\)/ })).toBeVisible();
   await shot(page, testInfo, 'link-ended');
 });
+
+test('desktop: main refuses client and device calls with unknown keys or values of the wrong kind', async ({ app, backend, desktop }, testInfo) => {
+  test.skip(testInfo.project.name !== 'desktop', "the IPC router is the desktop app's");
+  const client = `ipc-${Date.now()}`;
+  await backend.api<Session>('POST', '/sessions', { client_id: client, zone: 'de-fra', reusable: true });
+  await app.waitReady();
+  const answers = await app.page.evaluate(async (c) => {
+    type Answer = Promise<{ ok: boolean; error?: { code: string } }>;
+    const bridge = (window as unknown as { app: Record<string, (...args: unknown[]) => Answer> }).app;
+    return {
+      badUpdate: await bridge.updateClient!(c, { disabled: true, owner: 'mallory' }),
+      badKind: await bridge.updateClient!(c, { disabled: 'yes' }),
+      badLimits: await bridge.updateClientLimits!(c, { downloaded_bytes: 1024, colour: 'red' }),
+      badAmount: await bridge.updateClientLimits!(c, { downloaded_bytes: '1 GB' }),
+      badQuery: await bridge.listClients!({ status: 'idle', evil: 1 }),
+      badClient: await bridge.getClient!('has spaces'),
+      badHwid: await bridge.deleteDevice!(c, 'not a hwid'),
+      good: await bridge.getClient!(c),
+      goodList: await bridge.listClients!({ status: 'idle' }),
+    };
+  }, client);
+  for (const [name, a] of Object.entries(answers)) {
+    if (name.startsWith('good')) expect(a, name).toMatchObject({ ok: true });
+    else expect(a, name).toMatchObject({ ok: false, error: { code: 'invalid_request' } });
+  }
+  // Each call crossed IPC (main answered it), and none of the refused ones reached the server.
+  expect(desktop!.state.invoked.filter((i) => /^app:(updateClient|updateClientLimits|listClients|getClient|deleteDevice)$/.test(i.channel)).length).toBeGreaterThanOrEqual(9);
+  const { body } = await backend.api<{ disabled: boolean; limits: Record<string, unknown> }>('GET', `/clients/${client}`);
+  expect(body.disabled).toBe(false);
+  expect((await backend.api('GET', `/clients/${client}/limits`)).status).toBe(404);
+});
