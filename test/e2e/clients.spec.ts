@@ -211,6 +211,34 @@ test('a link that can carry no traffic is greyed with the reason: copyable while
   await shot(page, testInfo, 'link-ended');
 });
 
+test('expiry set and cleared on the client page; within a day the lists warn', async ({ app, backend }, testInfo) => {
+  const page = app.page;
+  const client = `expiry-${Date.now()}`;
+  const enc = encodeURIComponent(client);
+  const { body: s } = await backend.api<Session>('POST', '/sessions', { client_id: client, zone: 'de-fra', reusable: true });
+  await page.reload();
+  await app.waitReady();
+  await app.openClient(client);
+  await expect(page.getByText(`${client} never expires.`)).toBeVisible();
+  // Three hours ahead, in the window's local time (what a datetime-local field holds).
+  const local = await page.evaluate(() => {
+    const d = new Date(Date.now() + 3 * 3_600_000 + 60_000);
+    return new Date(d.getTime() - d.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
+  });
+  await page.getByLabel('Expires', { exact: true }).fill(local);
+  await page.getByRole('button', { name: 'Set expiry', exact: true }).click();
+  await expect(page.getByTestId('client-status')).toContainText('expires in 3 hours');
+  const { body: set } = await backend.api<{ expires_at: string | null }>('GET', `/clients/${enc}`);
+  expect(Date.parse(set.expires_at!) - Date.now()).toBeGreaterThan(2.9 * 3_600_000);
+  await app.go('Sessions');
+  await expect(page.locator(`[data-session-id="${s.id}"]`)).toContainText('client expires in 3 hours');
+  await shot(page, testInfo, 'sessions-expires-soon');
+  await app.openClient(client);
+  await page.getByRole('button', { name: 'Clear expiry', exact: true }).click();
+  await expect(page.getByText(`${client} never expires.`)).toBeVisible();
+  expect((await backend.api<{ expires_at: string | null }>('GET', `/clients/${enc}`)).body.expires_at).toBeNull();
+});
+
 test('desktop: main refuses client and device calls with unknown keys or values of the wrong kind', async ({ app, backend, desktop }, testInfo) => {
   test.skip(testInfo.project.name !== 'desktop', "the IPC router is the desktop app's");
   const client = `ipc-${Date.now()}`;

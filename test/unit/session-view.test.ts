@@ -98,7 +98,7 @@ test('mergeNewest: null when nothing changed, changed rows replaced, new ones so
 
 test('filterSessionIds and sessionTotals', () => {
   const rows: Record<string, SessionView> = {
-    'aaaa-1': { ...toView(session('aaaa-1', { client_id: 'Alice' }), undefined, T0), up_speed: 10, down_speed: 20 },
+    'aaaa-1': { ...toView(session('aaaa-1', { client_id: 'Alice', over_quota: true }), undefined, T0), up_speed: 10, down_speed: 20 },
     'bbbb-2': { ...toView(session('bbbb-2', { client_id: 'bob', zone: 'us-nyc', paused: true }), undefined, T0) },
     'cccc-3': { ...toView(session('cccc-3', { client_id: 'carol', status: 'ended' }), undefined, T0) },
   };
@@ -109,6 +109,7 @@ test('filterSessionIds and sessionTotals', () => {
   assert.deepEqual(filterSessionIds(rows, order, { ...none, text: 'cccc' }), ['cccc-3'], 'an id prefix matches');
   assert.deepEqual(filterSessionIds(rows, order, { ...none, status: 'paused' }), ['bbbb-2']);
   assert.deepEqual(filterSessionIds(rows, order, { ...none, status: 'ended' }), ['cccc-3']);
+  assert.deepEqual(filterSessionIds(rows, order, { ...none, status: 'over_quota' }), ['aaaa-1'], 'over quota: refused while a renewing cap is reached');
   assert.deepEqual(filterSessionIds(rows, order, { ...none, zone: 'us-nyc' }), ['bbbb-2']);
   assert.deepEqual(sessionTotals(rows, order), { active: 1, up: 10, down: 20, total: 4 });
 });

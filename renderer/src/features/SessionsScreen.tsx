@@ -67,6 +67,7 @@ function SessionFilters() {
         <option value="idle">Idle</option>
         <option value="ended">Ended</option>
         <option value="paused">Paused</option>
+        <option value="over_quota">Over quota</option>
       </select>
     </label>
     <label>

@@ -130,7 +130,7 @@ export function filterSessionIds(sessions: Record<string, SessionView>, order: s
   return order.filter((id) => {
     const v = sessions[id];
     if (!v) return false;
-    if (status === 'paused' ? !v.paused : status && v.status !== status) return false;
+    if (status === 'paused' ? !v.paused : status === 'over_quota' ? !v.over_quota : status && v.status !== status) return false;
     if (zone && v.zone !== zone) return false;
     if (q && !v.client_id.toLowerCase().includes(q) && !v.id.startsWith(q)) return false;
     return true;
