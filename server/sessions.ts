@@ -8,7 +8,7 @@ import type { Session, SessionCreateRequest, SessionList, SessionListQuery, Sess
 import type { DataPlane } from './dataplane/api.ts';
 import type { LimitValues, Logger, SessionRow } from './domain.ts';
 import { baseKeyOf, isPeriodic, periodOf } from './contract/period.ts';
-import { clientBlock } from './contract/client-limits.ts';
+import { clientBlock, mergeClientLimits, withUsageReset } from './contract/client-limits.ts';
 import { recordQuotaBases } from './quota/job.ts';
 import { buildConfiguration, buildLink, type LinkSettings } from './links.ts';
 import { LINK_ALPN, LINK_FP } from './tls/index.ts';
@@ -194,8 +194,10 @@ export class SessionService {
     const now = wallClock();
     let over: { over_quota?: true; over_quota_until?: string } = {};
     const periodic = await this.periodicLimitsOf(row.customer_id);
+    // Clients (extension): the client's override holds over the template, counted from its usage reset.
+    const control = await this.store.getClientControl(row.customer_id, row.client_id);
     for (const scope of ['session', 'client', 'global'] as const) {
-      const values = periodic[scope];
+      const values = scope === 'client' && control ? mergeClientLimits(await this.store.getLimits(row.customer_id, 'client'), control) : periodic[scope];
       if (!values) continue;
       const period = periodOf(values, now);
       if (!period || !isPeriodic(values)) continue;
@@ -204,8 +206,9 @@ export class SessionService {
           ? { up: row.uploaded_bytes, down: row.downloaded_bytes }
           : await this.store.sumCounters(row.customer_id, scope === 'client' ? row.client_id : undefined).then((s) => ({ up: s.uploaded_bytes, down: s.downloaded_bytes }));
       const entity = scope === 'global' ? row.customer_id : scope === 'client' ? row.client_id : row.id;
-      const base = await this.store.quotaBase(row.customer_id, scope, entity, baseKeyOf(period));
-      if (!base) continue; // nothing recorded yet: the period counts from now
+      const recorded = await this.store.quotaBase(row.customer_id, scope, entity, baseKeyOf(period));
+      if (!recorded) continue; // nothing recorded yet: the period counts from now
+      const base = scope === 'client' ? withUsageReset(recorded, period, control?.reset ?? null) : recorded;
       const reached = totals.up - base.up >= (values.uploaded_bytes ?? Infinity) || totals.down - base.down >= (values.downloaded_bytes ?? Infinity);
       if (!reached) continue;
       const until = period.end === null ? undefined : new Date(period.end).toISOString();

@@ -71,7 +71,7 @@ export async function clientView(data: Pick<ControlStore, 'quotaBase'>, customer
     ...(usage.until ? { over_quota_until: usage.until } : {}),
     disabled: f.row?.disabled ?? false,
     expires_at: f.row?.expires_at ?? null,
-    last_seen: s && s.active > 0 ? iso(now) : (s?.last_event ?? null),
+    last_seen: s && s.active > 0 ? iso(now) : s?.last_traffic != null ? iso(Math.min(now, s.last_traffic)) : null,
   };
 }
 

@@ -22,6 +22,8 @@ import { CHANNELS, type PgStore } from '../store/pg/store.ts';
 import { CounterBaselines } from './counter-baselines.ts';
 import type { CounterJournal, Report } from './journal.ts';
 import { baseKeyOf, periodOf } from '../contract/period.ts';
+import { mergeClientLimits } from '../contract/client-limits.ts';
+import { ClientControls } from './client-controls.ts';
 import { isoNow, wallClock } from '../time.ts';
 
 type Counters = { up: number; down: number };
@@ -37,7 +39,7 @@ const BASES_MS = 2_000;
 
 const baseKey = (customerId: string, scope: LimitScope, entityId: string, periodKey: number) => `${customerId}\u0000${scope}\u0000${entityId}\u0000${periodKey}`;
 
-export class LocalView implements Pick<DataPlaneDeps['store'], 'getSession' | 'saveRuntime' | 'getLimits' | 'sumCounters' | 'prepare' | 'quotaBase'> {
+export class LocalView implements Pick<DataPlaneDeps['store'], 'getSession' | 'saveRuntime' | 'getLimits' | 'sumCounters' | 'prepare' | 'quotaBase' | 'getClientControl'> {
   /** Periodic caps' bases (server/quota/job.ts) of the entities of sessions loaded here. */
   private readonly bases = new Map<string, { up: number; down: number }>();
   private readonly basesTimer: NodeJS.Timeout;
@@ -47,6 +49,7 @@ export class LocalView implements Pick<DataPlaneDeps['store'], 'getSession' | 's
   private readonly sessions = new Map<string, SessionRow>();
   private readonly limits = new Map<string, Partial<Record<LimitScope, LimitValues | undefined>>>();
   private readonly sums = new Map<string, Counters>();
+  private readonly clients: ClientControls;
   /** The last absolute totals the runtime reported (or started from) per session. */
   private readonly baselines = new CounterBaselines();
   /** What the data plane counted and published, until the database has applied it. */
@@ -63,6 +66,7 @@ export class LocalView implements Pick<DataPlaneDeps['store'], 'getSession' | 's
     this.log = log;
     this.journal = journal;
     this.carried = journal.carriedBefore;
+    this.clients = new ClientControls((customerId, clientId) => store.getClientControl(customerId, clientId));
     if (listener) {
       this.unlisten.push(
         listener.onNotification((channel, payload) => {
@@ -90,9 +94,7 @@ export class LocalView implements Pick<DataPlaneDeps['store'], 'getSession' | 's
     this.dataPlane = dataPlane;
   }
 
-  private live(id: string): boolean {
-    return this.dataPlane?.live(id) !== undefined;
-  }
+  private live = (id: string): boolean => this.dataPlane?.live(id) !== undefined;
 
   // What the data plane calls (synchronously)
 
@@ -133,6 +135,7 @@ export class LocalView implements Pick<DataPlaneDeps['store'], 'getSession' | 's
   getLimits(customerId: string, scope: LimitScope): LimitValues | undefined {
     return this.limits.get(customerId)?.[scope];
   }
+  getClientControl = (customerId: string, clientId: string) => this.clients.get(customerId, clientId);
 
   quotaBase(customerId: string, scope: LimitScope, entityId: string, periodStart: number): { up: number; down: number } | undefined {
     return this.bases.get(baseKey(customerId, scope, entityId, periodStart));
@@ -146,7 +149,7 @@ export class LocalView implements Pick<DataPlaneDeps['store'], 'getSession' | 's
     if (this.bases.size > 100_000) this.bases.clear();
     await Promise.all(
       SCOPES.map(async (scope) => {
-        const period = periodOf(limits[scope], now);
+        const period = periodOf(scope === 'client' ? mergeClientLimits(limits.client, this.clients.get(row.customer_id, row.client_id)) : limits[scope], now);
         if (!period) return;
         const key = baseKeyOf(period);
         const entity = scope === 'global' ? row.customer_id : scope === 'client' ? row.client_id : row.id;
@@ -172,7 +175,7 @@ export class LocalView implements Pick<DataPlaneDeps['store'], 'getSession' | 's
     if (this.sessions.size >= MAX_CACHED) this.evict();
     this.sessions.set(id, row);
     const clientKey = `${row.customer_id}\u0000${row.client_id}`;
-    const loads: Promise<unknown>[] = [];
+    const loads: Promise<unknown>[] = [this.clients.load(row.customer_id, row.client_id)];
     if (!this.limits.has(row.customer_id)) loads.push(this.readLimits(row.customer_id));
     if (!this.live(id)) {
       // The runtime reads the sums only when it first meets a customer or client: fresh then.
@@ -217,7 +220,7 @@ export class LocalView implements Pick<DataPlaneDeps['store'], 'getSession' | 's
   private async limitsChanged(customerId: string): Promise<void> {
     if (!this.limits.has(customerId)) return;
     try {
-      await this.readLimits(customerId);
+      await Promise.all([this.readLimits(customerId), this.clients.reload(customerId)]);
       this.dataPlane?.limitsChanged(customerId);
     } catch (err) {
       this.log.warn({ err: String(err) }, 'reading changed limits failed');

@@ -3,6 +3,7 @@
 import type { WebSocket } from 'ws';
 import type { NodeInfo } from '../store/store.ts';
 import { GrantPace } from './shares.ts';
+import { mergeClientLimits } from '../contract/client-limits.ts';
 import { NodeBoot } from './crash-repair.ts';
 import type { ChannelGuard } from './node-guard.ts';
 import type { RelayAudit } from './relay-audit.ts';
@@ -183,10 +184,12 @@ export class NodeConnection {
       if (!row) answer = { ok: false, session: m.session, row: null };
       else {
         const limits = await limitsOf(data, row.customer_id);
-        const max = limits.client?.max_sessions;
+        // Clients (extension): the client's override holds over the template, and its record goes along (read-your-writes).
+        const client = (await data.getClientControl(row.customer_id, row.client_id)) ?? null;
+        const max = mergeClientLimits(limits.client ?? undefined, client ?? undefined)?.max_sessions;
         const active = Array.isArray(m.active) ? m.active.filter((x): x is string => typeof x === 'string').slice(0, 10_000) : [];
         const ok = max == null ? true : await data.claimSession(this.node.id, row.id, active, max);
-        answer = { ok, session: row.id, row, limits };
+        answer = { ok, session: row.id, row, limits, client };
       }
     } catch (err) {
       this.guard.claimFailed(err);

@@ -1,8 +1,9 @@
 // The state the control plane sends a data-plane node ({type:'state'}, node-channel.ts): the
 // sessions placed on it, their customers' limits and counter sums, the recorded bases of periodic
 // caps, the node's shares of cluster limits (shares.ts), its zone and the geo relays (geo.ts).
-import type { LimitScope, LimitValues, SessionRow, ZoneInfo } from '../domain.ts';
+import type { ClientControl, LimitScope, LimitValues, SessionRow, ZoneInfo } from '../domain.ts';
 import { baseKeyOf, periodOf } from '../contract/period.ts';
+import { mergeClientLimits } from '../contract/client-limits.ts';
 import { wallClock } from '../time.ts';
 import type { NodeInfo } from '../store/store.ts';
 import type { Metrics } from '../metrics.ts';
@@ -25,6 +26,8 @@ export interface NodeState {
   limits: Record<string, Partial<Record<LimitScope, LimitValues | null>>>;
   /** Counter sums by customer id, and by `customer\u0000client`. */
   sums: Record<string, { up: number; down: number }>;
+  /** Clients (extension): the record of each client (`customer\u0000client`) the owner set something for. */
+  clients?: Record<string, ClientControl>;
   /** Periodic caps: the recorded bases of the current periods, by quotaBaseKey. */
   bases?: Record<string, { up: number; down: number }>;
   /**
@@ -55,9 +58,10 @@ export async function limitsOf(data: NodeChannelDeps['data'], customerId: string
 }
 
 /** The limits and counter sums of every customer (and client) with a session on the node. */
-async function limitsAndSums(data: NodeChannelDeps['data'], sessions: SessionRow[]): Promise<Pick<NodeState, 'limits' | 'sums'>> {
+async function limitsAndSums(data: NodeChannelDeps['data'], sessions: SessionRow[]): Promise<Required<Pick<NodeState, 'limits' | 'sums' | 'clients'>>> {
   const limits: NodeState['limits'] = {};
   const sums: NodeState['sums'] = {};
+  const clients: Record<string, ClientControl> = {};
   for (const s of sessions) {
     if (!limits[s.customer_id]) {
       limits[s.customer_id] = await limitsOf(data, s.customer_id);
@@ -68,17 +72,20 @@ async function limitsAndSums(data: NodeChannelDeps['data'], sessions: SessionRow
     if (!sums[key]) {
       const c = await data.sumCounters(s.customer_id, s.client_id);
       sums[key] = { up: c.uploaded_bytes, down: c.downloaded_bytes };
+      const control = await data.getClientControl(s.customer_id, s.client_id);
+      if (control) clients[key] = control;
     }
   }
-  return { limits, sums };
+  return { limits, sums, clients };
 }
 
 /** Periodic caps: the bases of the current periods of every entity a session here counts for. */
-async function basesOf(data: NodeChannelDeps['data'], sessions: SessionRow[], limits: NodeState['limits'], now: number): Promise<NonNullable<NodeState['bases']>> {
+async function basesOf(data: NodeChannelDeps['data'], sessions: SessionRow[], { limits, clients }: Required<Pick<NodeState, 'limits' | 'clients'>>, now: number): Promise<NonNullable<NodeState['bases']>> {
   const bases: NonNullable<NodeState['bases']> = {};
   for (const s of sessions) {
     for (const scope of SCOPES) {
-      const period = periodOf(limits[s.customer_id]?.[scope] ?? undefined, now);
+      const values = limits[s.customer_id]?.[scope] ?? undefined;
+      const period = periodOf(scope === 'client' ? mergeClientLimits(values, clients[`${s.customer_id}\u0000${s.client_id}`]) : values, now);
       if (!period) continue;
       const periodKey = baseKeyOf(period);
       const entity = scope === 'global' ? s.customer_id : scope === 'client' ? s.client_id : s.id;
@@ -95,13 +102,13 @@ async function basesOf(data: NodeChannelDeps['data'], sessions: SessionRow[], li
 export async function buildState(services: NodeChannelDeps, node: NodeInfo, pace: GrantPace): Promise<NodeState> {
   const { data } = services;
   const sessions = await data.sessionsOnNode(node.id);
-  const { limits, sums } = await limitsAndSums(data, sessions);
+  const { limits, sums, clients } = await limitsAndSums(data, sessions);
   const now = wallClock();
-  const bases = await basesOf(data, sessions, limits, now);
+  const bases = await basesOf(data, sessions, { limits, clients }, now);
   // Cluster limits: the last report applied for the node is read before the grants, so what
   // they count as used includes at least the reports up to it (the node subtracts the rest).
   const shareSeq = (await data.nodeReportSeq(node.id)) ?? 0;
-  const shares = await nodeShares(data, node.id, sessions, limits, bases, quotaBaseKey, pace, now);
+  const shares = await nodeShares(data, node.id, sessions, { limits, clients }, bases, quotaBaseKey, pace, now);
   const relays = relayTargets(services.geo.nodes, node.id, node.id);
   return {
     type: 'state',
@@ -114,6 +121,7 @@ export async function buildState(services: NodeChannelDeps, node: NodeInfo, pace
     relays,
     relay_entries: services.geo.entries,
     ...(Object.keys(bases).length ? { bases } : {}),
+    ...(Object.keys(clients).length ? { clients } : {}),
     ...(Object.keys(shares).length ? { shares, shareSeq } : {}),
   };
 }

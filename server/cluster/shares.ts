@@ -6,8 +6,9 @@
 //  - speed caps: the limit divided among the nodes carrying the customer's (or client's) active
 //    sessions, this node counted, so that together they move at most the limit.
 // The node applies them with DataPlane.setClusterShare (server/node/run.ts).
-import type { LimitScope, LimitValues, SessionRow } from '../domain.ts';
+import type { ClientControl, LimitScope, LimitValues, SessionRow } from '../domain.ts';
 import { baseKeyOf, isPeriodic, periodOf } from '../contract/period.ts';
+import { mergeClientLimits, withUsageReset } from '../contract/client-limits.ts';
 import type { ControlStore } from '../store/control.ts';
 
 /** One entity's share as sent to a node; `left` null: no cap that way. */
@@ -61,7 +62,7 @@ export async function nodeShares(
   data: ControlStore,
   nodeId: string,
   sessions: SessionRow[],
-  limits: Record<string, Partial<Record<LimitScope, LimitValues | null>>>,
+  { limits, clients: controls }: { limits: Record<string, Partial<Record<LimitScope, LimitValues | null>>>; clients: Record<string, ClientControl> },
   bases: Record<string, { up: number; down: number }>,
   baseKey: (customerId: string, scope: LimitScope, entityId: string, periodKey: number) => string,
   pace: GrantPace,
@@ -73,7 +74,9 @@ export async function nodeShares(
   for (const customerId of customers) {
     const l = limits[customerId] ?? {};
     const clients = new Set(live.filter((s) => s.customer_id === customerId).map((s) => s.client_id));
-    const speedy = hasSpeed(l.global) || hasSpeed(l.client);
+    // Clients (extension): each client's limits in force (its override over the template), and its usage reset.
+    const inForce = (clientId: string | null) => (clientId === null ? l.global : mergeClientLimits(l.client ?? undefined, controls[shareKey(customerId, clientId)]));
+    const speedy = hasSpeed(l.global) || [...clients].some((c) => hasSpeed(inForce(c)));
     const active = speedy ? await data.activeSessionNodes(customerId) : [];
     const carriers = (clientId: string | null) => {
       const set = new Set(active.filter((a) => clientId === null || a.client_id === clientId).map((a) => a.node_id ?? 'local'));
@@ -82,13 +85,15 @@ export async function nodeShares(
     };
     const entities: Array<{ clientId: string | null; scope: LimitScope }> = [{ clientId: null, scope: 'global' }, ...[...clients].map((c) => ({ clientId: c, scope: 'client' as const }))];
     for (const { clientId, scope } of entities) {
-      const values = l[scope];
+      const values = inForce(clientId);
       if (!hasCap(values) && !hasSpeed(values)) continue;
       const share: WireShare = { left: { up: null, down: null }, final: { up: false, down: false }, rate: hasSpeed(values) ? 1 / carriers(clientId) : 1 };
       if (hasCap(values)) {
         const period = isPeriodic(values ?? undefined) ? periodOf(values ?? undefined, now) : null;
         const entity = clientId ?? customerId;
-        const base = period ? bases[baseKey(customerId, scope, entity, baseKeyOf(period))] ?? null : null;
+        let base = period ? bases[baseKey(customerId, scope, entity, baseKeyOf(period))] ?? null : null;
+        const reset = clientId === null ? null : (controls[shareKey(customerId, clientId)]?.reset ?? null);
+        if (reset && (!period || reset.at >= period.start)) base = withUsageReset(base ?? { up: 0, down: 0 }, period, reset);
         const key = shareKey(customerId, clientId);
         const probe = await data.grantBytes(nodeId, customerId, clientId ?? '', {
           cap: { up: values!.uploaded_bytes ?? null, down: values!.downloaded_bytes ?? null },

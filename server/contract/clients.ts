@@ -52,7 +52,7 @@ export const Client = Type.Object(
     over_quota_until: Type.Optional({ ...DateTime, description: 'While over quota and the caps renew: when they do.' }),
     disabled: Type.Boolean(),
     expires_at: Type.Union([DateTime, Type.Null()], { description: 'When the client\'s access ends (all its sessions), or null.' }),
-    last_seen: Type.Union([DateTime, Type.Null()], { description: 'The last time the client had traffic or connected, or null.' }),
+    last_seen: Type.Union([DateTime, Type.Null()], { description: 'The last time the client had traffic or connected: now while a connection is open, else the end of its last bucket of traffic in the usage history; null when none.' }),
   },
   ext,
 );

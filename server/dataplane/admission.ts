@@ -19,6 +19,9 @@ export type Refusal =
   | 'expired'
   | 'client_cap'
   | 'global_cap'
+  // the session's client is disabled, or past its expires_at (clients extension)
+  | 'client_disabled'
+  | 'client_expired'
   // the store could not be read (disk error, locked database): refused, nothing counted
   | 'unavailable';
 

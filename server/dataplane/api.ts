@@ -3,7 +3,7 @@
 // fastify or electron: it gets everything it needs through DataPlaneDeps.
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { EventInput, LimitScope, LimitValues, Logger, RuntimePatch, SessionRow, SessionStatus, ZoneInfo } from '../domain.ts';
+import type { ClientControl, EventInput, LimitScope, LimitValues, Logger, RuntimePatch, SessionRow, SessionStatus, ZoneInfo } from '../domain.ts';
 
 export interface DataPlaneDeps {
   store: {
@@ -26,6 +26,11 @@ export interface DataPlaneDeps {
      * totals now). Without it, periodic caps count from when the runtime first saw the entity.
      */
     quotaBase?(customerId: string, scope: LimitScope, entityId: string, periodStart: number): { up: number; down: number } | undefined;
+    /**
+     * Optional (clients): what the owner set for one client (disabled, expiry, its override of the
+     * client limits template, its last usage reset); undefined: nothing, the template alone.
+     */
+    getClientControl?(customerId: string, clientId: string): ClientControl | undefined;
     /**
      * Optional (cluster nodes): a refusal the control plane decided for this session's
      * first connection (central max_sessions, asked for in prepare()); undefined: admit as usual.

@@ -26,6 +26,8 @@ export type CloseReason =
   // the runtime cut it: a byte cap, a pause, the data plane closing
   | CapReason
   | 'paused'
+  // the owner disabled the session's client (clients extension): cut at once, refused until enabled
+  | 'client_disabled'
   | 'shutdown';
 
 /** A byte cap reached at one level of the limits. */

@@ -1,7 +1,9 @@
 // Cutting connections: those over a byte cap (a session over its own cap is marked to end),
 // and every connection of a session (pause, shutdown). The connections' own close paths
 // then release their leases, which saves and reports.
+import { clientBlock } from '../contract/client-limits.ts';
 import type { Logger } from '../domain.ts';
+import { wallClock } from '../time.ts';
 import type { CapReason, CloseReason } from './close-reason.ts';
 import { type CustomerState, type SessionState, grantSpent, inUse, overCap } from './meters.ts';
 
@@ -13,6 +15,7 @@ export function cutSession(session: SessionState, reason: CloseReason): void {
 /** Closes what is over a cap: the session's own cap ends the session. Returns what was cut, and why. */
 export function cutOverCaps(customer: CustomerState, log: Logger): Array<{ session: SessionState; reason: CapReason }> {
   const cut: Array<{ session: SessionState; reason: CapReason }> = [];
+  cutBlockedClients(customer, cut);
   const globalOver = overCap(customer.limits.global, customer.totals, customer.capBase) || grantSpent(customer);
   for (const session of [...customer.sessions]) {
     if (!inUse(session)) continue;
@@ -26,7 +29,7 @@ export function cutOverCaps(customer: CustomerState, log: Logger): Array<{ sessi
         }
       }
       reason = 'session_cap';
-    } else if (overCap(customer.limits.client, session.client.totals, session.client.capBase) || grantSpent(session.client)) reason = 'client_cap';
+    } else if (overCap(session.client.limits, session.client.totals, session.client.capBase) || grantSpent(session.client)) reason = 'client_cap';
     else if (globalOver) reason = 'global_cap';
     if (reason) {
       cutSession(session, reason);
@@ -34,4 +37,21 @@ export function cutOverCaps(customer: CustomerState, log: Logger): Array<{ sessi
     }
   }
   return cut;
+}
+
+/**
+ * Closes every connection of the sessions of clients that may not connect (clients extension):
+ * disabled (cut at once), or past their expires_at (cut like an expiry). The sessions stay as
+ * they are: enabled again, or given a later expiry, the client connects again.
+ */
+function cutBlockedClients(customer: CustomerState, cut: Array<{ session: SessionState; reason: CapReason }>): void {
+  const now = wallClock();
+  for (const session of customer.sessions) {
+    const block = inUse(session) ? clientBlock(session.client.control, now) : undefined;
+    if (block === 'client_disabled') cutSession(session, 'client_disabled');
+    else if (block) {
+      cutSession(session, 'expired');
+      cut.push({ session, reason: 'expired' });
+    }
+  }
 }

@@ -3,6 +3,7 @@
 // from, and a cluster node's share of their limits. Sessions are the runtime's (runtime.ts).
 import type { DataPlaneDeps } from './api.ts';
 import { baseKeyOf, isPeriodic, periodOf } from '../contract/period.ts';
+import { mergeClientLimits, withUsageReset } from '../contract/client-limits.ts';
 import type { LimitScope } from '../domain.ts';
 import { wallClock } from '../time.ts';
 import {
@@ -66,9 +67,11 @@ export class Entities {
     let client = customer.clients.get(id);
     if (!client) {
       const sum = this.deps.store.sumCounters(customer.id, id);
-      client = { id, customer, totals: { up: sum.uploaded_bytes, down: sum.downloaded_bytes }, buckets: makeBuckets(undefined, nowMs()), active: new Set(), capBase: { up: 0, down: 0 }, capPeriod: -1, ...NO_SHARE() };
+      const totals = { up: sum.uploaded_bytes, down: sum.downloaded_bytes };
+      client = { id, customer, totals, buckets: makeBuckets(undefined, nowMs()), active: new Set(), capBase: { up: 0, down: 0 }, capPeriod: -1, limits: undefined, control: undefined, ...NO_SHARE() };
       this.applyShare(client, this.shares.get(`${customer.id}\u0000${id}`), new Set());
-      setRates(client.buckets, customer.limits.client, nowMs(), client.rateShare);
+      this.readClient(customer, client);
+      setRates(client.buckets, client.limits, nowMs(), client.rateShare);
       customer.clients.set(id, client);
       this.countFrom(customer, 'client', client, wallClock());
     }
@@ -83,13 +86,14 @@ export class Entities {
       session: store.getLimits(customer.id, 'session') ?? undefined,
     };
     customer.limitsReadAt = nowMs();
+    for (const client of customer.clients.values()) this.readClient(customer, client);
     const wall = wallClock();
     this.countFrom(customer, 'global', customer, wall);
     for (const client of customer.clients.values()) this.countFrom(customer, 'client', client, wall);
     for (const session of customer.sessions) this.countFrom(customer, 'session', session, wall);
     const now = nowMs();
     setRates(customer.buckets, customer.limits.global, now, customer.rateShare);
-    for (const client of customer.clients.values()) setRates(client.buckets, customer.limits.client, now, client.rateShare);
+    for (const client of customer.clients.values()) setRates(client.buckets, client.limits, now, client.rateShare);
     for (const session of customer.sessions) setRates(session.buckets, customer.limits.session, now);
   }
 
@@ -101,17 +105,29 @@ export class Entities {
    * with the usage history, so it is read again each time.
    */
   countFrom(customer: CustomerState, scope: LimitScope, entity: CapCounting & { id: string; totals: Counters }, wall: number): void {
-    const period = periodOf(customer.limits[scope], wall);
-    if (!period || !isPeriodic(customer.limits[scope])) {
+    const client = scope === 'client' ? (entity as ClientState) : undefined;
+    const limits = client ? client.limits : customer.limits[scope];
+    const period = periodOf(limits, wall);
+    // A client's usage reset moves its base up (clients extension).
+    const reset = client?.control?.reset ?? null;
+    if (!period || !isPeriodic(limits)) {
       entity.capPeriod = -1;
-      entity.capBase = { up: 0, down: 0 };
+      entity.capBase = withUsageReset({ up: 0, down: 0 }, null, reset);
       return;
     }
-    if (entity.capPeriod === period.start && period.kind !== 'rolling_30d') return;
+    if (entity.capPeriod === period.start && period.kind !== 'rolling_30d' && !reset) return;
     const entityId = scope === 'global' ? customer.id : entity.id;
     const recorded = this.deps.store.quotaBase?.(customer.id, scope, entityId, baseKeyOf(period));
-    entity.capBase = recorded ? { up: Math.min(recorded.up, entity.totals.up), down: Math.min(recorded.down, entity.totals.down) } : { ...entity.totals };
+    const sameStart = entity.capPeriod === period.start && period.kind !== 'rolling_30d';
+    const base = recorded ? { up: Math.min(recorded.up, entity.totals.up), down: Math.min(recorded.down, entity.totals.down) } : sameStart ? entity.capBase : { ...entity.totals };
+    entity.capBase = withUsageReset(base, period, reset);
     entity.capPeriod = period.start;
+  }
+
+  /** A client's record (clients extension) and the client limits in force for it. */
+  private readClient(customer: CustomerState, client: ClientState): void {
+    client.control = this.deps.store.getClientControl?.(customer.id, client.id);
+    client.limits = mergeClientLimits(customer.limits.client, client.control);
   }
 
   /**
@@ -130,7 +146,7 @@ export class Entities {
     const rateBefore = entity.rateShare;
     this.applyShare(entity, share ?? undefined, sessions);
     if (entity.rateShare !== rateBefore) {
-      const limits = clientId === null ? customer.limits.global : customer.limits.client;
+      const limits = clientId === null ? customer.limits.global : (entity as ClientState).limits;
       setRates(entity.buckets, limits, nowMs(), entity.rateShare);
     }
     return { customer, entity };

@@ -39,7 +39,7 @@ export class Lease {
     const session = this.session, client = session.client, customer = session.customer;
     const room = Math.min(
       capOf(customer.limits.session, dir) + session.capBase[dir] - session.totals[dir],
-      capOf(customer.limits.client, dir) + client.capBase[dir] - client.totals[dir],
+      capOf(client.limits, dir) + client.capBase[dir] - client.totals[dir],
       capOf(customer.limits.global, dir) + customer.capBase[dir] - customer.totals[dir],
       // a cluster node: what its grants let through (Infinity elsewhere)
       client.allow[dir],
@@ -58,7 +58,7 @@ export class Lease {
     const session = this.session, client = session.client, customer = session.customer;
     const capRoom = Math.min(
       capOf(customer.limits.session, dir) + session.capBase[dir] - session.totals[dir],
-      capOf(customer.limits.client, dir) + client.capBase[dir] - client.totals[dir],
+      capOf(client.limits, dir) + client.capBase[dir] - client.totals[dir],
       capOf(customer.limits.global, dir) + customer.capBase[dir] - customer.totals[dir],
     );
     if (capRoom <= granted) return false;
@@ -114,7 +114,7 @@ export class Lease {
     if (session.totals.up + session.totals.down - session.lastSaved.up - session.lastSaved.down >= SAVE_BYTES) this.owner.saveSoon(session);
     if (
       session.totals[dir] - session.capBase[dir] >= capOf(customer.limits.session, dir) ||
-      client.totals[dir] - client.capBase[dir] >= capOf(customer.limits.client, dir) ||
+      client.totals[dir] - client.capBase[dir] >= capOf(client.limits, dir) ||
       customer.totals[dir] - customer.capBase[dir] >= capOf(customer.limits.global, dir) ||
       (client.allowFinal[dir] && client.allow[dir] <= 0) ||
       (customer.allowFinal[dir] && customer.allow[dir] <= 0)

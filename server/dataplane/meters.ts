@@ -1,7 +1,7 @@
 // The in-memory meters of the runtime: byte totals and token buckets per customer, client and
 // session, and the small rules that read limits against them. State only, no behaviour that
 // reaches the store or the event bus.
-import type { LimitValues, SessionStatus } from '../domain.ts';
+import type { ClientControl, LimitValues, SessionStatus } from '../domain.ts';
 import type { CloseReason } from './close-reason.ts';
 import { TokenBucket } from './token-bucket.ts';
 
@@ -74,6 +74,10 @@ export interface ClientState extends CapCounting, ClusterShare {
   buckets: Buckets;
   /** Sessions of this client with at least one open connection. */
   active: Set<SessionState>;
+  /** The client limits in force: its override (control.limits) over the customer's template. */
+  limits: LimitValues | undefined;
+  /** What the owner set for the client (disabled, expiry, override, usage reset); undefined: nothing. */
+  control: ClientControl | undefined;
 }
 
 export interface SessionState extends CapCounting {

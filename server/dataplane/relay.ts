@@ -172,7 +172,7 @@ export class Connection implements ConnHandle {
     for (const t of this.timers) clearTimeout(t);
     this.up?.stop();
     this.down?.stop();
-    if (isCapReason(reason) || reason === 'paused' || reason === 'shutdown') {
+    if (isCapReason(reason) || reason === 'paused' || reason === 'client_disabled' || reason === 'shutdown') {
       // Cut by the runtime: reset, so the bytes still queued in our buffers and the kernel's send
       // buffer are dropped instead of draining to the client for seconds (a slow reader got ~7 MB
       // after a pause with a graceful close). Those bytes were counted when written: the counters

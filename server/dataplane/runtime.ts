@@ -8,6 +8,7 @@ import type { DataPlaneDeps, LiveCounters } from './api.ts';
 import type { CloseReason } from './close-reason.ts';
 import type { SessionRow } from '../domain.ts';
 import { wallClock } from '../time.ts';
+import { clientBlock } from '../contract/client-limits.ts';
 import { type Refusal, isFloodRefusal, refusalOfSession } from './admission.ts';
 import { CappedNotice } from './capped-notice.ts';
 import { ConnRate } from './conn-rate.ts';
@@ -92,6 +93,9 @@ export class Runtime implements LeaseOwner {
       this.life.end(session, 'expired');
       return { ok: false, reason: 'expired' };
     }
+    // The client disabled or past its expires_at (clients extension): refused, the session as it is.
+    const block = clientBlock(client.control, wallClock());
+    if (block) return { ok: false, reason: block };
     const refusal = limitRefusal(this.deps, session, client, customer);
     // A lifetime session cap ends the session; a periodic one refuses until the period turns.
     if (refusal === 'session_cap' && session.capPeriod < 0) {

@@ -55,7 +55,7 @@ export function limitRefusal(deps: DataPlaneDeps, session: SessionState, client:
       openConnections: session.open.size + session.pending.size,
       activeSessionsOfClient: client.active.size,
       maxOpenConnections: deps.config.maxConnectionsPerSession ?? DEFAULT_MAX_CONNECTIONS_PER_SESSION,
-      limits: customer.limits,
+      limits: { global: customer.limits.global, client: client.limits, session: customer.limits.session },
       totals: {
         session: sinceBase(session),
         client: sinceBase(client),

@@ -70,7 +70,7 @@ export class SessionLife {
     if (!session.open.delete(conn) || session.open.size > 0) return;
     const now = nowMs();
     const grace = this.deps.config.reconnectGraceMs ?? DEFAULT_RECONNECT_GRACE_MS;
-    const cutByUs = reason === 'paused' || reason === 'shutdown' || (reason !== undefined && isCapReason(reason));
+    const cutByUs = reason === 'paused' || reason === 'client_disabled' || reason === 'shutdown' || (reason !== undefined && isCapReason(reason));
     if (grace > 0 && session.reusable && !session.capped && !cutByUs && !this.closing) {
       // Stays active for the grace: a reconnection then is not a new session_start/_end pair.
       // Its max_sessions slot is free meanwhile (another session of the client may take it; the

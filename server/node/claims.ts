@@ -3,7 +3,7 @@
 // freshens the node's view of the session and its customer's limits (read-your-writes); without
 // an answer within CLAIM_TIMEOUT_MS, or without the channel, the node decides with its last state.
 import type { DataPlane } from '../dataplane/api.ts';
-import type { SessionRow } from '../domain.ts';
+import type { ClientControl, SessionRow } from '../domain.ts';
 import type { NodeState } from '../cluster/node-channel.ts';
 import type { ChannelLink } from './channel-client.ts';
 import type { Owners } from './shares.ts';
@@ -13,7 +13,7 @@ import type { NodeView } from './view.ts';
 const CLAIM_TIMEOUT_MS = 2000;
 
 /** The control plane's answer to a claim, as it comes. */
-export type ClaimedMessage = { id?: number; ok?: unknown; session?: unknown; row?: SessionRow | null; limits?: NodeState['limits'][string] };
+export type ClaimedMessage = { id?: number; ok?: unknown; session?: unknown; row?: SessionRow | null; limits?: NodeState['limits'][string]; client?: ClientControl | null };
 
 export interface ClaimsDeps {
   channel: ChannelLink;
@@ -61,7 +61,7 @@ export class NodeClaims {
     const done = this.waiting.get(m.id ?? -1);
     if (!done) return;
     if (typeof m.session === 'string') {
-      this.deps.view.freshen(m.session, m.row, m.limits);
+      this.deps.view.freshen(m.session, m.row, m.limits, m.client);
       if (m.row) this.deps.owners.set(m.row.id, { customer: m.row.customer_id, client: m.row.client_id });
     }
     // Not placed here (row null): refused as unknown, no max_sessions refusal to keep.

@@ -27,10 +27,12 @@ export function applyState(state: NodeState, t: StateTargets): void {
   const { view, dataPlane, owners, geo, log } = t;
   const before = view.sessions;
   const oldLimits = view.limits;
+  const oldClients = view.clients;
   view.sessions = new Map(state.sessions.map((s) => [s.id, s]));
   view.limits = state.limits;
   view.sums = state.sums;
   view.bases = state.bases ?? {};
+  view.clients = state.clients ?? {};
   // Read from the control plane a moment ago: a state built before that read may lack it.
   const at0 = Date.now();
   for (const [id, at] of view.freshAt) {
@@ -49,7 +51,12 @@ export function applyState(state: NodeState, t: StateTargets): void {
     if ((!now || now.paused) && dataPlane.live(id)) dataPlane.pause(id);
   }
   for (const s of state.sessions) if (s.paused && dataPlane.live(s.id)) dataPlane.pause(s.id);
-  for (const c of Object.keys(state.limits)) if (JSON.stringify(oldLimits[c]) !== JSON.stringify(state.limits[c])) dataPlane.limitsChanged(c);
+  const changed = new Set(Object.keys(state.limits).filter((c) => JSON.stringify(oldLimits[c]) !== JSON.stringify(state.limits[c])));
+  // Clients (extension): a client disabled, its expiry, override or usage reset changed.
+  for (const k of new Set([...Object.keys(oldClients), ...Object.keys(view.clients)])) {
+    if (JSON.stringify(oldClients[k]) !== JSON.stringify(view.clients[k])) changed.add(k.slice(0, k.indexOf('\u0000')));
+  }
+  for (const c of changed) dataPlane.limitsChanged(c);
   for (const row of state.sessions) owners.set(row.id, { customer: row.customer_id, client: row.client_id });
   if (typeof state.zone === 'string') geo.zone = state.zone;
   if (typeof state.public_host === 'string' && state.public_host) {

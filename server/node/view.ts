@@ -2,7 +2,7 @@
 // synchronous store (DataPlaneDeps.store). What the data plane counts goes to the journal; a
 // session's first connection here may ask the control plane first (claims.ts, through `claim`).
 import type { DataPlane, DataPlaneDeps } from '../dataplane/api.ts';
-import type { LimitScope, LimitValues, RuntimePatch, SessionRow } from '../domain.ts';
+import type { ClientControl, LimitScope, LimitValues, RuntimePatch, SessionRow } from '../domain.ts';
 import { quotaBaseKey, type NodeState } from '../cluster/node-channel.ts';
 import { CounterBaselines } from '../cluster/counter-baselines.ts';
 import type { CounterJournal } from '../cluster/journal.ts';
@@ -11,11 +11,13 @@ import type { CounterJournal } from '../cluster/journal.ts';
 const UNKNOWN_PER_S = 50;
 
 /** The node's synchronous store for the data plane: the last state the control plane sent. */
-export class NodeView implements Pick<DataPlaneDeps['store'], 'getSession' | 'saveRuntime' | 'getLimits' | 'sumCounters' | 'quotaBase' | 'prepare' | 'clusterRefusal'> {
+export class NodeView implements Pick<DataPlaneDeps['store'], 'getSession' | 'saveRuntime' | 'getLimits' | 'sumCounters' | 'quotaBase' | 'prepare' | 'clusterRefusal' | 'getClientControl'> {
   sessions = new Map<string, SessionRow>();
   limits: NodeState['limits'] = {};
   sums: NodeState['sums'] = {};
   bases: NonNullable<NodeState['bases']> = {};
+  /** Clients (extension): the records of the clients of sessions here, by `customer\u0000client`. */
+  clients: NonNullable<NodeState['clients']> = {};
   private readonly baselines = new CounterBaselines();
   dataPlane: DataPlane | null = null;
   /** Where what the data plane counts goes first: the node's journal. */
@@ -41,6 +43,10 @@ export class NodeView implements Pick<DataPlaneDeps['store'], 'getSession' | 'sa
 
   getLimits(customerId: string, scope: LimitScope): LimitValues | undefined {
     return this.limits[customerId]?.[scope] ?? undefined;
+  }
+
+  getClientControl(customerId: string, clientId: string): ClientControl | undefined {
+    return this.clients[`${customerId}\u0000${clientId}`];
   }
 
   sumCounters(customerId: string, clientId?: string): { uploaded_bytes: number; downloaded_bytes: number } {
@@ -88,7 +94,7 @@ export class NodeView implements Pick<DataPlaneDeps['store'], 'getSession' | 'sa
    */
   readonly freshAt = new Map<string, number>();
 
-  freshen(sessionId: string, row: SessionRow | null | undefined, limits: NodeState['limits'][string] | undefined): void {
+  freshen(sessionId: string, row: SessionRow | null | undefined, limits: NodeState['limits'][string] | undefined, client?: ClientControl | null): void {
     if (row === undefined) return;
     if (row === null || row.id !== sessionId) {
       this.sessions.delete(sessionId);
@@ -96,6 +102,12 @@ export class NodeView implements Pick<DataPlaneDeps['store'], 'getSession' | 'sa
     }
     this.sessions.set(row.id, row);
     this.freshAt.set(row.id, Date.now());
+    const key = `${row.customer_id}\u0000${row.client_id}`;
+    if (client !== undefined && JSON.stringify(this.clients[key] ?? null) !== JSON.stringify(client)) {
+      const { [key]: _old, ...rest } = this.clients;
+      this.clients = client ? { ...rest, [key]: client } : rest;
+      this.dataPlane?.limitsChanged(row.customer_id);
+    }
     if (limits && JSON.stringify(this.limits[row.customer_id]) !== JSON.stringify(limits)) {
       this.limits = { ...this.limits, [row.customer_id]: limits };
       this.dataPlane?.limitsChanged(row.customer_id);

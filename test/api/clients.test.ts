@@ -7,6 +7,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { startPostgres, type PgServer } from '../helpers/postgres.ts';
+import { periodOf } from '../../server/contract/period.ts';
+import { silentLogger } from '../../server/log.ts';
+import { startQuotaJob } from '../../server/quota/job.ts';
 import { assertError, auth, createSession, ISO_MS_Z, json, makeServer, type TestServer, UUID_V4 } from '../helpers/server.ts';
 
 const CLIENT_KEYS = ['client_id', 'disabled', 'downloaded_bytes', 'expires_at', 'last_seen', 'limit_sources', 'limits', 'period', 'sessions', 'status', 'uploaded_bytes'];
@@ -55,7 +58,8 @@ function suite(kind: 'sqlite' | 'postgres') {
       await createSession(s.app, s.owner, { client_id: 'carol' });
       acmeId = (await s.services.data.getSession(a.id))!.customer_id;
       await s.services.data.saveRuntime(a.id, { uploaded_bytes: 300, downloaded_bytes: 4000 });
-      await s.services.publish({ customerId: acmeId, sessionId: b.id, type: 'session_start', duration: 0, uploaded_bytes: 0, downloaded_bytes: 0 });
+      const minute = Math.floor(Date.now() / 60_000) * 60_000 - 120_000;
+      await s.services.data.addUsage([{ session_id: b.id, node: 'local', start: minute, uploaded_bytes: 5, downloaded_bytes: 7 }]);
       const list = json(await call('GET', '/clients')).clients;
       assert.deepEqual(list.map((c: { client_id: string }) => c.client_id), ['bob', 'alice', 'carol'], 'bob was seen; alice and carol never, by client_id');
       const alice = list[1];
@@ -64,7 +68,7 @@ function suite(kind: 'sqlite' | 'postgres') {
         client_id: 'alice', status: 'idle', sessions: 2, uploaded_bytes: 300, downloaded_bytes: 4000, period: null,
         limits: {}, limit_sources: {}, disabled: false, expires_at: null, last_seen: null,
       });
-      assert.match(list[0].last_seen, ISO_MS_Z);
+      assert.equal(list[0].last_seen, new Date(minute + 60_000).toISOString(), 'the end of its last minute of traffic');
       assert.deepEqual(json(await call('GET', '/clients/alice')), alice);
       assert.deepEqual(json(await call('GET', '/clients/alice', undefined, s.agent)), alice, 'agents read');
       assertError(await call('GET', '/clients/alice', undefined, s.other), 404, 'client_not_found');
@@ -90,10 +94,31 @@ function suite(kind: 'sqlite' | 'postgres') {
       assert.ok(json(await call('GET', '/clients')).clients.some((c: { client_id: string }) => c.client_id === 'dave'));
     });
 
+    test('status precedence: paused (every live session paused), active (a connection open), over_quota, expired, disabled', async () => {
+      const one = await createSession(s.app, s.owner, { client_id: 'pat', reusable: true });
+      assert.equal((await call('PATCH', `/sessions/${one.id}/pause`)).statusCode, 200);
+      assert.equal(json(await call('GET', '/clients/pat')).status, 'paused');
+      const two = await createSession(s.app, s.owner, { client_id: 'pat', reusable: true });
+      assert.equal(json(await call('GET', '/clients/pat')).status, 'idle', 'not every live session is paused');
+      await s.services.data.saveRuntime(two.id, { status: 'active', downloaded_bytes: 50 });
+      const active = json(await call('GET', '/clients/pat'));
+      assert.equal(active.status, 'active');
+      assert.ok(Date.now() - Date.parse(active.last_seen) < 5000, 'seen now while a connection is open');
+      await ok('PATCH', '/clients/pat/limits', { downloaded_bytes: 10 });
+      assert.equal(json(await call('GET', '/clients/pat')).status, 'over_quota', 'over_quota before active');
+      await ok('PATCH', '/clients/pat', { expires_at: inAMoment(60_000) });
+      assert.equal(json(await call('GET', '/clients/pat')).status, 'over_quota', 'an expiry still ahead changes nothing');
+      await ok('PATCH', '/clients/pat', { disabled: true });
+      assert.equal(json(await call('GET', '/clients/pat')).status, 'disabled', 'disabled before everything');
+    });
+
     test('validation in the error record: empty, unknown field, wrong types, a past or malformed expires_at', async () => {
       for (const body of [{}, { colour: 'red' }, { disabled: 'yes' }, { disabled: 1 }, { expires_at: 5 }, { expires_at: 'tomorrow' }, '[1]']) {
         assertError(await call('PATCH', '/clients/alice', body), 400, 'invalid_request');
       }
+      assertError(await call('PATCH', '/clients/alice', { expires_at: '2999-01-01T00:00:00.000Z' }), 400, 'invalid_request');
+      assertError(await call('PATCH', '/clients/alice', { disabled: true, expires_at: null, extra: 1 }), 400, 'invalid_request');
+      assertError(await call('PATCH', '/clients/alice', 'not json'), 400, 'invalid_request');
       const past = assertError(await call('PATCH', '/clients/alice', { expires_at: '2020-01-01T00:00:00.000Z' }), 400, 'invalid_request');
       assert.equal(past.details.field, 'expires_at');
       assert.match(past.message, /future/);
@@ -138,6 +163,16 @@ function suite(kind: 'sqlite' | 'postgres') {
       assert.match(alice.period.start, ISO_MS_Z);
       assert.ok(Date.parse(alice.period.end) - Date.parse(alice.period.start) === 86_400_000, 'a day');
       assert.deepEqual([alice.period.uploaded_bytes, alice.period.downloaded_bytes], [0, 0], 'the period counts from its base');
+      assert.deepEqual(await s.services.data.quotaBase(acmeId, 'client', 'alice', Date.parse(alice.period.start)), { up: 300, down: 4000 }, 'the override\'s period base recorded when it was set');
+      // The quota job records the bases of overrides with their own period (set here without the service).
+      await s.services.data.patchClientLimits(acmeId, 'bob', { downloaded_bytes: 1, reset_period: 'week' });
+      const week = periodOf({ reset_period: 'week' }, Date.now())!;
+      assert.equal(await s.services.data.quotaBase(acmeId, 'client', 'bob', week.start), undefined);
+      const job = startQuotaJob(s.services.data, silentLogger, 3_600_000);
+      await job.runOnce();
+      job.stop();
+      assert.deepEqual(await s.services.data.quotaBase(acmeId, 'client', 'bob', week.start), { up: 0, down: 0 });
+      await s.services.data.deleteClientLimits(acmeId, 'bob');
       assert.equal((await call('DELETE', '/clients/alice/limits', undefined, s.agent)).statusCode, 403);
       assert.equal((await call('DELETE', '/clients/alice/limits')).statusCode, 204);
       assertError(await call('GET', '/clients/alice/limits'), 404, 'limits_not_found');

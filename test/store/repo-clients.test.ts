@@ -7,7 +7,7 @@ import { clientOps as ops } from '../../server/store/repos/clients.ts';
 import { quotaOps } from '../../server/store/repos/quota.ts';
 import { sessionOps } from '../../server/store/repos/sessions.ts';
 import { tokenOps } from '../../server/store/repos/tokens.ts';
-import { eventOps } from '../../server/store/repos/events.ts';
+import { usageOps } from '../../server/store/repos/usage.ts';
 import { eachDialect } from '../helpers/dialects.ts';
 import { ISO_MS_Z } from '../helpers/server.ts';
 
@@ -57,13 +57,14 @@ eachDialect('clients: what the sessions add up to, a usage reset, one client\'s 
   await db.run(sessionOps.saveRuntime('a1', { status: 'active', uploaded_bytes: 100, downloaded_bytes: 1000 }));
   await db.run(sessionOps.saveRuntime('a2', { status: 'ended', uploaded_bytes: 10, downloaded_bytes: 20 }));
   await db.run(sessionOps.setPaused('b1', true));
-  await db.run(eventOps.insertEvent({ customer_id: acme, session_id: 'a1', event_type: 'session_start', created_at: '2026-11-20T10:00:00.000Z', duration: 0, downloaded_bytes: 0, uploaded_bytes: 0 }));
+  const minute = Date.parse('2026-11-20T10:00:00.000Z');
+  await db.run(usageOps.addUsage([{ session_id: 'a1', node: 'local', start: minute, uploaded_bytes: 1, downloaded_bytes: 2 }, { session_id: 'a2', node: 'local', start: minute - 60_000, uploaded_bytes: 1, downloaded_bytes: 2 }]));
 
   const sums = await db.run(ops.clientSessions(acme));
   const alice = sums.find((s) => s.client_id === 'alice')!;
   const bob = sums.find((s) => s.client_id === 'bob')!;
-  assert.deepEqual(alice, { client_id: 'alice', live: 1, active: 1, paused: 0, up: 110, down: 1020, last_event: '2026-11-20T10:00:00.000Z' });
-  assert.deepEqual(bob, { client_id: 'bob', live: 1, active: 0, paused: 1, up: 0, down: 0, last_event: null });
+  assert.deepEqual(alice, { client_id: 'alice', live: 1, active: 1, paused: 0, up: 110, down: 1020, last_traffic: minute + 60_000 }, 'its last traffic ended with its newest minute');
+  assert.deepEqual(bob, { client_id: 'bob', live: 1, active: 0, paused: 1, up: 0, down: 0, last_traffic: null });
   assert.deepEqual(await db.run(ops.clientSessions(acme, 'bob')), [bob]);
 
   const reset = await db.run(ops.resetClientUsage(acme, 'alice'));

@@ -31,8 +31,8 @@ export interface ClientSessions {
   paused: number;
   up: number;
   down: number;
-  /** The newest event of any of its sessions (traffic, connection), or null. */
-  last_event: string | null;
+  /** When its last traffic in the usage history ended (epoch ms: the end of its newest bucket), or null. */
+  last_traffic: number | null;
 }
 
 const NOTICE = { channel: CHANNELS.limits, expr: "customer_id || ':client'" };
@@ -132,16 +132,24 @@ const resetClientUsage = tx(function* (customerId: string, clientId: string): Op
   return (yield* getClient(customerId, clientId))!;
 });
 
+/** The usage history's steps and their lengths: a bucket's traffic ended by its start plus its length. */
+const STEPS = [['minute', 60_000], ['hour', 3_600_000], ['day', 86_400_000]] as const;
+
+// The last traffic is read from the usage history (index seeks on usage_by_client), not from the
+// event log, which has no index by client.
 const SESSIONS_BY_CLIENT = `SELECT s.client_id,
     SUM(CASE WHEN s.status <> 'ended' THEN 1 ELSE 0 END) AS live,
     SUM(CASE WHEN s.status = 'active' THEN 1 ELSE 0 END) AS active,
     SUM(CASE WHEN s.status <> 'ended' AND s.paused THEN 1 ELSE 0 END) AS paused,
     COALESCE(SUM(s.uploaded_bytes), 0) AS up, COALESCE(SUM(s.downloaded_bytes), 0) AS down,
-    (SELECT MAX(e.created_at) FROM events e JOIN sessions x ON x.id = e.session_id
-      WHERE e.customer_id = s.customer_id AND x.customer_id = s.customer_id AND x.client_id = s.client_id) AS last_event
+    ${STEPS.map(([step]) => `(SELECT MAX(u.start) FROM usage_buckets u WHERE u.customer_id = s.customer_id AND u.client_id = s.client_id AND u.step = '${step}') AS last_${step}`).join(',\n    ')}
   FROM sessions s WHERE s.customer_id = ?`;
 
-type RawSessions = { client_id: string; live: unknown; active: unknown; paused: unknown; up: unknown; down: unknown; last_event: string | null };
+type RawSessions = { client_id: string; live: unknown; active: unknown; paused: unknown; up: unknown; down: unknown } & Record<`last_${(typeof STEPS)[number][0]}`, unknown>;
+const lastTraffic = (r: RawSessions): number | null => {
+  const ends = STEPS.filter(([step]) => r[`last_${step}`] != null).map(([step, ms]) => num(r[`last_${step}`]) + ms);
+  return ends.length ? Math.max(...ends) : null;
+};
 const toSessions = (r: RawSessions): ClientSessions => ({
   client_id: r.client_id,
   live: num(r.live),
@@ -149,7 +157,7 @@ const toSessions = (r: RawSessions): ClientSessions => ({
   paused: num(r.paused),
   up: num(r.up),
   down: num(r.down),
-  last_event: r.last_event ?? null,
+  last_traffic: lastTraffic(r),
 });
 
 /** What the sessions of each client of the customer add up to (one client only, when given). */
