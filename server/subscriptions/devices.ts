@@ -29,7 +29,7 @@ export async function maxDevicesOf(store: Pick<DeviceStore, 'getLimits'>, custom
 type Headers = Record<string, string | string[] | undefined>;
 
 /** A descriptive header: trimmed, cut to `max`, null unless plain printable ASCII (anything else is ignored). */
-function describe(v: string | string[] | undefined, max: number): string | null {
+function described(v: string | string[] | undefined, max: number): string | null {
   if (typeof v !== 'string') return null;
   const t = v.trim().slice(0, max).trim();
   return t && PRINTABLE.test(t) ? t : null;
@@ -49,10 +49,10 @@ export function deviceOf(headers: Headers): DeviceInfo | null {
   }
   return {
     hwid,
-    device_os: describe(headers['x-device-os'], KEEP.device_os),
-    os_version: describe(headers['x-ver-os'], KEEP.os_version),
-    device_model: describe(headers['x-device-model'], KEEP.device_model),
-    user_agent: describe(headers['user-agent'], KEEP.user_agent),
+    device_os: described(headers['x-device-os'], KEEP.device_os),
+    os_version: described(headers['x-ver-os'], KEEP.os_version),
+    device_model: described(headers['x-device-model'], KEEP.device_model),
+    user_agent: described(headers['user-agent'], KEEP.user_agent),
   };
 }
 

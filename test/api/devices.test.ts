@@ -6,9 +6,11 @@
 // no device; max_devices is validated and 0 means no limit.
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
+import fc from 'fast-check';
+import { HWID_PATTERN } from '../../server/contract/devices.ts';
 import { startServer, type RunningServer } from '../../server/serve.ts';
 import { startPostgres } from '../helpers/postgres.ts';
-import { removeDir, tempDir } from '../helpers/server.ts';
+import { auth, json, makeServer, removeDir, tempDir } from '../helpers/server.ts';
 
 interface Ctx {
   srv: RunningServer;
@@ -56,6 +58,13 @@ async function scenario(c: Ctx): Promise<void> {
   const s = await call(c, 'POST', '/sessions', { client_id: 'bob', zone: 'de-fra', reusable: true });
   assert.equal(s.status, 201, JSON.stringify(s.json));
   const { url } = (await call(c, 'PUT', '/subscriptions/bob')).json as { url: string };
+  await limitOfTwo(c, url);
+  await listAndRemove(c, url);
+  await validation(c, url);
+}
+
+/** No limit, then max_devices 2: two devices served, the third and an app without x-hwid refused; the page is no device. */
+async function limitOfTwo(c: Ctx, url: string): Promise<void> {
 
   // No limit yet: an app without x-hwid gets links; one with x-hwid is registered and served.
   let f = await feedOf(c, url, { 'user-agent': 'v2rayNG/1.9.30' });
@@ -88,6 +97,10 @@ async function scenario(c: Ctx): Promise<void> {
   assert.equal(page.status, 200);
   assert.match(page.headers.get('content-type')!, /^text\/html/);
   assert.match(await page.text(), /<html/i);
+}
+
+/** The list (owner and agent), removal (owner only, audited) freeing a slot. */
+async function listAndRemove(c: Ctx, url: string): Promise<void> {
 
   // The list: newest first, nulls where unknown, owner and agent alike.
   const list = await call(c, 'GET', '/clients/bob/devices', undefined, c.agent);
@@ -116,6 +129,10 @@ async function scenario(c: Ctx): Promise<void> {
   const e = audit.json.entries[0];
   assert.deepEqual([e.target, e.client_id, e.after, e.before.hwid, e.actor.role], [{ type: 'device', id: 'B2' }, 'bob', null, 'B2', 'owner']);
   assert.equal((await call(c, 'GET', '/audit?action=device.remove', undefined, c.agent)).json.entries.length, 0, 'owner business');
+}
+
+/** Header rules, unknown clients and other customers, max_devices values (0: no limit; lowering removes nobody). */
+async function validation(c: Ctx, url: string): Promise<void> {
 
   // Headers validated: a malformed x-hwid is 400 in the error record; descriptive headers that are
   // not printable are dropped, long ones cut.
@@ -127,7 +144,7 @@ async function scenario(c: Ctx): Promise<void> {
     assert.deepEqual(err.details, { location: 'headers', header: 'x-hwid' });
   }
   assert.equal((await call(c, 'DELETE', '/clients/bob/devices/A1')).status, 204);
-  f = await feedOf(c, url, HAPP('D4', { 'x-device-model': 'Caf\u00e9 phone', 'x-device-os': '  Linux  ', 'user-agent': `Happ/${'9'.repeat(400)}` }));
+  let f = await feedOf(c, url, HAPP('D4', { 'x-device-model': 'Caf\u00e9 phone', 'x-device-os': '  Linux  ', 'user-agent': `Happ/${'9'.repeat(400)}` }));
   assert.equal(f.links.length, 1);
   const d4 = (await call(c, 'GET', '/clients/bob/devices')).json.devices.find((d: any) => d.hwid === 'D4');
   assert.deepEqual([d4.device_model, d4.device_os, d4.user_agent.length], [null, 'Linux', 256]);
@@ -188,4 +205,25 @@ test('the OpenAPI document lists the device routes and max_devices as extensions
   assert.ok(del.responses['403'] && del.responses['404'] && del.responses['204']);
   const json = JSON.stringify(doc);
   assert.match(json, /"max_devices":\{[^}]*"x-extension":true/);
+});
+
+test('hostile device headers: any x-hwid is 200 (well-formed, registered) or 400 (the error record), never stored otherwise', async (t) => {
+  const s = await makeServer();
+  t.after(() => s.close());
+  await s.app.inject({ method: 'PATCH', url: '/v2/customer/limits/client', headers: auth(s.owner), payload: { max_devices: 1000 } });
+  const path = new URL(json(await s.app.inject({ method: 'PUT', url: '/v2/subscriptions/bob', headers: auth(s.owner) })).url).pathname;
+  const value = fc.string({ unit: 'binary', maxLength: 300 }).filter((v) => !/[\r\n\0]/.test(v) && v.trim() === v);
+  await fc.assert(
+    fc.asyncProperty(value, value, async (hwid, model) => {
+      const res = await s.app.inject({ url: path, headers: { 'user-agent': 'Happ/3.2.1', 'x-hwid': hwid, 'x-device-model': model } });
+      if (hwid === '' || new RegExp(HWID_PATTERN).test(hwid)) assert.equal(res.statusCode, 200, res.body);
+      else assert.deepEqual(json(res).error.details, { location: 'headers', header: 'x-hwid' });
+    }),
+    { numRuns: 150 },
+  );
+  const { devices } = json(await s.app.inject({ url: '/v2/clients/bob/devices', headers: auth(s.owner) }));
+  for (const d of devices) {
+    assert.match(d.hwid, new RegExp(HWID_PATTERN));
+    assert.ok(d.device_model === null || /^[\x20-\x7e]{1,128}$/.test(d.device_model), d.device_model);
+  }
 });
