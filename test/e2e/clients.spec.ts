@@ -83,6 +83,20 @@ for (const scheme of ['light', 'dark'] as const) {
     await expect(row).toContainText('over quota until');
     await expect(row.getByRole('meter')).toHaveAttribute('aria-valuenow', '100');
     await shot(page, testInfo, `${scheme}-sessions-over-quota`);
+    // Narrower windows with the sidebar: the list drops columns, never clips a row's actions.
+    try {
+      for (const width of [1100, 900, 800]) {
+        await page.setViewportSize({ width, height: 800 });
+        await expect(row.getByRole('button', { name: /^Copy the link/ })).toBeVisible();
+        const clipped = await row.evaluate((el) => {
+          const table = el.closest('.table')!.getBoundingClientRect();
+          return [...el.querySelectorAll('button, [role="meter"]')].filter((b) => b.getBoundingClientRect().right > table.right + 0.5).map((b) => b.getAttribute('aria-label'));
+        });
+        expect(clipped, `${width} px`).toEqual([]);
+      }
+    } finally {
+      await page.setViewportSize({ width: 1280, height: 800 });
+    }
     // The same at 390 px: nothing wider than the window.
     await page.setViewportSize({ width: 390, height: 844 });
     try {

@@ -92,6 +92,10 @@ test('mergeNewest: null when nothing changed, changed rows replaced, new ones so
   const paused = mergeNewest(shown, [session('a', { created_at: a.created_at, paused: true })], T0);
   assert.equal(paused?.sessions.a.paused, true);
   assert.equal(paused?.sessionOrder, undefined, 'the order stays when no session is new');
+  const over = mergeNewest(shown, [session('a', { created_at: a.created_at, over_quota: true, over_quota_until: '2026-11-23T00:00:00.000Z' })], T0);
+  assert.equal(over?.sessions.a.over_quota, true, 'over quota is a change the list shows');
+  const renewed = mergeNewest({ sessions: { a: over!.sessions.a }, sessionOrder: ['a'] }, [session('a', { created_at: a.created_at })], T0);
+  assert.equal(renewed?.sessions.a.over_quota, undefined, 'and so is its end (a reset, a renewed period)');
   const more = mergeNewest(shown, [session('b', { created_at: '2026-11-22T11:00:00.000Z' }), session('c', { created_at: '2026-11-22T09:00:00.000Z' })], T0);
   assert.deepEqual(more?.sessionOrder, ['b', 'a', 'c']);
 });
