@@ -131,6 +131,7 @@ for (const scheme of ['light', 'dark'] as const) {
     await expect(page.locator(`tr[data-client-id="${client}"]`)).toContainText('disabled');
     await app.go('Sessions');
     await expect(row).toContainText('client disabled');
+    await expect(row, 'the usage reset ended the over quota').not.toContainText('over quota');
     await shot(page, testInfo, `${scheme}-sessions-disabled`);
     await app.openSession(s.id);
     await expect(page.getByTestId('link-blocked')).toContainText('is disabled');
