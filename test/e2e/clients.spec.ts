@@ -122,6 +122,13 @@ for (const scheme of ['light', 'dark'] as const) {
     expect((await backend.api<Client>('GET', `/clients/${enc}`)).body.status).not.toBe('over_quota');
 
     // Disable (asked first, saying it cuts live connections): both lists and the link say so.
+    // By keyboard first: Escape answers no and changes nothing.
+    await page.getByRole('button', { name: 'Disable', exact: true }).focus();
+    await page.keyboard.press('Enter');
+    await expect(page.getByRole('button', { name: 'Disable now', exact: true })).toBeFocused();
+    await page.keyboard.press('Escape');
+    await expect(page.getByRole('alertdialog')).toHaveCount(0);
+    expect((await backend.api<Client>('GET', `/clients/${enc}`)).body.disabled).toBe(false);
     await page.getByRole('button', { name: 'Disable', exact: true }).click();
     await expect(page.getByRole('alertdialog')).toContainText('live connections are cut');
     await page.getByRole('button', { name: 'Disable now', exact: true }).click();

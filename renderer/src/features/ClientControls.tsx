@@ -12,10 +12,10 @@ import { Badges, UsageBar } from '../components/standing.tsx';
 
 type Asking = null | 'disable' | 'reset';
 
-/** A question before a change that cannot be taken back quietly. */
+/** A question before a change that cannot be taken back quietly (Escape answers no). */
 function Confirm({ id, title, text, action, danger, onYes, onNo, pending }: { id: string; title: string; text: string; action: string; danger?: boolean; onYes: () => void; onNo: () => void; pending: boolean }) {
   return (
-    <div className="confirm" role="alertdialog" aria-labelledby={`${id}-q`} aria-describedby={`${id}-d`}>
+    <div className="confirm" role="alertdialog" aria-labelledby={`${id}-q`} aria-describedby={`${id}-d`} onKeyDown={(e) => e.key === 'Escape' && onNo()}>
       <p id={`${id}-q`} className="confirm-title">
         {title}
       </p>
