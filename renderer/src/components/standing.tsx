@@ -7,7 +7,7 @@ export function Badges({ badges }: { badges: Badge[] }) {
   return (
     <span className="badges">
       {badges.map((b) => (
-        <span key={b.key} className={`badge tone-${b.tone}`} data-badge={b.key} title={b.text}>
+        <span key={b.key} className={`badge badge-${b.key === 'status' ? b.text : b.key} tone-${b.tone}`} data-badge={b.key} title={b.text}>
           {b.text}
         </span>
       ))}
