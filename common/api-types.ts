@@ -20,6 +20,10 @@ export type { Subscription, SubscriptionFormat, SubscriptionSettings, Subscripti
 export type { AuditPage, AuditQuery } from '../server/contract/audit.ts';
 // Usage history (extension): GET /v2/usage.
 export type { UsageQuery, UsageReport, UsageStepValue } from '../server/contract/usage.ts';
+// The doctor report (GET /v2/doctor).
+export type { DoctorReport } from '../server/contract/doctor.ts';
+// Support: a session's live connections, a session's or client's recent refusals.
+export type { ConnectionList, RefusalList } from '../server/contract/support.ts';
 // Webhooks.
 export type { Webhook, WebhookCreate, WebhookDelivery, WebhookEventKind, WebhookTestResult } from '../server/contract/webhooks.ts';
 

@@ -5,6 +5,7 @@
 // every call resolves to a Result so the error record survives the IPC boundary intact.
 import type {
   ConnectionInfo,
+  DoctorReport,
   ConnectionSettings,
   EventFilter,
   LanSharing,
@@ -33,6 +34,8 @@ import type {
   ZoneList,
   AuditPage,
   AuditQuery,
+  ConnectionList,
+  RefusalList,
 } from './api-types.ts';
 import type { Client, ClientList, ClientListQuery, ClientOverride, ClientOverrideUpdate, ClientUpdate, DeviceList } from './client-types.ts';
 import type { Result } from './result.ts';
@@ -82,6 +85,14 @@ export interface AppOps {
   lanSharing(): Promise<Result<LanSharing>>;
   /** Desktop: turns sharing on (on an address) or off; main restarts the embedded server. */
   setLanSharing(request: LanSharingRequest): Promise<Result<LanSharing>>;
+  /** The doctor's checks the server runs about itself (GET /v2/doctor, owner token). */
+  runDoctor(): Promise<Result<DoctorReport>>;
+  /** Support: the session's open connections on every data plane (GET /v2/sessions/{id}/connections). */
+  sessionConnections(id: string): Promise<Result<ConnectionList>>;
+  /** Support: why the session's connections were refused lately (GET /v2/sessions/{id}/refusals). */
+  sessionRefusals(id: string): Promise<Result<RefusalList>>;
+  /** Support: why the client's connections were refused lately (GET /v2/clients/{client_id}/refusals). */
+  clientRefusals(clientId: string): Promise<Result<RefusalList>>;
   /** Usage history: GET /v2/usage with the query's filters, range and step. */
   usage(query: UsageQuery): Promise<Result<UsageReport>>;
   /** Clients: every client of the customer with its standing (GET /v2/clients). */

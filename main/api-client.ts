@@ -6,6 +6,9 @@ import { errorInfoFrom } from '../common/error-info.ts';
 import type {
   AuditPage,
   AuditQuery,
+  DoctorReport,
+  ConnectionList,
+  RefusalList,
   LimitScope,
   LimitsRecord,
   LimitsUpdate,
@@ -72,6 +75,7 @@ export class ApiClient {
 
   zones = () => this.request<ZoneList>('GET', '/zones');
   serverInfo = () => this.request<ServerInfo>('GET', '/server-info');
+  doctor = () => this.request<DoctorReport>('GET', '/doctor');
   openApi = () => this.request<unknown>('GET', '/openapi.json');
   listSessions = (q: SessionListQuery) => this.request<SessionList>('GET', `/sessions${query(q as Record<string, unknown>)}`);
   getSession = (id: string) => this.request<Session>('GET', `/sessions/${encodeURIComponent(id)}`);
@@ -88,6 +92,9 @@ export class ApiClient {
   getSubscriptionSettings = () => this.request<SubscriptionSettings>('GET', '/subscription-settings');
   updateSubscriptionSettings = (b: SubscriptionSettingsUpdate) => this.request<SubscriptionSettings>('PATCH', '/subscription-settings', b);
   listAudit = (q: AuditQuery) => this.request<AuditPage>('GET', `/audit${query(q as Record<string, unknown>)}`);
+  sessionConnections = (id: string) => this.request<ConnectionList>('GET', `/sessions/${encodeURIComponent(id)}/connections`);
+  sessionRefusals = (id: string) => this.request<RefusalList>('GET', `/sessions/${encodeURIComponent(id)}/refusals`);
+  clientRefusals = (c: string) => this.request<RefusalList>('GET', `/clients/${encodeURIComponent(c)}/refusals`);
   usage = (q: UsageQuery) => this.request<UsageReport>('GET', `/usage${query(q as Record<string, unknown>)}`);
   listWebhooks = () => this.request<{ webhooks: Webhook[] }>('GET', '/webhooks');
   createWebhook = (b: WebhookCreate) => this.request<Webhook & { secret: string }>('POST', '/webhooks', b);

@@ -19,6 +19,7 @@ export function createHandlers({ api, endpoints, streams, clipboard }: HandlerDe
     connectionInfo: async () => ({ ok: true, value: endpoints.info() }),
     saveConnection: (c) => endpoints.save(c),
     serverInfo: () => api.serverInfo(),
+    runDoctor: () => api.doctor(),
     openApiDocument: () => api.openApi(),
     copyApiToken: async () => {
       const token = endpoints.current()?.token;
@@ -60,6 +61,9 @@ export function createHandlers({ api, endpoints, streams, clipboard }: HandlerDe
     resetClientUsage: (c) => api.resetClientUsage(c),
     listDevices: (c) => api.listDevices(c),
     deleteDevice: (c, hwid) => api.deleteDevice(c, hwid),
+    sessionConnections: (id) => api.sessionConnections(id),
+    sessionRefusals: (id) => api.sessionRefusals(id),
+    clientRefusals: (c) => api.clientRefusals(c),
     openStream: async (streamId, filter) => streams.open(streamId, filter),
     closeStream: async (streamId) => {
       streams.close(streamId);

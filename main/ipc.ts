@@ -48,6 +48,10 @@ export const OP_NAMES = [
   'resetClientUsage',
   'listDevices',
   'deleteDevice',
+  'runDoctor',
+  'sessionConnections',
+  'sessionRefusals',
+  'clientRefusals',
   'openStream',
   'closeStream',
 ] as const satisfies readonly AppOpName[];
@@ -126,6 +130,8 @@ function validArgs(name: AppOpName, a: unknown[]): boolean {
     case 'deleteWebhook':
     case 'webhookDeliveries':
     case 'testWebhook':
+    case 'sessionConnections':
+    case 'sessionRefusals':
       return a.length === 1 && isStr(a[0], 200);
     case 'listSessions':
     case 'listAudit':
@@ -146,6 +152,7 @@ function validArgs(name: AppOpName, a: unknown[]): boolean {
     case 'deleteClientLimits':
     case 'resetClientUsage':
     case 'listDevices':
+    case 'clientRefusals':
       return a.length === 1 && isClientId(a[0]);
     case 'setLanSharing':
       return a.length === 1 && isLanRequest(a[0]);

@@ -14,6 +14,8 @@ export interface LiveSession {
   uploaded: number;
   downloaded: number;
   at: number;
+  /** The session's newest refusal (GET /v2/sessions/{id}/refusals), read by the notifier every REFUSALS_MS. */
+  lastRefusal?: { reason: string; at: string };
 }
 
 /** Sessions kept beyond the active ones (idle, created) before the oldest are forgotten. */
@@ -41,6 +43,7 @@ export class LiveState {
       uploaded: s.uploaded_bytes,
       downloaded: s.downloaded_bytes,
       at: Date.now(),
+      ...(prev?.lastRefusal ? { lastRefusal: prev.lastRefusal } : {}),
     };
     if (v.status !== 'active' || v.paused) {
       v.up = 0;

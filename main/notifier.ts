@@ -27,6 +27,10 @@ const RECENT_MS = 30_000;
  */
 const LOOKUPS = { perIdMs: 2000, perSecond: 2 };
 
+/** How often the newest refusal of each session the tray lists (at most REFUSAL_SESSIONS) is read. */
+export const REFUSALS_MS = 10_000;
+const REFUSAL_SESSIONS = 15;
+
 export class Notifier {
   readonly live = new LiveState();
   #opts: NotifierOptions;
@@ -34,10 +38,29 @@ export class Notifier {
   readonly #lookups = new Coalescer((id) => this.#lookUp(id), LOOKUPS);
   /** Sessions whose end awaits their look-up (to tell ended, capped or disconnected apart). */
   readonly #ended = new Set<string>();
+  readonly #refusalTimer: NodeJS.Timeout;
 
   constructor(opts: NotifierOptions) {
     this.#opts = opts;
     this.#stream = new EventStream({ EventSource, endpoint: opts.endpoint, filter: {}, onEvent: (e) => void this.#onEvent(e) });
+    this.#refusalTimer = setInterval(() => void this.#readRefusals(), REFUSALS_MS);
+    this.#refusalTimer.unref?.();
+  }
+
+  /** The newest refusal of each session the tray lists (why a paused or capped client gets nothing). */
+  async #readRefusals(): Promise<void> {
+    const listed = this.live.active().slice(0, REFUSAL_SESSIONS);
+    let changed = false;
+    for (const s of listed) {
+      const r = await this.#opts.api.sessionRefusals(s.id);
+      if (!r.ok) continue;
+      const newest = r.value.refusals[0];
+      if (newest && newest.at !== s.lastRefusal?.at) {
+        s.lastRefusal = { reason: newest.reason, at: newest.at };
+        changed = true;
+      }
+    }
+    if (changed) this.#render();
   }
 
   /** Loads the active sessions (the truth at start and after an endpoint change). */
@@ -99,6 +122,7 @@ export class Notifier {
   }
 
   dispose(): void {
+    clearInterval(this.#refusalTimer);
     this.#lookups.close();
     this.#stream.close();
   }

@@ -19,6 +19,13 @@ export interface TrayDeps {
 
 const MAX_ITEMS = 15;
 
+/** "Last refused 14:03:07: paused" (the reason is the API's code; the window says it in words). */
+export function refusalLabel(r: { reason: string; at: string }): string {
+  const d = new Date(r.at);
+  const time = Number.isNaN(d.getTime()) ? r.at : d.toLocaleTimeString();
+  return `Last refused ${time}: ${r.reason.replace(/_/g, ' ')}`;
+}
+
 export class TrayController {
   #tray: TrayType;
   #deps: TrayDeps;
@@ -65,7 +72,7 @@ export class TrayController {
     const shown = sessions.slice(0, MAX_ITEMS);
     // 'empty' keys the no-session menu too, so an idle tray is not rebuilt on every render;
     // the hidden "…and N more" count is part of the menu, so it is part of the key.
-    const key = (shown.map((s) => `${s.id}:${s.paused}:${s.reusable}`).join('|') || 'empty') + `#${sessions.length}`;
+    const key = (shown.map((s) => `${s.id}:${s.paused}:${s.reusable}:${s.lastRefusal?.at ?? ''}`).join('|') || 'empty') + `#${sessions.length}`;
     if (key === this.#menuKey) return;
     this.#menuKey = key;
     const items: MenuItemConstructorOptions[] = [{ label: 'Open VPN Access Desk', click: () => this.#deps.open() }, { type: 'separator' }];
@@ -78,6 +85,7 @@ export class TrayController {
           s.paused
             ? { label: 'Resume', enabled: s.reusable, click: () => this.#deps.resume(s.id) }
             : { label: 'Pause', enabled: s.reusable, click: () => this.#deps.pause(s.id) },
+          ...(s.lastRefusal ? [{ label: refusalLabel(s.lastRefusal), enabled: false }] : []),
         ],
       });
     }

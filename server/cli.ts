@@ -4,6 +4,7 @@
 // data-plane node itself (server/node/run.ts).
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { doctor } from './cli/doctor.ts';
 import { node } from './cli/node.ts';
 import { serve } from './cli/serve.ts';
 import { defaultDataDir, fail } from './cli/shared.ts';
@@ -31,6 +32,12 @@ Usage:
                          8790); TLS on them unless it binds loopback (auto), fed by the control
                          plane(s) at URL (failing over in the order given); --data-dir
                          (default ~/.local/share/vpn-access-node) keeps unacknowledged reports
+  vpn-access doctor [serve options] [--url URL --token TOKEN] [--json]
+                         checks what makes clients fail before they connect: ports, TLS and
+                         the pin in links, the public host, egress, the clock, the database
+                         and its migrations, the cluster's nodes and the zone catalogue; takes
+                         serve's options (the same configuration) and, with --url and --token,
+                         asks that running server; exit status 1 when a check fails
 
 serve options (environment variable in brackets):
   --host HOST            bind address, default 127.0.0.1 (loopback); 0.0.0.0 or :: bind every
@@ -78,6 +85,7 @@ export async function main(argv: string[]): Promise<void> {
   if (command === 'serve') await serve(rest, USAGE);
   else if (command === 'token') await token(rest);
   else if (command === 'node') await node(rest);
+  else if (command === 'doctor') await doctor(rest, USAGE);
   else if (!command || command === 'help' || command === '--help' || command === '-h') process.stdout.write(USAGE);
   else fail(`unknown command "${command}"\n\n${USAGE}`);
 }

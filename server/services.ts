@@ -4,6 +4,8 @@
 // two is the Backend (backend/sqlite.ts, backend/postgres.ts); everything else is composed here,
 // once. The routes and the use cases only see the async store seam (`data`, store/control.ts),
 // the event source (`events`) and the instance's change feed (`changes`).
+import { NodeInspect } from './cluster/node-inspect.ts';
+import { SupportService } from './support.ts';
 import type { SessionEvent } from './contract/schemas.ts';
 import type { DataPlane, DataPlaneDeps } from './dataplane/api.ts';
 import { createDataPlane } from './dataplane/index.ts';
@@ -87,6 +89,10 @@ export interface Services {
   audit: AuditTrail;
   /** Where geo-targeted proxy requests leave, and the up nodes' relays (server/cluster/geo.ts). */
   geo: ServeGeoRoutes;
+  /** Support's questions to the nodes connected to this instance (cluster/node-inspect.ts). */
+  inspect: NodeInspect;
+  /** A session's live connections and recent refusals, gathered on read (server/support.ts). */
+  support: SupportService;
 }
 
 /** The backend the options ask for; PostgreSQL's client is loaded only in that mode. */
@@ -155,6 +161,7 @@ async function compose(opts: ServerOptions, config: ResolvedConfig, tls: TlsCert
   owned.add(() => audit.close());
   backend.attach(dataPlane);
   const sessions = new SessionService({ store: data, zones: placement, link: config.settings.link, dataPlane: () => dataPlane, changes });
+  const inspect = new NodeInspect();
   // Caps per token and customer hold per instance.
   const streams = new StreamRegistry(backend.revocations, config.settings.sse);
   metrics.subscribers(() => streams.size);
@@ -189,6 +196,8 @@ async function compose(opts: ServerOptions, config: ResolvedConfig, tls: TlsCert
     metrics,
     audit,
     geo,
+    inspect,
+    support: new SupportService({ sessions, dataPlane: () => dataPlane, nodes: inspect, data }),
     owned,
     close: () => owned.dispose(),
   };

@@ -15,10 +15,9 @@ import type { EventInput, Logger } from '../domain.ts';
 import type { ChangeFeed } from '../events/changes.ts';
 import { PgEventFeed } from '../events/pg-feed.ts';
 import { type Metrics, timedStore } from '../metrics.ts';
-import { pgControlStore } from '../store/control.ts';
 import { PgListener } from '../store/pg/listener.ts';
 import { CHANNELS, PgStore } from '../store/pg/store.ts';
-import { PgTokenCache } from '../store/pg/token-cache.ts';
+import { PgTokenCache } from '../plugins/pg-token-cache.ts';
 import { clusterKeyOps } from '../store/repos/cluster-keys.ts';
 import { subscriptionOps } from '../store/repos/subscriptions.ts';
 import { webhookOps } from '../store/repos/webhooks.ts';
@@ -42,7 +41,7 @@ export async function openPostgres({ url, dataDir, metrics, log, changes }: Post
     applicationName: 'vpn-access serve',
     onIdleError: (err) => log.warn({ err: err.message }, 'database connection lost'),
   });
-  const data = timedStore(pgControlStore(pg), metrics);
+  const data = timedStore(pg, metrics);
   const runner = new PgRunner(pg.pool);
   const listener = new PgListener(url, Object.values(CHANNELS), {
     applicationName: 'vpn-access listen',

@@ -21,7 +21,7 @@ export function openSqlite(dataDir: string, metrics: Metrics, log: Logger): Back
   // One server per folder; on PostgreSQL other instances share the database instead, and one
   // starting must not close the sessions they carry. When the folder is in use (or the repair
   // fails), takeDataDir closes the database itself and throws its own error.
-  const releaseDataDir = takeDataDir(dataDir, store, (e) => void bus.publish(e), log);
+  const releaseDataDir = takeDataDir(dataDir, store, log);
   return {
     database: 'sqlite',
     data: timedStore(sqliteControlStore(store), metrics),

@@ -45,7 +45,7 @@ function parseTrustProxy(value: string): string[] {
   return items;
 }
 
-const SERVE_OPTIONS = {
+export const SERVE_OPTIONS = {
   host: { type: 'string' },
   port: { type: 'string' },
   'data-dir': { type: 'string' },
@@ -75,11 +75,11 @@ const SERVE_OPTIONS = {
   help: { type: 'boolean', short: 'h' },
 } as const;
 
-type ServeValues = ReturnType<typeof parseArgs<{ args: string[]; options: typeof SERVE_OPTIONS }>>['values'];
+export type ServeValues = ReturnType<typeof parseArgs<{ args: string[]; options: typeof SERVE_OPTIONS }>>['values'];
 type Logger = ReturnType<typeof createLogger>;
 
 /** The certificate options: the mode, given files, their watch interval, or ACME. */
-function tlsOptions(values: ServeValues) {
+export function tlsOptions(values: ServeValues) {
   const certFile = values['tls-cert'] ?? env.VPN_ACCESS_TLS_CERT;
   const keyFile = values['tls-key'] ?? env.VPN_ACCESS_TLS_KEY;
   if (Boolean(certFile) !== Boolean(keyFile)) fail('--tls-cert and --tls-key go together');
@@ -108,7 +108,7 @@ function tlsOptions(values: ServeValues) {
 }
 
 /** The egress policy, idle time-out and link network. */
-function dataPlaneOptions(values: ServeValues) {
+export function dataPlaneOptions(values: ServeValues) {
   const egress = values.egress ?? env.VPN_ACCESS_EGRESS ?? 'public-only';
   if (egress !== 'public-only' && egress !== 'lan' && egress !== 'allow-all') fail('--egress takes public-only, lan or allow-all');
   const idleText = values['idle-timeout'] ?? env.VPN_ACCESS_IDLE_TIMEOUT;
@@ -124,7 +124,7 @@ function dataPlaneOptions(values: ServeValues) {
  * address other machines can use (0.0.0.0 in a link means nothing to a client); and how far clear
  * text would reach (TLS off, by --tls off or by auto for a local public host), never beyond the local network.
  */
-function publicHostAndReach(values: ServeValues, host: string, tls: ReturnType<typeof tlsOptions>, log: Logger) {
+export function publicHostAndReach(values: ServeValues, host: string, tls: ReturnType<typeof tlsOptions>, log: Logger) {
   const interfaces = networkInterfaces();
   const givenPublicHost = values['public-host'] ?? env.VPN_ACCESS_PUBLIC_HOST ?? tls.acmeDomain;
   const publicHost = givenPublicHost ?? choosePublicHost(host, interfaces) ??

@@ -62,9 +62,8 @@ export async function openStore(values: { 'data-dir'?: string; database?: string
   if (values.database && values['data-dir']) fail('use either --data-dir or --database, not both');
   if (!url) return sqliteControlStore(new Store(openDatabase(resolve(values['data-dir'] ?? defaultDataDir()))));
   const { PgStore } = await import('../store/pg/store.ts');
-  const { pgControlStore } = await import('../store/control.ts');
   try {
-    return pgControlStore(await PgStore.open(url, { max: 2, applicationName: 'vpn-access cli' }));
+    return await PgStore.open(url, { max: 2, applicationName: 'vpn-access cli' });
   } catch (err) {
     fail(`cannot use the database at ${redactUrl(url)}: ${err instanceof Error ? err.message : String(err)}`);
   }

@@ -24,7 +24,7 @@ import type { Logger } from '../domain.ts';
 import type { ChangeFeed } from '../events/changes.ts';
 import type { ControlStore } from '../store/control.ts';
 import type { NodeInfo } from '../store/store.ts';
-import type { RepairedEvent } from '../store/repair.ts';
+import type { RepairedEvent } from '../store/repos/repair.ts';
 
 /** What the repairs use of the server's services. */
 export interface RepairDeps {

@@ -27,6 +27,8 @@
 //       the session's row as stored now (null: not placed on the node) and its customer's limits
 //       (read-your-writes);
 //     {type:'removed'}  the node was removed from the catalogue: it cuts all and stops.
+//     {type:'inspect', id, what:'connections'|'refusals', session | customer+client}  support's question,
+//       answered by the node with {type:'inspected', id, connections | refusals} (node-inspect.ts).
 //   node → control plane, besides reports and claims:
 //     {type:'release', key, gen}  the node moves none of that customer's (or client's) bytes now
 //       and gives back its grant beyond KEEP_IDLE (store.releaseGrant), in order after its reports.

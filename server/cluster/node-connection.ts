@@ -63,6 +63,8 @@ export class NodeConnection {
     );
     const timer = setInterval(() => void this.sendState(), STATE_MS);
     const stopSignal = services.changes.on(() => void this.sendState());
+    // Support's questions (node-inspect.ts) go to this node while its channel is open.
+    const detach = services.inspect?.attach(node.id, node.name, (m) => ws.send(JSON.stringify(m)));
     void this.sendState();
     ws.on('message', (raw: Buffer) => this.onMessage(raw));
     ws.on('close', () => {
@@ -70,6 +72,7 @@ export class NodeConnection {
       this.shared.openOf.delete(node.id);
       clearInterval(timer);
       stopSignal();
+      detach?.();
       log.info({ node: node.name, id: short }, 'node disconnected');
     });
     ws.on('error', () => ws.terminate());
@@ -111,6 +114,7 @@ export class NodeConnection {
       this.guard.claim(() => this.claim(m), () => !this.closed && this.ws.send(JSON.stringify({ type: 'claimed', id: m.id, ok: false })));
       return;
     }
+    if (msg.type === 'inspected') return this.shared.services.inspect?.answered(this.node.id, msg as Record<string, unknown>);
     if (msg.type === 'release') return this.release(msg as { key?: unknown; gen?: unknown });
     if (msg.type !== 'report' || typeof msg.seq !== 'number' || !Number.isSafeInteger(msg.seq) || msg.seq < 0) return;
     this.report(msg, msg.seq);

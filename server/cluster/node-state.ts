@@ -1,6 +1,7 @@
 // The state the control plane sends a data-plane node ({type:'state'}, node-channel.ts): the
 // sessions placed on it, their customers' limits and counter sums, the recorded bases of periodic
 // caps, the node's shares of cluster limits (shares.ts), its zone and the geo relays (geo.ts).
+import type { NodeInspect } from './node-inspect.ts';
 import type { ClientControl, LimitScope, LimitValues, SessionRow, ZoneInfo } from '../domain.ts';
 import { baseKeyOf, periodOf } from '../contract/period.ts';
 import { mergeClientLimits } from '../contract/client-limits.ts';
@@ -18,6 +19,8 @@ export interface NodeChannelDeps extends RepairDeps {
   geo: Pick<ServeGeoRoutes, 'nodes' | 'entries'>;
   zones: { list(): ZoneInfo[] };
   usage: Pick<UsageHistory, 'add'> | null;
+  /** Support's questions to the connected nodes (node-inspect.ts); absent: none asked. */
+  inspect?: NodeInspect;
 }
 
 export interface NodeState {

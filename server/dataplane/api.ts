@@ -3,6 +3,7 @@
 // fastify or electron: it gets everything it needs through DataPlaneDeps.
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
+import type { ConnectionView, RefusalDigest } from './support.ts';
 import type { ClientControl, EventInput, LimitScope, LimitValues, Logger, RuntimePatch, SessionRow, SessionStatus, ZoneInfo } from '../domain.ts';
 
 export interface DataPlaneDeps {
@@ -156,4 +157,10 @@ export interface DataPlane {
   close(): Promise<void>;
   /** Connections relaying now, per zone of their sessions (metrics). */
   openByZone?(): Array<{ zone: string; count: number }>;
+  /** Support: the session's connections relaying now (bounded by the per-session connection cap). */
+  connectionsOf?(sessionId: string): ConnectionView[];
+  /** Support: the recent refusals of a session or of a customer's client, and their counts over the last hour. */
+  refusalsOf?(q: { sessionId: string } | { customerId: string; clientId: string }): RefusalDigest;
 }
+
+export type { ConnectionView, RefusalDigest, RefusalView, Transport } from './support.ts';

@@ -38,6 +38,7 @@ function inboundContext(deps: DataPlaneDeps, runtime: Runtime, open: Set<Connect
     runtime,
     log: deps.log,
     egress: cfg.egress ?? DEFAULT_EGRESS,
+    tls: !!cfg.tls,
     headerTimeoutMs: cfg.headerTimeoutMs ?? DEFAULT_HEADER_TIMEOUT_MS,
     connectTimeoutMs: cfg.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
     dial: { lookup: cfg.dnsLookup, dnsTimeoutMs: cfg.dnsTimeoutMs ?? DEFAULT_DNS_TIMEOUT_MS, keepAliveMs: cfg.keepAliveMs ?? DEFAULT_KEEPALIVE_MS, localAddress: cfg.egressAddress },
@@ -216,6 +217,8 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
     },
 
     live: (id) => runtime.live(id),
+    connectionsOf: (id) => runtime.connectionsOf(id),
+    refusalsOf: (q) => ('sessionId' in q ? runtime.refusals.ofSession(q.sessionId) : runtime.refusals.ofClient(q.customerId, q.clientId)),
     runtimeSize: () => runtime.size(),
     setClusterShare: (customerId, clientId, share) => runtime.setClusterShare(customerId, clientId, share),
     openByZone: () => runtime.openByZone(),

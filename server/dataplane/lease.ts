@@ -3,6 +3,7 @@
 // of what moved. Flows (flow.ts) move every byte through a Lease.
 import type { CloseReason } from './close-reason.ts';
 import { type ConnHandle, type CustomerState, type Dir, type SessionState, SAVE_BYTES, capOf, nowMs } from './meters.ts';
+import { Rate } from './support.ts';
 
 /** What a lease reports back to the runtime that granted it. */
 export interface LeaseOwner {
@@ -22,6 +23,9 @@ export class Lease {
   readonly conn: ConnHandle;
   private released = false;
   private committed = false;
+  /** What this connection moved, and how fast lately (support's view, support.ts). */
+  readonly moved = { up: 0, down: 0 };
+  readonly rate = { up: new Rate(), down: new Rate() };
 
   constructor(owner: LeaseOwner, session: SessionState, conn: ConnHandle) {
     this.owner = owner;
@@ -106,6 +110,8 @@ export class Lease {
   account(dir: Dir, n: number): void {
     if (n <= 0) return;
     const session = this.session, client = session.client, customer = session.customer;
+    this.moved[dir] += n;
+    this.rate[dir].add(n, nowMs());
     session.totals[dir] += n;
     client.totals[dir] += n;
     customer.totals[dir] += n;

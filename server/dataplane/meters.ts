@@ -4,6 +4,7 @@
 import type { ClientControl, LimitValues, SessionStatus } from '../domain.ts';
 import type { CloseReason } from './close-reason.ts';
 import { TokenBucket } from './token-bucket.ts';
+import type { ConnectionView } from './support.ts';
 
 export type Dir = 'up' | 'down';
 
@@ -18,6 +19,8 @@ export const SAVE_BYTES = 512 * 1024;
 
 export interface ConnHandle {
   close(reason: CloseReason): void;
+  /** What support sees of it while it relays (dataplane/support.ts); undefined before that. */
+  view?(): ConnectionView | undefined;
 }
 
 export interface Counters {

@@ -197,17 +197,25 @@ function handle(ctx: ProxyContext, conn: Connection, head: Head, rest: Buffer, g
     const loading = ctx.prepare?.(sessionId);
     if (loading) return void loading.then(() => !conn.closed && handle(ctx, conn, head, rest, gate, true));
   }
-  if (!parsed || !UUID_RE.test(sessionId) || pass.toLowerCase() !== sessionId || !ctx.sessionExists(sessionId)) {
+  const transport = head.method === 'CONNECT' ? 'proxy_connect' : 'proxy_request';
+  conn.transport = transport;
+  const exists = UUID_RE.test(sessionId) && ctx.sessionExists(sessionId);
+  // Support: a refusal of a request whose credential names a session is that session's.
+  const refused = (code: ProxyErrorCode) => exists && ctx.runtime.refused(sessionId, code, transport, conn.client.remote);
+  if (!parsed || !exists || pass.toLowerCase() !== sessionId) {
+    refused('proxy_auth_required');
     ctx.log.info({ session: sessionId.slice(0, 8) || undefined }, 'proxy credentials refused');
     return respond(conn, errorResponse('proxy_auth_required',
       'Proxy-Authorization: Basic with user <session-id>[-cc-XX[-city-name]] and password <session-id> is required', [AUTH_HEADER]));
   }
   // 2. geo-targeting
   const geoError = checkGeo(ctx.zones(), parsed.country, parsed.city);
+  if (geoError) refused('location_unavailable');
   if (geoError) return respond(conn, errorResponse('location_unavailable', geoError));
   // In a cluster: leave from a node up in that country (and city), relayed there if not this one.
   const route: GeoRoute | null = parsed.country && ctx.geo ? ctx.geo.route(parsed.country, parsed.city) : { via: 'here' };
   if (!route) {
+    refused('location_unavailable');
     const where = parsed.city ? `${parsed.city} (${parsed.country})` : parsed.country;
     return respond(conn, errorResponse('location_unavailable', `no node is up in ${where} right now`));
   }
@@ -230,13 +238,14 @@ interface Request {
 function relay(ctx: ProxyContext, conn: Connection, req: Request): void {
   const { head, route, sessionId } = req;
   const { host, port, upload, body: bodyEnd } = req.target;
-  const admitted = ctx.runtime.admit(sessionId, conn);
+  const admitted = ctx.runtime.admit(sessionId, conn, { transport: conn.transport, remote: conn.client.remote });
   if (!admitted.ok) {
     // flood refusals are logged by the runtime (once per session per 10 s)
     if (!isFloodRefusal(admitted.reason)) ctx.log.warn({ transport: 'proxy', session: sessionId.slice(0, 8), reason: admitted.reason }, 'proxy connection refused');
     return respond(conn, errorResponse('session_refused', `session refused: ${admitted.reason}`));
   }
   conn.lease = admitted.lease;
+  conn.destination = { host, port };
   // What of the client's bytes goes on: all of a tunnel; only the body of a plain request.
   const forward = (b: Buffer): Buffer | undefined => {
     if (!bodyEnd) return b;
@@ -258,6 +267,7 @@ function relay(ctx: ProxyContext, conn: Connection, req: Request): void {
     (s) => conn.startTcp(s, head.method === 'CONNECT' ? Buffer.from('HTTP/1.1 200 Connection Established\r\n\r\n') : undefined),
     (err: Error) => {
       ctx.log.info({ transport: 'proxy', session: sessionId.slice(0, 8), ...(route.via === 'relay' ? { via: route.node } : {}), err: err.message }, 'proxy outbound failed');
+      if (err instanceof EgressRefused) ctx.runtime.refused(sessionId, 'destination_forbidden', conn.transport, conn.client.remote);
       const res = err instanceof EgressRefused
         ? errorResponse('destination_forbidden', 'destination not allowed by the egress policy')
         : errorResponse('bad_gateway', `cannot reach ${host}:${port}`);

@@ -7,7 +7,9 @@ import type { ClientSide } from './sides.ts';
 import type { WriteDone } from './flow.ts';
 import { type CloseReason, isCapReason } from './close-reason.ts';
 import type { Lease } from './lease.ts';
-import type { ConnHandle } from './meters.ts';
+import { type ConnHandle, nowMs } from './meters.ts';
+import { randomUUID } from 'node:crypto';
+import type { ConnectionView, Transport } from './support.ts';
 
 const GRACE_MS = 5000;
 const MAX_PENDING = 256 * 1024;
@@ -30,6 +32,11 @@ export class Connection implements ConnHandle {
   private timers: NodeJS.Timeout[] = [];
   private udpBuf: Buffer = Buffer.alloc(0);
   private readonly onClosed: ((c: Connection) => void) | undefined;
+  /** Support's view (support.ts): how it came in, where it goes (set by the inbound), since when it relays. */
+  transport: Transport = 'tcp';
+  destination: { host: string; port: number } | undefined;
+  private openedAt = 0;
+  private readonly id = randomUUID();
   /** Receives client bytes until the relay starts (header parsing). */
   preamble: ((buf: Buffer) => void) | undefined;
 
@@ -94,6 +101,7 @@ export class Connection implements ConnHandle {
       return;
     }
     lease.commit();
+    this.openedAt = Date.now();
     this.outbound = out;
     this.preamble = undefined;
     if (preface) this.client.write(preface);
@@ -118,6 +126,7 @@ export class Connection implements ConnHandle {
       return;
     }
     lease.commit();
+    this.openedAt = Date.now();
     this.udp = udp;
     this.preamble = undefined;
     if (preface) this.client.write(preface);
@@ -163,6 +172,24 @@ export class Connection implements ConnHandle {
     if (this.closed) return;
     this.client.end();
     this.timer(GRACE_MS, () => this.close('grace'));
+  }
+
+  /** What support sees of this connection while it relays (undefined before the destination is reached). */
+  view(): ConnectionView | undefined {
+    const lease = this.lease;
+    if (!lease || !this.openedAt || this.closed) return undefined;
+    const now = nowMs();
+    return {
+      id: this.id,
+      transport: this.transport,
+      client_address: this.client.remote,
+      destination: this.destination ?? { host: '', port: 0 },
+      uploaded_bytes: lease.moved.up,
+      downloaded_bytes: lease.moved.down,
+      upload_speed: lease.rate.up.perSecond(now),
+      download_speed: lease.rate.down.perSecond(now),
+      opened_at: new Date(this.openedAt).toISOString(),
+    };
   }
 
   close(reason: CloseReason): void {

@@ -19,6 +19,7 @@ import { type ClientState, type ConnHandle, type CustomerState, type SessionStat
 import { Reporter, startTicker } from './reporter.ts';
 import { SessionLife } from './session-life.ts';
 import { limitRefusal, newSession } from './session-admission.ts';
+import { type ConnectionView, RefusalLog, type RefusalSubject, type Transport } from './support.ts';
 
 export { DEFAULT_CONNECTION_BURST, DEFAULT_CONNECTION_RATE } from './conn-rate.ts';
 export { DEFAULT_MAX_CONNECTIONS_PER_SESSION } from './session-admission.ts';
@@ -37,6 +38,8 @@ export class Runtime implements LeaseOwner {
   private readonly cappedNotice: CappedNotice;
   private readonly life: SessionLife;
   private timer: NodeJS.Timeout | undefined;
+  /** The recent refusals of this data plane, per session and client (support's view). */
+  readonly refusals = new RefusalLog();
 
   constructor(deps: DataPlaneDeps) {
     this.deps = deps;
@@ -57,7 +60,7 @@ export class Runtime implements LeaseOwner {
    * throws: it runs inside socket handlers, so a store error (disk gone, database locked) is a
    * refusal ('unavailable') and a log line, not an uncaught exception.
    */
-  admit(sessionId: string, conn: ConnHandle): AdmitResult {
+  admit(sessionId: string, conn: ConnHandle, origin?: { transport: Transport; remote: string }): AdmitResult {
     let result: AdmitResult;
     try {
       result = this.tryAdmit(sessionId, conn);
@@ -65,8 +68,40 @@ export class Runtime implements LeaseOwner {
       this.deps.log.error({ session: idShort(sessionId), err: String(err) }, 'admission failed: store unavailable');
       result = { ok: false, reason: 'unavailable' };
     }
-    if (!result.ok) this.deps.observe?.refused(result.reason);
+    if (!result.ok) {
+      this.deps.observe?.refused(result.reason);
+      if (origin) this.refused(sessionId, result.reason, origin.transport, origin.remote);
+    }
     return result;
+  }
+
+  /** Records a refusal (an admission's, or an inbound's own: proxy credential, egress) for support. */
+  refused(sessionId: string, reason: string, transport: Transport, remote: string): void {
+    this.refusals.record(this.subjectOf(sessionId), reason, transport, remote);
+  }
+
+  /** Whose session it is, from memory (a churning session: no store read) or the store. */
+  private subjectOf(sessionId: string): RefusalSubject {
+    const known = this.life.all.get(sessionId);
+    if (known) return { sessionId, customerId: known.customer.id, clientId: known.client.id };
+    try {
+      const row = this.deps.store.getSession(sessionId);
+      return row ? { sessionId, customerId: row.customer_id, clientId: row.client_id } : { sessionId };
+    } catch {
+      return { sessionId };
+    }
+  }
+
+  /** The session's connections relaying now (support's view), at most its connection cap. */
+  connectionsOf(sessionId: string): ConnectionView[] {
+    const session = this.life.all.get(sessionId);
+    if (!session) return [];
+    const out: ConnectionView[] = [];
+    for (const conn of session.open) {
+      const v = conn.view?.();
+      if (v) out.push(v);
+    }
+    return out;
   }
 
   /** Connections relaying now, per zone (metrics). */

@@ -8,12 +8,14 @@ import type { Runtime } from './runtime.ts';
 import type { Logger } from '../domain.ts';
 import { dialTcp, dialUdp, type DialOptions } from './outbound.ts';
 import { isFloodRefusal } from './admission.ts';
-import type { EgressPolicy } from './egress.ts';
+import { type EgressPolicy, EgressRefused } from './egress.ts';
 
 export interface InboundContext {
   runtime: Runtime;
   log: Logger;
   egress: EgressPolicy;
+  /** The TCP inbounds speak TLS (support names their transport `tls`). */
+  tls: boolean;
   headerTimeoutMs: number;
   connectTimeoutMs: number;
   /** Name resolution (lookup, timeout) and keep-alive of destinations. */
@@ -27,6 +29,7 @@ export interface InboundContext {
 export function serveVless(ctx: InboundContext, client: ClientSide, transport: 'ws' | 'tcp', early?: Buffer): Connection {
   const conn = new Connection(client, (c) => ctx.untrack(c));
   ctx.track(conn);
+  conn.transport = transport === 'tcp' && ctx.tls ? 'tls' : transport;
   let buf: Buffer = Buffer.alloc(0);
   let header: VlessHeader | undefined;
   conn.timer(ctx.headerTimeoutMs, () => {
@@ -65,7 +68,7 @@ export function serveVless(ctx: InboundContext, client: ClientSide, transport: '
     const h = header!;
     // Admitted now, counted once the destination is reached (Connection.startTcp/startUdp
     // commit the lease): a failed dial leaves the session as it was.
-    const admitted = ctx.runtime.admit(h.id, conn);
+    const admitted = ctx.runtime.admit(h.id, conn, { transport: conn.transport, remote: client.remote });
     if (!admitted.ok) {
       // flood refusals are logged by the runtime, at most once per session per 10 s
       if (!isFloodRefusal(admitted.reason)) ctx.log.warn({ transport, session: h.id.slice(0, 8), reason: admitted.reason }, 'vless connection refused');
@@ -73,11 +76,13 @@ export function serveVless(ctx: InboundContext, client: ClientSide, transport: '
       return;
     }
     conn.lease = admitted.lease;
+    conn.destination = { host: h.address, port: h.port };
     conn.hold(rest);
     const dial = h.command === 'udp'
       ? dialUdp(h.address, h.port, ctx.egress, ctx.connectTimeoutMs, ctx.dial).then((u) => conn.startUdp(u, VLESS_RESPONSE_HEADER))
       : dialTcp(h.address, h.port, ctx.egress, ctx.connectTimeoutMs, (b, release) => conn.fromOutbound(b, release), ctx.dial).then((s) => conn.startTcp(s, VLESS_RESPONSE_HEADER));
     dial.catch((err: Error) => {
+      if (err instanceof EgressRefused) ctx.runtime.refused(h.id, 'destination_forbidden', conn.transport, client.remote);
       ctx.log.info({ transport, session: h.id.slice(0, 8), err: err.message }, 'vless outbound failed');
       conn.close('dial_failed');
     });

@@ -31,6 +31,7 @@ import { NodeShares, type Owners } from './shares.ts';
 import { NodeClaims, type ClaimedMessage } from './claims.ts';
 import { NodeReporter, openNodeJournal } from './reporter.ts';
 import type { NodeRunOptions } from './options.ts';
+import { answerInspect } from './inspect.ts';
 
 export type { NodeRunOptions } from './options.ts';
 export { pinnedTls } from './channel-client.ts';
@@ -73,6 +74,7 @@ export async function runNode(opts: NodeRunOptions): Promise<RunningNode> {
       applyState(msg as NodeState, { view, dataPlane, owners, geo, tls, shares: parts.shares, log });
     } else if (msg.type === 'claimed') parts.claims.answer(msg as ClaimedMessage);
     else if (msg.type === 'ack' && typeof msg.seq === 'number' && Number.isSafeInteger(msg.seq)) parts.reporter.ack(msg.seq, msg.hello);
+    else if (msg.type === 'inspect') answerInspect(msg, dataPlane, parts.channel);
     else if (msg.type === 'removed') {
       log.warn({}, 'this node was removed from the control plane\'s catalogue; stopping');
       void shutdown('removed');

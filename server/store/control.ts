@@ -6,8 +6,6 @@
 // The data plane does NOT use this seam: DataPlaneDeps.store stays synchronous (the relay's
 // admission and counting cannot wait on a network round trip). On SQLite it is the Store
 // itself; on PostgreSQL it is the LocalView (server/cluster/local-view.ts).
-// Type-only: the SQLite mode never loads the PostgreSQL client.
-import type { PgStore } from './pg/store.ts';
 import type { AsyncOps } from './sql/op.ts';
 import { bindSettled } from './sql/sqlite-runner.ts';
 import { STORE_OPS, type StoreOps } from './ops.ts';
@@ -18,7 +16,6 @@ export type ControlStore = AsyncOps<StoreOps> & {
   /** 'sqlite' or 'postgres': for what differs in kind (the data plane's view, the CLI's messages). */
   readonly kind: 'sqlite' | 'postgres';
   readonly tokenGeneration: number;
-  dataVersion(): Promise<number>;
   close(): Promise<void>;
 };
 
@@ -26,7 +23,6 @@ export type ControlStore = AsyncOps<StoreOps> & {
 export function sqliteControlStore(store: Store): ControlStore {
   const api: Record<string, unknown> = {
     kind: 'sqlite',
-    dataVersion: () => Promise.resolve(store.dataVersion()),
     close: () => {
       store.db.close();
       return Promise.resolve();
@@ -35,9 +31,4 @@ export function sqliteControlStore(store: Store): ControlStore {
   Object.assign(api, bindSettled(STORE_OPS, store.runner));
   Object.defineProperty(api, 'tokenGeneration', { get: () => store.tokenGeneration, enumerable: true });
   return api as unknown as ControlStore;
-}
-
-/** PgStore is a ControlStore as it is; this only adds the kind. */
-export function pgControlStore(store: PgStore): ControlStore & PgStore {
-  return Object.assign(store, { kind: 'postgres' as const });
 }

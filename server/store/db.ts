@@ -1,6 +1,6 @@
 // Opens the SQLite database (node:sqlite, no native addon) and applies the migrations of both
 // databases' one list (migrations/index.ts) that it has not applied yet.
-import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import { DatabaseSync } from 'node:sqlite';
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import { MIGRATIONS, migrationSql } from './migrations/index.ts';
@@ -54,17 +54,4 @@ function migrate(db: DatabaseSync): void {
       throw err;
     }
   }
-}
-
-/** A statement cache: each SQL text is compiled once per database and reused on every call. */
-export function preparedStatements(db: DatabaseSync): (sql: string) => StatementSync {
-  const statements = new Map<string, StatementSync>();
-  return (sql) => {
-    let statement = statements.get(sql);
-    if (!statement) {
-      statement = db.prepare(sql);
-      statements.set(sql, statement);
-    }
-    return statement;
-  };
 }

@@ -37,9 +37,4 @@ export class Store {
       throw err;
     }
   }
-
-  /** Changes when another connection (another process) commits to the database. */
-  dataVersion(): number {
-    return (this.runner.statement('PRAGMA data_version').get() as { data_version: number }).data_version;
-  }
 }

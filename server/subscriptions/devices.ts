@@ -7,10 +7,11 @@
 // limited by it (the data plane never looks at the field).
 import { ApiError } from '../contract/errors.ts';
 import { HWID_PATTERN, HWID_RULE, type DeviceList } from '../contract/devices.ts';
+import { clientLimitsInForce } from '../contract/client-limits.ts';
 import type { ControlStore } from '../store/control.ts';
 import type { DeviceInfo, DeviceRow } from '../store/repos/devices.ts';
 
-export type DeviceStore = Pick<ControlStore, 'getLimits' | 'registerDevice' | 'listDevices' | 'removeDevice'>;
+export type DeviceStore = Pick<ControlStore, 'getLimits' | 'getClient' | 'registerDevice' | 'listDevices' | 'removeDevice'>;
 
 const HWID = new RegExp(HWID_PATTERN);
 const PRINTABLE = /^[\x20-\x7e]+$/;
@@ -18,11 +19,12 @@ const PRINTABLE = /^[\x20-\x7e]+$/;
 const KEEP = { device_os: 64, os_version: 64, device_model: 128, user_agent: 256 } as const;
 
 /**
- * The client's max_devices: a positive number, or null (absent or 0: no limit). The one place
- * the limit is read.
+ * The client's max_devices in force (its override, else the client template): a positive number,
+ * or null (absent or 0: no limit). The one place the limit is read.
  */
-export async function maxDevicesOf(store: Pick<DeviceStore, 'getLimits'>, customerId: string, _clientId: string): Promise<number | null> {
-  const max = (await store.getLimits(customerId, 'client'))?.max_devices;
+export async function maxDevicesOf(store: Pick<DeviceStore, 'getLimits' | 'getClient'>, customerId: string, clientId: string): Promise<number | null> {
+  const [template, client] = await Promise.all([store.getLimits(customerId, 'client'), store.getClient(customerId, clientId)]);
+  const max = clientLimitsInForce(template, client?.override?.fields).limits.max_devices;
   return typeof max === 'number' && max > 0 ? max : null;
 }
 

@@ -3,7 +3,7 @@
 // announce in words); an app without x-hwid is refused while a limit is set (x-hwid-not-supported)
 // and served without one; removing a device frees its slot (owner only, audited; agents read);
 // headers are validated; unknown clients and other customers see nothing; the browser page is
-// no device; max_devices is validated and 0 means no limit.
+// no device; max_devices is validated and 0 means no limit; a client's override sets its own.
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
 import fc from 'fast-check';
@@ -61,6 +61,19 @@ async function scenario(c: Ctx): Promise<void> {
   await limitOfTwo(c, url);
   await listAndRemove(c, url);
   await validation(c, url);
+  await override(c, url);
+}
+
+/** The client's own override of the template sets max_devices for that client alone. */
+async function override(c: Ctx, url: string): Promise<void> {
+  // The template has no limit now; bob's override of 1 holds for bob (who has more devices).
+  assert.equal((await call(c, 'PATCH', '/clients/bob/limits', { max_devices: 1 })).status, 200);
+  assertRefused(await feedOf(c, url, HAPP('F6')), 'x-hwid-max-devices-reached', /for one device/);
+  const client = (await call(c, 'GET', '/clients/bob')).json;
+  assert.deepEqual([client.limits.max_devices, client.limit_sources.max_devices], [1, 'override']);
+  // The override removed: the template (no limit) holds again.
+  assert.equal((await call(c, 'DELETE', '/clients/bob/limits')).status, 204);
+  assert.equal((await feedOf(c, url, HAPP('F6'))).links.length, 1);
 }
 
 /** No limit, then max_devices 2: two devices served, the third and an app without x-hwid refused; the page is no device. */

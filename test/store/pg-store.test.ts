@@ -11,7 +11,7 @@ import { openDatabase } from '../../server/store/db.ts';
 import { PgListener } from '../../server/store/pg/listener.ts';
 import { CHANNELS, PgStore } from '../../server/store/pg/store.ts';
 import type { StoreOps } from '../../server/store/ops.ts';
-import { PgTokenCache } from '../../server/store/pg/token-cache.ts';
+import { PgTokenCache } from '../../server/plugins/pg-token-cache.ts';
 import { Store } from '../../server/store/store.ts';
 import { startPostgres, type PgServer } from '../helpers/postgres.ts';
 import { removeDir, tempDir } from '../helpers/server.ts';

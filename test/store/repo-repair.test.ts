@@ -1,10 +1,10 @@
 // Crash repair on both databases: a node's process named by its boot id (a new one repairs what
 // the previous one carried, once; claims before it are released), silent nodes swept (once,
 // however many sweep at a time; sessions moved to the zone's up node), a node detached, and the
-// sessions an instance's own data plane carried when its process died.
+// sessions an instance's own data plane carried when its process died, or a SQLite server left active.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import type { RepairedEvent } from '../../server/store/repair.ts';
+import type { RepairedEvent } from '../../server/store/repos/repair.ts';
 import { grantOps } from '../../server/store/repos/grants.ts';
 import { nodeOps } from '../../server/store/repos/nodes.ts';
 import { placementOps } from '../../server/store/repos/placements.ts';
@@ -162,4 +162,27 @@ eachDialect("carried sessions: an instance's own active sessions, placed on no n
   );
   assert.deepEqual(await db.run(repairOps.repairCarriedSessions([reusable, oneShot])), [], 'once');
   assert.equal(await countRows(db, 'events'), 4);
+});
+
+eachDialect('abandoned sessions: every active session placed on no node is closed, once', async (db) => {
+  const c = await customer(db);
+  const n1 = (await node(db, 'fra-1')).id;
+  const reusable = await session(db, c, { status: 'active', uploaded_bytes: 3, duration: 4 });
+  const oneShot = await session(db, c, { status: 'active', reusable: false });
+  const placed = await session(db, c, { status: 'active' });
+  const idle = await session(db, c, { status: 'idle' });
+  await db.run(placementOps.placeSession(placed, n1));
+
+  const repaired = await db.run(repairOps.repairAbandonedSessions());
+  assert.deepEqual(repaired.map((e) => [e.event.session_id, e.event.event_type, e.event.uploaded_bytes, e.event.duration]), [
+    [reusable, 'session_stats', 3, 4],
+    [reusable, 'session_end', 3, 4],
+    [oneShot, 'session_stats', 0, 0],
+    [oneShot, 'session_end', 0, 0],
+  ]);
+  assert.deepEqual(
+    await Promise.all([reusable, oneShot, placed, idle].map(async (s) => (await sessionState(db, s)).status)),
+    ['idle', 'ended', 'active', 'idle'],
+  );
+  assert.deepEqual(await db.run(repairOps.repairAbandonedSessions()), [], 'once');
 });

@@ -63,7 +63,7 @@ const LAYERS: Record<string, Layer> = {
     may: ['domain', 'contract', 'util', 'links', 'store', 'dataplane', 'events', 'tls', 'quota', 'cluster'],
     packages: ['node:'],
   },
-  'use-cases': { files: ['server/limits.ts', 'server/pause.ts', 'server/clients/'], may: ['domain', 'contract', 'store', 'dataplane', 'events', 'audit', 'quota', 'sessions'], packages: [] },
+  'use-cases': { files: ['server/limits.ts', 'server/pause.ts', 'server/clients/', 'server/support.ts'], may: ['domain', 'contract', 'store', 'dataplane', 'events', 'audit', 'quota', 'sessions'], packages: [] },
   subscriptions: { files: ['server/subscriptions/'], may: ['domain', 'contract', 'common', 'key-file', 'links', 'store', 'tls', 'sessions'], packages: ['node:', 'yaml', 'qrcode'] },
   webhooks: { files: ['server/webhooks/'], may: ['domain', 'contract', 'util', 'key-file', 'store', 'dataplane', 'audit'], packages: ['node:'] },
   // The server's configuration and its HTTP parts (body, OpenAPI, guard, metrics, web UI, retention).
@@ -71,6 +71,9 @@ const LAYERS: Record<string, Layer> = {
     files: ['server/http/'],
     may: ['domain', 'contract', 'util', 'links', 'metrics', 'dataplane', 'events', 'tls', 'usage', 'webhooks', 'plugins'],
   },
+  // What makes clients fail before they connect (`vpn-access doctor`, GET /v2/doctor): checks on
+  // the listeners, certificates, public host, egress policy, database, nodes and zones.
+  doctor: { files: ['server/doctor/'], may: ['domain', 'contract', 'util', 'links', 'store', 'zones', 'dataplane', 'tls'], packages: ['node:'] },
   // The composition: the one place that knows every part.
   services: {
     files: ['server/services.ts'],
@@ -79,14 +82,14 @@ const LAYERS: Record<string, Layer> = {
   },
   routes: {
     files: ['server/routes/'],
-    may: ['domain', 'contract', 'util', 'store', 'events', 'audit', 'usage', 'plugins', 'sessions', 'use-cases', 'subscriptions', 'webhooks', 'services'],
+    may: ['domain', 'contract', 'util', 'store', 'events', 'audit', 'usage', 'plugins', 'sessions', 'use-cases', 'subscriptions', 'webhooks', 'doctor', 'services'],
     packages: ['fastify', 'typebox'],
   },
   app: { files: ['server/app.ts'], may: ['contract', 'util', 'store', 'tls', 'quota', 'plugins', 'cluster', 'sessions', 'http', 'services', 'routes'] },
   serve: { files: ['server/serve.ts'], may: ['public-host', 'app'], packages: ['node:'] },
   // A data-plane node (`vpn-access node run`): the data plane, a channel to the control plane.
   node: { files: ['server/node/'], may: ['domain', 'contract', 'util', 'key-file', 'links', 'store', 'zones', 'dataplane', 'tls', 'cluster'] },
-  cli: { files: ['server/cli/', 'server/cli.ts'], may: ['domain', 'util', 'store', 'audit', 'tls', 'public-host', 'serve', 'node'], packages: ['node:'] },
+  cli: { files: ['server/cli/', 'server/cli.ts'], may: ['domain', 'util', 'store', 'audit', 'tls', 'public-host', 'doctor', 'serve', 'node'], packages: ['node:'] },
   preload: { files: ['preload/'], may: ['common'], packages: ['electron'] },
   // The renderer's screens (and main.tsx, which mounts them) reach the platform only through the store's actions.
   screens: {

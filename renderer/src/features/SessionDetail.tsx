@@ -15,6 +15,8 @@ import { QrImage } from '../components/Qr.tsx';
 import { SubscriptionSummary } from './ClientScreen.tsx';
 import { UsagePanel } from '../components/UsageChart.tsx';
 import { auditWords, eventWords } from '../lib/event-words.ts';
+import { ConnectionsCard } from './ConnectionsCard.tsx';
+import { RefusalsCard } from './RefusalsCard.tsx';
 
 /** This session's live timeline (the store streams it while the screen is open). */
 function useTimeline(id: string) {
@@ -260,6 +262,11 @@ export function SessionDetail({ id }: { id: string }) {
         </div>
 
         <ConnectCard s={s} block={block} />
+      </div>
+
+      <div className="grid2">
+        <ConnectionsCard id={id} />
+        <RefusalsCard s={s} />
       </div>
 
       <UsagePanel filter={{ session_id: id }} subject="this session" title="Usage history" />

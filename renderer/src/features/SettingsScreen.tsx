@@ -10,6 +10,7 @@ import { formatDateTime } from '../lib/format.ts';
 import type { ServerInfo } from '../../../common/api-types.ts';
 import { LanSharingCard } from './LanSharing.tsx';
 import { WebhooksCard } from './WebhooksCard.tsx';
+import { DoctorCard } from './DoctorCard.tsx';
 import { AppearanceCard } from './AppearanceCard.tsx';
 import { SubscriptionPageCard } from './SettingsSubscriptionPage.tsx';
 import { selectConnection, selectPlatformKind, selectServerInfo } from '../store/selectors.ts';
@@ -231,6 +232,7 @@ export function SettingsScreen() {
       <LanSharingCard />
       <SubscriptionPageCard />
       <WebhooksCard />
+      <DoctorCard />
       <div className="card">
         <h2>Support</h2>
         <p className="muted">Support staff may need the API token to call the API directly. Treat it like a password.</p>

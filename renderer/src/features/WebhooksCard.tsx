@@ -10,19 +10,21 @@ import { CopyButton, EmptyState, FormRow, Spinner } from '../components/ui.tsx';
 import type { Webhook, WebhookEventKind } from '../../../common/api-types.ts';
 import { WebhookItem } from './WebhooksCardItem.tsx';
 
-/** The kinds, with what each means to a person (the API's names in code style beside). */
-const KINDS: { kind: WebhookEventKind; label: string }[] = [
-  { kind: 'session_start', label: 'Session started' },
-  { kind: 'session_end', label: 'Session ended' },
-  { kind: 'session_stats', label: 'Traffic counters' },
-  { kind: 'session_heartbeat', label: 'Heartbeat' },
-  { kind: 'session_paused', label: 'Paused' },
-  { kind: 'session_resumed', label: 'Resumed' },
-  { kind: 'cap_reached', label: 'Cap reached' },
-  { kind: 'expired', label: 'Expired' },
-  { kind: 'limits_changed', label: 'Limits changed' },
-  { kind: 'webhook_disabled', label: 'Another webhook disabled' },
-];
+/** Each kind with what it means to a person (the API's names in code style beside); typed so a new kind cannot be left out. */
+const LABELS: Record<WebhookEventKind, string> = {
+  session_start: 'Session started',
+  session_end: 'Session ended',
+  session_stats: 'Traffic counters',
+  session_heartbeat: 'Heartbeat',
+  session_paused: 'Paused',
+  session_resumed: 'Resumed',
+  cap_reached: 'Cap reached',
+  expired: 'Expired',
+  limits_changed: 'Limits changed',
+  client_changed: 'Client changed',
+  webhook_disabled: 'Another webhook disabled',
+};
+const KINDS = (Object.keys(LABELS) as WebhookEventKind[]).map((kind) => ({ kind, label: LABELS[kind] }));
 
 function AddWebhook({ onAdded }: { onAdded: (secret: string) => void }) {
   const [url, setUrl] = useState('');

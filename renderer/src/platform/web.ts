@@ -85,6 +85,10 @@ function webOps(call: Call, getToken: () => string | null, baseUrl: string): Pla
       throw new ApiError({ status: 400, code: 'not_supported', message: 'The endpoint is chosen in the desktop app only.', details: {} });
     },
     serverInfo: () => call('GET', '/server-info'),
+    runDoctor: () => call('GET', '/doctor'),
+    sessionConnections: (id) => call('GET', `/sessions/${encodeURIComponent(id)}/connections`),
+    sessionRefusals: (id) => call('GET', `/sessions/${encodeURIComponent(id)}/refusals`),
+    clientRefusals: (clientId) => call('GET', `/clients/${encodeURIComponent(clientId)}/refusals`),
     openApiDocument: () => call('GET', '/openapi.json'),
     copyApiToken: async () => {
       const token = getToken();

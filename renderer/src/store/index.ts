@@ -12,6 +12,7 @@ import { createLimitsSlice } from './slices/limits.ts';
 import { createSessionsSlice } from './slices/sessions.ts';
 import { createSharingSlice } from './slices/sharing.ts';
 import { createWebhooksSlice } from './slices/webhooks.ts';
+import { createSupportSlice } from './slices/support.ts';
 import { createZonesSlice } from './slices/zones.ts';
 import type { State } from './state.ts';
 
@@ -23,6 +24,7 @@ export const useStore = create<State>()((...a) => ({
   ...createLimitsSlice(...a),
   ...createSharingSlice(...a),
   ...createWebhooksSlice(...a),
+  ...createSupportSlice(...a),
   ...createHistorySlice(...a),
   ...createClientsSlice(...a),
 }));
@@ -78,6 +80,10 @@ export const {
   setWebhookEnabled,
   webhookDeliveries,
   testWebhook,
+  runDoctor,
+  sessionConnections,
+  sessionRefusals,
+  clientRefusals,
   watchTimeline,
   loadUsage,
   listAudit,

@@ -42,6 +42,9 @@ export const selectSessionsLoad = (s: State) => s.sessionsLoad;
 export const selectSessionsError = (s: State) => s.sessionsError;
 export const selectSessionFilter = (s: State) => s.sessionFilter;
 export const selectSession = (id: string) => (s: State): SessionView | undefined => s.sessions[id];
+/** Another active session of the same client that the store knows (the one a max_sessions refusal counts against). */
+export const selectOtherActiveSession = (id: string, clientId: string) => (s: State): string | undefined =>
+  Object.values(s.sessions).find((x) => x.client_id === clientId && x.id !== id && x.status === 'active')?.id;
 export const selectSpeedHistory = (id: string) => (s: State) => s.speedHistory[id];
 export const selectActionPending = (id: string) => (s: State) => !!s.actionPending[id];
 export const selectActionError = (id: string) => (s: State) => s.actionError[id];
@@ -51,6 +54,8 @@ export const selectEvents = (s: State) => s.events;
 export const selectEventFilter = (s: State) => s.eventFilter;
 const NO_EVENTS: State['timelines'][string] = [];
 export const selectTimeline = (id: string) => (s: State) => s.timelines[id] ?? NO_EVENTS;
+/** The id of the newest event of a session's live timeline (support cards read again when it changes). */
+export const selectNewestEventId = (id: string) => (s: State) => s.timelines[id]?.[0]?.id;
 
 // Limits, subscriptions and LAN sharing.
 export const selectLimits = (scope: LimitScope) => (s: State) => s.limits[scope];

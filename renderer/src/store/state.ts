@@ -191,6 +191,15 @@ export interface WebhooksSlice {
   setWebhookEnabled: PlatformOps['setWebhookEnabled'];
   webhookDeliveries: PlatformOps['webhookDeliveries'];
   testWebhook: PlatformOps['testWebhook'];
+  /** Settings → Doctor: the server's checks on itself. */
+  runDoctor: PlatformOps['runDoctor'];
+}
+
+/** Support: what a session is doing now and why connections were refused (SessionDetail's cards keep what they show). */
+export interface SupportSlice {
+  sessionConnections: PlatformOps['sessionConnections'];
+  sessionRefusals: PlatformOps['sessionRefusals'];
+  clientRefusals: PlatformOps['clientRefusals'];
 }
 
 export interface HistorySlice {
@@ -245,7 +254,7 @@ export interface ClientsSlice {
   removeDevice(id: string, hwid: string): Promise<boolean>;
 }
 
-export type State = AppSlice & ZonesSlice & SessionsSlice & EventsSlice & LimitsSlice & SharingSlice & WebhooksSlice & HistorySlice & ClientsSlice;
+export type State = AppSlice & ZonesSlice & SessionsSlice & EventsSlice & LimitsSlice & SharingSlice & WebhooksSlice & SupportSlice & HistorySlice & ClientsSlice;
 
 export type SliceCreator<Slice> = StateCreator<State, [], [], Slice>;
 

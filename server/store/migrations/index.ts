@@ -1,15 +1,16 @@
 // The schema of both databases, as one numbered list: version N means the same tables, columns
 // and indexes on SQLite and on PostgreSQL (test/store/schema-parity.test.ts compares them).
 // Versions 1 to 12 predate the one store: each database reached the version-12 schema by its
-// own released steps, kept as they were. From 13 on, one entry serves both, written once in the
-// DDL both accept, with three fragments for what differs in kind:
+// own released steps (legacy.ts). From 13 on, one entry serves both, written once in the DDL
+// both accept, with three fragments for what differs in kind:
 // - `{id}`: an integer key the database allocates in insertion order;
 // - `{time}`: a time the database's clock writes (node contact);
 // - `{bool}`: a flag (0/1 on SQLite).
-// Never edit a released entry; append a new one.
-import type { Dialect } from '../sql/op.ts';
-import { PG_LEGACY } from './pg-legacy.ts';
-import { SQLITE_LEGACY } from './sqlite-legacy.ts';
+// The legacy versions also use `{bigint}`, `{serial}`, `{false}` and `{true}`, to expand to
+// exactly the text they were released with; a new entry writes BIGINT, false and true, which
+// both accept. Never change what a released entry expands to; append a new one.
+import { dialect, get, type Dialect, type Op } from '../sql/op.ts';
+import { LEGACY } from './legacy.ts';
 
 /** One version: the same DDL for both, or (legacy only) each database's own. */
 export type Migration = string | { sqlite: string; postgres: string };
@@ -34,22 +35,7 @@ const SHARED: string[] = [
     announce TEXT,
     updated_at TEXT NOT NULL
   );`,
-  // 16: the devices that fetched a client's subscription feed with an `x-hwid` header
-  // (server/store/repos/devices.ts), for the client's max_devices; newest last_seen first.
-  `CREATE TABLE IF NOT EXISTS client_devices (
-    customer_id TEXT NOT NULL REFERENCES customers(id),
-    client_id TEXT NOT NULL,
-    hwid TEXT NOT NULL,
-    device_os TEXT,
-    os_version TEXT,
-    device_model TEXT,
-    user_agent TEXT,
-    first_seen TEXT NOT NULL,
-    last_seen TEXT NOT NULL,
-    PRIMARY KEY (customer_id, client_id, hwid)
-  );
-  CREATE INDEX IF NOT EXISTS client_devices_last_seen ON client_devices (customer_id, client_id, last_seen);`,
-  // 17 (clients): one row per client the owner set something for (store/repos/clients.ts):
+  // 16 (clients): one row per client the owner set something for (store/repos/clients.ts):
   // disabled, its expiry, its override of the client limits template (a JSON object of fields,
   // with the override record's id and times), and its last usage reset (totals then).
   `CREATE TABLE IF NOT EXISTS clients (
@@ -68,18 +54,41 @@ const SHARED: string[] = [
     updated_at TEXT NOT NULL,
     PRIMARY KEY (customer_id, client_id)
   );`,
+  // 17: the devices that fetched a client's subscription feed with an `x-hwid` header
+  // (server/store/repos/devices.ts), for the client's max_devices; newest last_seen first.
+  `CREATE TABLE IF NOT EXISTS client_devices (
+    customer_id TEXT NOT NULL REFERENCES customers(id),
+    client_id TEXT NOT NULL,
+    hwid TEXT NOT NULL,
+    device_os TEXT,
+    os_version TEXT,
+    device_model TEXT,
+    user_agent TEXT,
+    first_seen TEXT NOT NULL,
+    last_seen TEXT NOT NULL,
+    PRIMARY KEY (customer_id, client_id, hwid)
+  );
+  CREATE INDEX IF NOT EXISTS client_devices_last_seen ON client_devices (customer_id, client_id, last_seen);`,
 ];
 
-export const MIGRATIONS: readonly Migration[] = [...SQLITE_LEGACY.map((sqlite, i) => ({ sqlite, postgres: PG_LEGACY[i] })), ...SHARED];
+export const MIGRATIONS: readonly Migration[] = [...LEGACY, ...SHARED];
 
-const TYPES: Record<Dialect, Record<'id' | 'time' | 'bool', string>> = {
-  sqlite: { id: 'INTEGER PRIMARY KEY AUTOINCREMENT', time: 'TEXT', bool: 'INTEGER' },
-  postgres: { id: 'BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY', time: 'TIMESTAMPTZ', bool: 'BOOLEAN' },
+type Fragment = 'id' | 'time' | 'bool' | 'bigint' | 'serial' | 'false' | 'true';
+const TYPES: Record<Dialect, Record<Fragment, string>> = {
+  sqlite: { id: 'INTEGER PRIMARY KEY AUTOINCREMENT', time: 'TEXT', bool: 'INTEGER', bigint: 'INTEGER', serial: 'INTEGER PRIMARY KEY AUTOINCREMENT', false: '0', true: '1' },
+  postgres: { id: 'BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY', time: 'TIMESTAMPTZ', bool: 'BOOLEAN', bigint: 'BIGINT', serial: 'BIGSERIAL PRIMARY KEY', false: 'false', true: 'true' },
 };
 
 /** The DDL of version `v` (1-based) for one database. */
 export function migrationSql(v: number, d: Dialect): string {
   const m = MIGRATIONS[v - 1];
-  if (typeof m !== 'string') return m[d];
-  return m.replace(/\{(id|time|bool)\}/g, (_x, k: 'id' | 'time' | 'bool') => TYPES[d][k]);
+  return (typeof m === 'string' ? m : m[d]).replace(/\{(id|time|bool|bigint|serial|false|true)\}/g, (_x, k: Fragment) => TYPES[d][k]);
 }
+
+/** The schema version the migrations brought the database to (0 before the first): SQLite's user_version, PostgreSQL's schema_migrations. */
+function* schemaVersion(): Op<number> {
+  if ((yield* dialect()) === 'sqlite') return (yield* get<{ user_version: number }>('PRAGMA user_version'))!.user_version;
+  return (yield* get<{ v: number }>('SELECT COALESCE(MAX(version), 0) AS v FROM schema_migrations'))!.v;
+}
+
+export const migrationOps = { schemaVersion };

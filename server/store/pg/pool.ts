@@ -57,15 +57,17 @@ export interface PoolOptions {
   applicationName?: string;
 }
 
-const INT8_OID = 20;
+/** bigint (int8) and numeric, the type of SUM over bigint columns. */
+const NUMBER_OIDS = new Set([20, 1700]);
 
 /**
- * bigint columns (ids, byte counters, counts) come back as JS numbers: every value the service
- * stores is far below 2^53, and the SQLite store returns numbers too.
+ * bigint columns (ids, byte counters, counts) and sums come back as JS numbers, as the SQLite
+ * store returns them, so no operation converts them: every value the service stores is far
+ * below 2^53 (no column is numeric: only aggregates are).
  */
 const types = {
   getTypeParser(oid: number, format?: 'text' | 'binary') {
-    if (oid === INT8_OID && format !== 'binary') return (v: string) => Number(v);
+    if (NUMBER_OIDS.has(oid) && format !== 'binary') return (v: string) => Number(v);
     return pg.types.getTypeParser(oid, format as 'text');
   },
 } as unknown as pg.CustomTypesConfig;

@@ -5,7 +5,7 @@
 // `vad_events` (customer_id:id), `vad_sessions` (a session's pause flag changed: its id),
 // `vad_limits` (customer_id:scope), `vad_tokens`, `vad_nodes`.
 import type pg from 'pg';
-import { get, type AsyncOps } from '../sql/op.ts';
+import type { AsyncOps } from '../sql/op.ts';
 import { bindAsync, PgRunner } from '../sql/pg-runner.ts';
 import { STORE_OPS, type StoreOps } from '../ops.ts';
 import { mapDatabaseError, openPool, type PoolOptions } from './pool.ts';
@@ -18,6 +18,8 @@ export * from '../types.ts';
 export interface PgStore extends AsyncOps<StoreOps> {}
 
 export class PgStore {
+  /** The async seam's database kind (control.ts): PgStore is a ControlStore as it is. */
+  readonly kind = 'postgres' as const;
   readonly pool: pg.Pool;
   readonly runner: PgRunner;
   /** Bumped whenever this PgStore creates or revokes a token (as in the SQLite Store). */
@@ -74,13 +76,4 @@ export class PgStore {
       client.release(broken instanceof Error && !('severity' in broken) ? broken : undefined);
     }
   }
-
-  /** Changes whenever any instance creates or revokes a token (the token caches watch it). */
-  async dataVersion(): Promise<number> {
-    return (await this.runner.run(versionOp()))!.version;
-  }
-}
-
-function* versionOp() {
-  return yield* get<{ version: number }>('SELECT version FROM token_version');
 }

@@ -1,7 +1,8 @@
 // The audit trail (server/audit/trail.ts): every change made through the API or the command
 // line, who made it (token id and role, never the token), what, and the values before and
 // after as JSON. One SQL text for both databases; ids are the table's own (newest highest).
-import { all, get, marks, num, run, type Op } from '../sql/op.ts';
+import type { AuditPage } from '../../contract/audit.ts';
+import { all, get, marks, run, Where, type Op } from '../sql/op.ts';
 
 /** One change to record in the audit trail (server/audit.ts). */
 export interface AuditInsert {
@@ -19,17 +20,8 @@ export interface AuditInsert {
   after: unknown;
 }
 
-export interface AuditEntry {
-  id: number;
-  created_at: string;
-  actor: { token_id: string | null; role: string };
-  action: string;
-  target: { type: string; id: string };
-  session_id: string | null;
-  client_id: string | null;
-  before: unknown;
-  after: unknown;
-}
+/** An entry as the API shows it (contract/audit.ts). */
+export type AuditEntry = AuditPage['entries'][number];
 
 export interface AuditFilter {
   session_id?: string;
@@ -43,25 +35,14 @@ export interface AuditFilter {
   to?: string;
 }
 
-type RawAudit = {
-  id: number | string;
-  created_at: string;
-  actor_token_id: string | null;
-  actor_role: string;
-  action: string;
-  target_type: string;
-  target_id: string;
-  session_id: string | null;
-  client_id: string | null;
-  before_json: string | null;
-  after_json: string | null;
-};
+/** A row of audit_log: the change as recorded, its values as JSON text. */
+type RawAudit = Omit<AuditInsert, 'before' | 'after'> & { id: number; before_json: string | null; after_json: string | null };
 
 const parseJson = (t: string | null): unknown => (t === null ? null : JSON.parse(t));
 
 export function toAuditEntry(r: RawAudit): AuditEntry {
   return {
-    id: Number(r.id),
+    id: r.id,
     created_at: r.created_at,
     actor: { token_id: r.actor_token_id, role: r.actor_role },
     action: r.action,
@@ -74,25 +55,14 @@ export function toAuditEntry(r: RawAudit): AuditEntry {
 }
 
 /** The WHERE clause of an audit read, with `?` placeholders, and its arguments in order. */
-export function auditWhere(customerId: string, f: AuditFilter, beforeId?: number): { where: string; args: (string | number)[] } {
-  const args: (string | number)[] = [customerId];
-  const where = ['customer_id = ?'];
-  const add = (sql: string, v: string | number) => {
-    args.push(v);
-    where.push(sql);
-  };
-  if (f.session_id !== undefined) add('session_id = ?', f.session_id);
-  if (f.client_id !== undefined) add('client_id = ?', f.client_id);
-  if (f.action !== undefined) add('action = ?', f.action);
-  if (f.actions !== undefined) {
-    args.push(...f.actions);
-    where.push(f.actions.length ? `action IN (${marks(f.actions.length)})` : 'FALSE');
-  }
-  if (f.actor_token_id !== undefined) add('actor_token_id = ?', f.actor_token_id);
-  if (f.from !== undefined) add('created_at >= ?', f.from);
-  if (f.to !== undefined) add('created_at < ?', f.to);
-  if (beforeId !== undefined) add('id < ?', beforeId);
-  return { where: where.join(' AND '), args };
+export function auditWhere(customerId: string, f: AuditFilter, beforeId?: number): Where {
+  return new Where()
+    .and('customer_id = ?', customerId)
+    .equal(f, ['session_id', 'client_id', 'action', 'actor_token_id'])
+    .in('action', f.actions)
+    .and('created_at >= ?', f.from)
+    .and('created_at < ?', f.to)
+    .and('id < ?', beforeId);
 }
 
 const AUDIT_COLUMNS = 'id, created_at, actor_token_id, actor_role, action, target_type, target_id, session_id, client_id, before_json, after_json';
@@ -101,11 +71,11 @@ const json = (v: unknown): string | null => (v === undefined ? null : JSON.strin
 
 /** Records one change; returns its id. */
 function* recordAudit(a: AuditInsert): Op<number> {
-  const r = yield* get<{ id: unknown }>(
+  const r = yield* get<{ id: number }>(
     `INSERT INTO audit_log (${AUDIT_INSERT_COLUMNS}) VALUES (${marks(11)}) RETURNING id`,
     a.customer_id, a.created_at, a.actor_token_id, a.actor_role, a.action, a.target_type, a.target_id, a.session_id, a.client_id, json(a.before), json(a.after),
   );
-  return num(r!.id);
+  return r!.id;
 }
 
 /** Newest first; `beforeId` pages on (the id of the last entry of the previous page). */

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import type { ClientControl, LimitValues } from '../../domain.ts';
 import { isoNow } from '../../time.ts';
 import { CHANNELS } from '../sql/channels.ts';
-import { all, bool, get, lock, num, run, runNotifying, tx, type Op } from '../sql/op.ts';
+import { all, bool, get, lock, run, runNotifying, tx, type Op } from '../sql/op.ts';
 
 /** A clients row as the service reads it. */
 export interface ClientRow {
@@ -38,7 +38,7 @@ export interface ClientSessions {
 const NOTICE = { channel: CHANNELS.limits, expr: "customer_id || ':client'" };
 const COLUMNS = 'client_id, disabled, expires_at, limits_id, limits, limits_created_at, limits_updated_at, reset_at, reset_up, reset_down';
 
-type Raw = Record<'client_id' | 'expires_at' | 'limits_id' | 'limits' | 'limits_created_at' | 'limits_updated_at' | 'reset_at', string | null> & { disabled: unknown; reset_up: unknown; reset_down: unknown };
+type Raw = Record<'client_id' | 'expires_at' | 'limits_id' | 'limits' | 'limits_created_at' | 'limits_updated_at' | 'reset_at', string | null> & { disabled: unknown; reset_up: number | null; reset_down: number | null };
 
 function toClientRow(r: Raw): ClientRow {
   return {
@@ -46,7 +46,7 @@ function toClientRow(r: Raw): ClientRow {
     disabled: bool(r.disabled),
     expires_at: r.expires_at,
     override: r.limits_id && r.limits ? { id: r.limits_id, created_at: r.limits_created_at!, updated_at: r.limits_updated_at!, fields: JSON.parse(r.limits) as LimitValues } : null,
-    reset: r.reset_at ? { at: r.reset_at, up: num(r.reset_up), down: num(r.reset_down) } : null,
+    reset: r.reset_at ? { at: r.reset_at, up: r.reset_up ?? 0, down: r.reset_down ?? 0 } : null,
   };
 }
 
@@ -120,14 +120,14 @@ function* deleteClientLimits(customerId: string, clientId: string): Op<boolean> 
 const resetClientUsage = tx(function* (customerId: string, clientId: string): Op<ClientRow> {
   const now = isoNow();
   yield* ensureRow(customerId, clientId, now);
-  const sums = yield* get<{ u: unknown; d: unknown }>(
+  const sums = yield* get<{ u: number; d: number }>(
     'SELECT COALESCE(SUM(uploaded_bytes), 0) AS u, COALESCE(SUM(downloaded_bytes), 0) AS d FROM sessions WHERE customer_id = ? AND client_id = ?',
     customerId, clientId,
   );
   yield* runNotifying(
     NOTICE,
     'UPDATE clients SET reset_at = ?, reset_up = ?, reset_down = ?, updated_at = ? WHERE customer_id = ? AND client_id = ?',
-    now, num(sums?.u), num(sums?.d), now, customerId, clientId,
+    now, sums!.u, sums!.d, now, customerId, clientId,
   );
   return (yield* getClient(customerId, clientId))!;
 });
@@ -145,18 +145,18 @@ const SESSIONS_BY_CLIENT = `SELECT s.client_id,
     ${STEPS.map(([step]) => `(SELECT MAX(u.start) FROM usage_buckets u WHERE u.customer_id = s.customer_id AND u.client_id = s.client_id AND u.step = '${step}') AS last_${step}`).join(',\n    ')}
   FROM sessions s WHERE s.customer_id = ?`;
 
-type RawSessions = { client_id: string; live: unknown; active: unknown; paused: unknown; up: unknown; down: unknown } & Record<`last_${(typeof STEPS)[number][0]}`, unknown>;
+type RawSessions = { client_id: string; live: number; active: number; paused: number; up: number; down: number } & Record<`last_${(typeof STEPS)[number][0]}`, number | null>;
 const lastTraffic = (r: RawSessions): number | null => {
-  const ends = STEPS.filter(([step]) => r[`last_${step}`] != null).map(([step, ms]) => num(r[`last_${step}`]) + ms);
+  const ends = STEPS.filter(([step]) => r[`last_${step}`] != null).map(([step, ms]) => r[`last_${step}`]! + ms);
   return ends.length ? Math.max(...ends) : null;
 };
 const toSessions = (r: RawSessions): ClientSessions => ({
   client_id: r.client_id,
-  live: num(r.live),
-  active: num(r.active),
-  paused: num(r.paused),
-  up: num(r.up),
-  down: num(r.down),
+  live: r.live,
+  active: r.active,
+  paused: r.paused,
+  up: r.up,
+  down: r.down,
   last_traffic: lastTraffic(r),
 });
 

@@ -13,7 +13,7 @@
 import type { EventInsert } from '../../domain.ts';
 import type { SessionEvent } from '../../contract/schemas.ts';
 import { CHANNELS } from '../sql/channels.ts';
-import { all, dialect, get, marks, type Op } from '../sql/op.ts';
+import { all, dialect, get, Where, type Op } from '../sql/op.ts';
 
 export interface EventFilter {
   sessionIds?: string[];
@@ -22,8 +22,9 @@ export interface EventFilter {
 
 const EVENT_COLUMNS = 'id, session_id, event_type, created_at, duration, downloaded_bytes, uploaded_bytes';
 
+/** The event's own fields (PostgreSQL's insert returns its customer and a count besides). */
 const toEvent = (r: SessionEvent): SessionEvent => ({
-  id: Number(r.id),
+  id: r.id,
   session_id: r.session_id,
   event_type: r.event_type,
   created_at: r.created_at,
@@ -58,7 +59,7 @@ export function* insertEvents(batch: EventInsert[]): Op<SessionEvent[]> {
   const out: SessionEvent[] = [];
   for (const e of batch) {
     const r = yield* get<SessionEvent>(SQLITE_INSERT, e.customer_id, e.session_id, e.event_type, e.created_at, e.duration, e.downloaded_bytes, e.uploaded_bytes);
-    out.push(toEvent(r!));
+    out.push(r!);
   }
   return out;
 }
@@ -67,31 +68,24 @@ function* insertEvent(e: EventInsert): Op<SessionEvent> {
   return (yield* insertEvents([e]))[0];
 }
 
-function eventWhere(customerId: string, filter: EventFilter): { where: string; args: string[] } {
-  const where = ['customer_id = ?'];
-  const args = [customerId];
-  if (filter.sessionIds?.length) {
-    where.push(`session_id IN (${marks(filter.sessionIds.length)})`);
-    args.push(...filter.sessionIds);
-  }
-  if (filter.types?.length) {
-    where.push(`event_type IN (${marks(filter.types.length)})`);
-    args.push(...filter.types);
-  }
-  return { where: where.join(' AND '), args };
+/** An empty list of the filter is no filter. */
+const given = (list: string[] | undefined) => (list?.length ? list : undefined);
+
+function eventWhere(customerId: string, filter: EventFilter): Where {
+  return new Where().and('customer_id = ?', customerId).in('session_id', given(filter.sessionIds)).in('event_type', given(filter.types));
 }
 
 /** Stored events of a customer with id > afterId, oldest first, at most `limit`. */
 function* eventsAfter(customerId: string, afterId: number, filter: EventFilter, limit: number): Op<SessionEvent[]> {
   const { where, args } = eventWhere(customerId, filter);
-  return (yield* all<SessionEvent>(`SELECT ${EVENT_COLUMNS} FROM events WHERE ${where} AND id > ? ORDER BY id LIMIT ?`, ...args, afterId, limit)).map(toEvent);
+  return yield* all<SessionEvent>(`SELECT ${EVENT_COLUMNS} FROM events WHERE ${where} AND id > ? ORDER BY id LIMIT ?`, ...args, afterId, limit);
 }
 
 /** The id after which exactly the `count` newest matching events follow (0 when there are fewer). */
 function* idBeforeNewest(customerId: string, filter: EventFilter, count: number): Op<number> {
   const { where, args } = eventWhere(customerId, filter);
   const r = yield* get<{ id: number }>(`SELECT id FROM events WHERE ${where} ORDER BY id DESC LIMIT 1 OFFSET ?`, ...args, count);
-  return r ? Number(r.id) : 0;
+  return r?.id ?? 0;
 }
 
 /**
@@ -100,7 +94,7 @@ function* idBeforeNewest(customerId: string, filter: EventFilter, count: number)
  */
 function* lastEventId(): Op<number> {
   const sql = (yield* dialect()) === 'postgres' ? 'SELECT last_id AS id FROM event_counter' : 'SELECT COALESCE(MAX(id), 0) AS id FROM events';
-  return Number((yield* get<{ id: number }>(sql))!.id);
+  return (yield* get<{ id: number }>(sql))!.id;
 }
 
 export const eventOps = { insertEvent, insertEvents, eventsAfter, idBeforeNewest, lastEventId };

@@ -2,19 +2,10 @@
 // and claims of a session's first connection (central max_sessions). Both run under the
 // customer's lock, so the grants and claims of every instance are ordered.
 import { allocate, CLAIM_WINDOW_MS, limitsLockKey, releaseRow, type Grant, type GrantRequest, type GrantRow } from '../grants.ts';
-import { all, get, lock, num, run, tx, type Op } from '../sql/op.ts';
+import { all, get, lock, run, tx, type Op } from '../sql/op.ts';
 import { sessionOps } from './sessions.ts';
 
 const GRANT_COLUMNS = 'node_id, used_up, used_down, granted_up, granted_down, gen';
-
-const toGrantRow = (r: GrantRow): GrantRow => ({
-  node_id: r.node_id,
-  used_up: num(r.used_up),
-  used_down: num(r.used_down),
-  granted_up: num(r.granted_up),
-  granted_down: num(r.granted_down),
-  gen: num(r.gen),
-});
 
 /**
  * Tops up a node's byte grant for a customer (clientId '') or one client, and says what it may
@@ -23,7 +14,7 @@ const toGrantRow = (r: GrantRow): GrantRow => ({
  */
 const grantBytes = tx(function* (nodeId: string, customerId: string, clientId: string, req: GrantRequest): Op<Grant> {
   yield* lock(limitsLockKey(customerId));
-  const rows = (yield* all<GrantRow>(`SELECT ${GRANT_COLUMNS} FROM node_grants WHERE customer_id = ? AND client_id = ?`, customerId, clientId)).map(toGrantRow);
+  const rows = yield* all<GrantRow>(`SELECT ${GRANT_COLUMNS} FROM node_grants WHERE customer_id = ? AND client_id = ?`, customerId, clientId);
   const sums = yield* sessionOps.sumCounters(customerId, clientId === '' ? undefined : clientId);
   const total = { up: sums.uploaded_bytes, down: sums.downloaded_bytes };
   const { row, grant } = allocate(rows, nodeId, total, req);
@@ -49,8 +40,8 @@ const grantBytes = tx(function* (nodeId: string, customerId: string, clientId: s
 const releaseGrant = tx(function* (nodeId: string, customerId: string, clientId: string, gen: number): Op<boolean> {
   yield* lock(limitsLockKey(customerId));
   const found = yield* get<GrantRow>(`SELECT ${GRANT_COLUMNS} FROM node_grants WHERE customer_id = ? AND client_id = ? AND node_id = ?`, customerId, clientId, nodeId);
-  if (!found || num(found.gen) !== gen) return false;
-  const next = releaseRow(toGrantRow(found));
+  if (!found || found.gen !== gen) return false;
+  const next = releaseRow(found);
   yield* run(
     'UPDATE node_grants SET granted_up = ?, granted_down = ?, gen = ? WHERE customer_id = ? AND client_id = ? AND node_id = ?',
     next.granted_up,
@@ -73,7 +64,7 @@ const claimSession = tx(function* (nodeId: string, sessionId: string, localActiv
   const s = yield* get<{ customer_id: string; client_id: string }>('SELECT customer_id, client_id FROM sessions WHERE id = ?', sessionId);
   if (!s) return false;
   yield* lock(limitsLockKey(s.customer_id));
-  const others = yield* all<{ id: string; status: string; claimed_at: unknown; node_id: string | null }>(
+  const others = yield* all<{ id: string; status: string; claimed_at: number | null; node_id: string | null }>(
     `SELECT s.id, s.status, s.claimed_at, p.node_id FROM sessions s LEFT JOIN session_placements p ON p.session_id = s.id
      WHERE s.customer_id = ? AND s.client_id = ? AND s.id <> ? AND s.status <> 'ended'`,
     s.customer_id,
@@ -82,7 +73,7 @@ const claimSession = tx(function* (nodeId: string, sessionId: string, localActiv
   );
   const mine = new Set(localActive);
   const since = Date.now() - CLAIM_WINDOW_MS;
-  const active = others.filter((o) => (o.node_id === nodeId ? mine.has(o.id) : o.status === 'active' || num(o.claimed_at) > since)).length;
+  const active = others.filter((o) => (o.node_id === nodeId ? mine.has(o.id) : o.status === 'active' || (o.claimed_at ?? 0) > since)).length;
   if (active >= max) return false;
   yield* run('UPDATE sessions SET claimed_at = ? WHERE id = ?', Date.now(), sessionId);
   return true;

@@ -32,63 +32,33 @@ export interface NodeInfo {
   tls_pcs: string | null;
 }
 
-export interface NodePorts {
-  vless_ws_port?: number | null;
-  vless_tcp_port?: number | null;
-  proxy_port?: number | null;
-}
+export type NodePorts = Partial<Pick<NodeInfo, 'vless_ws_port' | 'vless_tcp_port' | 'proxy_port'>>;
 
 /** What a node reports of its listeners beyond their ports (setNodeListeners). */
-export interface NodeListeners {
-  relay_port: number | null;
-  relay_pcs: string | null;
-  tls: boolean;
-  tls_pcs: string | null;
-}
+export type NodeListeners = Pick<NodeInfo, 'tls' | 'tls_pcs'> & { relay_port: number | null; relay_pcs: string | null };
 
 /** An up node's geo relay listener (relayNodes). */
-export interface RelayNode {
-  id: string;
-  name: string;
-  zone: string;
-  public_host: string;
-  relay_port: number;
-  relay_pcs: string;
-  token_hash: string;
-}
+export type RelayNode = Pick<NodeInfo, 'id' | 'name' | 'zone' | 'public_host'> & { relay_port: number; relay_pcs: string; token_hash: string };
 
 /** Contact within the up window, by the database clock. */
 export const UP_SQL = (alias: string) => `${alias}.last_contact > {ago:${NODE_UP_SECONDS}}`;
 
 /** The columns of a NodeInfo from the nodes table under `alias`: up computed, last contact as ISO text. */
 export function nodeColumns(alias: string): string {
-  const plain = ['id', 'name', 'zone', 'public_host', 'vless_ws_port', 'vless_tcp_port', 'proxy_port', 'token_prefix', 'created_at', 'tls', 'tls_pcs'];
+  const plain = (cols: string[]) => cols.map((c) => `${alias}.${c}`);
   return [
-    ...plain.map((c) => `${alias}.${c}`),
+    ...plain(['id', 'name', 'zone', 'public_host', 'vless_ws_port', 'vless_tcp_port', 'proxy_port', 'token_prefix', 'created_at']),
     `{iso:${alias}.last_contact} AS last_contact`,
     `COALESCE(${UP_SQL(alias)}, FALSE) AS up`,
+    ...plain(['tls', 'tls_pcs']),
   ].join(', ');
 }
 
 export type RawNode = Omit<NodeInfo, 'up' | 'tls'> & { up: unknown; tls: unknown };
 
-/** The same shape, key order included, from either database. */
+/** The same shape, key order included (nodeColumns' order), from either database. */
 export function toNode(r: RawNode): NodeInfo {
-  return {
-    id: r.id,
-    name: r.name,
-    zone: r.zone,
-    public_host: r.public_host,
-    vless_ws_port: r.vless_ws_port,
-    vless_tcp_port: r.vless_tcp_port,
-    proxy_port: r.proxy_port,
-    token_prefix: r.token_prefix,
-    created_at: r.created_at,
-    last_contact: r.last_contact,
-    up: bool(r.up),
-    tls: bool(r.tls),
-    tls_pcs: r.tls_pcs,
-  };
+  return { ...r, up: bool(r.up), tls: bool(r.tls) };
 }
 
 const NODES_NOTICE = { channel: CHANNELS.nodes, expr: 'id' };
@@ -155,11 +125,10 @@ function* setNodeListeners(id: string, l: NodeListeners): Op<void> {
 
 /** Up nodes with a geo relay listener, with their token hash (relay grants are keyed by it). */
 function* relayNodes(): Op<RelayNode[]> {
-  const rows = yield* all<RelayNode>(
+  return yield* all<RelayNode>(
     `SELECT n.id, n.name, n.zone, n.public_host, n.relay_port, n.relay_pcs, n.token_hash FROM nodes n
      WHERE ${UP_SQL('n')} AND n.relay_port IS NOT NULL AND n.relay_pcs IS NOT NULL ORDER BY n.name`,
   );
-  return rows.map((r) => ({ id: r.id, name: r.name, zone: r.zone, public_host: r.public_host, relay_port: r.relay_port, relay_pcs: r.relay_pcs, token_hash: r.token_hash }));
 }
 
 /** Zones with at least one up node. */
@@ -189,8 +158,7 @@ function* touchNode(id: string, ports?: NodePorts): Op<boolean> {
 
 /** The last report seq applied for the node (0: none; undefined: no such node). */
 function* nodeReportSeq(nodeId: string): Op<number | undefined> {
-  const r = yield* get<{ report_seq: number | string }>('SELECT report_seq FROM nodes WHERE id = ?', nodeId);
-  return r ? Number(r.report_seq) : undefined;
+  return (yield* get<{ report_seq: number }>('SELECT report_seq FROM nodes WHERE id = ?', nodeId))?.report_seq;
 }
 
 /** removeNode repairs what the node carried: it is in repair.ts (repairOps). */

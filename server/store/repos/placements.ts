@@ -6,7 +6,6 @@ import { isoNow } from '../../time.ts';
 import { all, get, marks, run, type Op } from '../sql/op.ts';
 import { nodeColumns, toNode, type NodeInfo, type RawNode } from './nodes.ts';
 
-
 /** Places a session on a node (again: it is no longer moved from anywhere). */
 function* placeSession(sessionId: string, nodeId: string): Op<void> {
   yield* run(
@@ -31,7 +30,7 @@ function* placedNodes(sessionIds: string[]): Op<(NodeInfo & { session_id: string
      FROM session_placements p JOIN nodes n ON n.id = p.node_id WHERE p.session_id IN (${marks(sessionIds.length)})`,
     ...sessionIds,
   );
-  return rows.map((r) => ({ ...toNode(r), session_id: r.session_id }));
+  return rows.map(({ session_id, ...node }) => ({ ...toNode(node), session_id }));
 }
 
 function* placedBy(column: 'node_id' | 'moved_from', nodeId: string): Op<SessionRow[]> {
@@ -54,12 +53,11 @@ function* sessionsMovedFrom(nodeId: string): Op<SessionRow[]> {
 
 /** The node (null: a serve data plane) of each active session of a customer (cluster speed shares). */
 function* activeSessionNodes(customerId: string): Op<Array<{ client_id: string; node_id: string | null }>> {
-  const rows = yield* all<{ client_id: string; node_id: string | null }>(
+  return yield* all<{ client_id: string; node_id: string | null }>(
     `SELECT s.client_id, p.node_id FROM sessions s LEFT JOIN session_placements p ON p.session_id = s.id
      WHERE s.customer_id = ? AND s.status = 'active' ORDER BY s.seq`,
     customerId,
   );
-  return rows.map((r) => ({ client_id: r.client_id, node_id: r.node_id }));
 }
 
 export const placementOps = { placeSession, placementOf, placedNodes, sessionsOnNode, sessionsMovedFrom, activeSessionNodes };

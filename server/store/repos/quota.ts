@@ -3,7 +3,7 @@
 // Entities are per scope: global (the customer), client (client_id) or session (id). One SQL
 // text for both databases.
 import type { LimitScope } from '../../domain.ts';
-import { get, num, run, type Op } from '../sql/op.ts';
+import { get, run, type Op } from '../sql/op.ts';
 
 /** Where a periodic cap's period started for one entity: its lifetime totals then. */
 export interface QuotaBase {
@@ -34,11 +34,10 @@ export function quotaSnapshotSql(scope: LimitScope, rolling: boolean): string {
 
 /** The base recorded for one entity and period, if any. */
 function* quotaBase(customerId: string, scope: LimitScope, entityId: string, periodStart: number): Op<QuotaBase | undefined> {
-  const r = yield* get<{ up: unknown; down: unknown }>(
+  return yield* get<QuotaBase>(
     'SELECT up, down FROM quota_bases WHERE customer_id = ? AND scope = ? AND entity_id = ? AND period_start = ?',
     customerId, scope, entityId, periodStart,
   );
-  return r ? { up: num(r.up), down: num(r.down) } : undefined;
 }
 
 /**

@@ -1,33 +1,66 @@
-// Crash repair (server/cluster/crash-repair.ts has the rules; server/store/repair.ts what a
-// repaired session becomes): a node restarted as a new process, a node silent for
-// NODE_SILENT_SECONDS, a node detached, and the sessions an instance's own data plane carried
-// when its previous process died. Each repair is conditional on what it changes (a session still
-// `active`, a placement still on the old node, a boot id not yet recorded), so instances racing
-// to repair the same node repair each session once.
+// Crash repair (server/cluster/crash-repair.ts has the rules): a node restarted as a new
+// process, a node silent for NODE_SILENT_SECONDS, a node detached, and the sessions an
+// instance's own data plane carried when its previous process died. A repaired session becomes
+// what its last connection closing would have made it, with its session_stats and session_end.
+// Each repair is conditional on what it changes (a session still `active`, a placement still on
+// the old node, a boot id not yet recorded), so instances racing to repair the same node repair
+// each session once.
 import type { SessionEvent } from '../../contract/schemas.ts';
+import { eventInsert, type EventInsert } from '../../domain.ts';
 import { isoNow } from '../../time.ts';
-import { NODE_SILENT_SECONDS, REPAIRED_STATUS_SQL, repairEvents, type NodeHello, type RepairedEvent, type RepairedRow } from '../repair.ts';
 import { CHANNELS } from '../sql/channels.ts';
-import { all, bool, dialect, get, marks, num, run, runNotifying, tx, type Op } from '../sql/op.ts';
+import { all, bool, dialect, get, marks, run, runNotifying, tx, type Op } from '../sql/op.ts';
 import { insertEvents } from './events.ts';
 import { NODE_UP_SECONDS, nodeOps, upNodes, type NodeInfo } from './nodes.ts';
+
+/** How long without any report a node is taken for dead: its sessions are repaired and moved. */
+export const NODE_SILENT_SECONDS = 15;
+
+/** An event a repair stored, with its customer (to wake that customer's streams). */
+export interface RepairedEvent {
+  customerId: string;
+  event: SessionEvent;
+}
+
+/** What a node said of its process in its channel's first report (store.nodeHello). */
+export type NodeHello = 'same' | 'new' | 'new_after_repair';
+
+/** A session row a repair changed: as the UPDATE returned it (status is the new one). */
+interface RepairedRow {
+  seq: number;
+  id: string;
+  customer_id: string;
+  duration: number;
+  uploaded_bytes: number;
+  downloaded_bytes: number;
+}
+
+/** The status an active session gets when the node carrying it is gone: as its last connection closing would. */
+const REPAIRED_STATUS = `CASE WHEN reusable THEN 'idle' ELSE 'ended' END`;
 
 /** An arbitrary constant naming "the silent-node repair sweep" among PostgreSQL's advisory locks. */
 const REPAIR_LOCK_KEY = 0x7661645f726570n; // "vad_rep"
 
 const REPAIRED_COLUMNS = 'seq, id, customer_id, duration, uploaded_bytes, downloaded_bytes';
 
-/** session_stats and session_end of each repaired session, stored in the repair's transaction. */
+/**
+ * session_stats then session_end of each repaired session (in creation order), with its stored
+ * counters, stored in the repair's transaction.
+ */
 function* storeRepairEvents(rows: RepairedRow[]): Op<RepairedEvent[]> {
-  const inserts = repairEvents(rows, isoNow());
-  const stored: SessionEvent[] = yield* insertEvents(inserts);
+  const createdAt = isoNow();
+  const inserts: EventInsert[] = [];
+  for (const { seq: _seq, id: sessionId, customer_id: customerId, ...counters } of [...rows].sort((x, y) => x.seq - y.seq)) {
+    for (const type of ['session_stats', 'session_end'] as const) inserts.push(eventInsert({ customerId, sessionId, type, ...counters }, createdAt));
+  }
+  const stored = yield* insertEvents(inserts);
   return stored.map((event, i) => ({ customerId: inserts[i].customer_id, event }));
 }
 
 /** The active sessions placed on a node go idle or end, with their events; claims before `claimsBefore` (epoch ms) are released. */
 export function* repairPlaced(nodeId: string, claimsBefore: number): Op<RepairedEvent[]> {
   const rows = yield* all<RepairedRow>(
-    `UPDATE sessions SET status = ${REPAIRED_STATUS_SQL('reusable')}, claimed_at = NULL
+    `UPDATE sessions SET status = ${REPAIRED_STATUS}, claimed_at = NULL
      WHERE status = 'active' AND id IN (SELECT session_id FROM session_placements WHERE node_id = ?)
      RETURNING ${REPAIRED_COLUMNS}`,
     nodeId,
@@ -44,11 +77,11 @@ export function* repairPlaced(nodeId: string, claimsBefore: number): Op<Repaired
 export function* replaceFrom(nodeId: string, zone: string): Op<void> {
   const targets = (yield* upNodes(zone)).filter((n) => n.id !== nodeId);
   if (targets.length === 0) return;
-  const counts = yield* all<{ node_id: string; c: unknown }>(
+  const counts = yield* all<{ node_id: string; c: number }>(
     `SELECT node_id, COUNT(*) AS c FROM session_placements WHERE node_id IN (${marks(targets.length)}) GROUP BY node_id`,
     ...targets.map((n) => n.id),
   );
-  const load = new Map(targets.map((n) => [n.id, num(counts.find((c) => c.node_id === n.id)?.c)]));
+  const load = new Map(targets.map((n) => [n.id, counts.find((c) => c.node_id === n.id)?.c ?? 0]));
   const ids = yield* all<{ session_id: string }>(
     `SELECT p.session_id FROM session_placements p JOIN sessions s ON s.id = p.session_id WHERE p.node_id = ? AND s.status <> 'ended' ORDER BY s.seq`,
     nodeId,
@@ -120,12 +153,13 @@ function* repairSilentNodes(): Op<RepairedEvent[]> {
   return yield* sweep();
 }
 
-const repairCarried = tx(function* (ids: string[]): Op<RepairedEvent[]> {
+/** The sessions still `active` and placed on no node (of `ids`; all with null) go idle or end, with their events. */
+const repairUnplaced = tx(function* (ids: string[] | null): Op<RepairedEvent[]> {
   const rows = yield* all<RepairedRow>(
-    `UPDATE sessions SET status = ${REPAIRED_STATUS_SQL('reusable')}, connections = 0
-     WHERE status = 'active' AND id IN (${marks(ids.length)}) AND id NOT IN (SELECT session_id FROM session_placements)
+    `UPDATE sessions SET status = ${REPAIRED_STATUS}, connections = 0
+     WHERE status = 'active'${ids ? ` AND id IN (${marks(ids.length)})` : ''} AND id NOT IN (SELECT session_id FROM session_placements)
      RETURNING ${REPAIRED_COLUMNS}`,
-    ...ids,
+    ...(ids ?? []),
   );
   return yield* storeRepairEvents(rows);
 });
@@ -137,7 +171,18 @@ const repairCarried = tx(function* (ids: string[]): Op<RepairedEvent[]> {
  */
 function* repairCarriedSessions(ids: string[]): Op<RepairedEvent[]> {
   if (ids.length === 0) return [];
-  return yield* repairCarried(ids);
+  return yield* repairUnplaced(ids);
+}
+
+/**
+ * Every session left `active` and placed on no node, on a database one process serves (SQLite,
+ * with the data folder's lock held, before serving): the process that died (kill -9, power loss)
+ * had connections of them open. Each becomes what its last connection closing would have made
+ * it (the last saved duration and counters are kept), with session_stats and session_end.
+ * Sessions placed on a data-plane node are the node's (`node run` keeps carrying them).
+ */
+function* repairAbandonedSessions(): Op<RepairedEvent[]> {
+  return yield* repairUnplaced(null);
 }
 
 /**
@@ -155,4 +200,4 @@ const removeNode = tx(function* (name: string): Op<NodeInfo | undefined> {
   return node;
 });
 
-export const repairOps = { nodeHello, repairRestartedNode, repairSilentNodes, repairCarriedSessions, removeNode };
+export const repairOps = { nodeHello, repairRestartedNode, repairSilentNodes, repairCarriedSessions, repairAbandonedSessions, removeNode };

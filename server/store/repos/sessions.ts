@@ -1,7 +1,7 @@
 // Sessions: their rows, paging, pause flag and the counters the data planes save.
 import type { RuntimePatch, SessionRow, SessionStatus } from '../../domain.ts';
 import { CHANNELS } from '../sql/channels.ts';
-import { all, bool, get, num, run, runNotifying, type Op } from '../sql/op.ts';
+import { all, bool, get, run, runNotifying, Where, type Op } from '../sql/op.ts';
 
 export interface SessionFilter {
   client_id?: string;
@@ -18,33 +18,12 @@ export const SESSION_COLUMNS_S = SESSION_COLUMNS.split(', ').map((c) => `s.${c}`
 /** A sessions row as either database returns it: flags as 0/1 or booleans, plus the paging key. */
 export type RawSession = Omit<SessionRow, 'reusable' | 'paused'> & { reusable: unknown; paused: unknown; seq: number };
 
-export function toSessionRow(r: RawSession): SessionRow {
-  return {
-    id: r.id,
-    customer_id: r.customer_id,
-    client_id: r.client_id,
-    zone: r.zone,
-    reusable: bool(r.reusable),
-    paused: bool(r.paused),
-    status: r.status,
-    uploaded_bytes: r.uploaded_bytes,
-    downloaded_bytes: r.downloaded_bytes,
-    duration: r.duration,
-    connections: r.connections,
-    created_at: r.created_at,
-    expires_at: r.expires_at,
-  };
+export function toSessionRow({ seq: _seq, ...r }: RawSession): SessionRow {
+  return { ...r, reusable: bool(r.reusable), paused: bool(r.paused) };
 }
 
-export interface NewSession {
-  id: string;
-  customer_id: string;
-  client_id: string;
-  zone: string;
-  reusable: boolean;
-  created_at: string;
-  expires_at?: string | null;
-}
+/** A session to insert: the row's given fields (the rest start at their defaults). */
+export type NewSession = Pick<SessionRow, 'id' | 'customer_id' | 'client_id' | 'zone' | 'reusable' | 'created_at'> & { expires_at?: string | null };
 
 function* insertSession(s: NewSession): Op<SessionRow> {
   const r = yield* get<RawSession>(
@@ -83,23 +62,11 @@ function* getSessionOf(customerId: string, id: string): Op<SessionRow | undefine
 
 /** Newest first; `beforeSeq` is the opaque seq of the last row of the previous page. */
 function* listSessions(customerId: string, filter: SessionFilter, limit: number, beforeSeq?: number): Op<{ rows: SessionRow[]; nextSeq: number | null }> {
-  const where = ['customer_id = ?'];
-  const args: (string | number)[] = [customerId];
-  for (const key of ['client_id', 'status', 'zone'] as const) {
-    const v = filter[key];
-    if (v !== undefined) {
-      where.push(`${key} = ?`);
-      args.push(v);
-    }
-  }
-  if (beforeSeq !== undefined) {
-    where.push('seq < ?');
-    args.push(beforeSeq);
-  }
-  const raw = yield* all<RawSession>(`SELECT ${SESSION_COLUMNS} FROM sessions WHERE ${where.join(' AND ')} ORDER BY seq DESC LIMIT ?`, ...args, limit + 1);
+  const { where, args } = new Where().and('customer_id = ?', customerId).equal(filter, ['client_id', 'status', 'zone']).and('seq < ?', beforeSeq);
+  const raw = yield* all<RawSession>(`SELECT ${SESSION_COLUMNS} FROM sessions WHERE ${where} ORDER BY seq DESC LIMIT ?`, ...args, limit + 1);
   const more = raw.length > limit;
   const page = more ? raw.slice(0, limit) : raw;
-  return { rows: page.map(toSessionRow), nextSeq: more ? num(page[page.length - 1].seq) : null };
+  return { rows: page.map(toSessionRow), nextSeq: more ? page[page.length - 1].seq : null };
 }
 
 /** Also tells every instance (and through them the node carrying the session) at once. */
@@ -130,9 +97,9 @@ const SUMS = 'SELECT COALESCE(SUM(uploaded_bytes), 0) AS u, COALESCE(SUM(downloa
 function* sumCounters(customerId: string, clientId?: string): Op<{ uploaded_bytes: number; downloaded_bytes: number }> {
   const r =
     clientId === undefined
-      ? yield* get<{ u: unknown; d: unknown }>(`${SUMS} WHERE customer_id = ?`, customerId)
-      : yield* get<{ u: unknown; d: unknown }>(`${SUMS} WHERE customer_id = ? AND client_id = ?`, customerId, clientId);
-  return { uploaded_bytes: num(r?.u), downloaded_bytes: num(r?.d) };
+      ? yield* get<{ u: number; d: number }>(`${SUMS} WHERE customer_id = ?`, customerId)
+      : yield* get<{ u: number; d: number }>(`${SUMS} WHERE customer_id = ? AND client_id = ?`, customerId, clientId);
+  return { uploaded_bytes: r!.u, downloaded_bytes: r!.d };
 }
 
 export const sessionOps = { insertSession, expireIdleSessions, getSession, getSessionOf, listSessions, setPaused, saveRuntime, sumCounters };

@@ -2,19 +2,15 @@
 // profile web page and a short announcement, one row per customer (made by the first change).
 // Feeds carry them as the `support-url`, `profile-web-page-url` and `announce` headers
 // (server/subscriptions/service.ts); the page shows the announcement and the support link.
+import type { SubscriptionSettings } from '../../contract/subscriptions.ts';
 import { isoNow } from '../../time.ts';
 import { get, run, tx, type Op } from '../sql/op.ts';
 
 export const SUBSCRIPTION_SETTINGS_FIELDS = ['support_url', 'profile_web_page_url', 'announce'] as const;
 export type SubscriptionSettingsField = (typeof SUBSCRIPTION_SETTINGS_FIELDS)[number];
 
-export interface SubscriptionSettingsRow {
-  support_url: string | null;
-  profile_web_page_url: string | null;
-  announce: string | null;
-  /** When the owner last changed them; null: never set. */
-  updated_at: string | null;
-}
+/** The settings as the API shows them (contract/subscriptions.ts); updated_at null: never set. */
+export type SubscriptionSettingsRow = SubscriptionSettings;
 
 /** Only the fields sent change; a null clears one. */
 export type SubscriptionSettingsPatch = Partial<Record<SubscriptionSettingsField, string | null>>;

@@ -5,7 +5,8 @@
 import type { SessionRow } from '../../domain.ts';
 import { isoNow } from '../../time.ts';
 import type { AsyncOps } from '../sql/op.ts';
-import { all, bool, get, num, run, type Op } from '../sql/op.ts';
+import { all, get, run, type Op } from '../sql/op.ts';
+import { SESSION_COLUMNS, toSessionRow, type RawSession } from './sessions.ts';
 import { subscriptionSettingsOps } from './subscription-settings.ts';
 
 export interface SubscriptionRow {
@@ -18,8 +19,6 @@ export interface SubscriptionRow {
 }
 
 const COLUMNS = 'customer_id, client_id, nonce, secret_hash, created_at, rotated_at';
-const SESSION_COLUMNS =
-  'id, customer_id, client_id, zone, reusable, paused, status, uploaded_bytes, downloaded_bytes, duration, connections, created_at, expires_at';
 
 function* getSubscription(customerId: string, clientId: string): Op<SubscriptionRow | undefined> {
   return yield* get<SubscriptionRow>(`SELECT ${COLUMNS} FROM subscriptions WHERE customer_id = ? AND client_id = ?`, customerId, clientId);
@@ -45,23 +44,13 @@ function* deleteSubscription(customerId: string, clientId: string): Op<boolean> 
   return (yield* run('DELETE FROM subscriptions WHERE customer_id = ? AND client_id = ?', customerId, clientId)) > 0;
 }
 
-type RawSession = Omit<SessionRow, 'reusable' | 'paused'> & { reusable: unknown; paused: unknown };
-
 /** Sessions of the client that may still carry traffic as stored: not ended, not paused; newest first. */
 function* usableSessions(customerId: string, clientId: string, limit = 200): Op<SessionRow[]> {
   const rows = yield* all<RawSession>(
     `SELECT ${SESSION_COLUMNS} FROM sessions WHERE customer_id = ? AND client_id = ? AND status <> 'ended' AND paused = ? ORDER BY seq DESC LIMIT ?`,
     customerId, clientId, false, limit,
   );
-  return rows.map((r) => ({
-    ...r,
-    reusable: bool(r.reusable),
-    paused: bool(r.paused),
-    uploaded_bytes: num(r.uploaded_bytes),
-    downloaded_bytes: num(r.downloaded_bytes),
-    duration: num(r.duration),
-    connections: num(r.connections),
-  }));
+  return rows.map(toSessionRow);
 }
 
 /** The rows of subscriptions and, with them, the customer's settings that every feed carries. */

@@ -1,7 +1,7 @@
 // Customers and API tokens. A token is shown once, in plain text; only its SHA-256 is stored.
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { isoNow } from '../../time.ts';
-import { all, get, lock, run, tokensChanged, tx, type Op } from '../sql/op.ts';
+import { all, dialect, get, lock, run, tokensChanged, tx, type Op } from '../sql/op.ts';
 
 export type Role = 'owner' | 'agent';
 export interface TokenInfo {
@@ -24,7 +24,7 @@ const TOKEN_SELECT = `SELECT t.id, t.customer_id, c.name AS customer_name, t.rol
   FROM tokens t JOIN customers c ON c.id = t.customer_id`;
 
 function* countCustomers(): Op<number> {
-  return Number((yield* get<{ n: number }>('SELECT COUNT(*) AS n FROM customers'))!.n);
+  return (yield* get<{ n: number }>('SELECT COUNT(*) AS n FROM customers'))!.n;
 }
 
 /** Race-free across instances: two first requests of a new customer create one row. */
@@ -77,4 +77,14 @@ const revokeToken = tx(function* (ref: string): Op<TokenInfo | undefined> {
   return { ...candidates[0], revoked_at: revokedAt };
 });
 
-export const tokenOps = { countCustomers, ensureCustomer, createToken, findToken, listTokens, isTokenActive, revokeToken };
+/**
+ * Changes whenever tokens may have changed out of this process's sight (the token caches watch
+ * it): PostgreSQL's token version, bumped with every token change of any instance; SQLite's
+ * data_version, which changes when another connection (another process: the CLI) commits.
+ */
+function* dataVersion(): Op<number> {
+  if ((yield* dialect()) === 'postgres') return (yield* get<{ version: number }>('SELECT version FROM token_version'))!.version;
+  return (yield* get<{ data_version: number }>('PRAGMA data_version'))!.data_version;
+}
+
+export const tokenOps = { countCustomers, ensureCustomer, createToken, findToken, listTokens, isTokenActive, revokeToken, dataVersion };

@@ -5,7 +5,7 @@
 // to one row safely) and a compiled INSERT per entry on SQLite; a roll-up is one statement with
 // FOR UPDATE SKIP LOCKED on PostgreSQL (two instances compacting take different rows) and three
 // statements over rowids in one transaction on SQLite.
-import { all, dialect, get, marks, num, run, tx, type Op } from '../sql/op.ts';
+import { all, dialect, get, run, tx, Where, type Op } from '../sql/op.ts';
 
 export type UsageStep = 'minute' | 'hour' | 'day';
 export const USAGE_STEP_MS: Record<UsageStep, number> = { minute: 60_000, hour: 3_600_000, day: 86_400_000 };
@@ -43,20 +43,14 @@ const ADD_ON_CONFLICT = `ON CONFLICT (session_id, step, start, node) DO UPDATE S
   uploaded_bytes = usage_buckets.uploaded_bytes + excluded.uploaded_bytes,
   downloaded_bytes = usage_buckets.downloaded_bytes + excluded.downloaded_bytes`;
 
-function usageWhere(q: UsageQuery): { where: string; args: (string | number)[] } {
-  const where = ['customer_id = ?', `step IN (${marks(q.steps.length)})`, 'start >= ?', 'start < ?'];
-  const args: (string | number)[] = [q.customer_id, ...q.steps, q.from, q.to];
-  for (const key of ['client_id', 'session_id', 'zone', 'node'] as const) {
-    const v = q[key];
-    if (v !== undefined) {
-      where.push(`${key} = ?`);
-      args.push(v);
-    }
-  }
-  return { where: where.join(' AND '), args };
+function usageWhere(q: UsageQuery): Where {
+  return new Where()
+    .and('customer_id = ?', q.customer_id)
+    .in('step', q.steps)
+    .and('start >= ?', q.from)
+    .and('start < ?', q.to)
+    .equal(q, ['client_id', 'session_id', 'zone', 'node']);
 }
-
-const sums = (r: { uploaded_bytes: unknown; downloaded_bytes: unknown }): UsageSum => ({ uploaded_bytes: num(r.uploaded_bytes), downloaded_bytes: num(r.downloaded_bytes) });
 
 /** SQLite: one compiled statement per entry, all in one transaction. */
 const addEach = tx(function* (adds: UsageAdd[]): Op<void> {
@@ -92,23 +86,21 @@ function* addUsage(adds: UsageAdd[]): Op<void> {
 /** The history summed per q.stepMs bucket (only buckets with rows; `start` is epoch ms), oldest first. */
 function* usageBuckets(q: UsageQuery): Op<({ start: number } & UsageSum)[]> {
   const { where, args } = usageWhere(q);
-  const rows = yield* all<{ start: unknown; uploaded_bytes: unknown; downloaded_bytes: unknown }>(
+  return yield* all<{ start: number } & UsageSum>(
     `SELECT (start / CAST(? AS BIGINT)) * CAST(? AS BIGINT) AS start, SUM(uploaded_bytes) AS uploaded_bytes, SUM(downloaded_bytes) AS downloaded_bytes
      FROM usage_buckets WHERE ${where} GROUP BY 1 ORDER BY 1`,
     q.stepMs, q.stepMs, ...args,
   );
-  return rows.map((r) => ({ start: num(r.start), ...sums(r) }));
 }
 
 /** The clients that moved the most bytes (both directions) in the range, at most `limit`. */
 function* usageTopClients(q: UsageQuery, limit: number): Op<({ client_id: string } & UsageSum)[]> {
   const { where, args } = usageWhere(q);
-  const rows = yield* all<{ client_id: string; uploaded_bytes: unknown; downloaded_bytes: unknown }>(
+  return yield* all<{ client_id: string } & UsageSum>(
     `SELECT client_id, SUM(uploaded_bytes) AS uploaded_bytes, SUM(downloaded_bytes) AS downloaded_bytes
      FROM usage_buckets WHERE ${where} GROUP BY client_id ORDER BY SUM(uploaded_bytes) + SUM(downloaded_bytes) DESC, client_id LIMIT ?`,
     ...args, limit,
   );
-  return rows.map((r) => ({ client_id: r.client_id, ...sums(r) }));
 }
 
 /** SQLite: the chosen rowids, their sums added to the coarser buckets, then the rows deleted. */
@@ -137,7 +129,7 @@ const rollupRowids = tx(function* (from: UsageStep, to: UsageStep, olderThan: nu
 function* rollupUsage(from: UsageStep, to: UsageStep, olderThan: number, limit: number): Op<number> {
   if ((yield* dialect()) === 'sqlite') return yield* rollupRowids(from, to, olderThan, limit);
   // One statement: the rows are deleted and their sums added together.
-  const r = yield* get<{ n: unknown }>(
+  const r = yield* get<{ n: number }>(
     `WITH moved AS (
        DELETE FROM usage_buckets WHERE ctid IN (
          SELECT ctid FROM usage_buckets WHERE step = ? AND start < ? ORDER BY start LIMIT ? FOR UPDATE SKIP LOCKED
@@ -152,7 +144,7 @@ function* rollupUsage(from: UsageStep, to: UsageStep, olderThan: number, limit: 
      SELECT (SELECT COUNT(*) FROM moved) AS n, (SELECT COUNT(*) FROM added) AS _added`,
     from, olderThan, limit, to, USAGE_STEP_MS[to], USAGE_STEP_MS[to],
   );
-  return num(r?.n);
+  return r!.n;
 }
 
 /** Deletes at most `limit` of the oldest `step` rows starting before `olderThan`; returns how many. */
@@ -165,7 +157,7 @@ function* pruneUsage(step: UsageStep, olderThan: number, limit: number): Op<numb
 /** How many history rows there are of each step (tests and diagnostics: the table stays bounded). */
 function* usageRowCounts(): Op<Record<UsageStep, number>> {
   const out: Record<UsageStep, number> = { minute: 0, hour: 0, day: 0 };
-  for (const r of yield* all<{ step: UsageStep; n: unknown }>('SELECT step, COUNT(*) AS n FROM usage_buckets GROUP BY step')) out[r.step] = num(r.n);
+  for (const r of yield* all<{ step: UsageStep; n: number }>('SELECT step, COUNT(*) AS n FROM usage_buckets GROUP BY step')) out[r.step] = r.n;
   return out;
 }
 

@@ -10,7 +10,8 @@
 // a lease that runs out, and the row is sent again with the same id. An endpoint keeps at most
 // `maxPending` pending deliveries: the oldest beyond are dropped and counted on the endpoint.
 import { randomUUID } from 'node:crypto';
-import { all, dialect, get, marks, num, run, tx, type Op } from '../sql/op.ts';
+import type { EventInsert } from '../../domain.ts';
+import { all, dialect, get, marks, run, tx, type Op } from '../sql/op.ts';
 
 export interface DeliveryRow {
   seq: number;
@@ -35,17 +36,8 @@ export interface DueDelivery extends DeliveryRow {
   secret_enc: string;
 }
 
-/** A session event as the log holds it (fanOut's input). */
-export interface LoggedEvent {
-  id: number;
-  customer_id: string;
-  session_id: string;
-  event_type: string;
-  created_at: string;
-  duration: number;
-  downloaded_bytes: number;
-  uploaded_bytes: number;
-}
+/** A session event as the log holds it (fanOut's input): the row as inserted, with its id. */
+export type LoggedEvent = EventInsert & { id: number };
 
 /** What one event queues for one endpoint: its kind, its order key and its body (given the delivery id). */
 export interface QueuedEvent {
@@ -83,16 +75,6 @@ const FIRST_IN_ORDER = `NOT EXISTS (SELECT 1 FROM webhook_deliveries e
 const TRIM = `DELETE FROM webhook_deliveries WHERE webhook_id = ? AND status = 'pending' AND seq <= (
   SELECT seq FROM webhook_deliveries WHERE webhook_id = ? AND status = 'pending' ORDER BY seq DESC LIMIT 1 OFFSET ?)`;
 
-function toDelivery<T extends DeliveryRow>(r: T): T {
-  return {
-    ...r,
-    seq: num(r.seq),
-    attempts: num(r.attempts),
-    next_attempt_at: num(r.next_attempt_at),
-    last_status_code: r.last_status_code === null ? null : num(r.last_status_code),
-  };
-}
-
 /** Queues the event for every enabled endpoint of its customer subscribed to its kind (made before it). */
 function* insertFor(event: QueuedEvent, now: number, maxPending: number): Op<number> {
   const hooks = yield* all<{ id: string; events: string }>(
@@ -120,7 +102,7 @@ function* insertFor(event: QueuedEvent, now: number, maxPending: number): Op<num
 /** Holds the cursor row until the commit: inserts into the outbox one transaction at a time. */
 function* holdCursor(clause = 'FOR UPDATE'): Op<number | undefined> {
   const cur = yield* get<{ id: number }>(`SELECT last_event_id AS id FROM webhook_cursor WHERE id = 1${yield* rowLock(clause)}`);
-  return cur && num(cur.id);
+  return cur?.id;
 }
 
 /**
@@ -136,13 +118,11 @@ const copyEvents = tx(function* (toQueued: (e: LoggedEvent) => QueuedEvent, limi
   // SKIP LOCKED: while another instance copies (or queues), this one has nothing to do.
   const cursor = yield* holdCursor('FOR UPDATE SKIP LOCKED');
   if (cursor === undefined) return 0;
-  const events = (
-    yield* all<LoggedEvent>(
-      'SELECT id, customer_id, session_id, event_type, created_at, duration, downloaded_bytes, uploaded_bytes FROM events WHERE id > ? ORDER BY id LIMIT ?',
-      cursor,
-      limit,
-    )
-  ).map((e) => ({ ...e, id: num(e.id), duration: num(e.duration), downloaded_bytes: num(e.downloaded_bytes), uploaded_bytes: num(e.uploaded_bytes) }));
+  const events = yield* all<LoggedEvent>(
+    'SELECT id, customer_id, session_id, event_type, created_at, duration, downloaded_bytes, uploaded_bytes FROM events WHERE id > ? ORDER BY id LIMIT ?',
+    cursor,
+    limit,
+  );
   if (!events.length) return 0;
   for (const e of events) yield* insertFor(toQueued(e), now, maxPending);
   yield* run('UPDATE webhook_cursor SET last_event_id = ? WHERE id = 1', events[events.length - 1]!.id);
@@ -170,7 +150,7 @@ const claimDue = tx(function* (now: number, leaseMs: number, limit: number): Op<
     limit,
   );
   if (rows.length) yield* run(`UPDATE webhook_deliveries SET lease_until = ? WHERE seq IN (${marks(rows.length)})`, now + leaseMs, ...rows.map((r) => r.seq));
-  return rows.map(toDelivery);
+  return rows;
 });
 
 /** Records an attempt's outcome and gives the lease back. */
@@ -187,8 +167,7 @@ function* complete(seq: number, o: DeliveryOutcome): Op<void> {
 
 /** The newest `limit` deliveries of an endpoint, newest first. */
 function* deliveries(customerId: string, webhookId: string, limit: number): Op<DeliveryRow[]> {
-  const rows = yield* all<DeliveryRow>(`SELECT ${COLUMNS} FROM webhook_deliveries d WHERE d.customer_id = ? AND d.webhook_id = ? ORDER BY d.seq DESC LIMIT ?`, customerId, webhookId, limit);
-  return rows.map(toDelivery);
+  return yield* all<DeliveryRow>(`SELECT ${COLUMNS} FROM webhook_deliveries d WHERE d.customer_id = ? AND d.webhook_id = ? ORDER BY d.seq DESC LIMIT ?`, customerId, webhookId, limit);
 }
 
 /**

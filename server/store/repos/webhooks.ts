@@ -6,38 +6,25 @@
 // backlog neither grows nor holds a sender; enabling it again (PATCH enabled: true) starts a new
 // count. The endpoint's row is locked while it is read and written (PostgreSQL: two instances
 // failing at once count both failures, and only one disables).
+import type { Webhook } from '../../contract/webhooks.ts';
 import type { AsyncOps } from '../sql/op.ts';
-import { all, bool, get, num, run, tx, type Op } from '../sql/op.ts';
+import { all, bool, get, run, tx, type Op } from '../sql/op.ts';
 import { deliveryOps, failPending, rowLock } from './webhook-deliveries.ts';
 
 export type { DeliveryOutcome, DeliveryRow, DueDelivery, LoggedEvent, QueuedEvent } from './webhook-deliveries.ts';
 export { NOT_SENT_DISABLED } from './webhook-deliveries.ts';
 
-/** An endpoint as stored: the secret only encrypted. */
-export interface WebhookRow {
-  id: string;
+/**
+ * An endpoint as stored: the API's record (contract/webhooks.ts, where each field is described)
+ * with its customer and its secret, only encrypted. `last_error` is the error as the owner may
+ * read it; `next_retry_at` is in epoch ms (the earliest pending delivery tried before), read only.
+ */
+export type WebhookRow = Omit<Webhook, 'events' | 'next_retry_at'> & {
   customer_id: string;
-  url: string;
   events: string[];
-  enabled: boolean;
   secret_enc: string;
-  secret_prefix: string;
-  created_at: string;
-  updated_at: string;
-  /** Failed attempts in a row (0 after a success), and since when (ISO; null while healthy). */
-  consecutive_failures: number;
-  failing_since: string | null;
-  /** Why and when the server disabled the endpoint (null when it did not). */
-  disabled_reason: string | null;
-  disabled_at: string | null;
-  /** Pending deliveries dropped, oldest first, because the endpoint had too many waiting. */
-  dropped: number;
-  /** The last failed attempt's error (as the owner may read it) and when it failed; kept after a success. */
-  last_error: string | null;
-  last_error_at: string | null;
-  /** When the endpoint's next retry is due (epoch ms: the earliest pending delivery tried before), null when none waits; read only. */
   next_retry_at: number | null;
-}
+};
 
 export interface WebhookPatch {
   url?: string;
@@ -80,16 +67,14 @@ const COLUMNS = `${INSERT_COLUMNS}, consecutive_failures, failing_since, disable
 const READ_COLUMNS = `${COLUMNS}, (SELECT MIN(d.next_attempt_at) FROM webhook_deliveries d
   WHERE d.webhook_id = webhooks.id AND d.status = 'pending' AND d.attempts > 0) AS next_retry_at`;
 
-type RawWebhook = Omit<WebhookRow, 'events' | 'enabled' | 'next_retry_at'> & { events: string; enabled: unknown; next_retry_at?: unknown };
+type RawWebhook = Omit<WebhookRow, 'events' | 'enabled' | 'next_retry_at'> & { events: string; enabled: unknown; next_retry_at?: number | null };
 
 function toWebhook(r: RawWebhook): WebhookRow {
   return {
     ...r,
     events: JSON.parse(r.events) as string[],
     enabled: bool(r.enabled),
-    consecutive_failures: num(r.consecutive_failures),
-    dropped: num(r.dropped),
-    next_retry_at: r.next_retry_at === undefined || r.next_retry_at === null ? null : num(r.next_retry_at),
+    next_retry_at: r.next_retry_at ?? null,
   };
 }
 
@@ -129,7 +114,7 @@ function* deleteWebhook(customerId: string, id: string): Op<boolean> {
 }
 
 function* count(customerId: string): Op<number> {
-  return num((yield* get<{ n: unknown }>('SELECT COUNT(*) AS n FROM webhooks WHERE customer_id = ?', customerId))?.n);
+  return (yield* get<{ n: number }>('SELECT COUNT(*) AS n FROM webhooks WHERE customer_id = ?', customerId))!.n;
 }
 
 /** An attempt to the endpoint succeeded: its failure count starts again. */

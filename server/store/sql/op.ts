@@ -87,10 +87,40 @@ export function tx<A extends unknown[], T>(body: (...args: A) => Op<T>): (...arg
 /** `?, ?, ?` for a list of n values (IN lists). */
 export const marks = (n: number): string => Array.from({ length: n }, () => '?').join(', ');
 
-/** A value of a numeric column or aggregate (PostgreSQL returns NUMERIC sums as text). */
-export const num = (v: unknown): number => (v === null || v === undefined ? 0 : Number(v));
+/** The WHERE clause of a filtered read, built term by term, with its values in order. */
+export class Where {
+  private readonly terms: string[] = [];
+  readonly args: Param[] = [];
 
-/** A boolean column (SQLite stores 0/1). */
+  /** Adds `term` (one `?`) with its value; nothing when the value is undefined (a filter not set). */
+  and(term: string, value: Param | undefined): this {
+    if (value === undefined) return this;
+    this.terms.push(term);
+    this.args.push(value);
+    return this;
+  }
+
+  /** `col = ?` for each of `cols` that `filter` sets. */
+  equal<F extends object>(filter: F, cols: readonly (keyof F & string)[]): this {
+    for (const c of cols) this.and(`${c} = ?`, filter[c] as Param | undefined);
+    return this;
+  }
+
+  /** `col IN (...)` (an empty list matches nothing); nothing when the list is undefined. */
+  in(col: string, list: readonly Param[] | undefined): this {
+    if (list === undefined) return this;
+    this.terms.push(list.length ? `${col} IN (${marks(list.length)})` : 'FALSE');
+    this.args.push(...list);
+    return this;
+  }
+
+  /** The terms joined with AND. */
+  get where(): string {
+    return this.terms.join(' AND ');
+  }
+}
+
+/** A boolean column (SQLite stores 0/1). Numbers need no conversion: both runners return them as numbers. */
 export const bool = (v: unknown): boolean => v === true || v === 1 || v === 1n;
 
 /** A table of operations: every repository exports one (server/store/repos/). */

@@ -17,6 +17,9 @@ function args(params: Param[]): SQLInputValue[] {
   return params as SQLInputValue[];
 }
 
+/** A row as a plain object, as PostgreSQL's are (node:sqlite's rows have no prototype). */
+const plain = <T extends object>(row: T | undefined): T | undefined => row && { ...row };
+
 export class SqliteRunner {
   private readonly statements = new Map<string, StatementSync>();
   private readonly text = sqlFor('sqlite');
@@ -60,9 +63,9 @@ export class SqliteRunner {
   private step(s: Step): unknown {
     switch (s.k) {
       case 'all':
-        return this.statement(s.sql).all(...args(s.params));
+        return this.statement(s.sql).all(...args(s.params)).map(plain);
       case 'get':
-        return this.statement(s.sql).get(...args(s.params));
+        return plain(this.statement(s.sql).get(...args(s.params)));
       case 'run':
         return Number(this.statement(s.sql).run(...args(s.params)).changes);
       case 'begin':

@@ -1,5 +1,6 @@
 // The webhooks slice: the customer's endpoints (list, add, delete, turn on and off, send a test) and
-// each one's last deliveries, for Settings → Webhooks, which keeps what it shows in its own state.
+// each one's last deliveries, for Settings → Webhooks, which keeps what it shows in its own state;
+// and Settings → Doctor's run of the server's checks (the other owner-only support action there).
 import { ops, type SliceCreator, type WebhooksSlice } from '../state.ts';
 
 export const createWebhooksSlice: SliceCreator<WebhooksSlice> = () => ({
@@ -9,4 +10,5 @@ export const createWebhooksSlice: SliceCreator<WebhooksSlice> = () => ({
   setWebhookEnabled: (id, enabled) => ops().setWebhookEnabled(id, enabled),
   webhookDeliveries: (id) => ops().webhookDeliveries(id),
   testWebhook: (id) => ops().testWebhook(id),
+  runDoctor: () => ops().runDoctor(),
 });

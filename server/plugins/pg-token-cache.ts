@@ -4,8 +4,10 @@
 // cache as soon as the notification arrives; while the LISTEN connection is down (and right
 // after it comes back, when notifications may have been missed) the cache instead compares
 // the database's token version at most every `checkMs`. `ttlMs` bounds any entry's age.
-import type { PgListener } from './listener.ts';
-import { CHANNELS, type PgStore, type TokenInfo } from './store.ts';
+import type { PgListener } from '../store/pg/listener.ts';
+import type { PgStore } from '../store/pg/store.ts';
+import { CHANNELS } from '../store/sql/channels.ts';
+import type { TokenInfo } from '../store/types.ts';
 
 export class PgTokenCache {
   private readonly store: PgStore;

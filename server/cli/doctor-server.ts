@@ -1,0 +1,103 @@
+// The doctor's view of a running service: its listeners as serve's options set them, and what the
+// service answers (GET /v2/server-info with --url and --token; else its public OpenAPI document at
+// the configured API port), with the answer's HTTP Date for the clock. 2 s per request.
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import type { TlsFacts } from '../doctor/certificate.ts';
+import type { PortSpec } from '../doctor/ports.ts';
+import { messageOf, PROBE_TIMEOUT_MS } from '../doctor/report.ts';
+import { isWildcardHost } from '../public-host.ts';
+import type { ServeValues } from './serve.ts';
+import { env, port } from './shared.ts';
+
+/** What GET /v2/server-info says (the fields the doctor reads). */
+export interface ServerInfoJson {
+  version?: string;
+  api_port: number;
+  public_host: string;
+  vless_tcp_port: number | null;
+  proxy_port: number | null;
+  tls: boolean;
+  tls_status: { mode: string; enabled: boolean; reason: string; source: string | null; self_signed: boolean | null; fingerprint_sha256: string | null };
+}
+
+export interface ServerAnswer {
+  ok: boolean;
+  error?: string;
+  version?: string;
+  info?: ServerInfoJson;
+  /** The HTTP Date header (null when absent), and when the request was sent and answered. */
+  date?: string | null;
+  sentAt: number;
+  receivedAt: number;
+}
+
+/** The listeners serve's options (and environment) configure; `off` ones are left out. */
+export function cliPorts(values: ServeValues, tls = false): PortSpec[] {
+  const specs: (PortSpec | null)[] = [
+    { id: 'api', name: 'API (and VLESS over ws)', option: '--port', port: port(values.port ?? env.VPN_ACCESS_PORT, 8787, '--port') ?? 8787, tls },
+    { id: 'vless-tcp', name: 'VLESS TCP', option: '--vless-tcp-port', port: port(values['vless-tcp-port'] ?? env.VPN_ACCESS_VLESS_TCP_PORT, 8789, '--vless-tcp-port') ?? -1, tls },
+    { id: 'proxy', name: 'Proxy', option: '--proxy-port', port: port(values['proxy-port'] ?? env.VPN_ACCESS_PROXY_PORT, 8788, '--proxy-port') ?? -1, tls },
+  ];
+  return specs.filter((s): s is PortSpec => s !== null && s.port >= 0);
+}
+
+/** One GET; TLS is not verified here (the TLS checks compare the certificate instead). */
+function get(url: string, token?: string): Promise<ServerAnswer & { body?: unknown }> {
+  const sentAt = Date.now();
+  return new Promise((resolve) => {
+    const done = (a: Omit<ServerAnswer, 'sentAt' | 'receivedAt'> & { body?: unknown }) => resolve({ ...a, sentAt, receivedAt: Date.now() });
+    const send = url.startsWith('https:') ? httpsRequest : httpRequest;
+    const req = send(url, { headers: token ? { authorization: `Bearer ${token}` } : {}, timeout: PROBE_TIMEOUT_MS, rejectUnauthorized: false }, (res) => {
+      let text = '';
+      res.setEncoding('utf8').on('data', (c: string) => (text += c));
+      res.on('end', () => {
+        let body: unknown;
+        try {
+          body = JSON.parse(text);
+        } catch {
+          body = undefined;
+        }
+        const message = (body as { error?: { message?: string } } | undefined)?.error?.message;
+        const ok = res.statusCode === 200 && body !== undefined;
+        done({ ok, body, date: res.headers.date ?? null, error: ok ? undefined : `HTTP ${res.statusCode}${message ? `: ${message}` : ''}` });
+      });
+    });
+    req.on('timeout', () => req.destroy(new Error(`no answer within ${PROBE_TIMEOUT_MS / 1000} s`)));
+    req.on('error', (err) => done({ ok: false, error: messageOf(err) }));
+    req.end();
+  });
+}
+
+/** Asks the service named by --url, else the one serve's options would run on this machine. */
+export async function askServer(values: ServeValues & { url?: string; token?: string }, host: string, ports: PortSpec[], tls: boolean): Promise<{ answer: ServerAnswer | null; asked: string }> {
+  if (values.url) {
+    const origin = values.url.replace(/\/+$/, '').replace(/\/v2$/, '');
+    const answer = await get(`${origin}/v2/server-info`, values.token);
+    const info = answer.ok ? (answer.body as ServerInfoJson) : undefined;
+    return { asked: origin, answer: { ...answer, info, version: info?.version } };
+  }
+  const api = ports.find((p) => p.id === 'api');
+  if (!api || api.port === 0) return { answer: null, asked: 'a port chosen at start (--port 0)' };
+  const bare = host.startsWith('[') ? host.slice(1, -1) : host;
+  const at = isWildcardHost(host) ? '127.0.0.1' : bare.includes(':') ? `[${bare}]` : bare;
+  const origin = `${tls ? 'https' : 'http'}://${at}:${api.port}`;
+  const answer = await get(`${origin}/v2/openapi.json`);
+  const doc = answer.body as { openapi?: string } | undefined;
+  // Another program on the port is not the service, whatever it answers.
+  const ours = answer.ok && typeof doc?.openapi === 'string';
+  return { asked: origin, answer: ours ? answer : { ...answer, ok: false } };
+}
+
+/** The public host, listeners and TLS a running service reports of itself. */
+export function serverFacts(info: ServerInfoJson, configured: PortSpec[]): { publicHost: string; ports: PortSpec[]; tls: TlsFacts } {
+  const named = (id: string) => configured.find((p) => p.id === id);
+  const ports = [
+    { ...named('api')!, port: info.api_port },
+    ...(info.vless_tcp_port === null ? [] : [{ ...(named('vless-tcp') ?? { id: 'vless-tcp', name: 'VLESS TCP', option: '--vless-tcp-port' }), port: info.vless_tcp_port }]),
+    ...(info.proxy_port === null ? [] : [{ ...(named('proxy') ?? { id: 'proxy', name: 'Proxy', option: '--proxy-port' }), port: info.proxy_port }]),
+  ].map((p) => ({ ...p, tls: info.tls }));
+  const s = info.tls_status;
+  const tls: TlsFacts = { enabled: s.enabled, mode: s.mode, reason: s.reason, source: s.source, fingerprint: s.fingerprint_sha256, pin: s.self_signed ? s.fingerprint_sha256 : null };
+  return { publicHost: info.public_host, ports, tls };
+}

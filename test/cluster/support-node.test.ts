@@ -1,0 +1,110 @@
+// Support's view through a data-plane node: a control plane on a throwaway PostgreSQL and a node
+// (127.0.0.2) connected to it (a second instance without the node's channel names the node). A
+// raw VLESS connection through the node shows in the session's live connections with the node's name, and is gone when it closes; a connection refused on the
+// node (the session paused; a session placed elsewhere: unknown) shows in the session's and the
+// client's refusals, gathered from the node over its channel on read.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startServer, type RunningServer } from '../../server/serve.ts';
+import { runNode, type RunningNode } from '../../server/node/run.ts';
+import { silentLogger } from '../../server/log.ts';
+import { callApi } from '../helpers/http.ts';
+import { startPostgres, type PgServer } from '../helpers/postgres.ts';
+import { removeDir, tempDir, waitFor } from '../helpers/server.ts';
+import { openVlessEcho, pushThroughEcho, startTcpEcho } from '../dataplane/helpers/targets.ts';
+
+let pgServer: PgServer;
+let cp: RunningServer;
+/** A second instance on the same database, the node not attached to it. */
+let other: RunningServer;
+let sao: RunningNode;
+let echo: Awaited<ReturnType<typeof startTcpEcho>>;
+let owner: string;
+const dirs: string[] = [];
+
+before(async () => {
+  pgServer = await startPostgres();
+  const dir = tempDir('vad-support-cp-');
+  dirs.push(dir);
+  cp = await startServer({ dataDir: dir, database: pgServer.url(), port: 0, vlessTcpPort: null, proxyPort: null, rateLimit: { max: 100_000, windowMs: 60_000 } });
+  owner = (await cp.services.data.createToken('support', 'owner')).token;
+  const otherDir = tempDir('vad-support-cp2-');
+  dirs.push(otherDir);
+  other = await startServer({ dataDir: otherDir, database: pgServer.url(), port: 0, vlessTcpPort: null, proxyPort: null, rateLimit: { max: 100_000, windowMs: 60_000 } });
+  const added = await cp.services.data.addNode({ name: 'sao-1', zone: 'br-sao', public_host: '127.0.0.2' });
+  const nodeDir = tempDir('vad-support-node-');
+  dirs.push(nodeDir);
+  sao = await runNode({ controls: [cp.origin], token: added.token, host: '127.0.0.2', port: 0, vlessTcpPort: 0, proxyPort: null, egress: 'allow-all', dataDir: nodeDir, log: silentLogger });
+  echo = await startTcpEcho();
+  await waitFor(async () => {
+    const zones = (await call('GET', '/zones')).json.zones as Array<{ code: string; has_active_nodes: boolean }>;
+    return zones.some((z) => z.code === 'br-sao' && z.has_active_nodes);
+  }, 10_000, 'the node up');
+});
+after(async () => {
+  await sao?.close();
+  await cp?.close();
+  await other?.close();
+  await echo?.close();
+  await pgServer?.destroy();
+  for (const d of dirs) removeDir(d);
+});
+
+const call = (method: string, path: string, body?: unknown) => callApi(cp.baseUrl, owner, method, path, body);
+
+test('a node\'s live connections and refusals are gathered through its channel', async () => {
+  const created = await call('POST', '/sessions', { client_id: 'support-node', zone: 'br-sao', reusable: true });
+  assert.equal(created.status, 201);
+  const id = created.json.id as string;
+  const port = sao.ports.vless_tcp_port!;
+  // The node learns of its session from its next state message.
+  await waitFor(async () => (await pushThroughEcho(port, id, echo.port, 1024, '127.0.0.2')) > 0, 10_000, 'the node admits');
+  const conn = await openVlessEcho(port, id, echo.port, '127.0.0.2');
+  assert.equal(conn.got(), 4);
+  let listed: Array<Record<string, any>> = [];
+  await waitFor(async () => {
+    listed = (await call('GET', `/sessions/${id}/connections`)).json.connections;
+    return listed.length === 1;
+  }, 5000, 'the node\'s connection listed');
+  assert.equal(listed[0].node, 'sao-1');
+  assert.equal(listed[0].transport, 'tcp');
+  assert.deepEqual(listed[0].destination, { host: '127.0.0.1', port: echo.port });
+  assert.equal(listed[0].uploaded_bytes, 2);
+  assert.equal(listed[0].downloaded_bytes, 2);
+  assert.match(listed[0].client_address, /127\.0\.0\./);
+  // Another instance does not carry the node's channel: it names the node it could not ask.
+  const elsewhere = (await callApi(other.baseUrl, owner, 'GET', `/sessions/${id}/connections`)).json;
+  assert.deepEqual(elsewhere, { connections: [], unanswered_nodes: ['sao-1'] });
+  conn.s.destroy();
+  await waitFor(async () => (await call('GET', `/sessions/${id}/connections`)).json.connections.length === 0, 5000, 'gone once closed');
+
+  assert.equal((await call('PATCH', `/sessions/${id}/pause`)).status, 200);
+  let refusals: Record<string, any> = {};
+  await waitFor(async () => {
+    const refused = await openVlessEcho(port, id, echo.port, '127.0.0.2');
+    refused.s.destroy();
+    refusals = (await call('GET', `/sessions/${id}/refusals`)).json;
+    return refusals.refusals.some((r: { reason: string }) => r.reason === 'paused');
+  }, 5000, 'the node\'s refusal listed');
+  const paused = refusals.refusals.find((r: { reason: string }) => r.reason === 'paused');
+  assert.equal(paused.node, 'sao-1');
+  assert.equal(paused.transport, 'tcp');
+  assert.equal(paused.session_id, id);
+  assert.ok(refusals.counts_last_hour.paused >= 1);
+  assert.deepEqual(refusals.unanswered_nodes, []);
+  const client = (await call('GET', '/clients/support-node/refusals')).json;
+  assert.ok(client.refusals.some((r: { reason: string; node: string }) => r.reason === 'paused' && r.node === 'sao-1'));
+});
+
+test('a session the node does not carry is refused there as unknown, and that shows on the session', async () => {
+  // Placed on the control plane's own data plane (de-fra), asked for at the node.
+  const created = await call('POST', '/sessions', { client_id: 'support-node-2', zone: 'de-fra', reusable: true });
+  assert.equal(created.status, 201);
+  const id = created.json.id as string;
+  const wrong = await openVlessEcho(sao.ports.vless_tcp_port!, id, echo.port, '127.0.0.2');
+  await wrong.closed;
+  assert.ok(wrong.got() < 4, 'nothing relayed');
+  const r = (await call('GET', `/sessions/${id}/refusals`)).json;
+  assert.deepEqual(r.refusals.map((x: { reason: string; node: string }) => [x.reason, x.node]), [['unknown', 'sao-1']]);
+  assert.deepEqual(r.counts_last_hour, { unknown: 1 });
+});
