@@ -2,7 +2,8 @@
 // enforced by real v2ray traffic (the client goes over quota, and says so in the Clients and
 // Sessions lists); Disable from the client page, with its question, shown in both lists and on
 // the session's link; Reset usage; the devices a subscription fetch with `x-hwid` registers,
-// listed and removed; links that can carry no traffic greyed with the reason. Screenshots in
+// listed and removed, and a third refused by a limit of two; Disable cutting a live v2ray transfer;
+// links that can carry no traffic greyed with the reason. Screenshots in
 // light and dark (test-results/clients-*/).
 import { test, expect } from './fixtures.ts';
 import type { Page, TestInfo } from '@playwright/test';
@@ -181,6 +182,54 @@ test('devices registered by subscription fetches with x-hwid are listed, and Rem
   await expect(table.locator('tbody tr')).toHaveCount(1);
   const { body } = await backend.api<{ devices: Array<{ hwid: string }> }>('GET', `/clients/${enc}/devices`);
   expect(body.devices.map((d) => d.hwid)).toEqual(['e2e-hw-iphone']);
+
+  // A device limit of 2 for this client (its override): a second device is served, a third is
+  // refused with the headers the apps read and no links, and the page lists the two.
+  expect((await backend.api('PATCH', `/clients/${enc}/limits`, { max_devices: 2 })).status).toBe(200);
+  const fetchAs = (hwid: string) => fetch(sub.url, { headers: { 'x-hwid': hwid, 'x-device-os': 'Android', 'user-agent': 'Happ/3.2.1' } });
+  const second = await fetchAs('e2e-hw-tablet');
+  expect(second.headers.get('x-hwid-max-devices-reached')).toBeNull();
+  expect((await second.text()).length).toBeGreaterThan(0);
+  const third = await fetchAs('e2e-hw-third');
+  expect(third.status).toBe(200);
+  expect(third.headers.get('x-hwid-max-devices-reached')).toBe('true');
+  expect(await third.text()).toBe('');
+  await page.reload();
+  await app.waitReady();
+  await app.openClient(client);
+  await expect(table.locator('tbody tr')).toHaveCount(2);
+  await expect(table.locator('tr[data-hwid="e2e-hw-third"]')).toHaveCount(0);
+});
+
+test('Disable on the client page cuts a live transfer; Enable lets the same link carry traffic again', async ({ app, backend }) => {
+  test.setTimeout(90_000);
+  const page = app.page;
+  const client = `cut-${Date.now()}`;
+  const { body: s } = await backend.api<Session>('POST', '/sessions', { client_id: client, zone: 'de-fra', reusable: true });
+  const origin = await startOrigin();
+  const v2ray = await startV2ray(s.configuration);
+  try {
+    await page.reload();
+    await app.waitReady();
+    await app.openClient(client);
+    // A slow download (about 20 s) is running when the client is disabled.
+    const slow = curlViaSocks(v2ray.socksPort, `${origin.url}/slow?n=${64 * 1024 * 400}&ms=50`, 60);
+    await expect.poll(async () => (await backend.api<{ downloaded_bytes: number }>('GET', `/sessions/${s.id}/status`)).body.downloaded_bytes, { timeout: 15_000 }).toBeGreaterThan(256 * 1024);
+    await page.getByRole('button', { name: 'Disable', exact: true }).click();
+    await page.getByRole('button', { name: 'Disable now', exact: true }).click();
+    await expect(page.getByRole('button', { name: 'Enable', exact: true })).toBeVisible();
+    const cut = await slow.done;
+    expect(cut.bytes).toBeLessThan(64 * 1024 * 400);
+    // Refused while disabled: a new connection carries nothing.
+    expect((await curlViaSocks(v2ray.socksPort, `${origin.url}/bytes?n=100000`, 5).done).bytes).toBe(0);
+    await page.getByRole('button', { name: 'Enable', exact: true }).click();
+    await expect(page.getByRole('button', { name: 'Disable', exact: true })).toBeVisible();
+    const again = await curlViaSocks(v2ray.socksPort, `${origin.url}/bytes?n=${1024 * 1024}`).done;
+    expect(again.bytes).toBe(1024 * 1024);
+  } finally {
+    await v2ray.stop();
+    await origin.close();
+  }
 });
 
 test('a link that can carry no traffic is greyed with the reason: copyable while paused, not once ended', async ({ app, backend }, testInfo) => {
