@@ -17,33 +17,25 @@
 // session credential. (Keep-alive per destination was the alternative; it needs response
 // framing for every status and method, and buys little for a metered proxy.) A CONNECT tunnel
 // relays raw bytes both ways after its one authenticated head.
-import { parseProxyUser, cityToken } from '../contract/proxy-string.ts';
 import { PROXY_ERROR_STATUS, proxyErrorBody, type ProxyErrorCode } from '../contract/errors.ts';
 import { Connection } from './relay.ts';
 import type { ClientSide, ClientHandlers } from './sides.ts';
-import type { InboundContext } from './vless.ts';
-import type { ZoneInfo } from '../domain.ts';
-import { dialTcp, type OnData } from './outbound.ts';
+import type { OnData } from './outbound.ts';
 import { type BodyEnd, bodyOf } from './proxy-body.ts';
 import { type Head, answerRewriter, endToEnd, header, parseHead } from './proxy-head.ts';
-import { dialRelay } from './relay-dial.ts';
 import type { GeoRoute } from './api.ts';
 import { EgressRefused } from './egress.ts';
-import { isFloodRefusal } from './admission.ts';
+import { type ProxyContext, admitOn, authenticate, dialTarget, placeOf } from './proxy-admission.ts';
+import { SOCKS_VERSION } from './socks5.ts';
+import { serveSocks5 } from './socks5-serve.ts';
+
+export { checkGeo, type ProxyContext } from './proxy-admission.ts';
 
 const MAX_HEAD = 16 * 1024;
-const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const REASONS: Record<number, string> = {
   400: 'Bad Request', 403: 'Forbidden', 407: 'Proxy Authentication Required', 412: 'Precondition Failed',
   431: 'Request Header Fields Too Large', 502: 'Bad Gateway', 504: 'Gateway Timeout',
 };
-
-export interface ProxyContext extends InboundContext {
-  zones(): ZoneInfo[];
-  sessionExists(id: string): boolean;
-  /** Where a geo-targeted request leaves (DataPlaneDeps.geo); absent: from here. */
-  geo?: { route(country: string, city: string | undefined): GeoRoute | null };
-}
 
 function errorResponse(code: ProxyErrorCode, message: string, extraHeaders: string[] = []): Buffer {
   const status = PROXY_ERROR_STATUS[code];
@@ -80,6 +72,7 @@ function gatedSide(inner: ClientSide): { side: ClientSide; gate: Gate } {
   let filter: ((b: Buffer) => Buffer | undefined) | undefined;
   const side: ClientSide = {
     remote: inner.remote,
+    ...(inner.local ? { local: inner.local } : {}),
     bind: (h: ClientHandlers) => inner.bind({
       data: (b) => {
         const pass = filter ? filter(b) : b;
@@ -100,14 +93,6 @@ function gatedSide(inner: ClientSide): { side: ClientSide; gate: Gate } {
   return { side, gate: (g) => { filter = g; } };
 }
 
-export function checkGeo(zones: ZoneInfo[], country?: string, city?: string): string | undefined {
-  if (!country) return undefined;
-  const inCountry = zones.filter((z) => z.country.toUpperCase() === country);
-  if (inCountry.length === 0) return `country ${country} is not available`;
-  if (city && !inCountry.some((z) => z.cities.some((c) => cityToken(c) === city))) return `city ${city} is not available in ${country}`;
-  return undefined;
-}
-
 export function serveProxy(ctx: ProxyContext, client: ClientSide): Connection {
   const gated = gatedSide(client);
   const conn = new Connection(gated.side, (c) => ctx.untrack(c));
@@ -117,6 +102,8 @@ export function serveProxy(ctx: ProxyContext, client: ClientSide): Connection {
     if (!conn.lease && conn.preamble) conn.close('header_timeout');
   });
   conn.preamble = (b: Buffer) => {
+    // SOCKS5 on the same port: a client's first byte is its version, 0x05 (no HTTP method starts so)
+    if (buf.length === 0 && b[0] === SOCKS_VERSION) return serveSocks5(ctx, conn, b);
     buf = buf.length ? Buffer.concat([buf, b]) : b;
     const end = buf.indexOf('\r\n\r\n');
     if (end < 0) {
@@ -137,23 +124,13 @@ export function serveProxy(ctx: ProxyContext, client: ClientSide): Connection {
 
 const AUTH_HEADER = 'Proxy-Authenticate: Basic realm="vpn-access"';
 
-interface Credentials {
-  /** The proxy user, parsed: the session id and its geo-targeting; null when malformed. */
-  parsed: ReturnType<typeof parseProxyUser>;
-  sessionId: string;
-  pass: string;
-}
-
-/** The session credential of a request's Proxy-Authorization: Basic header. */
-function credentialsOf(head: Head): Credentials {
+/** The user name and password of a request's Proxy-Authorization: Basic header ('' when absent). */
+function credentialsOf(head: Head): { user: string; pass: string } {
   const auth = header(head, 'proxy-authorization');
   const m = auth ? /^basic\s+([A-Za-z0-9+/=]+)$/i.exec(auth) : null;
   const decoded = m ? Buffer.from(m[1], 'base64').toString('utf8') : '';
   const colon = decoded.indexOf(':');
-  const user = colon >= 0 ? decoded.slice(0, colon) : '';
-  const pass = colon >= 0 ? decoded.slice(colon + 1) : '';
-  const parsed = parseProxyUser(user);
-  return { parsed, sessionId: parsed?.user.toLowerCase() ?? '', pass };
+  return { user: colon >= 0 ? decoded.slice(0, colon) : '', pass: colon >= 0 ? decoded.slice(colon + 1) : '' };
 }
 
 interface Target {
@@ -189,32 +166,22 @@ function targetOf(head: Head): Target | string {
   return { host: url.hostname.replace(/^\[|\]$/g, ''), port: url.port ? +url.port : 80, upload: Buffer.from(lines.join('\r\n'), 'latin1'), body: framing };
 }
 
-function handle(ctx: ProxyContext, conn: Connection, head: Head, rest: Buffer, gate: Gate, prepared = false): void {
-  // 1. credentials
-  const { parsed, sessionId, pass } = credentialsOf(head);
-  // A store fed from a remote database loads the session first; SQLite answers at once.
-  if (!prepared && UUID_RE.test(sessionId)) {
-    const loading = ctx.prepare?.(sessionId);
-    if (loading) return void loading.then(() => !conn.closed && handle(ctx, conn, head, rest, gate, true));
-  }
-  if (!parsed || !UUID_RE.test(sessionId) || pass.toLowerCase() !== sessionId || !ctx.sessionExists(sessionId)) {
-    ctx.log.info({ session: sessionId.slice(0, 8) || undefined }, 'proxy credentials refused');
-    return respond(conn, errorResponse('proxy_auth_required',
-      'Proxy-Authorization: Basic with user <session-id>[-cc-XX[-city-name]] and password <session-id> is required', [AUTH_HEADER]));
-  }
-  // 2. geo-targeting
-  const geoError = checkGeo(ctx.zones(), parsed.country, parsed.city);
-  if (geoError) return respond(conn, errorResponse('location_unavailable', geoError));
-  // In a cluster: leave from a node up in that country (and city), relayed there if not this one.
-  const route: GeoRoute | null = parsed.country && ctx.geo ? ctx.geo.route(parsed.country, parsed.city) : { via: 'here' };
-  if (!route) {
-    const where = parsed.city ? `${parsed.city} (${parsed.country})` : parsed.country;
-    return respond(conn, errorResponse('location_unavailable', `no node is up in ${where} right now`));
-  }
-  // 3. the request target
-  const target = targetOf(head);
-  if (typeof target === 'string') return respond(conn, errorResponse('invalid_request', target));
-  relay(ctx, conn, { head, rest, gate, route, sessionId, target });
+function handle(ctx: ProxyContext, conn: Connection, head: Head, rest: Buffer, gate: Gate): void {
+  // 1. credentials (the store may load the session first)
+  const { user, pass } = credentialsOf(head);
+  authenticate(ctx, conn, user, pass, (u) => {
+    if (!u) {
+      return respond(conn, errorResponse('proxy_auth_required',
+        'Proxy-Authorization: Basic with user <session-id>[-cc-XX[-city-name]] and password <session-id> is required', [AUTH_HEADER]));
+    }
+    // 2. geo-targeting: where it leaves
+    const place = placeOf(ctx, u);
+    if ('unavailable' in place) return respond(conn, errorResponse('location_unavailable', place.unavailable));
+    // 3. the request target
+    const target = targetOf(head);
+    if (typeof target === 'string') return respond(conn, errorResponse('invalid_request', target));
+    relay(ctx, conn, { head, rest, gate, route: place.route, sessionId: u.sessionId, target });
+  });
 }
 
 interface Request {
@@ -230,13 +197,8 @@ interface Request {
 function relay(ctx: ProxyContext, conn: Connection, req: Request): void {
   const { head, route, sessionId } = req;
   const { host, port, upload, body: bodyEnd } = req.target;
-  const admitted = ctx.runtime.admit(sessionId, conn);
-  if (!admitted.ok) {
-    // flood refusals are logged by the runtime (once per session per 10 s)
-    if (!isFloodRefusal(admitted.reason)) ctx.log.warn({ transport: 'proxy', session: sessionId.slice(0, 8), reason: admitted.reason }, 'proxy connection refused');
-    return respond(conn, errorResponse('session_refused', `session refused: ${admitted.reason}`));
-  }
-  conn.lease = admitted.lease;
+  const refused = admitOn(ctx, conn, sessionId, 'proxy');
+  if (refused) return respond(conn, errorResponse('session_refused', `session refused: ${refused}`));
   // What of the client's bytes goes on: all of a tunnel; only the body of a plain request.
   const forward = (b: Buffer): Buffer | undefined => {
     if (!bodyEnd) return b;
@@ -253,8 +215,7 @@ function relay(ctx: ProxyContext, conn: Connection, req: Request): void {
   req.gate(forward);
   const toClient: OnData = (b, release) => conn.fromOutbound(b, release);
   const onData = head.method === 'CONNECT' ? toClient : answerRewriter(toClient, () => conn.close('bad_answer'));
-  const dialled = route.via === 'relay' ? dialRelay(route, sessionId, host, port, ctx.connectTimeoutMs, onData) : dialTcp(host, port, ctx.egress, ctx.connectTimeoutMs, onData, ctx.dial);
-  dialled.then(
+  dialTarget(ctx, route, sessionId, host, port, onData).then(
     (s) => conn.startTcp(s, head.method === 'CONNECT' ? Buffer.from('HTTP/1.1 200 Connection Established\r\n\r\n') : undefined),
     (err: Error) => {
       ctx.log.info({ transport: 'proxy', session: sessionId.slice(0, 8), ...(route.via === 'relay' ? { via: route.node } : {}), err: err.message }, 'proxy outbound failed');

@@ -32,6 +32,9 @@ export class Connection implements ConnHandle {
   private readonly onClosed: ((c: Connection) => void) | undefined;
   /** Receives client bytes until the relay starts (header parsing). */
   preamble: ((buf: Buffer) => void) | undefined;
+  /** A relay with no stream of its own (a SOCKS5 UDP association): runs once on close; the
+   *  client's end of its stream (the control connection) closes the connection. */
+  cleanup: (() => void) | undefined;
 
   constructor(client: ClientSide, onClosed?: (c: Connection) => void) {
     this.client = client;
@@ -73,7 +76,7 @@ export class Connection implements ConnHandle {
   private clientEnd(): void {
     this.clientEnded = true;
     // UDP has no half-close: the client finishing its stream ends the association.
-    if (this.udp) return this.close('client_end');
+    if (this.udp || this.cleanup) return this.close('client_end');
     if (this.up && this.outbound) {
       const out = this.outbound;
       this.up.finish(() => out.end());
@@ -185,6 +188,7 @@ export class Connection implements ConnHandle {
     if (this.udp) {
       try { this.udp.close(); } catch { /* closed */ }
     }
+    this.cleanup?.();
     this.lease?.release(reason);
     this.onClosed?.(this);
   }
