@@ -1,4 +1,6 @@
-// Geo-targeted HTTP forward proxy (CONNECT and absolute-URI requests).
+// Geo-targeted HTTP forward proxy (CONNECT and absolute-URI requests). A client whose first byte
+// is 0x05 speaks SOCKS5 instead (socks5-serve.ts); both check credentials, place and admit the
+// connection through proxy-admission.ts.
 //
 // Credential scheme (Proxy-Authorization: Basic base64(user:password)):
 //   user     = <session-id>[-cc-<COUNTRY>[-city-<city>]]   e.g. 0f8a...-cc-US-city-new.york

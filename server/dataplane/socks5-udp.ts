@@ -23,98 +23,123 @@ const MAX_QUEUE = 64;
 
 type Resolved = { address: string; family: 4 | 6 } | null;
 
-/**
- * Binds the association's relay socket; `fail` answers the client when that is impossible.
- * `requested`: the client's DST.ADDR/DST.PORT of the request (the port it will send from, or 0).
- */
-export function startAssociation(ctx: ProxyContext, conn: Connection, requested: Address, fail: (rep: ReplyCode, bound?: Address) => void): void {
-  const lease = conn.lease!;
-  const clientIp = plainAddress(conn.client.remote);
-  const local = plainAddress(conn.client.local ?? (isIP(clientIp) === 6 ? '::' : '0.0.0.0'));
-  const relay = createSocket(isIP(local) === 6 ? 'udp6' : 'udp4');
-  const outs: { 4?: UdpSocket; 6?: UdpSocket } = {};
-  let clientPort = requested.port || 0;
-  const names = new Map<string, Promise<Resolved>>();
-  const peers = new Set<string>();
+/** One association: the relay socket, the outbound sockets (one per address family), a Flow per direction. */
+class Association {
+  private readonly ctx: ProxyContext;
+  private readonly conn: Connection;
+  private readonly clientIp: string;
+  private clientPort: number;
+  readonly relay: UdpSocket;
+  private readonly outs: { 4?: UdpSocket; 6?: UdpSocket } = {};
+  private readonly names = new Map<string, Promise<Resolved>>();
+  private readonly peers = new Set<string>();
   /** Where each payload goes (up) or came from (down): datagrams are pushed whole, so the sink gets the same Buffer. */
-  const addressOf = new WeakMap<Buffer, Address>();
-  const noop = { pause() {}, resume() {} };
-  const up = new Flow(lease, 'up', {
-    write: (b) => {
-      const to = addressOf.get(b);
-      if (to) outOf(isIP(to.host) === 6 ? 6 : 4).send(b, to.port, to.host);
-      return true;
-    },
-    onWritable: (cb) => setImmediate(cb),
-  }, noop, { atomic: true, maxQueue: MAX_QUEUE });
-  const down = new Flow(lease, 'down', {
-    write: (b) => {
-      const from = addressOf.get(b);
-      if (from) relay.send([encodeDatagramHeader(from), b], clientPort, clientIp);
-      return true;
-    },
-    onWritable: (cb) => setImmediate(cb),
-  }, noop, { atomic: true, maxQueue: MAX_QUEUE });
+  private readonly addressOf = new WeakMap<Buffer, Address>();
+  private readonly up: Flow;
+  private readonly down: Flow;
 
-  const outOf = (family: 4 | 6): UdpSocket => {
-    let s = outs[family];
+  constructor(ctx: ProxyContext, conn: Connection, requested: Address, local: string) {
+    this.ctx = ctx;
+    this.conn = conn;
+    this.clientIp = plainAddress(conn.client.remote);
+    this.clientPort = requested.port || 0;
+    this.relay = createSocket(isIP(local) === 6 ? 'udp6' : 'udp4');
+    const noop = { pause() {}, resume() {} };
+    const lease = conn.lease!;
+    this.up = new Flow(lease, 'up', {
+      write: (b) => {
+        const to = this.addressOf.get(b);
+        if (to) this.outOf(isIP(to.host) === 6 ? 6 : 4).send(b, to.port, to.host);
+        return true;
+      },
+      onWritable: (cb) => setImmediate(cb),
+    }, noop, { atomic: true, maxQueue: MAX_QUEUE });
+    this.down = new Flow(lease, 'down', {
+      write: (b) => {
+        const from = this.addressOf.get(b);
+        if (from) this.relay.send([encodeDatagramHeader(from), b], this.clientPort, this.clientIp);
+        return true;
+      },
+      onWritable: (cb) => setImmediate(cb),
+    }, noop, { atomic: true, maxQueue: MAX_QUEUE });
+  }
+
+  /** The outbound socket of a family, made on first use; answers only from peers the client sent to. */
+  private outOf(family: 4 | 6): UdpSocket {
+    let s = this.outs[family];
     if (s) return s;
     s = createSocket(family === 6 ? 'udp6' : 'udp4');
-    const egressAddress = ctx.dial.localAddress;
+    const egressAddress = this.ctx.dial.localAddress;
     if (egressAddress && isIP(egressAddress) === family) s.bind(0, egressAddress);
     s.on('message', (m: Buffer, r: RemoteInfo) => {
       const from = plainAddress(r.address);
-      if (!peers.has(`${from}|${r.port}`)) return;
-      conn.lastActive = performance.now();
-      addressOf.set(m, { host: from, port: r.port });
-      down.push(m);
+      if (!this.peers.has(`${from}|${r.port}`)) return;
+      this.conn.lastActive = performance.now();
+      this.addressOf.set(m, { host: from, port: r.port });
+      this.down.push(m);
     });
-    s.on('error', () => conn.close('udp_error'));
-    outs[family] = s;
+    s.on('error', () => this.conn.close('udp_error'));
+    this.outs[family] = s;
     return s;
-  };
-  const resolve = (host: string): Promise<Resolved> => {
-    let p = names.get(host);
+  }
+
+  /** A destination's address through the DNS timeout and the egress policy (null: refused or unresolved), cached. */
+  private resolve(host: string): Promise<Resolved> {
+    let p = this.names.get(host);
     if (!p) {
-      if (names.size >= MAX_NAMES) names.clear();
-      p = resolveHost(host, ctx.egress, ctx.dial).then((r) => ({ address: plainAddress(r.address), family: r.family }), () => null);
-      names.set(host, p);
+      if (this.names.size >= MAX_NAMES) this.names.clear();
+      p = resolveHost(host, this.ctx.egress, this.ctx.dial).then((r) => ({ address: plainAddress(r.address), family: r.family }), () => null);
+      this.names.set(host, p);
     }
     return p;
-  };
-  const fromClient = (m: Buffer, r: RemoteInfo) => {
-    if (plainAddress(r.address) !== clientIp || (clientPort && r.port !== clientPort)) return;
+  }
+
+  /** A datagram on the relay socket: the client's, whole, to an allowed destination, or dropped. */
+  fromClient(m: Buffer, r: RemoteInfo): void {
+    if (plainAddress(r.address) !== this.clientIp || (this.clientPort && r.port !== this.clientPort)) return;
     const d = parseDatagram(m);
     if (!d || d.frag !== 0 || d.port === 0 || d.payload.length === 0) return;
-    clientPort = r.port;
-    conn.lastActive = performance.now();
-    void resolve(d.host).then((to) => {
-      if (!to || conn.closed) return; // refused by the egress policy, or not resolved: dropped
+    this.clientPort = r.port;
+    this.conn.lastActive = performance.now();
+    void this.resolve(d.host).then((to) => {
+      if (!to || this.conn.closed) return; // refused by the egress policy, or not resolved: dropped
       const key = `${to.address}|${d.port}`;
-      if (!peers.has(key)) {
-        if (peers.size >= MAX_PEERS) peers.delete(peers.values().next().value!);
-        peers.add(key);
+      if (!this.peers.has(key)) {
+        if (this.peers.size >= MAX_PEERS) this.peers.delete(this.peers.values().next().value!);
+        this.peers.add(key);
       }
       const payload = Buffer.from(d.payload);
-      addressOf.set(payload, { host: to.address, port: d.port });
-      up.push(payload);
+      this.addressOf.set(payload, { host: to.address, port: d.port });
+      this.up.push(payload);
     });
-  };
+  }
 
-  conn.cleanup = () => {
-    up.stop();
-    down.stop();
-    for (const s of [relay, outs[4], outs[6]]) {
+  close(): void {
+    this.up.stop();
+    this.down.stop();
+    for (const s of [this.relay, this.outs[4], this.outs[6]]) {
       try { s?.close(); } catch { /* closed */ }
     }
-  };
+  }
+}
+
+/**
+ * Binds the association's relay socket and answers the request; `fail` answers the client when
+ * that is impossible. `requested`: the request's DST.ADDR/DST.PORT (the port the client will
+ * send from, or 0).
+ */
+export function startAssociation(ctx: ProxyContext, conn: Connection, requested: Address, fail: (rep: ReplyCode, bound?: Address) => void): void {
+  const local = plainAddress(conn.client.local ?? (isIP(plainAddress(conn.client.remote)) === 6 ? '::' : '0.0.0.0'));
+  const a = new Association(ctx, conn, requested, local);
+  const relay = a.relay;
+  conn.cleanup = () => a.close();
   relay.once('error', () => fail(REP.generalFailure));
   relay.bind(0, local, () => {
     if (conn.closed) return;
     relay.removeAllListeners('error');
     relay.on('error', () => conn.close('udp_error'));
-    relay.on('message', fromClient);
-    lease.commit();
+    relay.on('message', (m: Buffer, r: RemoteInfo) => a.fromClient(m, r));
+    conn.lease!.commit();
     // The control connection carries nothing more: whatever the client sends on it is dropped.
     conn.preamble = () => {};
     conn.client.write(encodeReply(REP.succeeded, { host: local, port: relay.address().port }));
