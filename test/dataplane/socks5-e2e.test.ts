@@ -1,5 +1,5 @@
 // SOCKS5 on the proxy port: real curl (--socks5-hostname and --socks5) to a loopback HTTP server,
-// a UDP echo through UDP ASSOCIATE (the small client of helpers/socks5-client.ts), the refusals
+// a UDP echo through UDP ASSOCIATE (the small client of helpers/socks5-client.ts), pause and speed limits, the refusals
 // with their reply codes, and hostile clients closed within the header timeout with nothing counted.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -168,4 +168,29 @@ test('hostile clients: a truncated greeting, a user name cut short, garbage afte
   assert.ok(c.ms < within);
   const row = h.mem.sessions.get(id)!;
   assert.deepEqual([row.connections, row.uploaded_bytes, row.downloaded_bytes], [0, 0, 0]);
+});
+
+test('a pause cuts a live SOCKS5 CONNECT and UDP association at once; a speed limit shapes SOCKS5 like HTTP', async () => {
+  const id = h.mem.createSession({ reusable: true, customer: 'c-s5-pause' });
+  const tcp = await socksRequest(h.proxyPort, id, id, 1, '127.0.0.1', files.port);
+  assert.equal(tcp.reply.rep, 0);
+  const udp = await socksRequest(h.proxyPort, id, id, 3, '0.0.0.0', 0);
+  const c = await udpClient(udp.reply.host, udp.reply.port);
+  c.send('127.0.0.1', echo.port, Buffer.from('before'));
+  assert.equal((await c.next())?.payload.toString(), 'before');
+  const t0 = performance.now();
+  h.mem.sessions.get(id)!.paused = true;
+  h.dp.pause(id);
+  await Promise.all([closed(tcp.s), closed(udp.s)]);
+  assert.ok(performance.now() - t0 < 500);
+  c.send('127.0.0.1', echo.port, Buffer.from('after'));
+  assert.equal(await c.next(300), undefined, 'the relay socket is closed');
+  c.close();
+  // 200 KB/s on the session: 1 MB takes about 5 s less the burst; at least 3 s
+  const slow = h.mem.createSession({ reusable: true, customer: 'c-s5-speed' });
+  h.mem.setLimits('c-s5-speed', 'session', { download_speed: 200_000 });
+  const t1 = performance.now();
+  const r = await curl([...socks('--socks5', slow, slow), files.url('/file/big')]);
+  assert.equal(r.code, 0, r.stderr);
+  assert.ok(performance.now() - t1 > 3000, `took ${performance.now() - t1} ms`);
 });
