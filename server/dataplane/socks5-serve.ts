@@ -5,7 +5,7 @@
 // through another node when the user name asks for a place served there) or UDP ASSOCIATE
 // (socks5-udp.ts); BIND is refused (0x07). Our refusals map to the reply codes:
 //   0x01 the store is unavailable, or the relay node failed    0x02 not allowed: paused, a cap, a
-//   connection limit, a disabled or expired client, the egress policy, an invalid target
+//   connection limit, a disabled or expired client, the egress policy, a malformed name or port 0
 //   0x03 no node up in the place asked for (the HTTP proxy's 412)    0x04 the name did not resolve
 //   0x05 connection refused    0x06 the destination did not answer in time
 //   0x07 BIND (and UDP to a place on another node)    0x08 an unknown address type

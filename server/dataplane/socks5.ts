@@ -94,7 +94,7 @@ function parseAddress(b: Buffer, at: number): Parsed<Address> {
     if (b.length < end + 2) return MORE;
     host = b.subarray(at + 2, end).toString('latin1');
     // a name, never an address literal smuggled through the name form, never empty or with controls
-    if (n === 0 || !/^[A-Za-z0-9._-]+$/.test(host)) return fail('invalid domain name', REP.hostUnreachable);
+    if (n === 0 || !/^[A-Za-z0-9._-]+$/.test(host)) return fail('invalid domain name', REP.notAllowed);
   } else {
     return fail(`address type ${atyp} not supported`, REP.addressTypeNotSupported);
   }
