@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { startHarness, type Harness } from './helpers/harness.ts';
 import { startFileServer, startUdpEcho, sha256, type FileServer } from './helpers/targets.ts';
 import { curl } from './helpers/v2ray.ts';
+import fc from 'fast-check';
 import { closed, open, readN, socksAuth, socksRequest, udpClient } from './helpers/socks5-client.ts';
 
 let h: Harness;
@@ -193,4 +194,19 @@ test('a pause cuts a live SOCKS5 CONNECT and UDP association at once; a speed li
   const r = await curl([...socks('--socks5', slow, slow), files.url('/file/big')]);
   assert.equal(r.code, 0, r.stderr);
   assert.ok(performance.now() - t1 > 3000, `took ${performance.now() - t1} ms`);
+});
+
+test('arbitrary bytes after 0x05 (fast-check, 40 connections at once): each closed within the header timeout, nothing counted', async () => {
+  const id = h.mem.createSession({ reusable: true, client: 'fuzz' });
+  const inputs = fc.sample(fc.uint8Array({ minLength: 0, maxLength: 2000 }), { numRuns: 40, seed: 7 });
+  const t0 = performance.now();
+  await Promise.all(inputs.map(async (a) => {
+    const s = await open(h.proxyPort);
+    s.on('error', () => {});
+    s.write(Buffer.concat([Buffer.from([5]), Buffer.from(a)]));
+    await closed(s);
+  }));
+  assert.ok(performance.now() - t0 < 1000 + 1000, `all closed after ${performance.now() - t0} ms`);
+  const row = h.mem.sessions.get(id)!;
+  assert.deepEqual([row.connections, row.uploaded_bytes, row.downloaded_bytes], [0, 0, 0]);
 });
