@@ -5,6 +5,8 @@
 //   - requests/s of small (1 KiB) GETs, one request per connection (our proxy closes after each
 //     answer), CONCURRENCY connections at a time: absolute-URI through the HTTP proxies, and
 //     CONNECT-less SOCKS5 (handshake, request, GET) through the SOCKS5 ones;
+//   - the same absolute-URI GETs through a trivial Node relay (no parsing, auth or counting: it
+//     forwards the first chunk to the target and pipes), the floor a Node proxy starts from;
 //   - throughput of a FILE_MIB download with curl through an HTTP CONNECT tunnel and SOCKS5
 //     CONNECT (best of TRANSFERS).
 // A baseline whose binary is missing is skipped with a message (apt-get install tinyproxy microsocks).
@@ -12,7 +14,7 @@
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
-import { connect } from 'node:net';
+import { connect, createServer as createNetServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -168,6 +170,11 @@ async function main(): Promise<void> {
     const oursHttp = await requestsPerSecond(op, httpScript(tp, id, id));
     const tinyHttp = tiny ? await requestsPerSecond(tiny, httpScript(tp, 'bench', 'bench')) : undefined;
     line('absolute-URI GET, ours', oursHttp.rps, 'req/s', tinyHttp ? { name: 'tinyproxy', value: tinyHttp.rps } : 'tinyproxy skipped');
+    const floor = await child(process.execPath, [self, '--floor', String(tp)]);
+    cleanup.push(() => floor.proc.kill());
+    const floorHttp = await requestsPerSecond(floor.info.port, httpScript(tp, id, id));
+    floor.proc.kill();
+    line('absolute-URI GET, ours', oursHttp.rps, 'req/s', { name: 'trivial Node relay', value: floorHttp.rps });
     const oursSocks = await requestsPerSecond(op, socksScript(tp, id, id));
     const microSocks = micro ? await requestsPerSecond(micro, socksScript(tp, 'bench', 'bench')) : undefined;
     line('SOCKS5 CONNECT + GET, ours', oursSocks.rps, 'req/s', microSocks ? { name: 'microsocks', value: microSocks.rps } : 'microsocks skipped');
@@ -196,6 +203,20 @@ if (process.argv[2] === '--target') {
     const b = req.url?.startsWith('/big') ? big : small;
     res.setHeader('Content-Length', b.length);
     res.end(b);
+  });
+  srv.listen(0, '127.0.0.1', () => console.log(JSON.stringify({ port: (srv.address() as { port: number }).port })));
+} else if (process.argv[2] === '--floor') {
+  const targetPort = Number(process.argv[3]);
+  const srv = createNetServer({ allowHalfOpen: true, noDelay: true }, (c) => {
+    c.on('error', () => {});
+    c.once('data', (b: Buffer) => {
+      const o = connect({ port: targetPort, host: '127.0.0.1', noDelay: true }, () => {
+        o.write(b);
+        o.pipe(c);
+        c.pipe(o);
+      });
+      o.on('error', () => c.destroy());
+    });
   });
   srv.listen(0, '127.0.0.1', () => console.log(JSON.stringify({ port: (srv.address() as { port: number }).port })));
 } else if (process.argv[2] === '--ours') {
