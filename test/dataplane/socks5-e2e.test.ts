@@ -65,6 +65,9 @@ test('UDP ASSOCIATE: datagrams echoed through the relay socket; other sources an
   assert.equal(await other.next(300), undefined);
   other.close();
   assert.deepEqual(h.dp.live(id) && { up: h.dp.live(id)!.uploaded_bytes, down: h.dp.live(id)!.downloaded_bytes }, { up: 12, down: 12 });
+  // support lists the association: transport socks5, the first destination it sent to, its payload bytes
+  const [listed] = h.dp.connectionsOf!(id);
+  assert.deepEqual(listed && [listed.transport, listed.destination, listed.uploaded_bytes, listed.downloaded_bytes], ['socks5', { host: '127.0.0.1', port: echo.port }, 12, 12]);
   // closing the control connection ends the association
   s.end();
   await h.mem.waitForEvent((e) => e.sessionId === id && e.type === 'session_end');
