@@ -2,7 +2,7 @@
 // Proxy-Status and X-Proxy-Error, 412 naming the cities, upstream failures (502/504) not counted;
 // and exits: a data plane with two source addresses (127.0.0.1, 127.0.0.2) rotates new
 // connections over them, a sticky session (`-sessid-`) keeps its address, per customer, over
-// HTTP and SOCKS5 alike. The
+// HTTP and SOCKS5 alike (SOCKS5 UDP too). The
 // destination is a loopback HTTP server answering with the source address it saw.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -10,7 +10,8 @@ import { createServer, type Server } from 'node:http';
 import { createServer as createTcpServer } from 'node:net';
 import { startHarness, type Harness } from './helpers/harness.ts';
 import { curl } from './helpers/v2ray.ts';
-import { closed, open, socksAuth, socksRequest } from './helpers/socks5-client.ts';
+import { createSocket } from 'node:dgram';
+import { closed, open, socksAuth, socksRequest, udpClient } from './helpers/socks5-client.ts';
 
 let h: Harness;
 let web: Server;
@@ -155,6 +156,38 @@ test('SOCKS5 CONNECT takes the same exits: rotation without a key, a sessid hold
   const s = await open(h.proxyPort);
   assert.deepEqual(await socksAuth(s, '00000000-0000-4000-8000-000000000000-town-x', id), { ok: false, status: 1 });
   await closed(s);
+});
+
+test('SOCKS5 UDP ASSOCIATE leaves from its exit\'s source address: in turn without a key, the same one for a sessid', async () => {
+  // a UDP target answering with the source address it saw
+  const where = createSocket('udp4');
+  where.on('message', (_m, r) => where.send(Buffer.from(r.address), r.port, r.address));
+  await new Promise<void>((r) => where.bind(0, '127.0.0.1', () => r()));
+  const wherePort = where.address().port;
+  const id = h.mem.createSession({ reusable: true, client: 's5-udp-exits' });
+  const source = async (user: string) => {
+    const a = await socksRequest(h.proxyPort, user, id, 3, '0.0.0.0', 0);
+    assert.equal(a.reply.rep, 0);
+    const c = await udpClient(a.reply.host, a.reply.port);
+    c.send('127.0.0.1', wherePort, Buffer.from('?'));
+    const got = (await c.next())?.payload.toString();
+    c.close();
+    a.s.destroy();
+    await closed(a.s);
+    return got;
+  };
+  try {
+    const seen = new Set<string | undefined>();
+    for (let i = 0; i < 4; i++) seen.add(await source(`${id}-cc-DE`));
+    assert.deepEqual([...seen].sort(), ['127.0.0.1', '127.0.0.2']);
+    for (const key of ['u1', 'u2', 'u3']) {
+      const first = await source(`${id}-cc-DE-sessid-${key}`);
+      assert.ok(first === '127.0.0.1' || first === '127.0.0.2', first);
+      for (let i = 0; i < 2; i++) assert.equal(await source(`${id}-cc-DE-sessid-${key}`), first, `session ${key} held ${first}`);
+    }
+  } finally {
+    where.close();
+  }
 });
 
 test('refusals: paused, expired and over cap 403; connection cap and max_sessions 429 — each with its code', async () => {
