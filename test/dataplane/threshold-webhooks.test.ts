@@ -8,7 +8,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
-import { startServer, type RunningServer, type ServerOptions } from '../../server/serve.ts';
+import { startServer, type StartOptions } from '../../server/serve.ts';
 import { setWallClock } from '../../server/time.ts';
 import { verifySignature } from '../../server/webhooks/secret.ts';
 import { callApi } from '../helpers/http.ts';
@@ -48,7 +48,7 @@ after(async () => {
   await new Promise<void>((r) => receiver.close(() => r()));
 });
 
-const options = (dataDir: string, extra: Partial<ServerOptions> = {}): ServerOptions => ({
+const options = (dataDir: string, extra: Partial<StartOptions> = {}): StartOptions => ({
   dataDir,
   port: 0,
   vlessTcpPort: 0,
