@@ -36,6 +36,7 @@ import type {
   AuditQuery,
   ConnectionList,
   RefusalList,
+  Client,
 } from './api-types.ts';
 import type { Result } from './result.ts';
 
@@ -92,6 +93,8 @@ export interface AppOps {
   sessionRefusals(id: string): Promise<Result<RefusalList>>;
   /** Support: why the client's connections were refused lately (GET /v2/clients/{client_id}/refusals). */
   clientRefusals(clientId: string): Promise<Result<RefusalList>>;
+  /** One client's record (GET /v2/clients/{client_id}): its limits in force and the period's usage (quota notices). */
+  getClient(clientId: string): Promise<Result<Client>>;
   /** Usage history: GET /v2/usage with the query's filters, range and step. */
   usage(query: UsageQuery): Promise<Result<UsageReport>>;
   /** Starts an event subscription in main; events arrive through `onStreamMessage`. */

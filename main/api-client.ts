@@ -9,6 +9,7 @@ import type {
   DoctorReport,
   ConnectionList,
   RefusalList,
+  Client,
   LimitScope,
   LimitsRecord,
   LimitsUpdate,
@@ -94,6 +95,7 @@ export class ApiClient {
   sessionConnections = (id: string) => this.request<ConnectionList>('GET', `/sessions/${encodeURIComponent(id)}/connections`);
   sessionRefusals = (id: string) => this.request<RefusalList>('GET', `/sessions/${encodeURIComponent(id)}/refusals`);
   clientRefusals = (c: string) => this.request<RefusalList>('GET', `/clients/${encodeURIComponent(c)}/refusals`);
+  getClient = (c: string) => this.request<Client>('GET', `/clients/${encodeURIComponent(c)}`);
   usage = (q: UsageQuery) => this.request<UsageReport>('GET', `/usage${query(q as Record<string, unknown>)}`);
   listWebhooks = () => this.request<{ webhooks: Webhook[] }>('GET', '/webhooks');
   createWebhook = (b: WebhookCreate) => this.request<Webhook & { secret: string }>('POST', '/webhooks', b);

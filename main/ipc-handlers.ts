@@ -55,6 +55,7 @@ export function createHandlers({ api, endpoints, streams, clipboard }: HandlerDe
     sessionConnections: (id) => api.sessionConnections(id),
     sessionRefusals: (id) => api.sessionRefusals(id),
     clientRefusals: (c) => api.clientRefusals(c),
+    getClient: (c) => api.getClient(c),
     openStream: async (streamId, filter) => streams.open(streamId, filter),
     closeStream: async (streamId) => {
       streams.close(streamId);

@@ -42,6 +42,7 @@ export const OP_NAMES = [
   'sessionConnections',
   'sessionRefusals',
   'clientRefusals',
+  'getClient',
   'openStream',
   'closeStream',
 ] as const satisfies readonly AppOpName[];
@@ -124,6 +125,7 @@ function validArgs(name: AppOpName, a: unknown[]): boolean {
     case 'putSubscription':
     case 'deleteSubscription':
     case 'clientRefusals':
+    case 'getClient':
       return a.length === 1 && isClientId(a[0]);
     case 'setLanSharing':
       return a.length === 1 && isLanRequest(a[0]);

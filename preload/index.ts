@@ -52,6 +52,7 @@ const bridge: AppBridge = {
   sessionConnections: op('sessionConnections'),
   sessionRefusals: op('sessionRefusals'),
   clientRefusals: op('clientRefusals'),
+  getClient: op('getClient'),
   lanSharing: op('lanSharing'),
   setLanSharing: op('setLanSharing'),
   usage: op('usage'),

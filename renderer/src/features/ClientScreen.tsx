@@ -11,6 +11,7 @@ import { selectSessions, selectSubscription, selectSubscriptionPending, useClien
 import { CopyButton, EmptyState, ErrorBanner, Screen, Spinner, StatusBadge } from '../components/ui.tsx';
 import { QrImage } from '../components/Qr.tsx';
 import { UsagePanel } from '../components/UsageChart.tsx';
+import { QuotaNotice } from './QuotaNotice.tsx';
 
 /** Loads the client's subscription when the id changes (and once more on demand). */
 export function useSubscription(clientId: string) {
@@ -164,6 +165,7 @@ export function ClientScreen({ id }: { id: string }) {
         </>
       }
     >
+      <QuotaNotice clientId={id} />
       <UsagePanel filter={{ client_id: id }} subject={`client ${id}`} title="Usage history" />
       <div className="card">
         <h2>Subscription</h2>

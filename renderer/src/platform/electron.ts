@@ -37,6 +37,7 @@ export function createElectronPlatform(bridge: AppBridge): Platform {
     sessionConnections: (id) => unwrap(bridge.sessionConnections(id)),
     sessionRefusals: (id) => unwrap(bridge.sessionRefusals(id)),
     clientRefusals: (c) => unwrap(bridge.clientRefusals(c)),
+    getClient: (c) => unwrap(bridge.getClient(c)),
     openApiDocument: () => unwrap(bridge.openApiDocument()),
     copyApiToken: () => unwrap(bridge.copyApiToken()),
     listZones: () => unwrap(bridge.listZones()),

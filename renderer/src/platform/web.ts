@@ -88,6 +88,7 @@ function webOps(call: Call, getToken: () => string | null, baseUrl: string): Pla
     sessionConnections: (id) => call('GET', `/sessions/${encodeURIComponent(id)}/connections`),
     sessionRefusals: (id) => call('GET', `/sessions/${encodeURIComponent(id)}/refusals`),
     clientRefusals: (clientId) => call('GET', `/clients/${encodeURIComponent(clientId)}/refusals`),
+    getClient: (clientId) => call('GET', `/clients/${encodeURIComponent(clientId)}`),
     openApiDocument: () => call('GET', '/openapi.json'),
     copyApiToken: async () => {
       const token = getToken();

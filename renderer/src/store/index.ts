@@ -82,6 +82,7 @@ export const {
   sessionConnections,
   sessionRefusals,
   clientRefusals,
+  getClient,
   watchTimeline,
   loadUsage,
   listAudit,

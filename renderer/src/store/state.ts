@@ -199,6 +199,8 @@ export interface SupportSlice {
   sessionConnections: PlatformOps['sessionConnections'];
   sessionRefusals: PlatformOps['sessionRefusals'];
   clientRefusals: PlatformOps['clientRefusals'];
+  /** One client's record: limits in force and the period's usage (quota notices). */
+  getClient: PlatformOps['getClient'];
 }
 
 export interface HistorySlice {
