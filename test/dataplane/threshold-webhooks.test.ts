@@ -3,7 +3,8 @@
 // figures and the period); a restart of the server on the same data folder sends none of them
 // again; the next day (an injected wall clock) they are sent again for the new period. A
 // lifetime session cap sends its thresholds without a period. On PostgreSQL, two instances
-// carrying the same client's traffic send each threshold exactly once.
+// carrying the same client's traffic send each threshold exactly once. A client's usage reset or
+// a changed cap lets the thresholds be sent again.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
@@ -138,6 +139,37 @@ test('a lifetime session cap: thresholds of the session, without a period', asyn
     const mine = of((p) => p.session_id === id);
     assert.deepEqual(mine.map((g) => g.data.threshold), [50, 80], 'in order, 100 not reached');
     assert.deepEqual({ ...mine[0]!.data, used_bytes: 0 }, { scope: 'session', session_id: id, client_id: 'bob', direction: 'upload', threshold: 50, used_bytes: 0, cap_bytes: 400_000 });
+  } finally {
+    await srv.close();
+    removeDir(dir);
+  }
+});
+
+test('a lifetime client cap: a usage reset or a changed cap lets the thresholds be sent again', async () => {
+  const dir = tempDir('vad-thresh-r-');
+  const srv = await startServer(options(dir));
+  try {
+    const owner = srv.ownerToken!;
+    const call = (method: string, path: string, body?: unknown) => callApi(srv.baseUrl, owner, method, path, body);
+    assert.equal((await call('POST', '/webhooks', { url, events: ['usage_threshold'] })).status, 201);
+    assert.equal((await call('PATCH', '/clients/erin/limits', { downloaded_bytes: 500_000 })).status, 200);
+    const id: string = (await call('POST', '/sessions', { client_id: 'erin', zone: 'de-fra', reusable: true })).json.id;
+    const erin = (threshold: number) => of((p) => p.scope === 'client' && p.client_id === 'erin' && p.threshold === threshold);
+    await pushThroughEcho(srv.vlessTcpPort!, id, echo.port, 290_000);
+    await waitFor(() => erin(50).length === 1, 10_000, 'the 50 % webhook');
+    assert.equal(erin(50)[0]!.data.period_start, undefined, 'a lifetime cap names no period');
+    assert.equal((await call('POST', '/clients/erin/reset-usage')).status, 200);
+    await pushThroughEcho(srv.vlessTcpPort!, id, echo.port, 100_000);
+    await settle();
+    assert.equal(erin(50).length, 1, 'after the reset the client counts from zero: under 50 %');
+    await pushThroughEcho(srv.vlessTcpPort!, id, echo.port, 200_000);
+    await waitFor(() => erin(50).length === 2, 10_000, 'the 50 % webhook again after the reset');
+    assert.ok(erin(50)[1]!.data.used_bytes < 400_000, 'counted from the reset');
+    // A lower cap: its thresholds are new ones.
+    assert.equal((await call('PATCH', '/clients/erin/limits', { downloaded_bytes: 350_000 })).status, 200);
+    await pushThroughEcho(srv.vlessTcpPort!, id, echo.port, 16_000);
+    await waitFor(() => erin(80).length === 1, 10_000, 'the 80 % webhook of the lower cap');
+    assert.equal(erin(80)[0]!.data.cap_bytes, 350_000);
   } finally {
     await srv.close();
     removeDir(dir);
