@@ -157,7 +157,6 @@ async function startBackground(app: FastifyInstance, config: ResolvedConfig, ser
   const quotaJob = startQuotaJob(services.data, log);
   owned.add(() => quotaJob.stop());
   services.thresholds.start();
-  owned.add(() => services.thresholds.stop());
   owned.add(startEventRetention(services.data, config.eventRetentionMs));
   if (webhooks) {
     await webhooks.start();

@@ -139,14 +139,16 @@ async function compose(opts: ServerOptions, config: ResolvedConfig, tls: TlsCert
   const placement = new ZonePlacement(zones, data);
   const usage = opts.usageHistory === false ? null : new UsageHistory(data, log, typeof opts.usageHistory === 'object' ? opts.usageHistory : {});
   if (usage) owned.add(() => usage.close());
-  // What the data plane left to write is flushed after it closed, before the store closes.
-  owned.add(() => backend.drain());
   const audit = new AuditTrail(data, log);
   const webhooks = await createWebhooks(opts, { store: backend.webhookStore, clusterKey: backend.clusterKey, log, audit });
   // Usage thresholds: sessions touched where their counters are written (the local data plane's
   // saves on SQLite, its journal's reports on PostgreSQL, the nodes' reports), checked each second.
   const thresholds = new ThresholdWatch({ data, webhooks, log, ...(opts.thresholdsEveryMs ? { everyMs: opts.thresholdsEveryMs } : {}) });
   backend.onCountersApplied?.((ids) => ids.forEach((id) => thresholds.touch(id)));
+  // Stopped after the data plane's last saves were written (a last pass checks them), before the store closes.
+  owned.add(() => thresholds.stop());
+  // What the data plane left to write is flushed after it closed, before the store closes.
+  owned.add(() => backend.drain());
   const geo = new ServeGeoRoutes(data, () => zones.list());
   geo.start();
   const dataPlane = buildDataPlane({

@@ -79,10 +79,11 @@ export class ThresholdWatch {
     this.timer.unref();
   }
 
-  /** Stops the timer and waits for a pass under way; what is touched then is checked by the next process. */
+  /** Stops the timer, then checks what was touched last (the data plane's last saves). */
   async stop(): Promise<void> {
     clearInterval(this.timer);
     await this.running;
+    if (this.touched.size) await this.runOnce();
   }
 
   /** One pass over the sessions touched since the last one. */
