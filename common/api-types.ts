@@ -24,7 +24,6 @@ export type { UsageQuery, UsageReport, UsageStepValue } from '../server/contract
 export type { DoctorReport } from '../server/contract/doctor.ts';
 // Support: a session's live connections, a session's or client's recent refusals.
 export type { ConnectionList, RefusalList } from '../server/contract/support.ts';
-export type { Client } from '../server/contract/clients.ts';
 // Webhooks.
 export type { Webhook, WebhookCreate, WebhookDelivery, WebhookEventKind, WebhookTestResult } from '../server/contract/webhooks.ts';
 

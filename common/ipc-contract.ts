@@ -36,8 +36,8 @@ import type {
   AuditQuery,
   ConnectionList,
   RefusalList,
-  Client,
 } from './api-types.ts';
+import type { Client, ClientList, ClientListQuery, ClientOverride, ClientOverrideUpdate, ClientUpdate, DeviceList } from './client-types.ts';
 import type { Result } from './result.ts';
 
 /** Request/response operations: each becomes one `ipcRenderer.invoke('app:<name>', ...args)`. */
@@ -93,10 +93,23 @@ export interface AppOps {
   sessionRefusals(id: string): Promise<Result<RefusalList>>;
   /** Support: why the client's connections were refused lately (GET /v2/clients/{client_id}/refusals). */
   clientRefusals(clientId: string): Promise<Result<RefusalList>>;
-  /** One client's record (GET /v2/clients/{client_id}): its limits in force and the period's usage (quota notices). */
-  getClient(clientId: string): Promise<Result<Client>>;
   /** Usage history: GET /v2/usage with the query's filters, range and step. */
   usage(query: UsageQuery): Promise<Result<UsageReport>>;
+  /** Clients: every client of the customer with its standing (GET /v2/clients). */
+  listClients(query: ClientListQuery): Promise<Result<ClientList>>;
+  getClient(clientId: string): Promise<Result<Client>>;
+  /** Disables or enables the client, sets or clears its expiry. */
+  updateClient(clientId: string, body: ClientUpdate): Promise<Result<Client>>;
+  /** The client's own limits override (404 client_limits_not_found or limits_not_found when none). */
+  getClientLimits(clientId: string): Promise<Result<ClientOverride>>;
+  updateClientLimits(clientId: string, body: ClientOverrideUpdate): Promise<Result<ClientOverride>>;
+  /** Removes the override: the template (customer client limits) applies again. */
+  deleteClientLimits(clientId: string): Promise<Result<true>>;
+  /** Starts the client's byte counts over. */
+  resetClientUsage(clientId: string): Promise<Result<Client>>;
+  /** The devices that fetched the client's subscription. */
+  listDevices(clientId: string): Promise<Result<DeviceList>>;
+  deleteDevice(clientId: string, hwid: string): Promise<Result<true>>;
   /** Starts an event subscription in main; events arrive through `onStreamMessage`. */
   openStream(streamId: string, filter: EventFilter): Promise<Result<true>>;
   closeStream(streamId: string): Promise<Result<true>>;

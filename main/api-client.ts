@@ -9,7 +9,6 @@ import type {
   DoctorReport,
   ConnectionList,
   RefusalList,
-  Client,
   LimitScope,
   LimitsRecord,
   LimitsUpdate,
@@ -31,6 +30,7 @@ import type {
   WebhookTestResult,
   ZoneList,
 } from '../common/api-types.ts';
+import type { Client, ClientList, ClientListQuery, ClientOverride, ClientOverrideUpdate, ClientUpdate, DeviceList } from '../common/client-types.ts';
 import { fail, type Result } from '../common/result.ts';
 
 export interface Endpoint {
@@ -95,7 +95,6 @@ export class ApiClient {
   sessionConnections = (id: string) => this.request<ConnectionList>('GET', `/sessions/${encodeURIComponent(id)}/connections`);
   sessionRefusals = (id: string) => this.request<RefusalList>('GET', `/sessions/${encodeURIComponent(id)}/refusals`);
   clientRefusals = (c: string) => this.request<RefusalList>('GET', `/clients/${encodeURIComponent(c)}/refusals`);
-  getClient = (c: string) => this.request<Client>('GET', `/clients/${encodeURIComponent(c)}`);
   usage = (q: UsageQuery) => this.request<UsageReport>('GET', `/usage${query(q as Record<string, unknown>)}`);
   listWebhooks = () => this.request<{ webhooks: Webhook[] }>('GET', '/webhooks');
   createWebhook = (b: WebhookCreate) => this.request<Webhook & { secret: string }>('POST', '/webhooks', b);
@@ -103,7 +102,18 @@ export class ApiClient {
   setWebhookEnabled = (id: string, enabled: boolean) => this.request<Webhook>('PATCH', `/webhooks/${encodeURIComponent(id)}`, { enabled });
   webhookDeliveries = (id: string) => this.request<{ deliveries: WebhookDelivery[] }>('GET', `/webhooks/${encodeURIComponent(id)}/deliveries`);
   testWebhook = (id: string) => this.request<WebhookTestResult>('POST', `/webhooks/${encodeURIComponent(id)}/test`);
+  listClients = (q: ClientListQuery) => this.request<ClientList>('GET', `/clients${query(q as Record<string, unknown>)}`);
+  getClient = (c: string) => this.request<Client>('GET', clientPath(c));
+  updateClient = (c: string, b: ClientUpdate) => this.request<Client>('PATCH', clientPath(c), b);
+  getClientLimits = (c: string) => this.request<ClientOverride>('GET', `${clientPath(c)}/limits`);
+  updateClientLimits = (c: string, b: ClientOverrideUpdate) => this.request<ClientOverride>('PATCH', `${clientPath(c)}/limits`, b);
+  deleteClientLimits = (c: string) => this.request<true>('DELETE', `${clientPath(c)}/limits`);
+  resetClientUsage = (c: string) => this.request<Client>('POST', `${clientPath(c)}/reset-usage`);
+  listDevices = (c: string) => this.request<DeviceList>('GET', `${clientPath(c)}/devices`);
+  deleteDevice = (c: string, hwid: string) => this.request<true>('DELETE', `${clientPath(c)}/devices/${encodeURIComponent(hwid)}`);
 }
+
+const clientPath = (c: string) => `/clients/${encodeURIComponent(c)}`;
 
 /** Query strings as the API reads them (shared with the renderer). */
 export const query = buildQuery;

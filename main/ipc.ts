@@ -2,6 +2,7 @@
 // the table type-checked for completeness, every message's sender checked first.
 import type { IpcMainInvokeEvent, WebFrameMain } from 'electron';
 import type { AppOpName, AppOps } from '../common/ipc-contract.ts';
+import { CLIENT_LIMIT_KEYS, CLIENT_STATUSES } from '../common/client-types.ts';
 import { fail, type Result } from '../common/result.ts';
 
 export type Handlers = { [K in AppOpName]: (...args: Parameters<AppOps[K]>) => ReturnType<AppOps[K]> };
@@ -38,11 +39,19 @@ export const OP_NAMES = [
   'lanSharing',
   'setLanSharing',
   'usage',
+  'listClients',
+  'getClient',
+  'updateClient',
+  'getClientLimits',
+  'updateClientLimits',
+  'deleteClientLimits',
+  'resetClientUsage',
+  'listDevices',
+  'deleteDevice',
   'runDoctor',
   'sessionConnections',
   'sessionRefusals',
   'clientRefusals',
-  'getClient',
   'openStream',
   'closeStream',
 ] as const satisfies readonly AppOpName[];
@@ -96,6 +105,20 @@ const USAGE_KEYS = new Set(['client_id', 'session_id', 'zone', 'node', 'from', '
 /** The usage query: only its known keys, each a short string (the API checks the values). */
 const isUsageQuery = (v: unknown) => isObj(v) && Object.entries(v).every(([k, x]) => USAGE_KEYS.has(k) && (x === undefined || isStr(x, 200)));
 
+const CLIENT_UPDATE_KEYS = new Set(['disabled', 'expires_at']);
+/** { disabled?: boolean, expires_at?: text or null } with at least one of them, and nothing else. */
+const isClientUpdate = (v: unknown) =>
+  isObj(v) &&
+  Object.keys(v).length > 0 &&
+  Object.entries(v).every(([k, x]) => CLIENT_UPDATE_KEYS.has(k) && (k === 'disabled' ? typeof x === 'boolean' : x === null || isStr(x, 64)));
+const TEXT_LIMITS = new Set(['reset_period', 'reset_anchor']);
+/** The override change: only client limit fields; amounts as numbers, period and anchor as text; null removes. */
+const isOverrideUpdate = (v: unknown) =>
+  isObj(v) &&
+  Object.keys(v).length > 0 &&
+  Object.entries(v).every(([k, x]) => (CLIENT_LIMIT_KEYS as readonly string[]).includes(k) && (x === null || (TEXT_LIMITS.has(k) ? isStr(x, 64) : typeof x === 'number')));
+const isClientQuery = (v: unknown) => isObj(v) && Object.entries(v).every(([k, x]) => k === 'status' && (x === undefined || (CLIENT_STATUSES as readonly unknown[]).includes(x)));
+
 /** Cheap shape checks: the renderer is not trusted to send what the types promise. */
 function validArgs(name: AppOpName, a: unknown[]): boolean {
   switch (name) {
@@ -124,13 +147,25 @@ function validArgs(name: AppOpName, a: unknown[]): boolean {
     case 'getSubscription':
     case 'putSubscription':
     case 'deleteSubscription':
-    case 'clientRefusals':
     case 'getClient':
+    case 'getClientLimits':
+    case 'deleteClientLimits':
+    case 'resetClientUsage':
+    case 'listDevices':
+    case 'clientRefusals':
       return a.length === 1 && isClientId(a[0]);
     case 'setLanSharing':
       return a.length === 1 && isLanRequest(a[0]);
     case 'usage':
       return a.length === 1 && isUsageQuery(a[0]);
+    case 'listClients':
+      return a.length === 1 && isClientQuery(a[0]);
+    case 'updateClient':
+      return a.length === 2 && isClientId(a[0]) && isClientUpdate(a[1]);
+    case 'updateClientLimits':
+      return a.length === 2 && isClientId(a[0]) && isOverrideUpdate(a[1]);
+    case 'deleteDevice':
+      return a.length === 2 && isClientId(a[0]) && typeof a[1] === 'string' && /^[A-Za-z0-9._:+=@-]{1,128}$/.test(a[1]);
     case 'updateLimits':
       return a.length === 2 && isScope(a[0]) && isObj(a[1]);
     case 'setWebhookEnabled':

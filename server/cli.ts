@@ -25,7 +25,7 @@ Usage:
   vpn-access node remove NAME [--data-dir DIR | --database URL]
   vpn-access node run --control URL[,URL...] --token NODE_TOKEN [--host ADDR] [--port N]
                      [--vless-tcp-port N|off] [--proxy-port N|off] [--egress POLICY]
-                     [--egress-address ADDR] [--data-dir DIR] [--control-ca FILE] [--control-pin SHA256]
+                     [--egress-address ADDR[,ADDR]] [--data-dir DIR] [--control-ca FILE] [--control-pin SHA256]
                      [--relay-port N|off] [--tls auto|on|off] [--tls-cert FILE --tls-key FILE]
                          runs a data-plane node: VLESS (ws on --port, default 8787; tcp,
                          default 8789), the proxy (default 8788) and the geo relay (default
@@ -67,6 +67,8 @@ serve options (environment variable in brackets):
   --acme-http-port PORT  port of the http-01 challenge listener, default 80  [VPN_ACCESS_ACME_HTTP_PORT]
   --egress public-only|lan|allow-all  destinations sessions may reach,   [VPN_ACCESS_EGRESS]
                          default public-only (lan adds private ranges)
+  --egress-address A[,B] local addresses outbound connections leave from; the geo proxy
+                         rotates over them (a sticky session keeps one)  [VPN_ACCESS_EGRESS_ADDRESS]
   --http-timeouts H/R/K/I  seconds a client may take over its headers, its whole request, an
                          idle keep-alive, and with no byte either way; default 10/30/65/120  [VPN_ACCESS_HTTP_TIMEOUTS]
   --idle-timeout SECONDS  close a relayed connection after this long with no byte either way,

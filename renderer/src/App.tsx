@@ -12,6 +12,7 @@ import { SessionsScreen } from './features/SessionsScreen.tsx';
 import { NewSessionScreen } from './features/NewSession.tsx';
 import { SessionDetail } from './features/SessionDetail.tsx';
 import { ClientScreen } from './features/ClientScreen.tsx';
+import { ClientsScreen } from './features/ClientsScreen.tsx';
 import { LimitsScreen } from './features/LimitsScreen.tsx';
 import { EventsScreen } from './features/EventsScreen.tsx';
 import { ProxyScreen } from './features/ProxyScreen.tsx';
@@ -28,6 +29,8 @@ function Screen({ route }: { route: Route }) {
       return <DashboardScreen />;
     case 'session':
       return <SessionDetail id={route.id} />;
+    case 'clients':
+      return <ClientsScreen />;
     case 'client':
       return <ClientScreen id={route.id} />;
     case 'limits':

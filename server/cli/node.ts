@@ -6,7 +6,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createLogger } from '../log.ts';
 import { clearTextReach, isWildcardHost } from '../public-host.ts';
-import { env, fail, openStore, port } from './shared.ts';
+import { egressAddressList, env, fail, openStore, port } from './shared.ts';
 
 const NODE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
 const ZONE_CODE = /^[a-z0-9-]{2,32}$/;
@@ -83,8 +83,7 @@ function nodeRunOptions(values: NodeRunValues) {
   const { tlsOn, certFile, keyFile } = listenerTls(values, host);
   const egress = values.egress ?? 'public-only';
   if (egress !== 'public-only' && egress !== 'lan' && egress !== 'allow-all') fail('--egress takes public-only, lan or allow-all');
-  const egressAddress = values['egress-address'];
-  if (egressAddress !== undefined && !/^[0-9A-Fa-f:.]+$/.test(egressAddress)) fail(`--egress-address takes a local IP address, not "${egressAddress}"`);
+  const egressAddresses = egressAddressList(values['egress-address']);
   let controlCa: string | undefined;
   if (values['control-ca']) {
     try {
@@ -102,7 +101,7 @@ function nodeRunOptions(values: NodeRunValues) {
     proxyPort: port(values['proxy-port'], 8788, '--proxy-port'),
     relayPort: port(values['relay-port'], 8790, '--relay-port'),
     egress: egress as 'public-only' | 'lan' | 'allow-all',
-    egressAddress,
+    ...(egressAddresses ? { egressAddresses } : {}),
     dataDir: resolve(values['data-dir'] ?? join(homedir(), '.local', 'share', 'vpn-access-node')),
     controlCa,
     ...(controlPin ? { controlPin } : {}),

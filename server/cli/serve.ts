@@ -10,7 +10,7 @@ import { parseArgs } from 'node:util';
 import { createLogger } from '../log.ts';
 import { choosePublicHost, clearTextReach, isWildcardHost } from '../public-host.ts';
 import { decideTls, parseTlsMode } from '../tls/mode.ts';
-import { databaseUrl, defaultDataDir, env, fail, port, redactUrl, tokenCreateCommand } from './shared.ts';
+import { databaseUrl, defaultDataDir, egressAddressList, env, fail, port, redactUrl, tokenCreateCommand } from './shared.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -66,6 +66,7 @@ export const SERVE_OPTIONS = {
   'acme-http-port': { type: 'string' },
   'tls-key': { type: 'string' },
   egress: { type: 'string' },
+  'egress-address': { type: 'string' },
   'http-timeouts': { type: 'string' },
   'idle-timeout': { type: 'string' },
   'metrics-token': { type: 'string' },
@@ -178,6 +179,7 @@ export async function serve(argv: string[], usage: string): Promise<void> {
     tlsWatchIntervalMs: tls.watchMs,
     acme: tls.acme,
     egress,
+    egressAddresses: egressAddressList(values['egress-address'] ?? env.VPN_ACCESS_EGRESS_ADDRESS),
     connectionLimits: idleSeconds === undefined ? undefined : { idleTimeoutMs: idleSeconds * 1000 },
     logger: log,
     logRequests: !values.quiet,

@@ -1,5 +1,6 @@
 // What the `vpn-access` commands share: the environment, the default data folder, exiting with
 // a clear message, port and database-URL arguments, and the store a command works on.
+import { isIP } from 'node:net';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { type ControlStore, sqliteControlStore } from '../store/control.ts';
@@ -67,4 +68,13 @@ export async function openStore(values: { 'data-dir'?: string; database?: string
   } catch (err) {
     fail(`cannot use the database at ${redactUrl(url)}: ${err instanceof Error ? err.message : String(err)}`);
   }
+}
+
+/** `--egress-address A[,B...]`: local IP addresses (literals, no names), each once; undefined when not given. */
+export function egressAddressList(value: string | undefined): string[] | undefined {
+  if (value === undefined) return undefined;
+  const list = value.split(',').map((a) => a.trim());
+  for (const a of list) if (!isIP(a)) fail(`--egress-address takes local IP addresses separated by commas, not "${a}"`);
+  if (new Set(list).size !== list.length) fail('--egress-address names an address twice');
+  return list;
 }

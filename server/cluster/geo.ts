@@ -55,6 +55,20 @@ export function routeFor(zones: ZoneInfo[], country: string, city: string | unde
   return relay ? { via: 'relay', node: relay.node, host: relay.host, port: relay.port, pcs: relay.pcs, from: relay.from, exp: relay.exp, key: relay.key } : null;
 }
 
+/** Every way out for `country` / `city`: here (first) when `here(zone)` says so for one of its zones, and each up node's relay in one of them. */
+export function routesFor(zones: ZoneInfo[], country: string, city: string | undefined, here: (z: ZoneInfo) => boolean, relays: RelayTarget[]): GeoRoute[] {
+  const targets = zonesFor(zones, country, city);
+  const codes = new Set(targets.map((z) => z.code));
+  const out: GeoRoute[] = targets.some(here) ? [{ via: 'here' }] : [];
+  const nodes = new Set<string>();
+  for (const r of relays) {
+    if (!codes.has(r.zone) || nodes.has(r.node)) continue;
+    nodes.add(r.node);
+    out.push({ via: 'relay', node: r.node, host: r.host, port: r.port, pcs: r.pcs, from: r.from, exp: r.exp, key: r.key });
+  }
+  return out;
+}
+
 /**
  * A `serve` process's geo routes for its own data plane: its zones listing `local` leave from
  * here; others through the relays of the store's up nodes (read once a second, for this data
@@ -105,7 +119,13 @@ export class ServeGeoRoutes {
   }
 
   route(country: string, city: string | undefined): GeoRoute | null {
-    const here = (z: ZoneInfo) => z.nodes.includes('local') || (z.has_active_nodes && !this.nodeZones.has(z.code) && !this.relays.some((r) => r.zone === z.code));
-    return routeFor(this.zones(), country, city, here, this.relays);
+    return routeFor(this.zones(), country, city, this.here, this.relays);
   }
+
+  routes(country: string, city: string | undefined): GeoRoute[] {
+    return routesFor(this.zones(), country, city, this.here, this.relays);
+  }
+
+  private readonly here = (z: ZoneInfo): boolean =>
+    z.nodes.includes('local') || (z.has_active_nodes && !this.nodeZones.has(z.code) && !this.relays.some((r) => r.zone === z.code));
 }

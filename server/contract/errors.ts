@@ -46,20 +46,38 @@ export class ApiError extends Error {
 /**
  * Codes the HTTP proxy answers with (in the same `{"error":{...}}` record, with `Connection:
  * close`). Kept apart from ERROR_STATUS, the API's decided set, because no API route answers them.
+ * Each row: the HTTP status and the RFC 9209 error type its `Proxy-Status` header carries (the
+ * code itself goes in `X-Proxy-Error`). `bad_gateway` names a finer type when the failure is
+ * known (connection_refused, destination_not_found, dns_timeout ...).
  */
-export const PROXY_ERROR_STATUS = {
-  invalid_request: 400,
-  proxy_auth_required: 407,
-  location_unavailable: 412,
-  session_refused: 403,
-  destination_forbidden: 403,
-  request_header_too_large: 431,
-  bad_gateway: 502,
+export const PROXY_ERRORS = {
+  invalid_request: [400, 'http_request_error'],
+  proxy_unknown_param: [400, 'http_request_error'],
+  proxy_duplicate_param: [400, 'http_request_error'],
+  proxy_bad_param: [400, 'http_request_error'],
+  proxy_city_without_country: [400, 'http_request_error'],
+  proxy_auth_required: [407, 'http_request_denied'],
+  session_refused: [403, 'http_request_denied'],
+  session_paused: [403, 'http_request_denied'],
+  session_expired: [403, 'http_request_denied'],
+  client_disabled: [403, 'http_request_denied'],
+  over_cap: [403, 'http_request_denied'],
+  destination_forbidden: [403, 'destination_ip_prohibited'],
+  location_unavailable: [412, 'destination_unavailable'],
+  max_sessions: [429, 'http_request_denied'],
+  connection_limit: [429, 'connection_limit_reached'],
+  request_header_too_large: [431, 'http_request_error'],
+  bad_gateway: [502, 'destination_unavailable'],
+  sticky_exit_gone: [503, 'destination_unavailable'],
+  proxy_unavailable: [503, 'proxy_internal_error'],
+  gateway_timeout: [504, 'connection_timeout'],
 } as const;
 
-export type ProxyErrorCode = keyof typeof PROXY_ERROR_STATUS;
+export type ProxyErrorCode = keyof typeof PROXY_ERRORS;
+
+export const PROXY_ERROR_STATUS = Object.fromEntries(Object.entries(PROXY_ERRORS).map(([k, [status]]) => [k, status])) as { [K in ProxyErrorCode]: (typeof PROXY_ERRORS)[K][0] };
 
 /** The error record of a proxy answer. */
-export function proxyErrorBody(code: ProxyErrorCode, message: string): { error: { code: ProxyErrorCode; message: string; details: Record<string, never> } } {
-  return { error: { code, message, details: {} } };
+export function proxyErrorBody(code: ProxyErrorCode, message: string, details: Record<string, unknown> = {}): { error: { code: ProxyErrorCode; message: string; details: Record<string, unknown> } } {
+  return { error: { code, message, details } };
 }

@@ -50,7 +50,11 @@ export interface DataPlaneDeps {
    * a GeoRoute, or null when no node is up there (412). Without it, every country and city of
    * the catalogue leaves from here.
    */
-  geo?: { route(country: string, city: string | undefined): GeoRoute | null };
+  geo?: {
+    route(country: string, city: string | undefined): GeoRoute | null;
+    /** Every up route of the place (here and each relay node): the proxy's exits (exits.ts); absent: route() alone. */
+    routes?(country: string, city: string | undefined): GeoRoute[];
+  };
   /**
    * Optional (usage history): told, after each successful counter save, the bytes that
    * save added. Must be cheap and never throw (it only adds to memory; the writer batches).
@@ -74,7 +78,8 @@ export interface DataPlaneDeps {
  * control plane's short-lived relay key for `from`, expiring at `exp`, from which each
  * connection's single-use grant is made: relay-grant.ts).
  */
-export type GeoRoute = { via: 'here' } | { via: 'relay'; node: string; host: string; port: number; pcs: string; from: string; exp: number; key: string };
+/** `slot` (relay): which of the exit node's source addresses to leave from (slot modulo their count; none: its rotation). */
+export type GeoRoute = { via: 'here' } | { via: 'relay'; node: string; host: string; port: number; pcs: string; from: string; exp: number; key: string; slot?: number };
 
 export interface DataPlaneConfig {
   /** Address to bind the raw-TCP VLESS inbound and the proxy to. */
@@ -94,8 +99,11 @@ export interface DataPlaneConfig {
    * destinations), 'lan' (also private ranges, never loopback or link-local) or 'allow-all'.
    */
   egress?: 'public-only' | 'lan' | 'allow-all';
-  /** Local address outbound TCP connections leave from (`node run --egress-address`); default any. */
-  egressAddress?: string;
+  /**
+   * Local addresses outbound TCP connections leave from (`--egress-address A,B` of `node run` and
+   * `serve`); default any. VLESS leaves from the first; the proxy's exits rotate over all (exits.ts).
+   */
+  egressAddresses?: string[];
   /** Extension (data plane): how long a VLESS header / proxy request head may take; default 5000. */
   headerTimeoutMs?: number;
   /** Extension (data plane): outbound connect timeout; default 10000. */

@@ -12,6 +12,7 @@ import { socketSide, wsSide } from './sides.ts';
 import { serveVless } from './vless.ts';
 import { serveProxy, type ProxyContext } from './proxy.ts';
 import { DEFAULT_EGRESS } from './egress.ts';
+import { ExitSelector } from './exits.ts';
 import type { Connection } from './relay.ts';
 import { DEFAULT_DNS_TIMEOUT_MS, DEFAULT_KEEPALIVE_MS } from './outbound.ts';
 
@@ -41,7 +42,7 @@ function inboundContext(deps: DataPlaneDeps, runtime: Runtime, open: Set<Connect
     tls: !!cfg.tls,
     headerTimeoutMs: cfg.headerTimeoutMs ?? DEFAULT_HEADER_TIMEOUT_MS,
     connectTimeoutMs: cfg.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
-    dial: { lookup: cfg.dnsLookup, dnsTimeoutMs: cfg.dnsTimeoutMs ?? DEFAULT_DNS_TIMEOUT_MS, keepAliveMs: cfg.keepAliveMs ?? DEFAULT_KEEPALIVE_MS, localAddress: cfg.egressAddress },
+    dial: { lookup: cfg.dnsLookup, dnsTimeoutMs: cfg.dnsTimeoutMs ?? DEFAULT_DNS_TIMEOUT_MS, keepAliveMs: cfg.keepAliveMs ?? DEFAULT_KEEPALIVE_MS, localAddress: cfg.egressAddresses?.[0] },
     track: (c) => open.add(c),
     untrack: (c) => open.delete(c),
     zones: () => deps.zones.list(),
@@ -54,6 +55,8 @@ function inboundContext(deps: DataPlaneDeps, runtime: Runtime, open: Set<Connect
     },
     prepare: deps.store.prepare ? (id) => deps.store.prepare!(id) : undefined,
     ...(deps.geo ? { geo: deps.geo } : {}),
+    exits: new ExitSelector(),
+    egressAddresses: cfg.egressAddresses ?? [],
   };
 }
 

@@ -54,10 +54,11 @@ export function endToEnd(headers: [string, string][]): [string, string][] {
 
 /**
  * Rewrites the head of a destination's answer (and passes interim 1xx heads through): the
- * hop-by-hop headers go, `Connection: close` is announced. A head that already is exactly that
- * is passed on byte for byte. Bytes after the final head pass through untouched.
+ * hop-by-hop headers go, `Connection: close` is announced, and the `extra` header lines of the
+ * proxy's own (X-Proxy-Session-Moved) are added to the final head. A head that already is exactly
+ * that is passed on byte for byte. Bytes after the final head pass through untouched.
  */
-export function answerRewriter(push: OnData, fail: () => void): OnData {
+export function answerRewriter(push: OnData, fail: () => void, extra: readonly string[] = []): OnData {
   let head: Buffer | undefined = Buffer.alloc(0);
   return (b, release) => {
     if (!head) return push(b, release);
@@ -87,10 +88,10 @@ export function answerRewriter(push: OnData, fail: () => void): OnData {
       }
       const hop = headers.filter(([k]) => HOP_BY_HOP.has(k.toLowerCase()));
       const clean = hop.length === 1 && hop[0][0].toLowerCase() === 'connection' && hop[0][1].toLowerCase() === 'close';
-      if (clean) out.push(head.subarray(0, end + 4));
+      if (clean && !extra.length) out.push(head.subarray(0, end + 4));
       else {
         const kept = endToEnd(headers).map(([k, v]) => `${k}: ${v}`);
-        out.push(Buffer.from([lines[0], ...kept, 'Connection: close', '', ''].join('\r\n'), 'latin1'));
+        out.push(Buffer.from([lines[0], ...kept, ...extra, 'Connection: close', '', ''].join('\r\n'), 'latin1'));
       }
       if (rest.length) out.push(rest);
       head = undefined;

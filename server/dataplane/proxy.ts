@@ -1,11 +1,15 @@
 // Geo-targeted HTTP forward proxy (CONNECT and absolute-URI requests).
 //
 // Credential scheme (Proxy-Authorization: Basic base64(user:password)):
-//   user     = <session-id>[-cc-<COUNTRY>[-city-<city>]]   e.g. 0f8a...-cc-US-city-new.york
+//   user     = <session-id>[-cc-<COUNTRY>][-city-<city>][-sessid-<key>][-sesstime-<min>][-strict]
+//              (the grammar: contract/proxy-string.ts), e.g. 0f8a...-cc-US-city-new.york-sessid-a1
 //   password = <session-id> (the same id again; the id is the secret, as it is for VLESS)
 // The traffic is counted, limited and reported on that session exactly like VLESS traffic
-// (same runtime admit/lease/flow code). A country or city that is not in the zone catalogue
-// answers 412; a missing, malformed or unknown credential answers 407.
+// (same runtime admit/lease/flow code). A missing or unknown credential answers 407; a malformed
+// user name 400 with its grammar code; a country or city not in the zone catalogue 412 (naming
+// the country's cities). The exit (this process from one of its source addresses, or an up
+// node's relay) is chosen per connection by exits.ts, sticky with `sessid`. Every error answer
+// carries Proxy-Status and X-Proxy-Error (proxy-answer.ts).
 //
 // One request per client connection. A plain-http request is parsed, authenticated, rewritten
 // (origin-form target, Host from the URI, hop-by-hop headers and Proxy-Authorization removed,
@@ -17,48 +21,26 @@
 // session credential. (Keep-alive per destination was the alternative; it needs response
 // framing for every status and method, and buys little for a metered proxy.) A CONNECT tunnel
 // relays raw bytes both ways after its one authenticated head.
-import { parseProxyUser, cityToken } from '../contract/proxy-string.ts';
-import { PROXY_ERROR_STATUS, proxyErrorBody, type ProxyErrorCode } from '../contract/errors.ts';
+import { isProxyUserError, parseProxyUser, type ParsedProxyUser, type ProxyUserError } from '../contract/proxy-string.ts';
 import { Connection } from './relay.ts';
 import type { ClientSide, ClientHandlers } from './sides.ts';
 import type { InboundContext } from './vless.ts';
 import type { ZoneInfo } from '../domain.ts';
 import { dialTcp, type OnData } from './outbound.ts';
+import { EgressRefused } from './egress.ts';
 import { type BodyEnd, bodyOf } from './proxy-body.ts';
 import { type Head, answerRewriter, endToEnd, header, parseHead } from './proxy-head.ts';
 import { dialRelay } from './relay-dial.ts';
 import type { GeoRoute } from './api.ts';
-import { EgressRefused } from './egress.ts';
 import { isFloodRefusal } from './admission.ts';
+import { type ExitContext, pickExit, placeRoutes } from './exits.ts';
+import { SESSION_MOVED_HEADER, checkGeo, dialFailure, errorResponse, refusalCode } from './proxy-answer.ts';
 
 const MAX_HEAD = 16 * 1024;
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const REASONS: Record<number, string> = {
-  400: 'Bad Request', 403: 'Forbidden', 407: 'Proxy Authentication Required', 412: 'Precondition Failed',
-  431: 'Request Header Fields Too Large', 502: 'Bad Gateway', 504: 'Gateway Timeout',
-};
-
-export interface ProxyContext extends InboundContext {
+export interface ProxyContext extends InboundContext, ExitContext {
   zones(): ZoneInfo[];
   sessionExists(id: string): boolean;
-  /** Where a geo-targeted request leaves (DataPlaneDeps.geo); absent: from here. */
-  geo?: { route(country: string, city: string | undefined): GeoRoute | null };
-}
-
-function errorResponse(code: ProxyErrorCode, message: string, extraHeaders: string[] = []): Buffer {
-  const status = PROXY_ERROR_STATUS[code];
-  const body = JSON.stringify(proxyErrorBody(code, message));
-  return Buffer.from(
-    [
-      `HTTP/1.1 ${status} ${REASONS[status] ?? 'Error'}`,
-      'Content-Type: application/json',
-      `Content-Length: ${Buffer.byteLength(body)}`,
-      'Connection: close',
-      ...extraHeaders,
-      '',
-      body,
-    ].join('\r\n'),
-  );
 }
 
 function respond(conn: Connection, res: Buffer): void {
@@ -100,14 +82,6 @@ function gatedSide(inner: ClientSide): { side: ClientSide; gate: Gate } {
   return { side, gate: (g) => { filter = g; } };
 }
 
-export function checkGeo(zones: ZoneInfo[], country?: string, city?: string): string | undefined {
-  if (!country) return undefined;
-  const inCountry = zones.filter((z) => z.country.toUpperCase() === country);
-  if (inCountry.length === 0) return `country ${country} is not available`;
-  if (city && !inCountry.some((z) => z.cities.some((c) => cityToken(c) === city))) return `city ${city} is not available in ${country}`;
-  return undefined;
-}
-
 export function serveProxy(ctx: ProxyContext, client: ClientSide): Connection {
   const gated = gatedSide(client);
   const conn = new Connection(gated.side, (c) => ctx.untrack(c));
@@ -138,8 +112,8 @@ export function serveProxy(ctx: ProxyContext, client: ClientSide): Connection {
 const AUTH_HEADER = 'Proxy-Authenticate: Basic realm="vpn-access"';
 
 interface Credentials {
-  /** The proxy user, parsed: the session id and its geo-targeting; null when malformed. */
-  parsed: ReturnType<typeof parseProxyUser>;
+  /** The proxy user, parsed (the session id, the place and the sticky options), or what is malformed in it. */
+  parsed: ParsedProxyUser | ProxyUserError;
   sessionId: string;
   pass: string;
 }
@@ -153,7 +127,7 @@ function credentialsOf(head: Head): Credentials {
   const user = colon >= 0 ? decoded.slice(0, colon) : '';
   const pass = colon >= 0 ? decoded.slice(colon + 1) : '';
   const parsed = parseProxyUser(user);
-  return { parsed, sessionId: parsed?.user.toLowerCase() ?? '', pass };
+  return { parsed, sessionId: parsed.user.toLowerCase(), pass };
 }
 
 interface Target {
@@ -190,7 +164,7 @@ function targetOf(head: Head): Target | string {
 }
 
 function handle(ctx: ProxyContext, conn: Connection, head: Head, rest: Buffer, gate: Gate, prepared = false): void {
-  // 1. credentials
+  // 1. credentials (a malformed name still names its user: a bad credential is 407 before its 400)
   const { parsed, sessionId, pass } = credentialsOf(head);
   // A store fed from a remote database loads the session first; SQLite answers at once.
   if (!prepared && UUID_RE.test(sessionId)) {
@@ -201,51 +175,65 @@ function handle(ctx: ProxyContext, conn: Connection, head: Head, rest: Buffer, g
   conn.transport = transport;
   const exists = UUID_RE.test(sessionId) && ctx.sessionExists(sessionId);
   // Support: a refusal of a request whose credential names a session is that session's.
-  const refused = (code: ProxyErrorCode) => exists && ctx.runtime.refused(sessionId, code, transport, conn.client.remote);
-  if (!parsed || !exists || pass.toLowerCase() !== sessionId) {
+  const refused = (code: string) => exists && ctx.runtime.refused(sessionId, code, transport, conn.client.remote);
+  if (!exists || pass.toLowerCase() !== sessionId) {
     refused('proxy_auth_required');
     ctx.log.info({ session: sessionId.slice(0, 8) || undefined }, 'proxy credentials refused');
     return respond(conn, errorResponse('proxy_auth_required',
-      'Proxy-Authorization: Basic with user <session-id>[-cc-XX[-city-name]] and password <session-id> is required', [AUTH_HEADER]));
+      'Proxy-Authorization: Basic with user <session-id>[-cc-XX[-city-name]][-sessid-key[-sesstime-min][-strict]] and password <session-id> is required', { headers: [AUTH_HEADER] }));
   }
-  // 2. geo-targeting
+  // 2. the user name's grammar
+  if (isProxyUserError(parsed)) {
+    refused(parsed.error);
+    return respond(conn, errorResponse(parsed.error, parsed.message));
+  }
+  // 3. geo-targeting: the catalogue has the place, and some exit of it is up
   const geoError = checkGeo(ctx.zones(), parsed.country, parsed.city);
-  if (geoError) refused('location_unavailable');
-  if (geoError) return respond(conn, errorResponse('location_unavailable', geoError));
-  // In a cluster: leave from a node up in that country (and city), relayed there if not this one.
-  const route: GeoRoute | null = parsed.country && ctx.geo ? ctx.geo.route(parsed.country, parsed.city) : { via: 'here' };
-  if (!route) {
+  if (geoError) {
+    refused('location_unavailable');
+    return respond(conn, errorResponse('location_unavailable', geoError.message, { details: geoError.details }));
+  }
+  const routes = placeRoutes(ctx, parsed);
+  if (!routes.length) {
     refused('location_unavailable');
     const where = parsed.city ? `${parsed.city} (${parsed.country})` : parsed.country;
-    return respond(conn, errorResponse('location_unavailable', `no node is up in ${where} right now`));
+    return respond(conn, errorResponse('location_unavailable', `no node is up in ${where} right now`, { details: { country: parsed.country, ...(parsed.city ? { city: parsed.city } : {}) } }));
   }
-  // 3. the request target
+  // 4. the request target
   const target = targetOf(head);
   if (typeof target === 'string') return respond(conn, errorResponse('invalid_request', target));
-  relay(ctx, conn, { head, rest, gate, route, sessionId, target });
+  relay(ctx, conn, { head, rest, gate, routes, parsed, sessionId, target });
 }
 
 interface Request {
   head: Head;
   rest: Buffer;
   gate: Gate;
-  route: GeoRoute;
+  routes: GeoRoute[];
+  parsed: ParsedProxyUser;
   sessionId: string;
   target: Target;
 }
 
-/** The session admits the connection (same rules as VLESS), then the request is relayed to its destination. */
+/**
+ * The session admits the connection (same rules as VLESS), its exit is chosen (exits.ts: the
+ * customer's sticky session, or the next exit), then the request is relayed to its destination.
+ */
 function relay(ctx: ProxyContext, conn: Connection, req: Request): void {
-  const { head, route, sessionId } = req;
+  const { head, sessionId, parsed } = req;
   const { host, port, upload, body: bodyEnd } = req.target;
   const admitted = ctx.runtime.admit(sessionId, conn, { transport: conn.transport, remote: conn.client.remote });
   if (!admitted.ok) {
     // flood refusals are logged by the runtime (once per session per 10 s)
     if (!isFloodRefusal(admitted.reason)) ctx.log.warn({ transport: 'proxy', session: sessionId.slice(0, 8), reason: admitted.reason }, 'proxy connection refused');
-    return respond(conn, errorResponse('session_refused', `session refused: ${admitted.reason}`));
+    return respond(conn, errorResponse(refusalCode(admitted.reason), `session refused: ${admitted.reason}`, { details: { reason: admitted.reason } }));
   }
   conn.lease = admitted.lease;
   conn.destination = { host, port };
+  const choice = pickExit(ctx, admitted.lease.session.customer.id, parsed, req.routes);
+  if (!choice.ok) return respond(conn, errorResponse(choice.code, choice.message));
+  const { route, localAddress } = choice.exit;
+  const moved = choice.moved ? [SESSION_MOVED_HEADER] : [];
   // What of the client's bytes goes on: all of a tunnel; only the body of a plain request.
   const forward = (b: Buffer): Buffer | undefined => {
     if (!bodyEnd) return b;
@@ -261,17 +249,17 @@ function relay(ctx: ProxyContext, conn: Connection, req: Request): void {
   if (first) conn.hold(first);
   req.gate(forward);
   const toClient: OnData = (b, release) => conn.fromOutbound(b, release);
-  const onData = head.method === 'CONNECT' ? toClient : answerRewriter(toClient, () => conn.close('bad_answer'));
-  const dialled = route.via === 'relay' ? dialRelay(route, sessionId, host, port, ctx.connectTimeoutMs, onData) : dialTcp(host, port, ctx.egress, ctx.connectTimeoutMs, onData, ctx.dial);
+  const onData = head.method === 'CONNECT' ? toClient : answerRewriter(toClient, () => conn.close('bad_answer'), moved);
+  const dialled = route.via === 'relay'
+    ? dialRelay(route, sessionId, host, port, ctx.connectTimeoutMs, onData)
+    : dialTcp(host, port, ctx.egress, ctx.connectTimeoutMs, onData, localAddress ? { ...ctx.dial, localAddress } : ctx.dial);
   dialled.then(
-    (s) => conn.startTcp(s, head.method === 'CONNECT' ? Buffer.from('HTTP/1.1 200 Connection Established\r\n\r\n') : undefined),
+    (s) => conn.startTcp(s, head.method === 'CONNECT' ? Buffer.from(['HTTP/1.1 200 Connection Established', ...moved, '', ''].join('\r\n')) : undefined),
     (err: Error) => {
       ctx.log.info({ transport: 'proxy', session: sessionId.slice(0, 8), ...(route.via === 'relay' ? { via: route.node } : {}), err: err.message }, 'proxy outbound failed');
       if (err instanceof EgressRefused) ctx.runtime.refused(sessionId, 'destination_forbidden', conn.transport, conn.client.remote);
-      const res = err instanceof EgressRefused
-        ? errorResponse('destination_forbidden', 'destination not allowed by the egress policy')
-        : errorResponse('bad_gateway', `cannot reach ${host}:${port}`);
-      respond(conn, res);
+      const f = dialFailure(err, host, port);
+      respond(conn, errorResponse(f.code, f.message, { proxyError: f.proxyError }));
     },
   );
 }

@@ -75,7 +75,7 @@ export function dialRelay(route: Extract<GeoRoute, { via: 'relay' }>, sessionId:
     tls.once('secureConnect', () => {
       const got = peerPin(tls);
       if (got !== route.pcs) return fail(new Error(`the relay at node ${route.node} has another certificate than its pin`));
-      tls.write(`${JSON.stringify({ ...signRelayRequest(route, sessionId, host, port), host, port })}\n`);
+      tls.write(`${JSON.stringify({ ...signRelayRequest(route, sessionId, host, port), host, port, ...(route.slot !== undefined ? { slot: route.slot } : {}) })}\n`);
     });
     let head = Buffer.alloc(0);
     const onHead = (b: Buffer) => {

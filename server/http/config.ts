@@ -37,6 +37,8 @@ export interface ServerOptions extends ServerTlsOptions {
   heartbeatIntervalMs?: number;
   /** Egress policy of the data plane; default 'public-only' (see server/dataplane/egress.ts). */
   egress?: 'public-only' | 'lan' | 'allow-all';
+  /** Source addresses of the data plane's outbound connections (`--egress-address A,B`); default any. */
+  egressAddresses?: string[];
   /** Webhooks: `false` turns them off (no routes, no sender); an object tunes the sender
    *  (server/webhooks/service.ts WebhookOptions). Default: on. */
   webhooks?: false | WebhookOptions;
@@ -151,6 +153,7 @@ export function resolveConfig(opts: ServerOptions, version: string, tls: TlsCert
       statsIntervalMs: opts.statsIntervalMs ?? 5000,
       heartbeatIntervalMs: opts.heartbeatIntervalMs ?? 30_000,
       egress: opts.egress ?? 'public-only',
+      ...(opts.egressAddresses?.length ? { egressAddresses: opts.egressAddresses } : {}),
       ...opts.connectionLimits,
     },
     rateLimit: opts.rateLimit ?? { max: 600, windowMs: 60_000 },

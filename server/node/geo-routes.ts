@@ -2,7 +2,8 @@
 // that node's relay. The zones, the relays and who may use this node's relay listener are the
 // control plane's, taken from its state.
 import type { ZoneInfo } from '../domain.ts';
-import { routeFor, type RelayTarget } from '../cluster/geo.ts';
+import { routeFor, routesFor, type RelayTarget } from '../cluster/geo.ts';
+import type { GeoRoute } from '../dataplane/api.ts';
 
 export class NodeGeo {
   /** This node's zone code. */
@@ -14,5 +15,10 @@ export class NodeGeo {
 
   route(country: string, city: string | undefined): ReturnType<typeof routeFor> {
     return routeFor(this.zones, country, city, (z) => z.code === this.zone, this.relays);
+  }
+
+  /** Every way out: here when this node's zone is one of the place's, and every other up node's relay there. */
+  routes(country: string, city: string | undefined): GeoRoute[] {
+    return routesFor(this.zones, country, city, (z) => z.code === this.zone, this.relays);
   }
 }

@@ -68,7 +68,7 @@ export async function startListeners(opts: NodeRunOptions, parts: { tls: TlsCert
     store: view,
     events: { publish: (e) => journal.event(e) },
     zones: { list: () => geo.zones },
-    geo: { route: (country: string, city: string | undefined) => geo.route(country, city) },
+    geo: { route: (country: string, city: string | undefined) => geo.route(country, city), routes: (country: string, city: string | undefined) => geo.routes(country, city) },
     log: opts.log,
     config: {
       host: opts.host,
@@ -78,7 +78,7 @@ export async function startListeners(opts: NodeRunOptions, parts: { tls: TlsCert
       statsIntervalMs: 5000,
       heartbeatIntervalMs: 30_000,
       egress: opts.egress,
-      egressAddress: opts.egressAddress,
+      egressAddresses: opts.egressAddresses,
       ...(tls.current ? { tls: tls.current } : {}),
     },
   });
@@ -139,7 +139,7 @@ async function startRelay(opts: NodeRunOptions, entries: () => ReadonlySet<strin
   if (opts.relayPort === undefined || opts.relayPort === null) return null;
   const tokenHash = hashToken(opts.token);
   const pair = await loadOrCreateSelfSigned(join(opts.dataDir, 'relay'), isWildcard(opts.host) ? 'localhost' : opts.host);
-  const server = createRelayServer({ cert: pair.cert, key: pair.key, tokenHash, entries, egress: opts.egress, egressAddress: opts.egressAddress, log: opts.log });
+  const server = createRelayServer({ cert: pair.cert, key: pair.key, tokenHash, entries, egress: opts.egress, egressAddresses: opts.egressAddresses, log: opts.log });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(opts.relayPort!, opts.host, () => {

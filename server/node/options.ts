@@ -9,7 +9,8 @@ export interface NodeRunOptions {
   vlessTcpPort: number | null;
   proxyPort: number | null;
   egress: 'public-only' | 'lan' | 'allow-all';
-  egressAddress?: string;
+  /** Source addresses of outbound connections (`--egress-address A,B`): the proxy's exits rotate over them. */
+  egressAddresses?: string[];
   /** The geo relay listener's port (0: any free one; null: none, this node is no geo exit for others). */
   relayPort?: number | null;
   /**

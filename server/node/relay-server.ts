@@ -39,7 +39,8 @@ export interface RelayServerOptions {
   /** The cluster members (node ids, and `serve`) the control plane lists now: grants of others are refused. */
   entries?: () => ReadonlySet<string>;
   egress: EgressPolicy;
-  egressAddress?: string;
+  /** Source addresses to leave from: the request's `slot` picks one (slot modulo their count), else round-robin. */
+  egressAddresses?: string[];
   log: Logger;
 }
 
@@ -53,7 +54,7 @@ interface Tally {
 /** What takeCarried returns: by entry, by session hash. */
 export type Carried = Record<string, Record<string, { up: number; down: number }>>;
 
-type Request = RelayCredentials & { host: string; port: number };
+type Request = RelayCredentials & { host: string; port: number; slot?: number };
 
 function parseRequest(line: Buffer): Request | null {
   let r: Record<string, unknown>;
@@ -62,11 +63,12 @@ function parseRequest(line: Buffer): Request | null {
   } catch {
     return null;
   }
-  const { from, exp, session, nonce, time, grant, host, port } = r ?? {};
+  const { from, exp, session, nonce, time, grant, host, port, slot } = r ?? {};
   if (typeof from !== 'string' || from.length > 64 || typeof session !== 'string' || typeof nonce !== 'string' || typeof grant !== 'string') return null;
   if (typeof exp !== 'number' || typeof time !== 'number' || typeof host !== 'string' || !host || host.length > 255) return null;
   if (typeof port !== 'number' || !Number.isInteger(port) || port < 1 || port > 65535) return null;
-  return { from, exp, session, nonce, time, grant, host, port };
+  if (slot !== undefined && (typeof slot !== 'number' || !Number.isInteger(slot) || slot < 0)) return null;
+  return { from, exp, session, nonce, time, grant, host, port, ...(slot !== undefined ? { slot } : {}) };
 }
 
 /** Bytes carried per entry and session hash, until takeCarried hands them over. */
@@ -104,6 +106,8 @@ interface Listener {
   /** Every accepted socket. */
   all: Set<Socket>;
   carriage: Carriage;
+  /** The next source address of a request without a slot. */
+  turn: number;
 }
 
 /** One accepted connection: TLS, then its request line within the time-outs, checked, then relayed. */
@@ -161,7 +165,9 @@ function accept(l: Listener, raw: Socket): void {
 
 /** Dials the destination, answers `OK`, then pipes both ways, tallied for the entry. */
 function relay(l: Listener, sock: TLSSocket, req: Request, rest: Buffer): void {
-  dialTcp(req.host, req.port, l.opts.egress, DIAL_TIMEOUT_MS, undefined, { dnsTimeoutMs: 5000, keepAliveMs: 30_000, localAddress: l.opts.egressAddress }).then(
+  const addresses = l.opts.egressAddresses ?? [];
+  const localAddress = addresses.length ? addresses[(req.slot ?? l.turn++) % addresses.length] : undefined;
+  dialTcp(req.host, req.port, l.opts.egress, DIAL_TIMEOUT_MS, undefined, { dnsTimeoutMs: 5000, keepAliveMs: 30_000, localAddress }).then(
     (out) => {
       if (sock.destroyed) return void out.destroy();
       const t = l.carriage.tally(req.from, req.session);
@@ -207,6 +213,7 @@ export function createRelayServer(opts: RelayServerOptions): Server & { shutdown
     open: new Set(),
     all: new Set(),
     carriage: new Carriage(),
+    turn: 0,
   };
   const server = createServer((raw) => accept(l, raw));
   return Object.assign(server, {

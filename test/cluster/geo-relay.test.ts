@@ -48,7 +48,7 @@ before(async () => {
     const added = await srv.services.data.addNode({ name, zone, public_host: host });
     const d = tempDir('vad-geo-node-');
     dirs.push(d);
-    return runNode({ controls: [srv.origin], token: added.token, host, port: 0, vlessTcpPort: null, proxyPort: 0, relayPort: 0, egress: 'allow-all', egressAddress: host, dataDir: d, log: silentLogger });
+    return runNode({ controls: [srv.origin], token: added.token, host, port: 0, vlessTcpPort: null, proxyPort: 0, relayPort: 0, egress: 'allow-all', egressAddresses: [host], dataDir: d, log: silentLogger });
   };
   sao = await node('sao-1', 'br-sao', '127.0.0.2');
   ams = await node('ams-1', 'nl-ams', '127.0.0.3');

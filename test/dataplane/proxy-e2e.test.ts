@@ -62,7 +62,8 @@ test('407 without, or with bad, credentials; 412 for an unknown country or city'
   assert.match(none.text, /"code":"proxy_auth_required"/);
   assert.equal((await status(proxy(id, 'wrong'))).code, 407);
   assert.equal((await status(proxy('00000000-0000-4000-8000-000000000000', '00000000-0000-4000-8000-000000000000'))).code, 407);
-  assert.equal((await status(proxy(`${id}-cc-de`, id))).code, 407, 'a lower-case country is not a valid suffix');
+  assert.equal((await status(proxy(`${id}-cc-de`, id))).code, 400, 'a lower-case country is a bad parameter');
+  assert.equal((await status(proxy(`00000000-0000-4000-8000-000000000000-cc-de`, id))).code, 407, 'a bad credential is 407 before its grammar');
   const fr = await status(proxy(`${id}-cc-FR`, id));
   assert.equal(fr.code, 412);
   assert.match(fr.text, /"code":"location_unavailable"/);

@@ -1,7 +1,8 @@
 // Support's view against the real service (SQLite): a session's live connections while v2ray
 // and a raw VLESS client move bytes (gone once they close), and the refusals with their reasons
-// (paused, a client cap, max_sessions, an ended session, the proxy's 407 and 412) per session and
-// client; agents read them, another customer gets 404.
+// (paused, a client cap, max_sessions, max_reconnections, the connection cap, the churn limit, the
+// egress policy, an ended session, the proxy's 407 and 412, a disabled and an expired client) per
+// session and client; agents read them, another customer gets 404.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -160,6 +161,71 @@ test('refusals: max_sessions and a client cap, per session and per client', asyn
     assert.equal(r.refusals[0].reason, 'client_cap');
   } finally {
     await api('DELETE', '/customer/limits/client');
+  }
+});
+
+test('refusals: a disabled client, then an expired one (client records), per session and per client', async () => {
+  const s = await session('support-records');
+  assert.equal((await api('PATCH', '/clients/support-records', { disabled: true })).status, 200);
+  const off = await openVlessEcho(srv.vlessTcpPort!, s.id, echo.port);
+  await off.closed;
+  assert.ok(off.got() < 4, 'nothing relayed while disabled');
+  assert.equal((await refusals(`/sessions/${s.id}/refusals`)).refusals[0].reason, 'client_disabled');
+  // Enabled again with an expiry a moment ahead: served until then, refused as expired after.
+  const soon = new Date(Date.now() + 1500).toISOString();
+  assert.equal((await api('PATCH', '/clients/support-records', { disabled: false, expires_at: soon })).status, 200);
+  await settle(Math.max(0, Date.parse(soon) - Date.now()) + 300);
+  const late = await openVlessEcho(srv.vlessTcpPort!, s.id, echo.port);
+  await late.closed;
+  assert.ok(late.got() < 4, 'nothing relayed after the client expired');
+  const client = await refusals('/clients/support-records/refusals');
+  assert.deepEqual(client.refusals.map((x) => [x.reason, x.session_id]), [['client_expired', s.id], ['client_disabled', s.id]]);
+  assert.deepEqual(client.counts_last_hour, { client_disabled: 1, client_expired: 1 });
+});
+
+test('refusals: max_reconnections, the connection cap, the churn limit and the egress policy (a server with default egress)', async () => {
+  const d2 = mkdtempSync(join(tmpdir(), 'vad-support-tight-'));
+  const d3 = mkdtempSync(join(tmpdir(), 'vad-support-egress-'));
+  const tight = await startServer({ dataDir: d2, port: 0, statsIntervalMs: 300, egress: 'allow-all', connectionLimits: { maxConnectionsPerSession: 2, connectionRatePerSecond: 1, connectionBurst: 4, reconnectGraceMs: 0 } });
+  const guarded = await startServer({ dataDir: d3, port: 0, statsIntervalMs: 300 });
+  const on = (server: RunningServer) => ({
+    call: (method: string, path: string, body?: unknown) => callApi(server.baseUrl, server.ownerToken!, method, path, body),
+    make: async (client: string) => (await callApi(server.baseUrl, server.ownerToken!, 'POST', '/sessions', { client_id: client, zone: 'de-fra', reusable: true })).json as { id: string },
+    reasons: async (id: string) => ((await callApi(server.baseUrl, server.ownerToken!, 'GET', `/sessions/${id}/refusals`)).json as Refusals).refusals.map((r) => r.reason),
+  });
+  const { call, make, reasons } = on(tight);
+  try {
+    // The default egress policy refuses loopback: the VLESS destination is refused, and listed.
+    const g = on(guarded);
+    const egress = await g.make('guarded-egress');
+    const refused = await openVlessEcho(guarded.vlessTcpPort!, egress.id, echo.port);
+    await refused.closed;
+    assert.deepEqual(await g.reasons(egress.id), ['destination_forbidden']);
+
+    // max_reconnections 0: the first connection of a reusable session is served, the next refused.
+    assert.equal((await call('PATCH', '/customer/limits/client', { max_reconnections: 0 })).status, 200);
+    const once = await make('tight-reconnect');
+    const first = await openVlessEcho(tight.vlessTcpPort!, once.id, echo.port);
+    first.s.destroy();
+    await first.closed;
+    const second = await openVlessEcho(tight.vlessTcpPort!, once.id, echo.port);
+    await second.closed;
+    assert.ok((await reasons(once.id)).includes('max_reconnections'), JSON.stringify(await reasons(once.id)));
+    assert.equal((await call('DELETE', '/customer/limits/client')).status, 204);
+
+    // The connection cap (2 open at once), then the churn limit (a burst of 4, then 1 a second).
+    const busy = await make('tight-busy');
+    const open: Array<Awaited<ReturnType<typeof openVlessEcho>>> = [];
+    for (let i = 0; i < 8; i++) open.push(await openVlessEcho(tight.vlessTcpPort!, busy.id, echo.port));
+    const got = await reasons(busy.id);
+    assert.ok(got.includes('too_many_connections'), JSON.stringify(got));
+    assert.ok(got.includes('connection_rate'), JSON.stringify(got));
+    for (const c of open) c.s.destroy();
+  } finally {
+    await tight.close();
+    await guarded.close();
+    rmSync(d2, { recursive: true, force: true });
+    rmSync(d3, { recursive: true, force: true });
   }
 });
 

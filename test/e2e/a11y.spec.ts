@@ -2,8 +2,8 @@
 import { test, expect } from './fixtures.ts';
 import type { NavName } from './pages.ts';
 
-const CONTROL_ROLES = new Set(['button', 'textbox', 'searchbox', 'combobox', 'checkbox', 'switch', 'link', 'tab', 'radio', 'spinbutton', 'slider', 'menuitem', 'row']);
-const SCREENS: NavName[] = ['Sessions', 'New session', 'Limits', 'Events', 'Proxy', 'Settings'];
+const CONTROL_ROLES = new Set(['button', 'textbox', 'searchbox', 'combobox', 'checkbox', 'switch', 'link', 'tab', 'radio', 'spinbutton', 'slider', 'menuitem', 'row', 'meter']);
+const SCREENS: NavName[] = ['Sessions', 'Clients', 'New session', 'Limits', 'Events', 'Proxy', 'Settings'];
 
 test('every control has an accessible name', async ({ app, backend }, testInfo) => {
   test.skip(testInfo.project.name === 'electron', 'uses a Chromium DevTools session; the web project covers the same renderer');
@@ -27,5 +27,7 @@ test('every control has an accessible name', async ({ app, backend }, testInfo) 
   }
   await app.openSession(s.body.id);
   await check('Session detail');
+  await app.openClient('a11y');
+  await check('Client page');
   expect(unnamed).toEqual([]);
 });

@@ -2,7 +2,7 @@
 // checks use), so the specs read like a person's steps.
 import { expect, type Locator, type Page } from '@playwright/test';
 
-export type NavName = 'Sessions' | 'New session' | 'Dashboard' | 'Limits' | 'Events' | 'Proxy' | 'Settings';
+export type NavName = 'Sessions' | 'Clients' | 'New session' | 'Dashboard' | 'Limits' | 'Events' | 'Proxy' | 'Settings';
 export type LimitTab = 'Global' | 'Client' | 'Session';
 export type LimitFieldName = 'Downloaded bytes' | 'Uploaded bytes' | 'Download speed' | 'Upload speed' | 'Max sessions' | 'Max reconnections' | 'Max devices';
 

@@ -8,7 +8,7 @@ import { test, expect } from './fixtures.ts';
 import type { AppPage, NavName } from './pages.ts';
 import { curlViaSocks, startOrigin, startV2ray, type Configuration } from './vless.ts';
 
-const SCREENS: NavName[] = ['Sessions', 'New session', 'Dashboard', 'Limits', 'Events', 'Proxy', 'Settings'];
+const SCREENS: NavName[] = ['Sessions', 'Clients', 'New session', 'Dashboard', 'Limits', 'Events', 'Proxy', 'Settings'];
 const SIZES = [
   { name: 'wide', width: 1280, height: 800 },
   { name: 'phone', width: 390, height: 844 },

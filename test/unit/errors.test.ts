@@ -2,7 +2,7 @@
 // plugins/errors.ts turning validation and framework errors into it.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ApiError, ERROR_STATUS } from '../../server/contract/errors.ts';
+import { ApiError, ERROR_STATUS, PROXY_ERRORS, PROXY_ERROR_STATUS, proxyErrorBody } from '../../server/contract/errors.ts';
 import { describeValidation, toApiError } from '../../server/plugins/errors.ts';
 
 test('every decided error code exists with its status', () => {
@@ -17,6 +17,27 @@ test('every decided error code exists with its status', () => {
   assert.equal(e.statusCode, 404);
   assert.deepEqual(e.toBody(), { error: { code: 'zone_not_found', message: 'no', details: { zone: 'x' } } });
   assert.deepEqual(new ApiError('forbidden', 'm').toBody().error.details, {});
+});
+
+test('every proxy error code exists with its status and a registered RFC 9209 error type', () => {
+  const decided: Record<string, number> = {
+    invalid_request: 400, proxy_unknown_param: 400, proxy_duplicate_param: 400, proxy_bad_param: 400, proxy_city_without_country: 400,
+    proxy_auth_required: 407, session_refused: 403, session_paused: 403, session_expired: 403, client_disabled: 403, over_cap: 403,
+    destination_forbidden: 403, location_unavailable: 412, max_sessions: 429, connection_limit: 429, request_header_too_large: 431,
+    bad_gateway: 502, sticky_exit_gone: 503, proxy_unavailable: 503, gateway_timeout: 504,
+  };
+  assert.deepEqual({ ...PROXY_ERROR_STATUS }, decided);
+  // RFC 9209 section 2.3, the registered Proxy Error Types
+  const registered = new Set(['dns_timeout', 'dns_error', 'destination_not_found', 'destination_unavailable', 'destination_ip_prohibited',
+    'destination_ip_unroutable', 'connection_refused', 'connection_terminated', 'connection_timeout', 'connection_read_timeout',
+    'connection_write_timeout', 'connection_limit_reached', 'tls_protocol_error', 'tls_certificate_error', 'tls_alert_received',
+    'http_request_error', 'http_request_denied', 'http_response_incomplete', 'http_response_header_section_size', 'http_response_header_size',
+    'http_response_body_size', 'http_response_trailer_section_size', 'http_response_trailer_size', 'http_response_transfer_coding',
+    'http_response_content_coding', 'http_response_timeout', 'http_upgrade_failed', 'http_protocol_error', 'proxy_internal_response',
+    'proxy_internal_error', 'proxy_configuration_error', 'proxy_loop_detected']);
+  for (const [code, [, type]] of Object.entries(PROXY_ERRORS)) assert.ok(registered.has(type), `${code}: ${type}`);
+  assert.deepEqual(proxyErrorBody('location_unavailable', 'no', { cities: ['a'] }), { error: { code: 'location_unavailable', message: 'no', details: { cities: ['a'] } } });
+  assert.deepEqual(proxyErrorBody('bad_gateway', 'm').error.details, {});
 });
 
 test('describeValidation names unknown, missing and invalid fields', () => {

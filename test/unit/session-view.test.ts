@@ -92,13 +92,17 @@ test('mergeNewest: null when nothing changed, changed rows replaced, new ones so
   const paused = mergeNewest(shown, [session('a', { created_at: a.created_at, paused: true })], T0);
   assert.equal(paused?.sessions.a.paused, true);
   assert.equal(paused?.sessionOrder, undefined, 'the order stays when no session is new');
+  const over = mergeNewest(shown, [session('a', { created_at: a.created_at, over_quota: true, over_quota_until: '2026-11-23T00:00:00.000Z' })], T0);
+  assert.equal(over?.sessions.a.over_quota, true, 'over quota is a change the list shows');
+  const renewed = mergeNewest({ sessions: { a: over!.sessions.a }, sessionOrder: ['a'] }, [session('a', { created_at: a.created_at })], T0);
+  assert.equal(renewed?.sessions.a.over_quota, undefined, 'and so is its end (a reset, a renewed period)');
   const more = mergeNewest(shown, [session('b', { created_at: '2026-11-22T11:00:00.000Z' }), session('c', { created_at: '2026-11-22T09:00:00.000Z' })], T0);
   assert.deepEqual(more?.sessionOrder, ['b', 'a', 'c']);
 });
 
 test('filterSessionIds and sessionTotals', () => {
   const rows: Record<string, SessionView> = {
-    'aaaa-1': { ...toView(session('aaaa-1', { client_id: 'Alice' }), undefined, T0), up_speed: 10, down_speed: 20 },
+    'aaaa-1': { ...toView(session('aaaa-1', { client_id: 'Alice', over_quota: true }), undefined, T0), up_speed: 10, down_speed: 20 },
     'bbbb-2': { ...toView(session('bbbb-2', { client_id: 'bob', zone: 'us-nyc', paused: true }), undefined, T0) },
     'cccc-3': { ...toView(session('cccc-3', { client_id: 'carol', status: 'ended' }), undefined, T0) },
   };
@@ -109,6 +113,7 @@ test('filterSessionIds and sessionTotals', () => {
   assert.deepEqual(filterSessionIds(rows, order, { ...none, text: 'cccc' }), ['cccc-3'], 'an id prefix matches');
   assert.deepEqual(filterSessionIds(rows, order, { ...none, status: 'paused' }), ['bbbb-2']);
   assert.deepEqual(filterSessionIds(rows, order, { ...none, status: 'ended' }), ['cccc-3']);
+  assert.deepEqual(filterSessionIds(rows, order, { ...none, status: 'over_quota' }), ['aaaa-1'], 'over quota: refused while a renewing cap is reached');
   assert.deepEqual(filterSessionIds(rows, order, { ...none, zone: 'us-nyc' }), ['bbbb-2']);
   assert.deepEqual(sessionTotals(rows, order), { active: 1, up: 10, down: 20, total: 4 });
 });

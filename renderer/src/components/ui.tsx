@@ -64,14 +64,18 @@ export async function copyText(text: string): Promise<void> {
   }
 }
 
-export function CopyButton({ text, label, getText }: { text?: string; label: string; getText?: () => Promise<unknown> }) {
+/** Copies `text`; `caption` is a shorter visible text than the accessible `label`; `disabled` with the reason as `title`. */
+export function CopyButton({ text, label, getText, caption, disabled, title, small }: { text?: string; label: string; getText?: () => Promise<unknown>; caption?: string; disabled?: boolean; title?: string; small?: boolean }) {
   const [done, setDone] = useState(false);
   return (
     <button
       type="button"
-      className="btn"
+      className={small ? 'btn btn-small' : 'btn'}
       aria-label={label}
-      onClick={async () => {
+      disabled={disabled}
+      title={title}
+      onClick={async (e) => {
+        e.stopPropagation();
         try {
           if (getText) await getText();
           else await copyText(text ?? '');
@@ -83,7 +87,7 @@ export function CopyButton({ text, label, getText }: { text?: string; label: str
         }
       }}
     >
-      {done ? 'Copied' : label}
+      {done ? 'Copied' : (caption ?? label)}
     </button>
   );
 }

@@ -1,4 +1,5 @@
-// One client: its usage history chart (all of its sessions), its subscription (the URL with a QR code, copy, one-click import links, rotate
+// One client: its standing (status, usage against the cap, expiry, Disable/Enable, Reset usage:
+// ClientControls.tsx), its limits override (ClientLimits.tsx), its usage history chart (all of its sessions), its devices (ClientDevices.tsx), its subscription (the URL with a QR code, copy, one-click import links, rotate
 // with a confirmation, turn off; or the empty state with "Turn on subscription") and the
 // client's sessions. The subscription URL carries its own secret, so nothing here needs the
 // API token (in Electron the renderer never has it).
@@ -12,6 +13,9 @@ import { CopyButton, EmptyState, ErrorBanner, Screen, Spinner, StatusBadge } fro
 import { QrImage } from '../components/Qr.tsx';
 import { UsagePanel } from '../components/UsageChart.tsx';
 import { QuotaNotice } from './QuotaNotice.tsx';
+import { ClientStandingCard } from './ClientControls.tsx';
+import { ClientLimitsCard } from './ClientLimits.tsx';
+import { ClientDevicesCard } from './ClientDevices.tsx';
 
 /** Loads the client's subscription when the id changes (and once more on demand). */
 export function useSubscription(clientId: string) {
@@ -159,13 +163,15 @@ export function ClientScreen({ id }: { id: string }) {
       head={
         <>
           <span className="grow" />
-          <a className="btn" href={routeHref({ name: 'sessions' })}>
-            All sessions
+          <a className="btn" href={routeHref({ name: 'clients' })}>
+            All clients
           </a>
         </>
       }
     >
-      <QuotaNotice clientId={id} />
+      <QuotaNotice clientId={id} load={false} />
+      <ClientStandingCard clientId={id} />
+      <ClientLimitsCard clientId={id} />
       <UsagePanel filter={{ client_id: id }} subject={`client ${id}`} title="Usage history" />
       <div className="card">
         <h2>Subscription</h2>
@@ -175,6 +181,7 @@ export function ClientScreen({ id }: { id: string }) {
         <h2>Sessions</h2>
         <ClientSessions clientId={id} />
       </div>
+      <ClientDevicesCard clientId={id} />
     </Screen>
   );
 }

@@ -1,37 +1,55 @@
-// The client's quota warnings (50, 80, 100 % of a byte cap in force), on the client's page and
-// the session detail: read from the client record (GET /v2/clients/{id}) when shown and every
-// 10 s while shown, worded by lib/quota-words.ts. Nothing is shown under 50 % or on an error
-// (the page's other cards tell a server that does not answer).
-import { useEffect, useState } from 'react';
-import { getClient } from '../store/index.ts';
+// Warnings before a client is cut (50, 80, 100 % of a byte cap in force), worded by
+// lib/quota-words.ts from the client record the clients slice holds (GET /v2/clients): on the
+// client's page and the session detail (QuotaNotice, one client), and above the clients list
+// (QuotaBanner, every client the list holds). Nothing is shown under 50 %.
+import { useEffect } from 'react';
+import { loadClient, useStore } from '../store/index.ts';
+import { selectClient, selectClientOrder, selectClients } from '../store/selectors.ts';
 import { quotaWarnings, type QuotaWarning } from '../lib/quota-words.ts';
 
 const REFRESH_MS = 10_000;
+const BANNER_MAX = 5;
 
-export function QuotaNotice({ clientId }: { clientId: string }) {
-  const [warnings, setWarnings] = useState<QuotaWarning[]>([]);
+function Warning({ w }: { w: QuotaWarning }) {
+  return (
+    <p className={`notice quota-notice${w.threshold === 100 ? ' quota-full' : ''}`} role="status" data-threshold={w.threshold}>
+      {w.text}
+    </p>
+  );
+}
+
+/** One client's warnings; `load`: read the client now and every 10 s (the client's page reads it already). */
+export function QuotaNotice({ clientId, load = true }: { clientId: string; load?: boolean }) {
+  const c = useStore(selectClient(clientId));
   useEffect(() => {
-    let live = true;
-    const load = () =>
-      getClient(clientId).then(
-        (c) => live && setWarnings(quotaWarnings(c)),
-        () => live && setWarnings([]),
-      );
-    void load();
-    const t = setInterval(() => void load(), REFRESH_MS);
-    return () => {
-      live = false;
-      clearInterval(t);
-    };
-  }, [clientId]);
+    if (!load) return;
+    void loadClient(clientId);
+    const t = setInterval(() => void loadClient(clientId), REFRESH_MS);
+    return () => clearInterval(t);
+  }, [clientId, load]);
+  const warnings = c ? quotaWarnings(c) : [];
   if (warnings.length === 0) return null;
   return (
     <div className="quota-warnings" data-testid="quota-warnings">
       {warnings.map((w) => (
-        <p key={w.direction} className={`notice quota-notice${w.threshold === 100 ? ' quota-full' : ''}`} role="status" data-threshold={w.threshold}>
-          {w.text}
-        </p>
+        <Warning key={w.direction} w={w} />
       ))}
+    </div>
+  );
+}
+
+/** The warnings of every client the list holds, the fullest first (at most five, then how many more). */
+export function QuotaBanner() {
+  const clients = useStore(selectClients);
+  const order = useStore(selectClientOrder);
+  const all = order.flatMap((id) => (clients[id] ? quotaWarnings(clients[id]).map((w) => ({ id, w })) : [])).sort((a, b) => b.w.percent - a.w.percent);
+  if (all.length === 0) return null;
+  return (
+    <div className="quota-warnings" data-testid="quota-banner" aria-label="Clients near their caps">
+      {all.slice(0, BANNER_MAX).map(({ id, w }) => (
+        <Warning key={`${id}:${w.direction}`} w={w} />
+      ))}
+      {all.length > BANNER_MAX ? <p className="muted small">and {all.length - BANNER_MAX} more near or over a cap</p> : null}
     </div>
   );
 }

@@ -4,9 +4,11 @@
 import { useEffect, useState } from 'react';
 import type { AuditPage, SessionEvent } from '../../../common/api-types.ts';
 import { formatBytes, formatDateTime, formatDuration, formatSpeed, formatTime } from '../lib/format.ts';
-import { fetchSession, listAudit, navigate, pollStatus, setPaused, useStore, watchHistory, watchTimeline, type SessionView } from '../store/index.ts';
-import { readStore, selectActionError, selectActionPending, selectSession, selectSpeedHistory, selectTimeline } from '../store/selectors.ts';
-import { CopyButton, EmptyState, ErrorBanner, Field, Screen, Spinner, StatusBadge } from '../components/ui.tsx';
+import { fetchSession, listAudit, loadClient, navigate, pollStatus, setPaused, useStore, watchHistory, watchTimeline, type SessionView } from '../store/index.ts';
+import { readStore, selectClient, selectActionError, selectActionPending, selectSession, selectSpeedHistory, selectTimeline } from '../store/selectors.ts';
+import { CopyButton, EmptyState, ErrorBanner, Field, Screen, Spinner } from '../components/ui.tsx';
+import { Badges } from '../components/standing.tsx';
+import { linkBlock, sessionBadges } from '../lib/standing.ts';
 import { SpeedChart } from '../components/SpeedChart.tsx';
 import { routeHref } from '../store/routing.ts';
 import { QrImage } from '../components/Qr.tsx';
@@ -156,19 +158,30 @@ function SessionTimeline({ id, paused }: { id: string; paused: boolean | undefin
   );
 }
 
-/** The configuration link (copy, QR) and the configuration as fields. */
-function ConnectCard({ s }: { s: SessionView }) {
+/**
+ * The configuration link (copy, QR) and the configuration as fields. A link that can carry no
+ * traffic now is greyed, with the reason; one that never will again (ended, expired) cannot be
+ * copied either, while one refused for a while (paused, over quota, client disabled or
+ * expired) still can: it works again, unchanged, once the reason is lifted.
+ */
+function ConnectCard({ s, block }: { s: SessionView; block: ReturnType<typeof linkBlock> }) {
   const c = s.configuration;
   return (
     <div className="card">
       <h2>Connect</h2>
       <p className="help">Import this link into a VLESS client (v2rayN, v2rayNG, Nekoray, Shadowrocket…), or scan the code.</p>
-      <div className="link-row">
+      {block ? (
+        <p className="notice link-blocked" role="status" id="link-blocked" data-testid="link-blocked" data-final={block.final}>
+          <strong>{block.final ? 'This link no longer works.' : 'This link is refused for now.'}</strong> {block.reason}
+          {block.final ? ' Copying it is turned off.' : ' It can still be copied: the same link works again once this is lifted.'}
+        </p>
+      ) : null}
+      <div className={block ? 'link-row greyed' : 'link-row'} aria-describedby={block ? 'link-blocked' : undefined}>
         <code className="link" data-testid="configuration-link">{s.configuration_link}</code>
-        <CopyButton text={s.configuration_link} label="Copy link" />
+        <CopyButton text={s.configuration_link} label="Copy link" disabled={block?.final} title={block?.reason} />
       </div>
-      <div className="qr-box">
-        <QrImage text={s.configuration_link} label="QR code of the configuration link" size={168} />
+      <div className={block ? 'qr-box greyed' : 'qr-box'}>
+        <QrImage text={s.configuration_link} label={block ? `QR code of the configuration link (${block.final ? 'no longer works' : 'refused for now'})` : 'QR code of the configuration link'} size={168} />
       </div>
       <h3>Configuration</h3>
       <dl className="kvs">
@@ -192,17 +205,24 @@ export function SessionDetail({ id }: { id: string }) {
   const pending = useStore(selectActionPending(id));
   const actionError = useStore(selectActionError(id));
   const { missing, loadError, retry } = useSessionLoad(id);
+  const client = useStore(selectClient(s?.client_id ?? ''));
+  const clientId = s?.client_id;
+  useEffect(() => {
+    if (clientId) void loadClient(clientId);
+  }, [clientId]);
   if (!s) return <SessionMissing missing={missing} loadError={loadError} retry={retry} />;
 
   const canPause = s.reusable && !s.paused && s.status !== 'ended';
   const canResume = s.reusable && s.paused && s.status !== 'ended';
+  const now = Date.now();
+  const block = linkBlock(s, client, now);
   return (
     <Screen
       name="detail"
       title={<>Session <span className="mono">{s.id.slice(0, 8)}</span></>}
       head={
         <>
-          <StatusBadge status={s.status} paused={s.paused} />
+          <Badges badges={sessionBadges(s, client, now)} />
           <span className="grow" />
           <div className="btn-group" role="group" aria-label="Session actions">
             <button type="button" className="btn" disabled={!canPause || pending} onClick={() => void setPaused(id, true)}>
@@ -243,7 +263,7 @@ export function SessionDetail({ id }: { id: string }) {
           <SpeedChart samples={history ?? []} />
         </div>
 
-        <ConnectCard s={s} />
+        <ConnectCard s={s} block={block} />
       </div>
 
       <div className="grid2">

@@ -2,43 +2,16 @@
 // live counters. Arrow keys move between rows; Enter opens one.
 import { useVirtualizer } from '@tanstack/react-virtual';
 import { useEffect, useRef, useState, type KeyboardEvent } from 'react';
-import { formatBytes, formatDuration, formatSpeed } from '../lib/format.ts';
 import { PHONE_QUERY, useMediaQuery } from '../lib/media.ts';
 import { routeHref } from '../store/routing.ts';
-import { loadSessions, navigate, setSessionFilter, syncNewest, useStore } from '../store/index.ts';
-import { selectClientIds, selectFilteredIds, selectSession, selectSessionCount, selectSessionFilter, selectSessionsError, selectSessionsLoad, selectZones } from '../store/selectors.ts';
+import { loadClients, loadSessions, navigate, setSessionFilter, syncNewest, useStore } from '../store/index.ts';
+import { SessionRow } from './SessionRow.tsx';
+import { selectClientIds, selectFilteredIds, selectSessionCount, selectSessionFilter, selectSessionsError, selectSessionsLoad, selectZones } from '../store/selectors.ts';
 import { EmptyState, ErrorBanner, Screen, Spinner, StatusBadge } from '../components/ui.tsx';
 
-const ROW = 44;
-/** Below 768 px each row is a card of three lines (phone.css). */
-const PHONE_ROW = 84;
-
-function Row({ id, index, top, now }: { id: string; index: number; top: number; now: number }) {
-  const s = useStore(selectSession(id));
-  if (!s) return null;
-  // A speed not refreshed for 12 s (stats arrive every 5 s) is stale: show zero.
-  const fresh = now - s.sampled_at < 12_000;
-  return (
-    <a
-      role="row"
-      aria-rowindex={index + 2}
-      className="srow"
-      href={routeHref({ name: 'session', id })}
-      data-index={index}
-      data-session-id={id}
-      style={{ transform: `translateY(${top}px)` }}
-      aria-label={`Session for ${s.client_id} in ${s.zone}, ${s.status}${s.paused ? ', paused' : ''}`}
-    >
-      <span role="cell" className="c-client" title={s.client_id}>{s.client_id}</span>
-      <span role="cell" className="c-zone">{s.zone}</span>
-      <span role="cell" className="c-status"><StatusBadge status={s.status} paused={s.paused} /></span>
-      <span role="cell" className="c-num"><span className="srow-label" aria-hidden="true">↑ </span>{formatBytes(s.uploaded_bytes)}</span>
-      <span role="cell" className="c-num"><span className="srow-label" aria-hidden="true">↓ </span>{formatBytes(s.downloaded_bytes)}</span>
-      <span role="cell" className="c-num"><span className="srow-label" aria-hidden="true">Speed </span>{fresh ? `${formatSpeed(s.up_speed)} / ${formatSpeed(s.down_speed)}` : '—'}</span>
-      <span role="cell" className="c-num"><span className="srow-label" aria-hidden="true">For </span>{formatDuration(s.duration)}</span>
-    </a>
-  );
-}
+const ROW = 56;
+/** Below 768 px each row is a card of four lines (phone.css). */
+const PHONE_ROW = 124;
 
 /** The clients of the loaded sessions, each a link to its client view (subscription, sessions). */
 function ClientLinks() {
@@ -64,12 +37,13 @@ function HeaderRow() {
   return (
     <div className="srow srow-head" role="row" aria-rowindex={1} aria-label="Columns">
       <span role="columnheader">Client</span>
-      <span role="columnheader">Zone</span>
       <span role="columnheader">Status</span>
+      <span role="columnheader">Usage of cap</span>
       <span role="columnheader" className="c-num">Uploaded</span>
       <span role="columnheader" className="c-num">Downloaded</span>
-      <span role="columnheader" className="c-num">Speed up / down</span>
-      <span role="columnheader" className="c-num">Duration</span>
+      <span role="columnheader" className="c-num c-speed">Speed up / down</span>
+      <span role="columnheader" className="c-num c-duration">Duration</span>
+      <span role="columnheader" className="c-actions">Actions</span>
     </div>
   );
 }
@@ -93,6 +67,7 @@ function SessionFilters() {
         <option value="idle">Idle</option>
         <option value="ended">Ended</option>
         <option value="paused">Paused</option>
+        <option value="over_quota">Over quota</option>
       </select>
     </label>
     <label>
@@ -116,8 +91,17 @@ function useSessionSync(): number {
   useEffect(() => {
     const t = setInterval(() => setNow(Date.now()), 2000);
     // Sessions made elsewhere (the API, another window) show up within 5 s.
-    const sync = setInterval(() => void syncNewest(), 5000);
-    const onFocus = () => void syncNewest();
+    // The clients' standing (over quota, disabled, usage against the cap) every 10 s.
+    void loadClients();
+    let tick = 0;
+    const sync = setInterval(() => {
+      void syncNewest();
+      if (++tick % 2 === 0) void loadClients();
+    }, 5000);
+    const onFocus = () => {
+      void syncNewest();
+      void loadClients();
+    };
     window.addEventListener('focus', onFocus);
     return () => {
       clearInterval(t);
@@ -147,7 +131,7 @@ export function SessionsScreen() {
 
   const onKeyDown = (e: KeyboardEvent<HTMLDivElement>) => {
     if (e.key !== 'ArrowDown' && e.key !== 'ArrowUp' && e.key !== 'Home' && e.key !== 'End') return;
-    const current = (document.activeElement as HTMLElement | null)?.dataset?.index;
+    const current = (document.activeElement as HTMLElement | null)?.closest<HTMLElement>('[data-index]')?.dataset.index;
     let i = current === undefined ? -1 : Number(current);
     if (e.key === 'ArrowDown') i = Math.min(ids.length - 1, i + 1);
     else if (e.key === 'ArrowUp') i = Math.max(0, i - 1);
@@ -193,7 +177,7 @@ export function SessionsScreen() {
           <div ref={parentRef} className="table-body" onKeyDown={onKeyDown} data-testid="session-scroller">
             <div role="rowgroup" style={{ height: virtualizer.getTotalSize(), position: 'relative' }}>
               {virtualizer.getVirtualItems().map((v) => (
-                <Row key={ids[v.index]} id={ids[v.index]} index={v.index} top={v.start} now={now} />
+                <SessionRow key={ids[v.index]} id={ids[v.index]} index={v.index} top={v.start} now={now} />
               ))}
             </div>
           </div>

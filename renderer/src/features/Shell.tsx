@@ -8,7 +8,8 @@ import { dismissToast, useStore } from '../store/index.ts';
 import { selectRoute, selectStreamState, selectToasts, useSignedInAs, useTotals } from '../store/selectors.ts';
 
 const NAV: Array<{ label: string; route: Route; match: Route['name'][] }> = [
-  { label: 'Sessions', route: { name: 'sessions' }, match: ['sessions', 'session', 'client'] },
+  { label: 'Sessions', route: { name: 'sessions' }, match: ['sessions', 'session'] },
+  { label: 'Clients', route: { name: 'clients' }, match: ['clients', 'client'] },
   { label: 'New session', route: { name: 'new' }, match: ['new'] },
   { label: 'Dashboard', route: { name: 'dashboard' }, match: ['dashboard'] },
   { label: 'Limits', route: { name: 'limits', scope: 'global' }, match: ['limits'] },

@@ -2,7 +2,7 @@
 // (GET /v2/clients/{id}: `limits` in force and the current `period`'s usage; lifetime totals when
 // the caps do not renew): "alice has used 80 % of the monthly download cap (8.0 GB of 10 GB)".
 // The server sends the same thresholds as the usage_threshold webhook (50, 80, 100 %).
-import type { Client } from '../../../common/api-types.ts';
+import type { Client } from '../../../common/client-types.ts';
 import { formatDateTime } from './format.ts';
 
 export interface QuotaWarning {

@@ -37,7 +37,6 @@ export function createElectronPlatform(bridge: AppBridge): Platform {
     sessionConnections: (id) => unwrap(bridge.sessionConnections(id)),
     sessionRefusals: (id) => unwrap(bridge.sessionRefusals(id)),
     clientRefusals: (c) => unwrap(bridge.clientRefusals(c)),
-    getClient: (c) => unwrap(bridge.getClient(c)),
     openApiDocument: () => unwrap(bridge.openApiDocument()),
     copyApiToken: () => unwrap(bridge.copyApiToken()),
     listZones: () => unwrap(bridge.listZones()),
@@ -65,6 +64,15 @@ export function createElectronPlatform(bridge: AppBridge): Platform {
     lanSharing: () => unwrap(bridge.lanSharing()),
     setLanSharing: (r) => unwrap(bridge.setLanSharing(r)),
     usage: (q) => unwrap(bridge.usage(q)),
+    listClients: (q) => unwrap(bridge.listClients(q)),
+    getClient: (c) => unwrap(bridge.getClient(c)),
+    updateClient: (c, b) => unwrap(bridge.updateClient(c, b)),
+    getClientLimits: (c) => unwrap(bridge.getClientLimits(c)),
+    updateClientLimits: (c, b) => unwrap(bridge.updateClientLimits(c, b)),
+    deleteClientLimits: (c) => unwrap(bridge.deleteClientLimits(c)),
+    resetClientUsage: (c) => unwrap(bridge.resetClientUsage(c)),
+    listDevices: (c) => unwrap(bridge.listDevices(c)),
+    deleteDevice: (c, hwid) => unwrap(bridge.deleteDevice(c, hwid)),
   };
 
   return {

@@ -76,6 +76,7 @@ type Call = <T>(method: string, path: string, body?: unknown) => Promise<T>;
 function webOps(call: Call, getToken: () => string | null, baseUrl: string): Platform['ops'] {
   const limitsPath = (scope: LimitScope) => `/customer/limits/${encodeURIComponent(scope)}`;
   const subscriptionPath = (clientId: string) => `/subscriptions/${encodeURIComponent(clientId)}`;
+  const clientPath = (clientId: string) => `/clients/${encodeURIComponent(clientId)}`;
   const qs = buildQuery;
 
   return {
@@ -88,7 +89,6 @@ function webOps(call: Call, getToken: () => string | null, baseUrl: string): Pla
     sessionConnections: (id) => call('GET', `/sessions/${encodeURIComponent(id)}/connections`),
     sessionRefusals: (id) => call('GET', `/sessions/${encodeURIComponent(id)}/refusals`),
     clientRefusals: (clientId) => call('GET', `/clients/${encodeURIComponent(clientId)}/refusals`),
-    getClient: (clientId) => call('GET', `/clients/${encodeURIComponent(clientId)}`),
     openApiDocument: () => call('GET', '/openapi.json'),
     copyApiToken: async () => {
       const token = getToken();
@@ -124,6 +124,15 @@ function webOps(call: Call, getToken: () => string | null, baseUrl: string): Pla
       throw new ApiError({ status: 400, code: 'not_supported', message: WEB_LAN_REASON, details: {} });
     },
     usage: (q) => call('GET', `/usage${qs({ ...q })}`),
+    listClients: (q) => call('GET', `/clients${qs({ ...q })}`),
+    getClient: (c) => call('GET', clientPath(c)),
+    updateClient: (c, body) => call('PATCH', clientPath(c), body),
+    getClientLimits: (c) => call('GET', `${clientPath(c)}/limits`),
+    updateClientLimits: (c, body) => call('PATCH', `${clientPath(c)}/limits`, body),
+    deleteClientLimits: (c) => call('DELETE', `${clientPath(c)}/limits`),
+    resetClientUsage: (c) => call('POST', `${clientPath(c)}/reset-usage`),
+    listDevices: (c) => call('GET', `${clientPath(c)}/devices`),
+    deleteDevice: (c, hwid) => call('DELETE', `${clientPath(c)}/devices/${encodeURIComponent(hwid)}`),
   } satisfies Omit<PlatformOps, 'openStream' | 'closeStream'>;
 }
 

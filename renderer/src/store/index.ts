@@ -1,10 +1,11 @@
-// One zustand store made of slices (slices/: app, zones, sessions, events, limits, sharing,
+// One zustand store made of slices (slices/: app, zones, sessions, events, limits, sharing, clients,
 // webhooks, history), in the zustand slices pattern; their shapes are in state.ts. Actions are
 // the only writers, and the only way screens reach the platform; screens read through the named
 // selectors in selectors.ts; events from the platform enter through bridge.ts; the pure view
 // logic is in session-view.ts and event-merge.ts; routes are in routing.ts.
 import { create } from 'zustand';
 import { createAppSlice } from './slices/app.ts';
+import { createClientsSlice } from './slices/clients.ts';
 import { createEventsSlice } from './slices/events.ts';
 import { createHistorySlice } from './slices/history.ts';
 import { createLimitsSlice } from './slices/limits.ts';
@@ -25,6 +26,7 @@ export const useStore = create<State>()((...a) => ({
   ...createWebhooksSlice(...a),
   ...createSupportSlice(...a),
   ...createHistorySlice(...a),
+  ...createClientsSlice(...a),
 }));
 
 // The actions never change after the store is made, so components and the bridge import them
@@ -82,13 +84,21 @@ export const {
   sessionConnections,
   sessionRefusals,
   clientRefusals,
-  getClient,
   watchTimeline,
   loadUsage,
   listAudit,
+  loadClients,
+  loadClient,
+  updateClient,
+  resetClientUsage,
+  loadClientLimits,
+  saveClientLimits,
+  deleteClientLimits,
+  loadDevices,
+  removeDevice,
 } = useStore.getState();
 
-export type { LimitsState, State, SubscriptionEntry, Toast } from './state.ts';
+export type { DevicesEntry, LimitsState, OverrideState, State, SubscriptionEntry, Toast } from './state.ts';
 export type { SessionView } from './session-view.ts';
 export type { Theme } from './theme.ts';
 export { scopeTitle } from './slices/limits.ts';

@@ -1,4 +1,4 @@
-// Routes of the app and their hash addresses (`#/sessions/<id>`, `#/clients/<id>`, `#/limits/client`, ...).
+// Routes of the app and their hash addresses (`#/sessions/<id>`, `#/clients`, `#/clients/<id>`, `#/limits/client`, ...).
 // The hash is the truth: the store's `navigate` action changes it, and the bridge turns each
 // hashchange into the store's `route`. Pure: parseHash and routeHref know nothing of the store.
 import type { LimitScope } from '../../../common/api-types.ts';
@@ -8,6 +8,7 @@ export type Route =
   | { name: 'dashboard' }
   | { name: 'new' }
   | { name: 'session'; id: string }
+  | { name: 'clients' }
   | { name: 'client'; id: string }
   | { name: 'limits'; scope: LimitScope }
   | { name: 'events' }
@@ -24,7 +25,7 @@ export function parseHash(hash: string): Route {
     case 'sessions':
       return parts[1] ? { name: 'session', id: parts[1] } : { name: 'sessions' };
     case 'clients':
-      return parts[1] ? { name: 'client', id: parts[1] } : { name: 'sessions' };
+      return parts[1] ? { name: 'client', id: parts[1] } : { name: 'clients' };
     case 'limits':
       return { name: 'limits', scope: parts[1] === 'client' || parts[1] === 'session' ? parts[1] : 'global' };
     case 'events':

@@ -111,3 +111,15 @@ export function useSignedInAs(): string | null {
 }
 
 export { useShallow };
+
+// Clients: their standing, each one's limits override and devices.
+export const selectClients = (s: State) => s.clients;
+export const selectClientOrder = (s: State) => s.clientOrder;
+export const selectClientsLoad = (s: State) => s.clientsLoad;
+export const selectClientsError = (s: State) => s.clientsError;
+/** A client's record from the clients API; undefined before it answers (or without that API). */
+export const selectClient = (id: string) => (s: State) => s.clients[id];
+export const selectClientPending = (id: string) => (s: State) => !!s.clientPending[id];
+export const selectClientError = (id: string) => (s: State) => s.clientError[id] ?? null;
+export const selectOverride = (id: string) => (s: State) => s.overrides[id];
+export const selectDevices = (id: string) => (s: State) => s.devices[id];

@@ -109,7 +109,17 @@ export function mergeNewest(
 ): { sessions: Record<string, SessionView>; sessionOrder?: string[] } | null {
   const changed = listed.filter((s) => {
     const p = shown.sessions[s.id];
-    return !p || p.status !== s.status || p.paused !== s.paused || p.uploaded_bytes !== s.uploaded_bytes || p.downloaded_bytes !== s.downloaded_bytes || p.duration !== s.duration;
+    return (
+      !p ||
+      p.status !== s.status ||
+      p.paused !== s.paused ||
+      p.uploaded_bytes !== s.uploaded_bytes ||
+      p.downloaded_bytes !== s.downloaded_bytes ||
+      p.duration !== s.duration ||
+      !!p.over_quota !== !!s.over_quota ||
+      p.over_quota_until !== s.over_quota_until ||
+      p.expires_at !== s.expires_at
+    );
   });
   if (!changed.length) return null;
   const sessions = { ...shown.sessions };
@@ -130,7 +140,7 @@ export function filterSessionIds(sessions: Record<string, SessionView>, order: s
   return order.filter((id) => {
     const v = sessions[id];
     if (!v) return false;
-    if (status === 'paused' ? !v.paused : status && v.status !== status) return false;
+    if (status === 'paused' ? !v.paused : status === 'over_quota' ? !v.over_quota : status && v.status !== status) return false;
     if (zone && v.zone !== zone) return false;
     if (q && !v.client_id.toLowerCase().includes(q) && !v.id.startsWith(q)) return false;
     return true;

@@ -22,6 +22,7 @@ import type {
   Zone,
 } from '../../../common/api-types.ts';
 import type { ApiErrorInfo } from '../../../common/result.ts';
+import type { Client, ClientOverride, ClientOverrideUpdate, ClientUpdate, Device } from '../../../common/client-types.ts';
 import { getPlatform, type Platform } from '../platform/index.ts';
 import type { PlatformOps } from '../platform/platform.ts';
 import type { Route } from './routing.ts';
@@ -199,8 +200,6 @@ export interface SupportSlice {
   sessionConnections: PlatformOps['sessionConnections'];
   sessionRefusals: PlatformOps['sessionRefusals'];
   clientRefusals: PlatformOps['clientRefusals'];
-  /** One client's record: limits in force and the period's usage (quota notices). */
-  getClient: PlatformOps['getClient'];
 }
 
 export interface HistorySlice {
@@ -214,7 +213,48 @@ export interface HistorySlice {
   listAudit: PlatformOps['listAudit'];
 }
 
-export type State = AppSlice & ZonesSlice & SessionsSlice & EventsSlice & LimitsSlice & SharingSlice & WebhooksSlice & SupportSlice & HistorySlice;
+/** A client's own limits override: unset when it has none (the template applies). */
+export interface OverrideState {
+  load: Load | 'unset' | 'forbidden';
+  record: ClientOverride | null;
+  error: ApiErrorInfo | null;
+  saving: boolean;
+}
+
+export interface DevicesEntry {
+  load: Load;
+  devices: Device[];
+  error: ApiErrorInfo | null;
+  /** The hwid being removed, if any. */
+  removing: string | null;
+}
+
+export interface ClientsSlice {
+  clients: Record<string, Client>;
+  /** As the server lists them. */
+  clientOrder: string[];
+  /** `unsupported`: the server has no clients API (the screens fall back on the sessions). */
+  clientsLoad: Load | 'unsupported';
+  clientsError: ApiErrorInfo | null;
+  clientPending: Record<string, boolean>;
+  clientError: Record<string, ApiErrorInfo | null>;
+  overrides: Record<string, OverrideState>;
+  devices: Record<string, DevicesEntry>;
+
+  loadClients(): Promise<void>;
+  loadClient(id: string): Promise<void>;
+  /** Disable or enable (disabling cuts live connections), set or clear the expiry. */
+  updateClient(id: string, body: ClientUpdate): Promise<boolean>;
+  resetClientUsage(id: string): Promise<boolean>;
+  loadClientLimits(id: string): Promise<void>;
+  saveClientLimits(id: string, body: ClientOverrideUpdate): Promise<boolean>;
+  /** Removes the override: the template applies again. */
+  deleteClientLimits(id: string): Promise<boolean>;
+  loadDevices(id: string): Promise<void>;
+  removeDevice(id: string, hwid: string): Promise<boolean>;
+}
+
+export type State = AppSlice & ZonesSlice & SessionsSlice & EventsSlice & LimitsSlice & SharingSlice & WebhooksSlice & SupportSlice & HistorySlice & ClientsSlice;
 
 export type SliceCreator<Slice> = StateCreator<State, [], [], Slice>;
 

@@ -6,5 +6,4 @@ export const createSupportSlice: SliceCreator<SupportSlice> = () => ({
   sessionConnections: (id) => ops().sessionConnections(id),
   sessionRefusals: (id) => ops().sessionRefusals(id),
   clientRefusals: (clientId) => ops().clientRefusals(clientId),
-  getClient: (clientId) => ops().getClient(clientId),
 });

@@ -1,0 +1,138 @@
+// Every client of the customer at a glance: its status in words, its usage against the byte
+// cap in force, how many sessions it has and when it was last seen; each row opens the client
+// page. Read again every 10 s while open. A server without the clients API gets the clients
+// of the loaded sessions instead, each a link to its page.
+import { useEffect, useState } from 'react';
+import { CLIENT_STATUSES, type ClientStatus } from '../../../common/client-types.ts';
+import { clientBadges, clientUsage, lastSeenWords } from '../lib/standing.ts';
+import { routeHref } from '../store/routing.ts';
+import { loadClients, navigate, useStore } from '../store/index.ts';
+import { selectClientIds, selectClientOrder, selectClients, selectClientsError, selectClientsLoad } from '../store/selectors.ts';
+import { AnyOrOptions, EmptyState, ErrorBanner, Screen, Spinner } from '../components/ui.tsx';
+import { QuotaBanner } from './QuotaNotice.tsx';
+import { Badges, UsageBar } from '../components/standing.tsx';
+
+function useClientsSync(): number {
+  const [now, setNow] = useState(Date.now());
+  useEffect(() => {
+    void loadClients();
+    const t = setInterval(() => {
+      setNow(Date.now());
+      void loadClients();
+    }, 10_000);
+    return () => clearInterval(t);
+  }, []);
+  return now;
+}
+
+function ClientsTable({ ids, now }: { ids: string[]; now: number }) {
+  const clients = useStore(selectClients);
+  return (
+    <table className="events table-cards clients-table" aria-label="Clients">
+      <thead>
+        <tr aria-label="Columns">
+          <th scope="col">Client</th>
+          <th scope="col">Status</th>
+          <th scope="col">Usage of cap</th>
+          <th scope="col" className="c-num">Sessions</th>
+          <th scope="col">Last seen</th>
+        </tr>
+      </thead>
+      <tbody>
+        {ids.map((id) => {
+          const c = clients[id]!;
+          const badges = clientBadges(c, now);
+          return (
+            <tr key={id} data-client-id={id} aria-label={`${id}: ${badges.map((b) => b.text).join(', ')}`}>
+              <td data-label="Client" className="c-client">
+                <a href={routeHref({ name: 'client', id })} aria-label={`Client ${id}`}>
+                  {id}
+                </a>
+              </td>
+              <td data-label="Status">
+                <Badges badges={badges} />
+              </td>
+              <td data-label="Usage">
+                <UsageBar usage={clientUsage(c)} label={`Usage of ${id} against its byte cap`} />
+              </td>
+              <td data-label="Sessions" className="c-num">
+                {c.sessions}
+              </td>
+              <td data-label="Last seen">{lastSeenWords(c.last_seen, c.status === 'active', now)}</td>
+            </tr>
+          );
+        })}
+      </tbody>
+    </table>
+  );
+}
+
+/** Without the clients API: the clients of the loaded sessions. */
+function SessionClients() {
+  const ids = useStore(selectClientIds);
+  return (
+    <div className="card">
+      <p className="help">This server does not list clients on their own; these are the clients of the loaded sessions.</p>
+      <ul className="plain-list" aria-label="Clients">
+        {ids.map((c) => (
+          <li key={c}>
+            <a href={routeHref({ name: 'client', id: c })} aria-label={`Client ${c}`}>
+              {c}
+            </a>
+          </li>
+        ))}
+      </ul>
+    </div>
+  );
+}
+
+export function ClientsScreen() {
+  const now = useClientsSync();
+  const order = useStore(selectClientOrder);
+  const clients = useStore(selectClients);
+  const load = useStore(selectClientsLoad);
+  const error = useStore(selectClientsError);
+  const [status, setStatus] = useState<ClientStatus | ''>('');
+  const ids = status ? order.filter((id) => clients[id]?.status === status) : order;
+  return (
+    <Screen
+      name="clients"
+      title="Clients"
+      head={
+        <>
+          <span className="muted">{load === 'ready' ? `${order.length} client${order.length === 1 ? '' : 's'}` : ''}</span>
+          {load === 'loading' ? <Spinner label="Loading clients…" /> : null}
+          <span className="grow" />
+          <button type="button" className="btn" onClick={() => void loadClients()}>
+            Refresh
+          </button>
+        </>
+      }
+    >
+      <ErrorBanner error={error} onRetry={() => void loadClients()} />
+      {load === 'unsupported' ? (
+        <SessionClients />
+      ) : load === 'ready' && order.length === 0 ? (
+        <EmptyState title="No clients yet">
+          <p>A client appears here with its first session: its usage, limits, expiry and devices are managed on its page.</p>
+          <button type="button" className="btn btn-primary" onClick={() => navigate({ name: 'new' })}>
+            Create a session
+          </button>
+        </EmptyState>
+      ) : order.length > 0 ? (
+        <>
+          <QuotaBanner />
+          <div className="filters" role="search">
+            <label>
+              <span>Status</span>
+              <select value={status} onChange={(e) => setStatus(e.target.value as ClientStatus | '')}>
+                <AnyOrOptions any="All" values={CLIENT_STATUSES} />
+              </select>
+            </label>
+          </div>
+          {ids.length === 0 ? <EmptyState title="No client has this status" /> : <ClientsTable ids={ids} now={now} />}
+        </>
+      ) : null}
+    </Screen>
+  );
+}
