@@ -141,10 +141,7 @@ async function compose(opts: ServerOptions, config: ResolvedConfig, tls: TlsCert
   if (usage) owned.add(() => usage.close());
   const audit = new AuditTrail(data, log);
   const webhooks = await createWebhooks(opts, { store: backend.webhookStore, clusterKey: backend.clusterKey, log, audit });
-  // Usage thresholds: sessions touched where their counters are written (the local data plane's
-  // saves on SQLite, its journal's reports on PostgreSQL, the nodes' reports), checked each second.
-  const thresholds = new ThresholdWatch({ data, webhooks, log, ...(opts.thresholdsEveryMs ? { everyMs: opts.thresholdsEveryMs } : {}) });
-  backend.onCountersApplied?.((ids) => ids.forEach((id) => thresholds.touch(id)));
+  const thresholds = thresholdWatch(opts, backend, webhooks, log);
   // Stopped after the data plane's last saves were written (a last pass checks them), before the store closes.
   owned.add(() => thresholds.stop());
   // What the data plane left to write is flushed after it closed, before the store closes.
@@ -212,6 +209,16 @@ async function compose(opts: ServerOptions, config: ResolvedConfig, tls: TlsCert
     owned,
     close: () => owned.dispose(),
   };
+}
+
+/**
+ * Usage thresholds: sessions touched where their counters are written (the local data plane's
+ * saves on SQLite, its journal's reports on PostgreSQL, the nodes' reports), checked each second.
+ */
+function thresholdWatch(opts: ServerOptions, backend: Backend, webhooks: WebhookService | null, log: Logger): ThresholdWatch {
+  const watch = new ThresholdWatch({ data: backend.data, webhooks, log, ...(opts.thresholdsEveryMs ? { everyMs: opts.thresholdsEveryMs } : {}) });
+  backend.onCountersApplied?.((ids) => ids.forEach((id) => watch.touch(id)));
+  return watch;
 }
 
 export interface DataPlaneParts {
