@@ -1,8 +1,8 @@
 // Usage thresholds with real traffic through the VLESS data plane and a local webhook receiver:
 // a daily client download cap is crossed at 50, 80 and 100 %, each sent once (signed, with the
 // figures and the period); a restart of the server on the same data folder sends none of them
-// again; the next day (an injected wall clock) they are sent again for the new period. A
-// lifetime session cap sends its thresholds without a period. On PostgreSQL, two instances
+// again; the next day (an injected wall clock) they are sent again for the new period. Lifetime
+// session and global caps send their thresholds without a period. On PostgreSQL, two instances
 // carrying the same client's traffic send each threshold exactly once. A client's usage reset or
 // a changed cap lets the thresholds be sent again.
 import { test, before, after } from 'node:test';
@@ -125,7 +125,7 @@ test('a daily client cap: 50, 80 and 100 % once each, none again after a restart
   }
 });
 
-test('a lifetime session cap: thresholds of the session, without a period', async () => {
+test('lifetime session and global caps: thresholds of the session and of the customer, without a period', async () => {
   const dir = tempDir('vad-thresh-s-');
   const srv = await startServer(options(dir));
   try {
@@ -133,12 +133,16 @@ test('a lifetime session cap: thresholds of the session, without a period', asyn
     const call = (method: string, path: string, body?: unknown) => callApi(srv.baseUrl, owner, method, path, body);
     assert.equal((await call('POST', '/webhooks', { url, events: ['usage_threshold'] })).status, 201);
     assert.equal((await call('PATCH', '/customer/limits/session', { uploaded_bytes: 400_000 })).status, 200);
+    assert.equal((await call('PATCH', '/customer/limits/global', { uploaded_bytes: 600_000 })).status, 200);
     const id: string = (await call('POST', '/sessions', { client_id: 'bob', zone: 'de-fra', reusable: true })).json.id;
     await pushThroughEcho(srv.vlessTcpPort!, id, echo.port, 340_000);
     await waitFor(() => of((p) => p.session_id === id && p.threshold === 80).length > 0, 10_000, 'the session\'s 80 % webhook');
     const mine = of((p) => p.session_id === id);
     assert.deepEqual(mine.map((g) => g.data.threshold), [50, 80], 'in order, 100 not reached');
     assert.deepEqual({ ...mine[0]!.data, used_bytes: 0 }, { scope: 'session', session_id: id, client_id: 'bob', direction: 'upload', threshold: 50, used_bytes: 0, cap_bytes: 400_000 });
+    // The customer's (global) cap: its thresholds name neither a session nor a client.
+    await waitFor(() => of((p) => p.scope === 'global').length > 0, 10_000, 'the global 50 % webhook');
+    assert.deepEqual(of((p) => p.scope === 'global').map((g) => ({ ...g.data, used_bytes: 0 })), [{ scope: 'global', direction: 'upload', threshold: 50, used_bytes: 0, cap_bytes: 600_000 }]);
   } finally {
     await srv.close();
     removeDir(dir);
