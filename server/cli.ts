@@ -51,7 +51,7 @@ serve options (environment variable in brackets):
   --rate-limit N/S       requests per token per window, default 600/60    [VPN_ACCESS_RATE_LIMIT]
   --public-host HOST     host written into session configurations, default the bind host  [VPN_ACCESS_PUBLIC_HOST]
   --vless-tcp-port PORT  raw TCP VLESS port, default 8789, "off" disables  [VPN_ACCESS_VLESS_TCP_PORT]
-  --proxy-port PORT      HTTP proxy port, default 8788, "off" disables    [VPN_ACCESS_PROXY_PORT]
+  --proxy-port PORT      HTTP and SOCKS5 proxy port, default 8788, "off" disables [VPN_ACCESS_PROXY_PORT]
   --link-network ws|tcp  transport of the configurations handed out       [VPN_ACCESS_LINK_NETWORK]
   --tls auto|on|off      TLS on the API port, VLESS and the proxy; auto (default) turns it on
                          when the public host is not loopback, private or link-local  [VPN_ACCESS_TLS]

@@ -22,7 +22,7 @@ export interface NodeAnswer {
 export const INSPECT_TIMEOUT_MS = 1000;
 const MAX_CONNECTIONS = 1024;
 const MAX_REFUSALS = 100;
-const TRANSPORTS = new Set<Transport>(['ws', 'tcp', 'tls', 'proxy_connect', 'proxy_request']);
+const TRANSPORTS = new Set<Transport>(['ws', 'tcp', 'tls', 'proxy_connect', 'proxy_request', 'socks5']);
 
 interface Linked {
   name: string;

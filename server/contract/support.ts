@@ -8,8 +8,8 @@ import { CLIENT_ID_PATTERN, DateTime } from './schemas.ts';
 const ext = { 'x-extension': true } as const;
 
 const Transport = Type.Union(
-  [Type.Literal('ws'), Type.Literal('tcp'), Type.Literal('tls'), Type.Literal('proxy_connect'), Type.Literal('proxy_request')],
-  { description: 'VLESS over WebSocket, raw TCP or TLS; the HTTP proxy tunnel (CONNECT) or a plain-http request through it.' },
+  [Type.Literal('ws'), Type.Literal('tcp'), Type.Literal('tls'), Type.Literal('proxy_connect'), Type.Literal('proxy_request'), Type.Literal('socks5')],
+  { description: 'VLESS over WebSocket, raw TCP or TLS; the HTTP proxy tunnel (CONNECT) or a plain-http request through it; SOCKS5 on the proxy port (CONNECT or UDP ASSOCIATE).' },
 );
 
 const Node = Type.String({ description: 'The node that carries it: a catalogue node\'s name, or `local` (the server\'s own data plane).' });
@@ -45,7 +45,7 @@ export const Refusal = Type.Object(
       description:
         'Why: an admission reason (paused, ended, expired, not_reusable, max_reconnections, max_sessions, too_many_connections, ' +
         'connection_rate, session_cap, client_cap, global_cap, unknown, unavailable, client_disabled, client_expired) or a proxy ' +
-        'error code (proxy_auth_required, location_unavailable, destination_forbidden).',
+        'error code (proxy_auth_required, a malformed user name\'s code such as proxy_unknown_param, location_unavailable, destination_forbidden).',
     }),
     transport: Transport,
     client_address: Type.String(),

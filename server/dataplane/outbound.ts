@@ -26,7 +26,7 @@ const systemLookup: DnsLookup = (name) => lookup(name, { verbatim: true });
  * timeout (a resolver that never answers must not hold a connection, and its session, for ever).
  * The egress policy is then applied to the address (egress.ts).
  */
-async function resolveHost(host: string, policy: EgressPolicy, dns: DialOptions): Promise<{ address: string; family: 4 | 6 }> {
+export async function resolveHost(host: string, policy: EgressPolicy, dns: DialOptions): Promise<{ address: string; family: 4 | 6 }> {
   if (isIP(host)) return resolveDestination(host, policy);
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {

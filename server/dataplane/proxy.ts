@@ -1,4 +1,6 @@
-// Geo-targeted HTTP forward proxy (CONNECT and absolute-URI requests).
+// Geo-targeted HTTP forward proxy (CONNECT and absolute-URI requests). A client whose first byte
+// is 0x05 speaks SOCKS5 instead (socks5-serve.ts); both check credentials, place, admit and dial
+// through proxy-admission.ts.
 //
 // Credential scheme (Proxy-Authorization: Basic base64(user:password)):
 //   user     = <session-id>[-cc-<COUNTRY>][-city-<city>][-sessid-<key>][-sesstime-<min>][-strict]
@@ -21,36 +23,19 @@
 // session credential. (Keep-alive per destination was the alternative; it needs response
 // framing for every status and method, and buys little for a metered proxy.) A CONNECT tunnel
 // relays raw bytes both ways after its one authenticated head.
-import { isProxyUserError, parseProxyUser, type ParsedProxyUser, type ProxyUserError } from '../contract/proxy-string.ts';
 import { Connection } from './relay.ts';
 import type { ClientSide, ClientHandlers } from './sides.ts';
-import type { InboundContext } from './vless.ts';
-import type { ZoneInfo } from '../domain.ts';
-import { dialTcp, type OnData } from './outbound.ts';
-import { EgressRefused } from './egress.ts';
+import type { OnData } from './outbound.ts';
 import { type BodyEnd, bodyOf } from './proxy-body.ts';
 import { type Head, answerRewriter, endToEnd, header, parseHead } from './proxy-head.ts';
-import { dialRelay } from './relay-dial.ts';
-import type { GeoRoute } from './api.ts';
-import { isFloodRefusal } from './admission.ts';
-import { type ExitContext, pickExit, placeRoutes } from './exits.ts';
-import { SESSION_MOVED_HEADER, checkGeo, dialFailure, errorResponse, refusalCode } from './proxy-answer.ts';
+import { type ProxyContext, type ProxyRefusal, type ProxyUser, admitOn, answerAndClose as respond, authenticate, dialTarget, placeOf } from './proxy-admission.ts';
+import { SESSION_MOVED_HEADER, dialFailure, errorResponse } from './proxy-answer.ts';
+import { SOCKS_VERSION } from './socks5.ts';
+import { serveSocks5 } from './socks5-serve.ts';
+
+export type { ProxyContext } from './proxy-admission.ts';
 
 const MAX_HEAD = 16 * 1024;
-const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-export interface ProxyContext extends InboundContext, ExitContext {
-  zones(): ZoneInfo[];
-  sessionExists(id: string): boolean;
-}
-
-function respond(conn: Connection, res: Buffer): void {
-  if (conn.closed) return;
-  conn.preamble = undefined;
-  conn.client.write(res);
-  conn.client.end();
-  conn.timer(1000, () => conn.close('responded'));
-}
-
 /**
  * The client side as the relay sees it: once the request is known, only its body's bytes are
  * passed on (`gate`); later bytes are dropped.
@@ -62,6 +47,7 @@ function gatedSide(inner: ClientSide): { side: ClientSide; gate: Gate } {
   let filter: ((b: Buffer) => Buffer | undefined) | undefined;
   const side: ClientSide = {
     remote: inner.remote,
+    ...(inner.local ? { local: inner.local } : {}),
     bind: (h: ClientHandlers) => inner.bind({
       data: (b) => {
         const pass = filter ? filter(b) : b;
@@ -91,6 +77,8 @@ export function serveProxy(ctx: ProxyContext, client: ClientSide): Connection {
     if (!conn.lease && conn.preamble) conn.close('header_timeout');
   });
   conn.preamble = (b: Buffer) => {
+    // SOCKS5 on the same port: a client's first byte is its version, 0x05 (no HTTP method starts so)
+    if (buf.length === 0 && b[0] === SOCKS_VERSION) return serveSocks5(ctx, conn, b);
     buf = buf.length ? Buffer.concat([buf, b]) : b;
     const end = buf.indexOf('\r\n\r\n');
     if (end < 0) {
@@ -111,23 +99,13 @@ export function serveProxy(ctx: ProxyContext, client: ClientSide): Connection {
 
 const AUTH_HEADER = 'Proxy-Authenticate: Basic realm="vpn-access"';
 
-interface Credentials {
-  /** The proxy user, parsed (the session id, the place and the sticky options), or what is malformed in it. */
-  parsed: ParsedProxyUser | ProxyUserError;
-  sessionId: string;
-  pass: string;
-}
-
-/** The session credential of a request's Proxy-Authorization: Basic header. */
-function credentialsOf(head: Head): Credentials {
+/** The user name and password of a request's Proxy-Authorization: Basic header ('' when absent). */
+function credentialsOf(head: Head): { user: string; pass: string } {
   const auth = header(head, 'proxy-authorization');
   const m = auth ? /^basic\s+([A-Za-z0-9+/=]+)$/i.exec(auth) : null;
   const decoded = m ? Buffer.from(m[1], 'base64').toString('utf8') : '';
   const colon = decoded.indexOf(':');
-  const user = colon >= 0 ? decoded.slice(0, colon) : '';
-  const pass = colon >= 0 ? decoded.slice(colon + 1) : '';
-  const parsed = parseProxyUser(user);
-  return { parsed, sessionId: parsed.user.toLowerCase(), pass };
+  return { user: colon >= 0 ? decoded.slice(0, colon) : '', pass: colon >= 0 ? decoded.slice(colon + 1) : '' };
 }
 
 interface Target {
@@ -163,55 +141,32 @@ function targetOf(head: Head): Target | string {
   return { host: url.hostname.replace(/^\[|\]$/g, ''), port: url.port ? +url.port : 80, upload: Buffer.from(lines.join('\r\n'), 'latin1'), body: framing };
 }
 
-function handle(ctx: ProxyContext, conn: Connection, head: Head, rest: Buffer, gate: Gate, prepared = false): void {
-  // 1. credentials (a malformed name still names its user: a bad credential is 407 before its 400)
-  const { parsed, sessionId, pass } = credentialsOf(head);
-  // A store fed from a remote database loads the session first; SQLite answers at once.
-  if (!prepared && UUID_RE.test(sessionId)) {
-    const loading = ctx.prepare?.(sessionId);
-    if (loading) return void loading.then(() => !conn.closed && handle(ctx, conn, head, rest, gate, true));
-  }
-  const transport = head.method === 'CONNECT' ? 'proxy_connect' : 'proxy_request';
-  conn.transport = transport;
-  const exists = UUID_RE.test(sessionId) && ctx.sessionExists(sessionId);
-  // Support: a refusal of a request whose credential names a session is that session's.
-  const refused = (code: string) => exists && ctx.runtime.refused(sessionId, code, transport, conn.client.remote);
-  if (!exists || pass.toLowerCase() !== sessionId) {
-    refused('proxy_auth_required');
-    ctx.log.info({ session: sessionId.slice(0, 8) || undefined }, 'proxy credentials refused');
-    return respond(conn, errorResponse('proxy_auth_required',
-      'Proxy-Authorization: Basic with user <session-id>[-cc-XX[-city-name]][-sessid-key[-sesstime-min][-strict]] and password <session-id> is required', { headers: [AUTH_HEADER] }));
-  }
-  // 2. the user name's grammar
-  if (isProxyUserError(parsed)) {
-    refused(parsed.error);
-    return respond(conn, errorResponse(parsed.error, parsed.message));
-  }
-  // 3. geo-targeting: the catalogue has the place, and some exit of it is up
-  const geoError = checkGeo(ctx.zones(), parsed.country, parsed.city);
-  if (geoError) {
-    refused('location_unavailable');
-    return respond(conn, errorResponse('location_unavailable', geoError.message, { details: geoError.details }));
-  }
-  const routes = placeRoutes(ctx, parsed);
-  if (!routes.length) {
-    refused('location_unavailable');
-    const where = parsed.city ? `${parsed.city} (${parsed.country})` : parsed.country;
-    return respond(conn, errorResponse('location_unavailable', `no node is up in ${where} right now`, { details: { country: parsed.country, ...(parsed.city ? { city: parsed.city } : {}) } }));
-  }
-  // 4. the request target
-  const target = targetOf(head);
-  if (typeof target === 'string') return respond(conn, errorResponse('invalid_request', target));
-  relay(ctx, conn, { head, rest, gate, routes, parsed, sessionId, target });
+const refusalAnswer = (r: ProxyRefusal): Buffer => errorResponse(r.code, r.message, r.details ? { details: r.details } : {});
+
+function handle(ctx: ProxyContext, conn: Connection, head: Head, rest: Buffer, gate: Gate): void {
+  conn.transport = head.method === 'CONNECT' ? 'proxy_connect' : 'proxy_request';
+  // 1. credentials (the store may load the session first; a bad credential is 407 before a malformed name's 400)
+  const { user, pass } = credentialsOf(head);
+  authenticate(ctx, conn, user, pass, (c) => {
+    if (!c) {
+      return respond(conn, errorResponse('proxy_auth_required',
+        'Proxy-Authorization: Basic with user <session-id>[-cc-XX[-city-name]][-sessid-key[-sesstime-min][-strict]] and password <session-id> is required', { headers: [AUTH_HEADER] }));
+    }
+    // 2. the user name's grammar (400), its place: in the catalogue, some exit of it up (412)
+    const place = placeOf(ctx, conn, c);
+    if (!place.ok) return respond(conn, refusalAnswer(place));
+    // 3. the request target
+    const target = targetOf(head);
+    if (typeof target === 'string') return respond(conn, errorResponse('invalid_request', target));
+    relay(ctx, conn, { head, rest, gate, user: place.user, target });
+  });
 }
 
 interface Request {
   head: Head;
   rest: Buffer;
   gate: Gate;
-  routes: GeoRoute[];
-  parsed: ParsedProxyUser;
-  sessionId: string;
+  user: ProxyUser;
   target: Target;
 }
 
@@ -220,20 +175,11 @@ interface Request {
  * customer's sticky session, or the next exit), then the request is relayed to its destination.
  */
 function relay(ctx: ProxyContext, conn: Connection, req: Request): void {
-  const { head, sessionId, parsed } = req;
+  const { head, user } = req;
   const { host, port, upload, body: bodyEnd } = req.target;
-  const admitted = ctx.runtime.admit(sessionId, conn, { transport: conn.transport, remote: conn.client.remote });
-  if (!admitted.ok) {
-    // flood refusals are logged by the runtime (once per session per 10 s)
-    if (!isFloodRefusal(admitted.reason)) ctx.log.warn({ transport: 'proxy', session: sessionId.slice(0, 8), reason: admitted.reason }, 'proxy connection refused');
-    return respond(conn, errorResponse(refusalCode(admitted.reason), `session refused: ${admitted.reason}`, { details: { reason: admitted.reason } }));
-  }
-  conn.lease = admitted.lease;
-  conn.destination = { host, port };
-  const choice = pickExit(ctx, admitted.lease.session.customer.id, parsed, req.routes);
-  if (!choice.ok) return respond(conn, errorResponse(choice.code, choice.message));
-  const { route, localAddress } = choice.exit;
-  const moved = choice.moved ? [SESSION_MOVED_HEADER] : [];
+  const admitted = admitOn(ctx, conn, user, { host, port });
+  if (!admitted.ok) return respond(conn, refusalAnswer(admitted));
+  const moved = admitted.moved ? [SESSION_MOVED_HEADER] : [];
   // What of the client's bytes goes on: all of a tunnel; only the body of a plain request.
   const forward = (b: Buffer): Buffer | undefined => {
     if (!bodyEnd) return b;
@@ -250,14 +196,9 @@ function relay(ctx: ProxyContext, conn: Connection, req: Request): void {
   req.gate(forward);
   const toClient: OnData = (b, release) => conn.fromOutbound(b, release);
   const onData = head.method === 'CONNECT' ? toClient : answerRewriter(toClient, () => conn.close('bad_answer'), moved);
-  const dialled = route.via === 'relay'
-    ? dialRelay(route, sessionId, host, port, ctx.connectTimeoutMs, onData)
-    : dialTcp(host, port, ctx.egress, ctx.connectTimeoutMs, onData, localAddress ? { ...ctx.dial, localAddress } : ctx.dial);
-  dialled.then(
+  dialTarget(ctx, conn, user.sessionId, admitted.exit, host, port, onData).then(
     (s) => conn.startTcp(s, head.method === 'CONNECT' ? Buffer.from(['HTTP/1.1 200 Connection Established', ...moved, '', ''].join('\r\n')) : undefined),
     (err: Error) => {
-      ctx.log.info({ transport: 'proxy', session: sessionId.slice(0, 8), ...(route.via === 'relay' ? { via: route.node } : {}), err: err.message }, 'proxy outbound failed');
-      if (err instanceof EgressRefused) ctx.runtime.refused(sessionId, 'destination_forbidden', conn.transport, conn.client.remote);
       const f = dialFailure(err, host, port);
       respond(conn, errorResponse(f.code, f.message, { proxyError: f.proxyError }));
     },

@@ -39,6 +39,9 @@ export class Connection implements ConnHandle {
   private readonly id = randomUUID();
   /** Receives client bytes until the relay starts (header parsing). */
   preamble: ((buf: Buffer) => void) | undefined;
+  /** A relay with no stream of its own (a SOCKS5 UDP association): runs once on close; the
+   *  client's end of its stream (the control connection) closes the connection. */
+  cleanup: (() => void) | undefined;
 
   constructor(client: ClientSide, onClosed?: (c: Connection) => void) {
     this.client = client;
@@ -80,7 +83,7 @@ export class Connection implements ConnHandle {
   private clientEnd(): void {
     this.clientEnded = true;
     // UDP has no half-close: the client finishing its stream ends the association.
-    if (this.udp) return this.close('client_end');
+    if (this.udp || this.cleanup) return this.close('client_end');
     if (this.up && this.outbound) {
       const out = this.outbound;
       this.up.finish(() => out.end());
@@ -91,6 +94,13 @@ export class Connection implements ConnHandle {
   fromOutbound(b: Buffer, release?: WriteDone): void {
     this.lastActive = performance.now();
     this.down?.push(b, release);
+  }
+
+  /** Starts a relay with no stream of its own (a SOCKS5 UDP association, `cleanup`): counted, listed for support. */
+  startOwn(): void {
+    if (this.closed || !this.lease) return;
+    this.lease.commit();
+    this.openedAt = Date.now();
   }
 
   /** Starts relaying TCP; `preface` goes to the client first and is not counted (VLESS response header). */
@@ -212,6 +222,7 @@ export class Connection implements ConnHandle {
     if (this.udp) {
       try { this.udp.close(); } catch { /* closed */ }
     }
+    this.cleanup?.();
     this.lease?.release(reason);
     this.onClosed?.(this);
   }

@@ -22,6 +22,8 @@ export interface ClientSide extends Sink, Source {
   /** WebSocket only: sends a ping; returns whether the previous one was answered. */
   ping?(): boolean;
   readonly remote: string;
+  /** The local address the client reached (TCP and TLS sockets). */
+  readonly local?: string;
 }
 
 /**
@@ -58,6 +60,7 @@ export function resetSocket(sock: Duplex): void {
 export function socketSide(sock: Socket | Duplex & { remoteAddress?: string; setNoDelay?: (b: boolean) => void }): ClientSide {
   return {
     remote: (sock as Socket).remoteAddress ?? '?',
+    ...((sock as Socket).localAddress ? { local: (sock as Socket).localAddress } : {}),
     bind(h) {
       sock.on('data', (b: Buffer) => h.data(b));
       sock.on('end', () => h.end());

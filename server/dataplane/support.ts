@@ -6,7 +6,7 @@
 // plane gathers these from itself and its nodes on read (server/support.ts).
 
 /** How a connection reached the data plane. */
-export type Transport = 'ws' | 'tcp' | 'tls' | 'proxy_connect' | 'proxy_request';
+export type Transport = 'ws' | 'tcp' | 'tls' | 'proxy_connect' | 'proxy_request' | 'socks5';
 
 /** One open connection, as support sees it (no path, no payload). */
 export interface ConnectionView {

@@ -1,7 +1,8 @@
 // The geo proxy with real curl: each grammar error's code, every error answer's status,
 // Proxy-Status and X-Proxy-Error, 412 naming the cities, upstream failures (502/504) not counted;
 // and exits: a data plane with two source addresses (127.0.0.1, 127.0.0.2) rotates new
-// connections over them, a sticky session (`-sessid-`) keeps its address, per customer. The
+// connections over them, a sticky session (`-sessid-`) keeps its address, per customer, over
+// HTTP and SOCKS5 alike (SOCKS5 UDP too). The
 // destination is a loopback HTTP server answering with the source address it saw.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -9,6 +10,8 @@ import { createServer, type Server } from 'node:http';
 import { createServer as createTcpServer } from 'node:net';
 import { startHarness, type Harness } from './helpers/harness.ts';
 import { curl } from './helpers/v2ray.ts';
+import { createSocket } from 'node:dgram';
+import { closed, open, socksAuth, socksRequest, udpClient } from './helpers/socks5-client.ts';
 
 let h: Harness;
 let web: Server;
@@ -124,6 +127,67 @@ test('without a session key new connections rotate over both source addresses; a
   // another customer's "a1" is its own
   const other = h.mem.createSession({ reusable: true, customer: 'cust-2', client: 'rot2' });
   assert.equal((await ask(`${other}-cc-DE-sessid-a1`, other)).status, 200);
+});
+
+test('SOCKS5 CONNECT takes the same exits: rotation without a key, a sessid holds its source address (shared with HTTP); a malformed name is 0x02 after a valid credential', async () => {
+  const id = h.mem.createSession({ reusable: true, client: 's5-exits' });
+  const viaSocks = async (user: string) => {
+    const r = await curl(['--socks5', `127.0.0.1:${h.proxyPort}`, '--proxy-user', `${user}:${id}`, `http://127.0.0.1:${webPort}/where`], 10);
+    assert.equal(r.code, 0, r.stderr);
+    return r.body.toString('utf8');
+  };
+  const seen = new Set<string>();
+  for (let i = 0; i < 4; i++) seen.add(await viaSocks(`${id}-cc-DE`));
+  assert.deepEqual([...seen].sort(), ['127.0.0.1', '127.0.0.2'], 'round-robin over 127.0.0.1 and 127.0.0.2');
+  for (const key of ['s1', 's2', 's3', 's4']) {
+    const first = await viaSocks(`${id}-cc-DE-sessid-${key}-sesstime-5`);
+    assert.ok(first === '127.0.0.1' || first === '127.0.0.2', first);
+    for (const n of ['second', 'third']) assert.equal(await viaSocks(`${id}-cc-DE-sessid-${key}-sesstime-5`), first, `session ${key} held ${first} over its ${n} SOCKS5 connection`);
+  }
+  // the key is the customer's, whatever the protocol: HTTP then SOCKS5 leave from one address
+  const http = await ask(`${id}-cc-DE-sessid-mixed`, id);
+  assert.equal(http.status, 200);
+  assert.equal(await viaSocks(`${id}-cc-DE-sessid-mixed`), http.body);
+  // a malformed name: authenticated (the credential is valid), refused at the request with 0x02
+  const bad = await socksRequest(h.proxyPort, `${id}-sessid-a-town-x`, id, 1, '127.0.0.1', webPort);
+  assert.equal(bad.reply.rep, 0x02);
+  await closed(bad.s);
+  // a bad credential fails authentication whatever its grammar
+  const s = await open(h.proxyPort);
+  assert.deepEqual(await socksAuth(s, '00000000-0000-4000-8000-000000000000-town-x', id), { ok: false, status: 1 });
+  await closed(s);
+});
+
+test('SOCKS5 UDP ASSOCIATE leaves from its exit\'s source address: in turn without a key, the same one for a sessid', async () => {
+  // a UDP target answering with the source address it saw
+  const where = createSocket('udp4');
+  where.on('message', (_m, r) => where.send(Buffer.from(r.address), r.port, r.address));
+  await new Promise<void>((r) => where.bind(0, '127.0.0.1', () => r()));
+  const wherePort = where.address().port;
+  const id = h.mem.createSession({ reusable: true, client: 's5-udp-exits' });
+  const source = async (user: string) => {
+    const a = await socksRequest(h.proxyPort, user, id, 3, '0.0.0.0', 0);
+    assert.equal(a.reply.rep, 0);
+    const c = await udpClient(a.reply.host, a.reply.port);
+    c.send('127.0.0.1', wherePort, Buffer.from('?'));
+    const got = (await c.next())?.payload.toString();
+    c.close();
+    a.s.destroy();
+    await closed(a.s);
+    return got;
+  };
+  try {
+    const seen = new Set<string | undefined>();
+    for (let i = 0; i < 4; i++) seen.add(await source(`${id}-cc-DE`));
+    assert.deepEqual([...seen].sort(), ['127.0.0.1', '127.0.0.2']);
+    for (const key of ['u1', 'u2', 'u3']) {
+      const first = await source(`${id}-cc-DE-sessid-${key}`);
+      assert.ok(first === '127.0.0.1' || first === '127.0.0.2', first);
+      for (let i = 0; i < 2; i++) assert.equal(await source(`${id}-cc-DE-sessid-${key}`), first, `session ${key} held ${first}`);
+    }
+  } finally {
+    where.close();
+  }
 });
 
 test('refusals: paused, expired and over cap 403; connection cap and max_sessions 429 — each with its code', async () => {

@@ -2,7 +2,8 @@
 // and a raw VLESS client move bytes (gone once they close), and the refusals with their reasons
 // (paused, a client cap, max_sessions, max_reconnections, the connection cap, the churn limit, the
 // egress policy, an ended session, the proxy's 407 and 412, a disabled and an expired client) per
-// session and client; agents read them, another customer gets 404.
+// session and client; a SOCKS5 CONNECT listed and its refusals recorded with transport socks5;
+// agents read them, another customer gets 404.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -12,6 +13,7 @@ import { startServer, type RunningServer } from '../../server/serve.ts';
 import { openVlessEcho, startFileServer, startTcpEcho, type FileServer } from './helpers/targets.ts';
 import { curl, curlSocks, requireV2ray, startV2rayClient, type VlessConfiguration } from './helpers/v2ray.ts';
 import { callApi } from '../helpers/http.ts';
+import { closed, open, readN, socksAuth, socksRequest } from './helpers/socks5-client.ts';
 
 const MB = 1024 * 1024;
 let srv: RunningServer;
@@ -127,6 +129,38 @@ test('refusals: paused, an ended session, the proxy 407, listed with reasons and
   const client = await refusals('/clients/support-refused/refusals');
   assert.deepEqual(client.refusals.map((x) => x.reason), ['ended', 'location_unavailable', 'proxy_auth_required', 'paused']);
   assert.deepEqual(client.counts_last_hour, { ended: 1, paused: 1, proxy_auth_required: 1, location_unavailable: 1 });
+});
+
+test('SOCKS5 on the proxy port: a CONNECT listed as socks5 with its destination; its refusals recorded as socks5', async () => {
+  const s = await session('support-socks5');
+  const c = await socksRequest(srv.proxyPort!, s.id, s.id, 1, '127.0.0.1', echo.port);
+  assert.equal(c.reply.rep, 0);
+  c.s.write('ping');
+  assert.equal((await readN(c.s, 4)).toString(), 'ping');
+  const [live] = await until(() => connections(s.id), (l) => l.length === 1 && l[0].uploaded_bytes === 4);
+  assert.equal(live.transport, 'socks5');
+  assert.equal(live.node, 'local');
+  assert.deepEqual(live.destination, { host: '127.0.0.1', port: echo.port });
+  assert.match(live.client_address, /127\.0\.0\.1/);
+  assert.equal(live.downloaded_bytes, 4);
+  c.s.destroy();
+  await until(() => connections(s.id), (l) => l.length === 0);
+  // a wrong password (RFC 1929 status 1), a malformed name with the right one (reply 0x02), no zone there (0x03)
+  const wrong = await open(srv.proxyPort!);
+  assert.deepEqual(await socksAuth(wrong, s.id, 'wrong'), { ok: false, status: 1 });
+  await closed(wrong);
+  for (const [user, rep] of [[`${s.id}-town-x`, 0x02], [`${s.id}-cc-ZZ`, 0x03]] as const) {
+    const r = await socksRequest(srv.proxyPort!, user, s.id, 1, '127.0.0.1', echo.port);
+    assert.equal(r.reply.rep, rep, user);
+    await closed(r.s);
+  }
+  const r = await refusals(`/sessions/${s.id}/refusals`);
+  assert.deepEqual(r.refusals.map((x) => [x.reason, x.transport, x.node]), [
+    ['location_unavailable', 'socks5', 'local'],
+    ['proxy_unknown_param', 'socks5', 'local'],
+    ['proxy_auth_required', 'socks5', 'local'],
+  ]);
+  assert.ok(r.refusals.every((x) => x.session_id === s.id && /127\.0\.0\.1/.test(x.client_address)));
 });
 
 test('refusals: max_sessions and a client cap, per session and per client', async () => {

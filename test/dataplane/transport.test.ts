@@ -11,6 +11,8 @@ import { startHarness, type Harness } from './helpers/harness.ts';
 import { startFileServer, startTcpEcho, sha256, type FileServer } from './helpers/targets.ts';
 import { startV2rayClient, curlSocks, curl, requireV2ray } from './helpers/v2ray.ts';
 import { buildVlessHeader } from '../../server/dataplane/vless-header.ts';
+import { connect as tlsConnect } from 'node:tls';
+import { closed, readReply, socksAddress, socksAuth } from './helpers/socks5-client.ts';
 
 let h: Harness;
 let files: FileServer;
@@ -49,6 +51,20 @@ test('the proxy over TLS (curl to an https:// proxy)', async () => {
   const r = await curl(['--proxy-insecure', '-x', `https://${id}-cc-DE:${id}@127.0.0.1:${h.proxyPort}`, files.url('/file/f')]);
   assert.equal(r.code, 0, r.stderr);
   assert.equal(sha256(r.body), sha256(files.files.get('f')!));
+});
+
+test('SOCKS5 inside TLS on the proxy port: the same handshake and relay', async () => {
+  const id = h.mem.createSession({ reusable: true });
+  const s = tlsConnect({ host: '127.0.0.1', port: h.proxyPort, rejectUnauthorized: false });
+  await new Promise((r) => s.once('secureConnect', r));
+  assert.deepEqual(await socksAuth(s, `${id}-cc-DE`, id), { ok: true });
+  s.write(Buffer.concat([Buffer.from([5, 1, 0]), socksAddress('127.0.0.1', files.port)]));
+  assert.equal((await readReply(s)).rep, 0);
+  s.write('GET /file/f HTTP/1.0\r\n\r\n');
+  const got = (await closed(s)).got;
+  assert.ok(got.subarray(-1024 * 1024).equals(files.files.get('f')!));
+  await h.mem.waitForEvent((e) => e.sessionId === id && e.type === 'session_end');
+  assert.equal(h.mem.sessions.get(id)!.downloaded_bytes, got.length, 'what is inside TLS is counted, not the TLS records');
 });
 
 test('WebSocket early data in Sec-WebSocket-Protocol is taken as the first VLESS bytes', async () => {

@@ -16,6 +16,7 @@ test('each reason in words, with its fix and where', () => {
   assert.deepEqual(max.link, { kind: 'session', id: 'abcdef12-0000-4000-8000-000000000000', label: 'the active session abcdef12' });
   assert.equal(refusalWords('max_sessions', ctx).link?.kind, 'client', 'no active session known: the client\'s sessions');
   assert.match(refusalWords('proxy_auth_required', ctx).what, /407/);
+  assert.match(refusalWords('proxy_unknown_param', ctx).what, /malformed user name/);
   assert.match(refusalWords('client_disabled', ctx).fix, /enable the client/);
   assert.deepEqual(refusalWords('something_new', ctx), { what: 'something_new', fix: 'see the server\'s log for this reason.' });
 });

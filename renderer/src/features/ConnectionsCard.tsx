@@ -9,7 +9,7 @@ import { sessionConnections, toApiError, useStore } from '../store/index.ts';
 import { selectNewestEventId } from '../store/selectors.ts';
 import { EmptyState, ErrorBanner } from '../components/ui.tsx';
 
-const TRANSPORT: Record<string, string> = { ws: 'VLESS ws', tcp: 'VLESS tcp', tls: 'VLESS tls', proxy_connect: 'Proxy tunnel', proxy_request: 'Proxy request' };
+const TRANSPORT: Record<string, string> = { ws: 'VLESS ws', tcp: 'VLESS tcp', tls: 'VLESS tls', proxy_connect: 'Proxy tunnel', proxy_request: 'Proxy request', socks5: 'SOCKS5' };
 const REFRESH_MS = 2000;
 
 /** Calls `read` now, on every new event of the session, and every `ms` while the page is visible. */

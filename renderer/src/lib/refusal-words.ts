@@ -73,9 +73,14 @@ export function refusalWords(reason: string, ctx: RefusalContext): RefusalWords 
     case 'client_expired':
       return { what: 'The client\'s access has expired', fix: 'extend the client\'s access.', link: clientLink };
     case 'proxy_auth_required':
-      return { what: 'Proxy: wrong or missing credential (407)', fix: 'use user <session id> (optionally -cc-XX) and the session id as the password.' };
+      return { what: 'Proxy: wrong or missing credential (407; SOCKS5: authentication refused)', fix: 'use user <session id> (optionally -cc-XX) and the session id as the password.' };
+    case 'proxy_unknown_param':
+    case 'proxy_duplicate_param':
+    case 'proxy_bad_param':
+    case 'proxy_city_without_country':
+      return { what: 'Proxy: malformed user name (400; SOCKS5 reply 0x02)', fix: 'write it as <session id>[-cc-XX[-city-name]][-sessid-key[-sesstime-minutes][-strict]], each key once.' };
     case 'location_unavailable':
-      return { what: 'Proxy: that country or city is not available (412)', fix: 'ask for a country and city of a zone with a node up.' };
+      return { what: 'Proxy: that country or city is not available (412; SOCKS5 reply 0x03)', fix: 'ask for a country and city of a zone with a node up.' };
     case 'destination_forbidden':
       return { what: 'Destination not allowed by the server\'s egress policy (403)', fix: 'private and loopback addresses are refused unless the server allows them.' };
     default:

@@ -1,0 +1,149 @@
+// What the proxy port's two protocols (HTTP proxy, SOCKS5) share, written once and called by
+// both: the credential check (a proxy user name carrying the session id, its place and its sticky
+// options; the session id as password), the user name's grammar and place (the catalogue, the
+// up routes there), the session's admission (the runtime's, as for VLESS) with the choice of the
+// connection's exit (exits.ts: rotation, sticky `sessid`, `strict`, this process's source
+// addresses), the dial of the destination, and the recording of each refusal for support (with
+// the connection's transport: proxy_connect, proxy_request or socks5). Each step answers with the
+// contract's error code; the HTTP proxy writes it as an error answer (proxy-answer.ts), SOCKS5 as
+// a reply code (socks5-serve.ts).
+import type { Socket } from 'node:net';
+import { isProxyUserError, parseProxyUser, type ParsedProxyUser, type ProxyUserError } from '../contract/proxy-string.ts';
+import type { ProxyErrorCode } from '../contract/errors.ts';
+import type { ZoneInfo } from '../domain.ts';
+import type { GeoRoute } from './api.ts';
+import type { InboundContext } from './vless.ts';
+import type { Connection } from './relay.ts';
+import { dialTcp, type OnData } from './outbound.ts';
+import { dialRelay } from './relay-dial.ts';
+import { EgressRefused } from './egress.ts';
+import { type Refusal, isFloodRefusal } from './admission.ts';
+import { type Exit, type ExitContext, pickExit, placeRoutes } from './exits.ts';
+import { checkGeo, refusalCode } from './proxy-answer.ts';
+
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export interface ProxyContext extends InboundContext, ExitContext {
+  zones(): ZoneInfo[];
+  sessionExists(id: string): boolean;
+}
+
+/** Why a proxy connection gets nothing: the contract's code, words, and the JSON record's details. */
+export interface ProxyRefusal {
+  ok: false;
+  code: ProxyErrorCode;
+  message: string;
+  details?: Record<string, unknown>;
+  /** The admission's own reason, when the session refused. */
+  reason?: Refusal;
+}
+
+/** A credential that names a live session: its id, and its user name parsed (or what is malformed in it). */
+export interface Credential {
+  sessionId: string;
+  parsed: ParsedProxyUser | ProxyUserError;
+}
+
+/** An authenticated user whose name is well-formed and whose place has up routes. */
+export interface ProxyUser {
+  sessionId: string;
+  target: ParsedProxyUser;
+  /** placeRoutes of the target: never empty. */
+  routes: GeoRoute[];
+}
+
+/** Records a refusal of `conn` for support, on the session it named. */
+function record(ctx: ProxyContext, conn: Connection, sessionId: string, code: string): void {
+  ctx.runtime.refused(sessionId, code, conn.transport, conn.client.remote);
+}
+
+/** Writes the last answer and closes after a short linger (an HTTP error answer, a SOCKS5 failure reply). */
+export function answerAndClose(conn: Connection, answer: Buffer): void {
+  if (conn.closed) return;
+  conn.preamble = undefined;
+  conn.client.write(answer);
+  conn.client.end();
+  conn.timer(1000, () => conn.close('responded'));
+}
+
+/**
+ * Checks a proxy credential (`conn.transport` set): `then` gets the session it names, with the
+ * user name parsed, or undefined (unknown session, password other than the session id). A
+ * malformed name still names its user, so a bad credential is refused before a malformed name.
+ * A store fed from a remote database loads the session first; SQLite answers at once. Nothing
+ * is called once `conn` closed. A refused credential that names a session is that session's
+ * refusal (proxy_auth_required).
+ */
+export function authenticate(ctx: ProxyContext, conn: Connection, user: string, pass: string, then: (c: Credential | undefined) => void, prepared = false): void {
+  const parsed = parseProxyUser(user);
+  const sessionId = parsed.user.toLowerCase();
+  if (!prepared && UUID_RE.test(sessionId)) {
+    const loading = ctx.prepare?.(sessionId);
+    if (loading) return void loading.then(() => !conn.closed && authenticate(ctx, conn, user, pass, then, true));
+  }
+  const exists = UUID_RE.test(sessionId) && ctx.sessionExists(sessionId);
+  if (!exists || pass.toLowerCase() !== sessionId) {
+    if (exists) record(ctx, conn, sessionId, 'proxy_auth_required');
+    ctx.log.info({ transport: conn.transport, session: sessionId.slice(0, 8) || undefined }, 'proxy credentials refused');
+    return then(undefined);
+  }
+  then({ sessionId, parsed });
+}
+
+/**
+ * The user name's grammar and place: the user, or why it gets nothing (the name's grammar code;
+ * location_unavailable for a place not in the catalogue, or with no node up), recorded for support.
+ */
+export function placeOf(ctx: ProxyContext, conn: Connection, c: Credential): { ok: true; user: ProxyUser } | ProxyRefusal {
+  const { sessionId, parsed } = c;
+  const refuse = (code: ProxyErrorCode, message: string, details?: Record<string, unknown>): ProxyRefusal => {
+    record(ctx, conn, sessionId, code);
+    return { ok: false, code, message, ...(details ? { details } : {}) };
+  };
+  if (isProxyUserError(parsed)) return refuse(parsed.error, parsed.message);
+  const geoError = checkGeo(ctx.zones(), parsed.country, parsed.city);
+  if (geoError) return refuse('location_unavailable', geoError.message, geoError.details);
+  const routes = placeRoutes(ctx, parsed);
+  if (!routes.length) {
+    const where = parsed.city ? `${parsed.city} (${parsed.country})` : parsed.country;
+    return refuse('location_unavailable', `no node is up in ${where} right now`, { country: parsed.country, ...(parsed.city ? { city: parsed.city } : {}) });
+  }
+  return { ok: true, user: { sessionId, target: parsed, routes } };
+}
+
+/**
+ * The session admits the connection (same rules as VLESS: pause, caps, connection limits; a
+ * refusal recorded by the runtime) and its lease is set on `conn`, with the destination support
+ * lists; then its exit is chosen among `routes` (default: the user's), sticky with `sessid`.
+ * `moved`: a sticky session's exit had gone and it took another.
+ */
+export function admitOn(ctx: ProxyContext, conn: Connection, u: ProxyUser, destination: { host: string; port: number } | undefined, routes = u.routes): { ok: true; exit: Exit; moved: boolean } | ProxyRefusal {
+  const admitted = ctx.runtime.admit(u.sessionId, conn, { transport: conn.transport, remote: conn.client.remote });
+  if (!admitted.ok) {
+    // flood refusals are logged by the runtime (once per session per 10 s)
+    if (!isFloodRefusal(admitted.reason)) ctx.log.warn({ transport: conn.transport, session: u.sessionId.slice(0, 8), reason: admitted.reason }, 'proxy connection refused');
+    return { ok: false, code: refusalCode(admitted.reason), message: `session refused: ${admitted.reason}`, details: { reason: admitted.reason }, reason: admitted.reason };
+  }
+  conn.lease = admitted.lease;
+  if (destination) conn.destination = destination;
+  const choice = pickExit(ctx, admitted.lease.session.customer.id, u.target, routes);
+  return choice.ok ? choice : { ok: false, code: choice.code, message: choice.message };
+}
+
+/**
+ * Dials host:port from here (the egress policy applies, from the exit's source address) or
+ * through the exit's relay node. A failure is logged, recorded for support when the egress
+ * policy refused the destination, and rejected with the error (proxy-answer.ts dialFailure
+ * classifies it).
+ */
+export function dialTarget(ctx: ProxyContext, conn: Connection, sessionId: string, exit: Exit, host: string, port: number, onData: OnData): Promise<Socket> {
+  const { route, localAddress } = exit;
+  const dialled = route.via === 'relay'
+    ? dialRelay(route, sessionId, host, port, ctx.connectTimeoutMs, onData)
+    : dialTcp(host, port, ctx.egress, ctx.connectTimeoutMs, onData, localAddress ? { ...ctx.dial, localAddress } : ctx.dial);
+  return dialled.catch((err: Error) => {
+    ctx.log.info({ transport: conn.transport, session: sessionId.slice(0, 8), ...(route.via === 'relay' ? { via: route.node } : {}), err: err.message }, 'proxy outbound failed');
+    if (err instanceof EgressRefused) record(ctx, conn, sessionId, 'destination_forbidden');
+    throw err;
+  });
+}
