@@ -1,8 +1,9 @@
 // The proxy string builder: pick a country and a city from the catalogue, turn on a sticky
 // session (a generated key, Regenerate, its lifetime, strict), choose the protocol, copy the
-// credential and the ready curl line, and use it with the real proxy (curl), which counts on the
-// session. The user name is the shared grammar's (buildProxyUser). Screenshots in light and dark
-// (test-results/proxy-*/), and nothing wider than a 390 px window.
+// credential and the ready curl lines, and use them with the real proxy (curl, over SOCKS5 and
+// HTTP on the same port), which counts on the session. The user name is the shared grammar's
+// (buildProxyUser). Screenshots in light and dark (test-results/proxy-*/), and nothing wider
+// than a 390 px window.
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import type { Page, TestInfo } from '@playwright/test';
@@ -104,19 +105,23 @@ for (const scheme of ['light', 'dark'] as const) {
     await expect(page.getByTestId('proxy-url')).toHaveText(`socks5h://${user}:${id}@${hostPort}`);
     await expect(page.getByTestId('proxy-curl-socks5')).toHaveText(`curl --socks5-hostname ${hostPort} --proxy-user ${user}:${id} https://example.com`);
     await page.getByRole('button', { name: 'Copy the curl command for SOCKS5' }).click();
-    expect(await readClipboard()).toBe(`curl --socks5-hostname ${hostPort} --proxy-user ${user}:${id} https://example.com`);
+    const socksLine = await readClipboard();
+    expect(socksLine).toBe(`curl --socks5-hostname ${hostPort} --proxy-user ${user}:${id} https://example.com`);
     await page.getByRole('radio', { name: 'HTTP' }).check();
     await expect(page.getByTestId('proxy-url')).toHaveText(`http://${user}:${id}@${hostPort}`);
 
-    // The copied HTTP curl line, run against a local origin: the sticky credential carries traffic.
+    // The copied curl lines, run against a local origin: the sticky credential carries traffic
+    // over SOCKS5 and over HTTP, on the same port, counted on the session.
     await page.getByRole('button', { name: 'Copy the curl command for HTTP' }).click();
     const line = await readClipboard();
     expect(line).toBe(`curl -x http://${user}:${id}@${hostPort} https://example.com`);
     const origin = await startOrigin();
     try {
+      expect(await runCurlLine(socksLine, `${origin.url}/bytes?n=40000`)).toBe('200');
+      await expect.poll(async () => (await backend.api<{ downloaded_bytes: number }>('GET', `/sessions/${id}/status`)).body.downloaded_bytes).toBeGreaterThanOrEqual(40000);
+      expect(await runCurlLine(socksLine, `${origin.url}/bytes?n=40000`)).toBe('200');
       expect(await runCurlLine(line, `${origin.url}/bytes?n=40000`)).toBe('200');
-      expect(await runCurlLine(line, `${origin.url}/bytes?n=40000`)).toBe('200');
-      await expect.poll(async () => (await backend.api<{ downloaded_bytes: number }>('GET', `/sessions/${id}/status`)).body.downloaded_bytes).toBeGreaterThanOrEqual(80000);
+      await expect.poll(async () => (await backend.api<{ downloaded_bytes: number }>('GET', `/sessions/${id}/status`)).body.downloaded_bytes).toBeGreaterThanOrEqual(120000);
     } finally {
       await origin.close();
     }
