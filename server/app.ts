@@ -156,6 +156,7 @@ async function startBackground(app: FastifyInstance, config: ResolvedConfig, ser
   owned.add(startExpirySweep(services.data, log));
   const quotaJob = startQuotaJob(services.data, log);
   owned.add(() => quotaJob.stop());
+  services.thresholds.start();
   owned.add(startEventRetention(services.data, config.eventRetentionMs));
   if (webhooks) {
     await webhooks.start();

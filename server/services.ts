@@ -36,6 +36,7 @@ import { LimitsService } from './limits.ts';
 import { PauseService } from './pause.ts';
 import { ClientsService } from './clients/service.ts';
 import { wallClock } from './time.ts';
+import { ThresholdWatch } from './quota/thresholds.ts';
 
 /** Settings live with the rest of the resolved configuration; re-exported for the routes' callers. */
 export type { Settings } from './http/config.ts';
@@ -81,6 +82,8 @@ export interface Services {
   owned: DisposableStore;
   /** Releases everything in `owned`: the jobs, the data plane, the store (and on PostgreSQL the listener and the event feed). */
   close(): Promise<void>;
+  /** Usage thresholds (server/quota/thresholds.ts): touched where counters are written; started by buildServer. */
+  thresholds: ThresholdWatch;
   /** Usage history writer; null with `usageHistory: false`. */
   usage: UsageHistory | null;
   /** This instance's Prometheus metrics (server/metrics.ts), served at GET /metrics. */
@@ -136,10 +139,13 @@ async function compose(opts: ServerOptions, config: ResolvedConfig, tls: TlsCert
   const placement = new ZonePlacement(zones, data);
   const usage = opts.usageHistory === false ? null : new UsageHistory(data, log, typeof opts.usageHistory === 'object' ? opts.usageHistory : {});
   if (usage) owned.add(() => usage.close());
-  // What the data plane left to write is flushed after it closed, before the store closes.
-  owned.add(() => backend.drain());
   const audit = new AuditTrail(data, log);
   const webhooks = await createWebhooks(opts, { store: backend.webhookStore, clusterKey: backend.clusterKey, log, audit });
+  const thresholds = thresholdWatch(opts, backend, webhooks, log);
+  // Stopped after the data plane's last saves were written (a last pass checks them), before the store closes.
+  owned.add(() => thresholds.stop());
+  // What the data plane left to write is flushed after it closed, before the store closes.
+  owned.add(() => backend.drain());
   const geo = new ServeGeoRoutes(data, () => zones.list());
   geo.start();
   const dataPlane = buildDataPlane({
@@ -151,6 +157,7 @@ async function compose(opts: ServerOptions, config: ResolvedConfig, tls: TlsCert
     zones,
     usage,
     metrics,
+    saved: backend.onCountersApplied ? undefined : (id) => thresholds.touch(id),
     // A cut by a cap or an expiry becomes a webhook event (cap_reached, expired).
     onCapped: (customerId, sessionId, reason) =>
       void webhooks?.emitQuietly(customerId, reason === 'expired' ? 'expired' : 'cap_reached', { session_id: sessionId, reason }, sessionId),
@@ -193,6 +200,7 @@ async function compose(opts: ServerOptions, config: ResolvedConfig, tls: TlsCert
     webhooks,
     subscriptions,
     usage,
+    thresholds,
     metrics,
     audit,
     geo,
@@ -201,6 +209,16 @@ async function compose(opts: ServerOptions, config: ResolvedConfig, tls: TlsCert
     owned,
     close: () => owned.dispose(),
   };
+}
+
+/**
+ * Usage thresholds: sessions touched where their counters are written (the local data plane's
+ * saves on SQLite, its journal's reports on PostgreSQL, the nodes' reports), checked each second.
+ */
+function thresholdWatch(opts: ServerOptions, backend: Backend, webhooks: WebhookService | null, log: Logger): ThresholdWatch {
+  const watch = new ThresholdWatch({ data: backend.data, webhooks, log, ...(opts.thresholdsEveryMs ? { everyMs: opts.thresholdsEveryMs } : {}) });
+  backend.onCountersApplied?.((ids) => ids.forEach((id) => watch.touch(id)));
+  return watch;
 }
 
 export interface DataPlaneParts {
@@ -212,6 +230,8 @@ export interface DataPlaneParts {
   zones: ZoneCatalogue;
   usage?: UsageHistory | null;
   metrics?: Metrics;
+  /** A session's counters were saved to the store (SQLite: written at once); told its id. */
+  saved?: (sessionId: string) => void;
   /** A session cut by a byte cap or its expiry (webhooks cap_reached / expired). */
   onCapped?: (customerId: string, sessionId: string, reason: 'session_cap' | 'client_cap' | 'global_cap' | 'expired') => void;
   /** Where geo-targeted proxy requests leave (cluster nodes' relays, server/cluster/geo.ts). */
@@ -219,10 +239,18 @@ export interface DataPlaneParts {
 }
 
 /** The data plane of this process (unless the options replace or disable it). */
-export function buildDataPlane({ opts, config, log, store, publish, zones, usage, metrics, onCapped, geo }: DataPlaneParts): DataPlane | null {
+export function buildDataPlane({ opts, config, log, store, publish, zones, usage, metrics, saved, onCapped, geo }: DataPlaneParts): DataPlane | null {
   const factory = opts.dataPlane === undefined ? createDataPlane : opts.dataPlane;
   // The local data plane's bytes go to the history as the node `local`.
-  const usageSink = usage ? { add: (id: string, up: number, down: number) => usage.add(id, LOCAL_NODE, up, down) } : undefined;
+  const usageSink =
+    usage || saved
+      ? {
+          add: (id: string, up: number, down: number) => {
+            usage?.add(id, LOCAL_NODE, up, down);
+            saved?.(id);
+          },
+        }
+      : undefined;
   // Its refusals and bytes go to the metrics, as the node `local`.
   const observe = metrics
     ? { refused: (reason: string) => metrics.refused(reason), moved: (zone: string, up: number, down: number) => metrics.moved(zone, LOCAL_NODE, up, down), ...(onCapped ? { capped: onCapped } : {}) }

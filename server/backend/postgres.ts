@@ -97,6 +97,7 @@ export async function openPostgres({ url, dataDir, metrics, log, changes }: Post
     dataPlaneStore: view,
     publishLocal: (e: EventInput) => view.publish(e),
     attach: (dataPlane) => view.attach(dataPlane),
+    onCountersApplied: (fn) => (view.onApplied = fn),
     webhookStore: () => bindAsync(webhookOps, runner),
     subscriptionData: () => bindAsync(subscriptionOps, runner),
     clusterKey: bindAsync(clusterKeyOps, runner).clusterKey,

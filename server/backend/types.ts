@@ -39,6 +39,11 @@ export interface Backend {
   /** What the local data plane reads and writes, and how its events are published. */
   dataPlaneStore: DataPlaneDeps['store'];
   publishLocal(e: EventInput): void;
+  /**
+   * Calls `fn` with the sessions whose bytes a report of the local data plane's journal just
+   * wrote (PostgreSQL). Absent on SQLite, where each save of the data plane is written at once.
+   */
+  onCountersApplied?(fn: (sessionIds: string[]) => void): void;
   /** Hands the local data plane (once built) to what pushes changes to it. */
   attach(dataPlane: DataPlane | null): void;
   webhookStore(): WebhookStore;

@@ -13,8 +13,7 @@
 //    instance's counter journal (cluster/journal.ts, in the data folder) before anything can
 //    lose them. Reports sealed from the journal are applied in order, each exactly once
 //    (PgStore.applyJournalReport): bytes are ADDED, never written over, so several data planes
-//    carrying one session cannot lose each other's bytes. While the database is away they wait
-//    in the journal, which a kill -9 or a restart does not lose.
+//    carrying one session cannot lose each other's bytes; the database away, they wait in the journal.
 import type { DataPlane, DataPlaneDeps } from '../dataplane/api.ts';
 import { eventInsert, type EventInput, type LimitScope, type LimitValues, type Logger, type RuntimePatch, type SessionRow } from '../domain.ts';
 import type { PgListener } from '../store/pg/listener.ts';
@@ -60,6 +59,8 @@ export class LocalView implements Pick<DataPlaneDeps['store'], 'getSession' | 's
   private carried: string[];
   private readonly timer: NodeJS.Timeout;
   private readonly unlisten: (() => void)[] = [];
+  /** Told the sessions whose bytes a report just wrote (usage thresholds). */
+  onApplied: ((sessionIds: string[]) => void) | undefined;
 
   constructor(store: PgStore, listener: PgListener | null, log: Logger, journal: CounterJournal) {
     this.store = store;
@@ -280,9 +281,8 @@ export class LocalView implements Pick<DataPlaneDeps['store'], 'getSession' | 's
       ...(d.duration !== undefined ? { duration: d.duration } : {}),
       ...(d.connections !== undefined ? { connections: d.connections } : {}),
     }));
-    const now = isoNow();
-    const events = report.events.map(({ at, ...e }) => eventInsert(e, at ?? now));
-    await this.store.applyJournalReport(this.journal.id, report.seq, adds, events);
+    const events = report.events.map(({ at, ...e }) => eventInsert(e, at ?? isoNow()));
+    if ((await this.store.applyJournalReport(this.journal.id, report.seq, adds, events)) !== false) this.onApplied?.(adds.filter((a) => a.uploaded_bytes > 0 || a.downloaded_bytes > 0).map((a) => a.id));
   }
 
   /** Stops listening and writes what is pending; what cannot be written stays in the journal for the next start. */

@@ -115,6 +115,8 @@ export async function applyReport(services: NodeChannelDeps, audit: RelayAudit, 
   services.announce(stored.map((e, i) => ({ customerId: events[i].customer_id, event: e })));
   // Usage history: the report's deltas, once (a resent report returned above), as this node's.
   for (const a of adds) services.usage?.add(a.id, node.name, a.uploaded_bytes, a.downloaded_bytes);
+  // Usage thresholds: the sessions whose counters moved are checked by the next pass.
+  for (const a of adds) if (a.uploaded_bytes > 0 || a.downloaded_bytes > 0) services.thresholds?.touch(a.id);
   // Metrics: the report's bytes by zone and node, once.
   for (const a of adds) services.metrics.moved(placed.get(a.id)!.zone, node.name, a.uploaded_bytes, a.downloaded_bytes);
   audit.counted(node.id, adds.map((a) => [a.id, a.uploaded_bytes + a.downloaded_bytes]));

@@ -19,6 +19,8 @@ export interface NodeChannelDeps extends RepairDeps {
   geo: Pick<ServeGeoRoutes, 'nodes' | 'entries'>;
   zones: { list(): ZoneInfo[] };
   usage: Pick<UsageHistory, 'add'> | null;
+  /** Usage thresholds (server/quota/thresholds.ts): told the sessions a report added bytes to. */
+  thresholds?: { touch(sessionId: string): void } | null;
   /** Support's questions to the connected nodes (node-inspect.ts); absent: none asked. */
   inspect?: NodeInspect;
 }

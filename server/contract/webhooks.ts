@@ -14,6 +14,7 @@ export const WEBHOOK_EVENT_KINDS = [
   'session_paused',
   'session_resumed',
   'cap_reached',
+  'usage_threshold',
   'expired',
   'limits_changed',
   'client_changed',
@@ -30,6 +31,7 @@ export const WebhookEventKindValue = Type.Union(
     Type.Literal('session_paused'),
     Type.Literal('session_resumed'),
     Type.Literal('cap_reached'),
+    Type.Literal('usage_threshold'),
     Type.Literal('expired'),
     Type.Literal('limits_changed'),
     Type.Literal('client_changed'),
@@ -37,7 +39,8 @@ export const WebhookEventKindValue = Type.Union(
   ],
   {
     description:
-      'session_start, session_stats, session_heartbeat, session_end (the stream\'s events), session_paused, session_resumed, cap_reached, expired, limits_changed (a client override too: scope client with its client_id), ' +
+      'session_start, session_stats, session_heartbeat, session_end (the stream\'s events), session_paused, session_resumed, cap_reached, ' +
+      'usage_threshold (50, 80 and 100 % of a session, client or global byte cap in force reached, download and upload apart, once per threshold and period), expired, limits_changed (a client override too: scope client with its client_id), ' +
       'client_changed (a client disabled or enabled, its expiry set, its usage reset), webhook_disabled (another endpoint of the customer was disabled by the server after failing).',
   },
 );

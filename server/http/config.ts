@@ -72,6 +72,8 @@ export interface ServerOptions extends ServerTlsOptions {
    * (GET /v2/usage then answers empty buckets); an object sets its clock and intervals (tests).
    */
   usageHistory?: boolean | UsageHistoryOptions;
+  /** How often touched sessions' usage thresholds are checked (ms); default 1000 (tests set less). */
+  thresholdsEveryMs?: number;
   /** Replaces the data plane (tests of the control plane alone pass `null`). */
   dataPlane?: ((deps: DataPlaneDeps) => DataPlane) | null;
 }

@@ -15,6 +15,7 @@ import { repairOps } from './repos/repair.ts';
 import { reportOps } from './repos/reports.ts';
 import { retentionOps } from './repos/retention.ts';
 import { sessionOps } from './repos/sessions.ts';
+import { thresholdOps } from './repos/thresholds.ts';
 import { tokenOps } from './repos/tokens.ts';
 import { usageOps } from './repos/usage.ts';
 
@@ -34,6 +35,7 @@ export const STORE_OPS = {
   ...quotaOps,
   ...deviceOps,
   ...clientOps,
+  ...thresholdOps,
   ...migrationOps,
 };
 

@@ -10,3 +10,4 @@ export { USAGE_STEP_MS } from './repos/usage.ts';
 export type { AuditInsert, AuditEntry } from './repos/audit.ts';
 export type { EventInsert } from '../domain.ts';
 export type { ClientRow, ClientSessions } from './repos/clients.ts';
+export type { ThresholdCrossing, QueuedWith } from './repos/thresholds.ts';

@@ -16,12 +16,13 @@ import type { EgressPolicy } from '../dataplane/egress.ts';
 import type { Logger } from '../domain.ts';
 import { isoNow } from '../time.ts';
 import type { DueDelivery, WebhookRow, WebhookStore } from '../store/repos/webhooks.ts';
+import type { QueuedWith } from '../store/repos/thresholds.ts';
 import type { AuditTrail } from '../audit/trail.ts';
 import { generateSecret, SecretBox } from './secret.ts';
 import { sendSigned } from './send.ts';
 import { sendTest } from './probe.ts';
 import { announceDisabled } from './disabled.ts';
-import { deliveryView, envelope, toQueued, view } from './views.ts';
+import { deliveryView, queuedKind, toQueued, view } from './views.ts';
 
 export interface WebhookOptions {
   /** How often the outbox is read (ms). Default 500. */
@@ -161,12 +162,20 @@ export class WebhookService implements WebhookEmitter {
 
   /** Queues an event of a kind outside the event log (pause, resume, limits, caps, expiry). */
   async emit(customerId: string, kind: WebhookEventKind, data: Record<string, unknown>, sessionId?: string): Promise<void> {
-    const createdAt = isoNow();
-    await this.store.enqueue(
-      { customerId, kind, orderKey: sessionId ? `session:${sessionId}` : `customer`, createdAt, body: (id) => envelope(id, kind, createdAt, data) },
-      Date.now(),
-      this.o.maxPendingPerEndpoint,
-    );
+    await this.store.enqueue(queuedKind(customerId, kind, data, sessionId), Date.now(), this.o.maxPendingPerEndpoint);
+    this.kick();
+  }
+
+  /**
+   * The outbox entry of an event another store operation queues in its own transaction (a usage
+   * threshold crossed: store/repos/thresholds.ts), with the outbox's bounds; wake() after its commit.
+   */
+  outboxEntry(customerId: string, kind: WebhookEventKind, data: Record<string, unknown>, sessionId?: string): QueuedWith {
+    return { event: queuedKind(customerId, kind, data, sessionId), now: Date.now(), maxPending: this.o.maxPendingPerEndpoint };
+  }
+
+  /** An entry of outboxEntry() was committed: the sender runs soon. */
+  wake(): void {
     this.kick();
   }
 

@@ -3,9 +3,16 @@
 import type { Webhook, WebhookDelivery, WebhookEventKind } from '../contract/webhooks.ts';
 import type { DeliveryRow, LoggedEvent, QueuedEvent, WebhookRow } from '../store/repos/webhooks.ts';
 import { shownError } from './send.ts';
+import { isoNow } from '../time.ts';
 
 export function envelope(id: string, kind: string, createdAt: string, data: Record<string, unknown>): string {
   return JSON.stringify({ id, type: kind, created_at: createdAt, data });
+}
+
+/** An event of a kind outside the event log as an outbox entry: ordered per session when it names one, else per customer. */
+export function queuedKind(customerId: string, kind: string, data: Record<string, unknown>, sessionId?: string): QueuedEvent {
+  const createdAt = isoNow();
+  return { customerId, kind, orderKey: sessionId ? `session:${sessionId}` : `customer`, createdAt, body: (id) => envelope(id, kind, createdAt, data) };
 }
 
 /** A session event of the log as an outbox entry: ordered per session. */

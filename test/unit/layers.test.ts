@@ -77,7 +77,7 @@ const LAYERS: Record<string, Layer> = {
   // The composition: the one place that knows every part.
   services: {
     files: ['server/services.ts'],
-    may: ['domain', 'contract', 'common', 'util', 'metrics', 'store', 'zones', 'dataplane', 'events', 'tls', 'audit', 'usage', 'plugins', 'cluster', 'backend', 'sessions', 'use-cases', 'subscriptions', 'webhooks', 'http'],
+    may: ['domain', 'contract', 'common', 'util', 'metrics', 'store', 'zones', 'dataplane', 'events', 'tls', 'audit', 'usage', 'quota', 'plugins', 'cluster', 'backend', 'sessions', 'use-cases', 'subscriptions', 'webhooks', 'http'],
     packages: [],
   },
   routes: {

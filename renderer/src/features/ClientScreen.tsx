@@ -12,6 +12,7 @@ import { selectSessions, selectSubscription, selectSubscriptionPending, useClien
 import { CopyButton, EmptyState, ErrorBanner, Screen, Spinner, StatusBadge } from '../components/ui.tsx';
 import { QrImage } from '../components/Qr.tsx';
 import { UsagePanel } from '../components/UsageChart.tsx';
+import { QuotaNotice } from './QuotaNotice.tsx';
 import { ClientStandingCard } from './ClientControls.tsx';
 import { ClientLimitsCard } from './ClientLimits.tsx';
 import { ClientDevicesCard } from './ClientDevices.tsx';
@@ -168,6 +169,7 @@ export function ClientScreen({ id }: { id: string }) {
         </>
       }
     >
+      <QuotaNotice clientId={id} load={false} />
       <ClientStandingCard clientId={id} />
       <ClientLimitsCard clientId={id} />
       <UsagePanel filter={{ client_id: id }} subject={`client ${id}`} title="Usage history" />

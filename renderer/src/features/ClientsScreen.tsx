@@ -9,6 +9,7 @@ import { routeHref } from '../store/routing.ts';
 import { loadClients, navigate, useStore } from '../store/index.ts';
 import { selectClientIds, selectClientOrder, selectClients, selectClientsError, selectClientsLoad } from '../store/selectors.ts';
 import { AnyOrOptions, EmptyState, ErrorBanner, Screen, Spinner } from '../components/ui.tsx';
+import { QuotaBanner } from './QuotaNotice.tsx';
 import { Badges, UsageBar } from '../components/standing.tsx';
 
 function useClientsSync(): number {
@@ -120,6 +121,7 @@ export function ClientsScreen() {
         </EmptyState>
       ) : order.length > 0 ? (
         <>
+          <QuotaBanner />
           <div className="filters" role="search">
             <label>
               <span>Status</span>

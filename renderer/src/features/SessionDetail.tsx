@@ -13,6 +13,7 @@ import { SpeedChart } from '../components/SpeedChart.tsx';
 import { routeHref } from '../store/routing.ts';
 import { QrImage } from '../components/Qr.tsx';
 import { SubscriptionSummary } from './ClientScreen.tsx';
+import { QuotaNotice } from './QuotaNotice.tsx';
 import { UsagePanel } from '../components/UsageChart.tsx';
 import { auditWords, eventWords } from '../lib/event-words.ts';
 import { ConnectionsCard } from './ConnectionsCard.tsx';
@@ -245,6 +246,7 @@ export function SessionDetail({ id }: { id: string }) {
               <strong>Over quota{s.over_quota_until ? ` until ${formatDateTime(s.over_quota_until)}` : ' (rolling 30 days)'}.</strong> A byte cap that renews is reached: new connections are refused until it renews, by itself.
             </p>
           ) : null}
+          <QuotaNotice clientId={s.client_id} />
           <dl className="kvs">
             <Field label="Client" value={<a href={routeHref({ name: 'client', id: s.client_id })} aria-label={`Client ${s.client_id}: subscription and sessions`}>{s.client_id}</a>} />
             <Field label="Zone" value={s.zone} />

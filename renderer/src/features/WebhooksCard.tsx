@@ -19,6 +19,7 @@ const LABELS: Record<WebhookEventKind, string> = {
   session_paused: 'Paused',
   session_resumed: 'Resumed',
   cap_reached: 'Cap reached',
+  usage_threshold: 'Usage at 50, 80, 100 % of a cap',
   expired: 'Expired',
   limits_changed: 'Limits changed',
   client_changed: 'Client changed',

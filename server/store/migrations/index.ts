@@ -69,6 +69,23 @@ const SHARED: string[] = [
     PRIMARY KEY (customer_id, client_id, hwid)
   );
   CREATE INDEX IF NOT EXISTS client_devices_last_seen ON client_devices (customer_id, client_id, last_seen);`,
+  // 18: usage thresholds crossed (store/repos/thresholds.ts): one row per customer, scope,
+  // entity, direction, threshold (50, 80, 100) and period key, inserted by the one caller that
+  // wins it (the usage_threshold webhook goes out once); period_start (0: lifetime or rolling) prunes.
+  `CREATE TABLE IF NOT EXISTS usage_thresholds (
+    customer_id TEXT NOT NULL REFERENCES customers(id),
+    scope TEXT NOT NULL,
+    entity_id TEXT NOT NULL,
+    direction TEXT NOT NULL,
+    threshold INTEGER NOT NULL,
+    period_key TEXT NOT NULL,
+    period_start BIGINT NOT NULL,
+    used_bytes BIGINT NOT NULL,
+    cap_bytes BIGINT NOT NULL,
+    crossed_at TEXT NOT NULL,
+    PRIMARY KEY (customer_id, scope, entity_id, direction, threshold, period_key)
+  );
+  CREATE INDEX IF NOT EXISTS usage_thresholds_period ON usage_thresholds (period_start);`,
 ];
 
 export const MIGRATIONS: readonly Migration[] = [...LEGACY, ...SHARED];

@@ -1,0 +1,83 @@
+// Usage thresholds of traffic a data-plane node carries: a control plane on a throwaway
+// PostgreSQL and a real node (runNode, in process on 127.0.0.2). The node's reports, once
+// applied, touch their sessions: a lifetime client download cap is crossed at 50, 80 and 100 %
+// through the node, and each usage_threshold webhook reaches a local receiver once.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import { startServer, type RunningServer } from '../../server/serve.ts';
+import { runNode, type RunningNode } from '../../server/node/run.ts';
+import { silentLogger } from '../../server/log.ts';
+import { callApi } from '../helpers/http.ts';
+import { startPostgres, type PgServer } from '../helpers/postgres.ts';
+import { removeDir, tempDir, waitFor } from '../helpers/server.ts';
+import { pushThroughEcho, startTcpEcho } from '../dataplane/helpers/targets.ts';
+
+type Payload = { scope: string; client_id?: string; direction: string; threshold: number; used_bytes: number; cap_bytes: number };
+let pg: PgServer;
+let srv: RunningServer;
+let node: RunningNode;
+let echo: Awaited<ReturnType<typeof startTcpEcho>>;
+let receiver: Server;
+let url: string;
+let owner: string;
+const got: Payload[] = [];
+const dirs: string[] = [];
+
+before(async () => {
+  receiver = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c: Buffer) => (body += c.toString('utf8')));
+    req.on('end', () => {
+      const json = JSON.parse(body) as { type: string; data: Payload };
+      if (json.type === 'usage_threshold') got.push(json.data);
+      res.writeHead(200).end('ok');
+    });
+  });
+  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', () => r()));
+  url = `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hook`;
+  pg = await startPostgres();
+  const dir = tempDir('vad-thresh-node-');
+  dirs.push(dir);
+  srv = await startServer({
+    dataDir: dir, database: pg.url(), port: 0, vlessTcpPort: null, proxyPort: null, egress: 'allow-all', thresholdsEveryMs: 100,
+    rateLimit: { max: 100_000, windowMs: 60_000 }, webhooks: { pollMs: 50, baseDelayMs: 100, maxDelayMs: 400, timeoutMs: 3000, key: randomBytes(32) },
+  });
+  owner = (await srv.services.data.createToken('node-thresholds', 'owner')).token;
+  const added = await srv.services.data.addNode({ name: 'sao-1', zone: 'br-sao', public_host: '127.0.0.2' });
+  const nodeDir = tempDir('vad-thresh-node-n-');
+  dirs.push(nodeDir);
+  node = await runNode({ controls: [srv.origin], token: added.token, host: '127.0.0.2', port: 0, vlessTcpPort: 0, proxyPort: null, egress: 'allow-all', dataDir: nodeDir, log: silentLogger });
+  echo = await startTcpEcho();
+});
+after(async () => {
+  await node?.close();
+  await srv?.close();
+  await echo?.close();
+  await new Promise<void>((r) => receiver.close(() => r()));
+  await pg?.destroy();
+  for (const d of dirs) removeDir(d);
+});
+
+const call = (method: string, path: string, body?: unknown) => callApi(srv.baseUrl, owner, method, path, body);
+const pushThrough = (id: string, n: number) => pushThroughEcho(node.ports.vless_tcp_port!, id, echo.port, n, '127.0.0.2');
+
+test('a client cap crossed through a node: 50, 80 and 100 % once each', async () => {
+  await waitFor(async () => (await call('GET', '/zones')).json.zones.find((z: { code: string }) => z.code === 'br-sao')?.has_active_nodes === true, 10_000, 'node up');
+  assert.equal((await call('POST', '/webhooks', { url, events: ['usage_threshold'] })).status, 201);
+  assert.equal((await call('PATCH', '/customer/limits/client', { downloaded_bytes: 1_000_000 })).status, 200);
+  const id: string = (await call('POST', '/sessions', { client_id: 'node-dave', zone: 'br-sao', reusable: true })).json.id;
+  await waitFor(async () => (await pushThrough(id, 16 * 1024)) > 0, 10_000, 'the node admits the session');
+  const at = (threshold: number) => got.filter((p) => p.client_id === 'node-dave' && p.threshold === threshold);
+
+  await pushThrough(id, 560_000);
+  await waitFor(() => at(50).length > 0, 10_000, 'the 50 % webhook');
+  assert.deepEqual({ ...at(50)[0]!, used_bytes: 0 }, { scope: 'client', client_id: 'node-dave', direction: 'download', threshold: 50, used_bytes: 0, cap_bytes: 1_000_000 });
+  await pushThrough(id, 300_000);
+  await waitFor(() => at(80).length > 0, 10_000, 'the 80 % webhook');
+  await pushThrough(id, 400_000);
+  await waitFor(() => at(100).length > 0, 10_000, 'the 100 % webhook');
+  await new Promise((r) => setTimeout(r, 1200));
+  assert.deepEqual([at(50).length, at(80).length, at(100).length], [1, 1, 1]);
+});
