@@ -4,28 +4,19 @@
 // bases, drops the cached limits of the session service and of this process's data plane, queues
 // the webhook, wakes the node channels and writes the audit trail, like a limits change
 // (server/limits.ts). The other instances' data planes hear of it through the store's notice.
-import type { AuditActor, AuditTrail } from '../audit/trail.ts';
+import type { AuditActor } from '../audit/trail.ts';
 import type { Client, ClientLimitsOverride, ClientStatus, ClientUpdate } from '../contract/clients.ts';
 import { clientLimitsInForce } from '../contract/client-limits.ts';
 import { ApiError } from '../contract/errors.ts';
 import type { WebhookEventKind } from '../contract/webhooks.ts';
-import type { DataPlane } from '../dataplane/api.ts';
 import type { LimitValues } from '../domain.ts';
-import type { ChangeFeed } from '../events/changes.ts';
 import { recordClientQuotaBase } from '../quota/job.ts';
-import type { ControlStore } from '../store/control.ts';
 import type { ClientRow } from '../store/types.ts';
 import { byLastSeen, clientView } from './view.ts';
+import type { LimitsDeps } from '../limits.ts';
 
-export interface ClientsDeps {
-  data: ControlStore;
-  /** The session service's cache of limits. */
-  sessions: { limitsChanged(customerId: string): void };
-  dataPlane: () => Pick<DataPlane, 'limitsChanged'> | null;
-  webhooks: { emitQuietly(customerId: string, kind: WebhookEventKind, data: Record<string, unknown>): Promise<void> } | null;
-  changes: ChangeFeed;
-  audit: Pick<AuditTrail, 'record'>;
-  /** The wall clock (server/time.ts wallClock, which tests may set). */
+/** What a limits change needs (server/limits.ts), and the wall clock (server/time.ts wallClock, which tests may set). */
+export interface ClientsDeps extends LimitsDeps {
   now: () => number;
 }
 

@@ -6,6 +6,7 @@
 // links that can carry no traffic greyed with the reason. Screenshots in
 // light and dark (test-results/clients-*/).
 import { test, expect } from './fixtures.ts';
+import { overflowOf } from './layout.ts';
 import type { Page, TestInfo } from '@playwright/test';
 import { curlViaSocks, startOrigin, startV2ray, type Configuration } from './vless.ts';
 
@@ -24,20 +25,6 @@ const shot = async (page: Page, testInfo: TestInfo, name: string) => {
   await testInfo.attach(name, { path, contentType: 'image/png' });
 };
 
-/** What is wider than the window: the document, the content area, or a control past the right edge. */
-const widerThanWindow = (page: Page) =>
-  page.evaluate(() => {
-    const out: string[] = [];
-    const de = document.documentElement;
-    if (de.scrollWidth > de.clientWidth) out.push(`document ${de.scrollWidth} > ${de.clientWidth}`);
-    const main = document.getElementById('content');
-    if (main && main.scrollWidth > main.clientWidth) out.push(`#content ${main.scrollWidth} > ${main.clientWidth}`);
-    for (const el of document.querySelectorAll<HTMLElement>('input, select, button, textarea, a.btn, [role="meter"]')) {
-      const r = el.getBoundingClientRect();
-      if (r.width > 0 && r.right > window.innerWidth + 0.5) out.push(`${el.tagName.toLowerCase()} "${el.id || el.getAttribute('aria-label')}" ends at ${Math.round(r.right)}`);
-    }
-    return out;
-  });
 
 for (const scheme of ['light', 'dark'] as const) {
   test(`an override set on the client page is enforced; over quota and disabled show in both lists (${scheme})`, async ({ app, backend }, testInfo) => {
@@ -107,7 +94,7 @@ for (const scheme of ['light', 'dark'] as const) {
         ['client', async () => (await app.openClient(client), expect(page.getByTestId('client-status')).toContainText('over quota until'))],
       ] as const) {
         await open();
-        expect(await widerThanWindow(page), `${name} at 390 px`).toEqual([]);
+        expect(await overflowOf(page), `${name} at 390 px`).toEqual([]);
         await shot(page, testInfo, `${scheme}-phone-${name}-over-quota`);
       }
     } finally {

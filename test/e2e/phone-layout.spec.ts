@@ -5,6 +5,7 @@
 // at least 3:1 (WCAG 1.4.11).
 import type { Page } from '@playwright/test';
 import { test, expect } from './fixtures.ts';
+import { overflowOf } from './layout.ts';
 import type { AppPage, NavName } from './pages.ts';
 import { curlViaSocks, startOrigin, startV2ray, type Configuration } from './vless.ts';
 
@@ -14,21 +15,6 @@ const SIZES = [
   { name: 'phone', width: 390, height: 844 },
 ] as const;
 
-/** What is wider than the window: the document, the content area, or a control past the right edge. */
-function overflowOf(page: Page): Promise<string[]> {
-  return page.evaluate(() => {
-    const out: string[] = [];
-    const de = document.documentElement;
-    if (de.scrollWidth > de.clientWidth) out.push(`document ${de.scrollWidth} > ${de.clientWidth}`);
-    const main = document.getElementById('content');
-    if (main && main.scrollWidth > main.clientWidth) out.push(`#content ${main.scrollWidth} > ${main.clientWidth}`);
-    for (const el of document.querySelectorAll<HTMLElement>('input, select, button, textarea, a.btn')) {
-      const r = el.getBoundingClientRect();
-      if (r.width > 0 && r.right > window.innerWidth + 0.5) out.push(`${el.tagName.toLowerCase()} "${el.id || el.getAttribute('aria-label') || el.textContent?.trim().slice(0, 30)}" ends at ${Math.round(r.right)}`);
-    }
-    return out;
-  });
-}
 
 /** The contrast ratio (WCAG) of a control's border against its own background. */
 function borderContrast(page: Page, selector: string): Promise<number> {

@@ -8,6 +8,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import type { Page, TestInfo } from '@playwright/test';
 import { test, expect } from './fixtures.ts';
+import { overflowOf } from './layout.ts';
 import { startOrigin } from './vless.ts';
 
 // Asynchronous on purpose: the server and the origin live in this process.
@@ -23,20 +24,6 @@ const runCurlLine = (line: string, url: string) => {
   return curl([...args.slice(1, -1), url]);
 };
 
-/** What is wider than the window: the document, the content area, or a control past the right edge. */
-const widerThanWindow = (page: Page) =>
-  page.evaluate(() => {
-    const out: string[] = [];
-    const de = document.documentElement;
-    if (de.scrollWidth > de.clientWidth) out.push(`document ${de.scrollWidth} > ${de.clientWidth}`);
-    const main = document.getElementById('content');
-    if (main && main.scrollWidth > main.clientWidth) out.push(`#content ${main.scrollWidth} > ${main.clientWidth}`);
-    for (const el of document.querySelectorAll<HTMLElement>('input, select, button, textarea, a.btn, code')) {
-      const r = el.getBoundingClientRect();
-      if (r.width > 0 && r.right > window.innerWidth + 0.5) out.push(`${el.tagName.toLowerCase()} "${el.id || el.getAttribute('aria-label') || el.dataset.testid}" ends at ${Math.round(r.right)}`);
-    }
-    return out;
-  });
 
 const shot = async (page: Page, testInfo: TestInfo, name: string) => {
   const path = testInfo.outputPath(`${name}.png`);
@@ -131,7 +118,7 @@ for (const scheme of ['light', 'dark'] as const) {
     await page.setViewportSize({ width: 390, height: 844 });
     try {
       await expect(page.getByTestId('proxy-curl-http')).toBeVisible();
-      expect(await widerThanWindow(page), 'proxy at 390 px').toEqual([]);
+      expect(await overflowOf(page), 'proxy at 390 px').toEqual([]);
       await shot(page, testInfo, `${scheme}-phone-proxy`);
     } finally {
       await page.setViewportSize({ width: 1280, height: 800 });

@@ -4,22 +4,9 @@
 // of the last hour. Both cards fit 390 px; screenshots in light and dark.
 import type { Page } from '@playwright/test';
 import { test, expect } from './fixtures.ts';
+import { overflowOf } from './layout.ts';
 import { curlViaSocks, startOrigin, startV2ray, type Configuration } from './vless.ts';
 
-/** What is wider than the window: the document or the content area. */
-function overflowOf(page: Page): Promise<string[]> {
-  return page.evaluate(() => {
-    const out: string[] = [];
-    const de = document.documentElement;
-    if (de.scrollWidth > de.clientWidth) out.push(`document ${de.scrollWidth} > ${de.clientWidth}`);
-    const main = document.getElementById('content');
-    if (main && main.scrollWidth > main.clientWidth) out.push(`#content ${main.scrollWidth} > ${main.clientWidth}`);
-    for (const card of document.querySelectorAll<HTMLElement>('[data-testid="connections-card"], [data-testid="refusals-card"]')) {
-      if (card.getBoundingClientRect().right > window.innerWidth + 0.5 || card.scrollWidth > card.clientWidth) out.push(`${card.dataset.testid} wider than the window`);
-    }
-    return out;
-  });
-}
 
 for (const scheme of ['light', 'dark'] as const) {
   test(`a session's live connections and refusals (${scheme})`, async ({ app, backend }, testInfo) => {
