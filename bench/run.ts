@@ -4,7 +4,7 @@ import { existsSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
-const all = ['startup', 'api', 'dataplane', 'usage', 'cluster', 'ui'];
+const all = ['startup', 'api', 'dataplane', 'usage', 'cluster', 'ui', 'scale'];
 const chosen = process.argv.slice(2).length ? process.argv.slice(2) : all;
 let failed = false;
 for (const name of chosen) {
