@@ -98,6 +98,8 @@ async function measure(t: Target, child: ChildProcess): Promise<Figures> {
   const s = await replay(`${base}/sessions/events?session_id=${t.sessionId}`, { ...auth, 'last-event-id': '1' }, 10);
   f['SSE replay ?session_id= from id 1: first event (ms)'] = s.first;
   f['SSE replay ?session_id= from id 1: its 10 events (ms)'] = s.all;
+  const tail = await replay(`${base}/sessions/events?session_id=${t.sessionId}&tail=5`, auth, 5);
+  f['SSE ?session_id=&tail=5 (the UI): 5 events (ms)'] = tail.all;
   child.send({ prune: true });
   const [pr] = (await once(child, 'message')) as [{ ms: number; deleted: number; worstBatchMs: number }];
   f['retention prune, whole backlog (ms)'] = pr.ms;
