@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fillSqlite, type FillCounts } from './fixtures/scale-fill.ts';
+import { PRUNE_BATCH } from '../server/http/retention.ts';
 
 const SIZES = (process.env.BENCH_SCALE_SIZES ?? '1000,10000,100000').split(',').map(Number);
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 200);
@@ -104,7 +105,7 @@ async function measure(t: Target, child: ChildProcess): Promise<Figures> {
   const [pr] = (await once(child, 'message')) as [{ ms: number; deleted: number; worstBatchMs: number }];
   f['retention prune, whole backlog (ms)'] = pr.ms;
   f['retention prune, events deleted'] = pr.deleted;
-  f['retention prune, worst 5000-row batch (ms)'] = pr.worstBatchMs;
+  f[`retention prune, worst ${PRUNE_BATCH}-row batch (ms)`] = pr.worstBatchMs;
   return f;
 }
 
@@ -175,17 +176,17 @@ async function target(size: number, withBare: boolean): Promise<void> {
     bare = app;
   }
   process.on('message', async () => {
-    // The retention prune as server/http/retention.ts runs it: 5000-row batches, default 14 days.
+    // The retention prune as server/http/retention.ts runs it: PRUNE_BATCH rows a statement, 14 days.
     const cutoff = new Date(Date.now() - 14 * DAY).toISOString();
     const t = performance.now();
     let deleted = 0;
     let worst = 0;
     for (;;) {
       const b0 = performance.now();
-      const n = await srv.services.data.pruneEventsBatch(cutoff, 5000);
+      const n = await srv.services.data.pruneEventsBatch(cutoff, PRUNE_BATCH);
       worst = Math.max(worst, performance.now() - b0);
       deleted += n;
-      if (n < 5000) break;
+      if (n < PRUNE_BATCH) break;
       await new Promise<void>((r) => setImmediate(r));
     }
     process.send!({ ms: performance.now() - t, deleted, worstBatchMs: worst });
