@@ -6,18 +6,21 @@
 // and answers its figures; this process measures them over HTTP with a fixed number of
 // sequential requests each. The 1k figure is the baseline of the growth ratio (100k / 1k) and
 // of the verdict: flat (under 1.5x for 100x the data), logarithmic (under 10x) or linear.
-// Env: BENCH_SCALE_SIZES (1000,10000,100000), BENCH_REQUESTS per figure (200).
+// Env: BENCH_SCALE_SIZES (1000,10000,100000), BENCH_REQUESTS per figure (200), BENCH_SCALE_DB
+// (sqlite; `sqlite,postgres` also runs every size on a throwaway PostgreSQL 15, test/helpers/postgres.ts).
 import { fork, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { fillSqlite, type FillCounts } from './fixtures/scale-fill.ts';
+import { fillPostgres, fillSqlite, type FillCounts } from './fixtures/scale-fill.ts';
 import { PRUNE_BATCH } from '../server/http/retention.ts';
 
 const SIZES = (process.env.BENCH_SCALE_SIZES ?? '1000,10000,100000').split(',').map(Number);
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 200);
+const DATABASES = (process.env.BENCH_SCALE_DB ?? 'sqlite').split(',').filter((d): d is Db => d === 'sqlite' || d === 'postgres');
+type Db = 'sqlite' | 'postgres';
 const REPLAY_EVENTS = 5000;
 const DAY = 86_400_000;
 
@@ -102,9 +105,10 @@ async function measure(t: Target, child: ChildProcess): Promise<Figures> {
   const tail = await replay(`${base}/sessions/events?session_id=${t.sessionId}&tail=5`, auth, 5);
   f['SSE ?session_id=&tail=5 (the UI): 5 events (ms)'] = tail.all;
   child.send({ prune: true });
-  const [pr] = (await once(child, 'message')) as [{ ms: number; deleted: number; worstBatchMs: number }];
+  const [pr] = (await once(child, 'message')) as [{ ms: number; deleted: number; worstBatchMs: number; batches: number }];
   f['retention prune, whole backlog (ms)'] = pr.ms;
   f['retention prune, events deleted'] = pr.deleted;
+  f[`retention prune, mean ${PRUNE_BATCH}-row batch (ms)`] = pr.ms / pr.batches;
   f[`retention prune, worst ${PRUNE_BATCH}-row batch (ms)`] = pr.worstBatchMs;
   return f;
 }
@@ -129,38 +133,42 @@ function print(results: { size: number; fill: FillCounts; f: Figures }[]): void 
 }
 
 async function main(): Promise<void> {
-  console.log(`scale benchmark: SQLite, sizes ${SIZES.join(', ')} sessions; ${REQUESTS} sequential requests per figure (fewer for the heavy ones); server in its own process`);
-  const results: { size: number; fill: FillCounts; f: Figures }[] = [];
-  for (const size of SIZES) {
-    const child = fork(new URL(import.meta.url), ['--target', String(size), String(size === SIZES[0])], { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
-    try {
-      const [line] = (await once(createInterface({ input: child.stdout! }), 'line')) as [string];
-      const t = JSON.parse(line) as Target;
-      console.log(`${size} sessions: filled in ${t.fillMs.toFixed(0)} ms (${t.fill.events} events), server started in ${t.startMs.toFixed(0)} ms`);
-      results.push({ size, fill: t.fill, f: await measure(t, child) });
-    } finally {
-      child.disconnect();
-      await once(child, 'exit');
+  for (const db of DATABASES) {
+    console.log(`\nscale benchmark: ${db}, sizes ${SIZES.join(', ')} sessions; ${REQUESTS} sequential requests per figure (fewer for the heavy ones); server in its own process`);
+    const results: { size: number; fill: FillCounts; f: Figures }[] = [];
+    for (const size of SIZES) {
+      const child = fork(new URL(import.meta.url), ['--target', String(size), String(size === SIZES[0]), db], { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
+      try {
+        const [line] = (await once(createInterface({ input: child.stdout! }), 'line')) as [string];
+        const t = JSON.parse(line) as Target;
+        console.log(`${size} sessions: filled in ${t.fillMs.toFixed(0)} ms (${t.fill.events} events), server started in ${t.startMs.toFixed(0)} ms`);
+        results.push({ size, fill: t.fill, f: await measure(t, child) });
+      } finally {
+        child.disconnect();
+        await once(child, 'exit');
+      }
     }
+    print(results);
   }
-  print(results);
 }
 
 /** The child: fills a new data folder, starts the server on it and prunes when asked. */
-async function target(size: number, withBare: boolean): Promise<void> {
+async function target(size: number, withBare: boolean, db: Db): Promise<void> {
   const { startServer } = await import('../server/serve.ts');
   const dir = mkdtempSync(join(tmpdir(), 'vad-bench-scale-'));
+  const pg = db === 'postgres' ? await (await import('../test/helpers/postgres.ts')).startPostgres() : null;
+  const database = pg ? await pg.createDatabase('scale') : undefined;
   const opts = {
-    dataDir: dir, port: 0, vlessTcpPort: null, proxyPort: null, dataPlane: null, webhooks: false as const,
+    dataDir: dir, port: 0, vlessTcpPort: null, proxyPort: null, dataPlane: null, webhooks: false as const, database,
     rateLimit: { max: 1_000_000_000, windowMs: 60_000 },
     eventRetentionDays: 3650, // no prune at start: the prune is measured on its own below
   };
   const first = await startServer(opts); // the schema, the first customer and its owner token
   const token = first.ownerToken!;
-  const customerId = first.services.sqlite!.store.findToken(token)!.customer_id;
+  const customerId = (await first.services.data.findToken(token))!.customer_id;
   await first.close();
   const t0 = performance.now();
-  const fill = fillSqlite(dir, customerId, size);
+  const fill = database ? await fillPostgres(database, customerId, size) : fillSqlite(dir, customerId, size);
   const fillMs = performance.now() - t0;
   const t1 = performance.now();
   const srv = await startServer(opts);
@@ -181,24 +189,27 @@ async function target(size: number, withBare: boolean): Promise<void> {
     const t = performance.now();
     let deleted = 0;
     let worst = 0;
+    let batches = 0;
     for (;;) {
       const b0 = performance.now();
       const n = await srv.services.data.pruneEventsBatch(cutoff, PRUNE_BATCH);
       worst = Math.max(worst, performance.now() - b0);
       deleted += n;
+      batches++;
       if (n < PRUNE_BATCH) break;
       await new Promise<void>((r) => setImmediate(r));
     }
-    process.send!({ ms: performance.now() - t, deleted, worstBatchMs: worst });
+    process.send!({ ms: performance.now() - t, deleted, worstBatchMs: worst, batches });
   });
   process.on('disconnect', async () => {
     await srv.close();
     await bare?.close();
+    await pg?.destroy();
     rmSync(dir, { recursive: true, force: true });
     process.exit(0);
   });
   process.stdout.write(JSON.stringify({ port: srv.apiPort, barePort, token, sessionId: fill.sessionId, clientId: fill.clientId, fill, fillMs, startMs } satisfies Target) + '\n');
 }
 
-if (process.argv[2] === '--target') await target(Number(process.argv[3]), process.argv[4] === 'true');
+if (process.argv[2] === '--target') await target(Number(process.argv[3]), process.argv[4] === 'true', process.argv[5] === 'postgres' ? 'postgres' : 'sqlite');
 else await main();
