@@ -6,8 +6,10 @@
 type Prunable = { pruneEventsBatch(olderThanIso: string, limit: number): number | Promise<number> };
 
 const PRUNE_INTERVAL_MS = 3_600_000;
-/** Rows deleted per statement: a few milliseconds of SQLite work each. */
-export const PRUNE_BATCH = 5000;
+/** Rows deleted per statement: a few milliseconds of SQLite work each. A deleted event costs
+ *  about 12 µs on a busy 2-core machine with the event table's four indexes (bench/scale.ts,
+ *  "retention prune": 535k events in 6.3 s), so 5000 rows held the thread for 60-390 ms. */
+export const PRUNE_BATCH = 1000;
 
 export function startEventRetention(store: Prunable, retentionMs: number, batch = PRUNE_BATCH): () => void {
   let stopped = false;

@@ -86,6 +86,13 @@ const SHARED: string[] = [
     PRIMARY KEY (customer_id, scope, entity_id, direction, threshold, period_key)
   );
   CREATE INDEX IF NOT EXISTS usage_thresholds_period ON usage_thresholds (period_start);`,
+  // 19 (scale, bench/scale.ts): a session's event stream (SSE ?session_id=, from a Last-Event-ID
+  // or its `tail` newest) reads that session's rows, not every event of the customer after the
+  // id; the sessions of one status (the session list's status filter, the live ones of the
+  // cluster's speed shares, the start-up repair of sessions left active) are found by the index,
+  // not by reading every session.
+  `CREATE INDEX IF NOT EXISTS events_by_session ON events (customer_id, session_id, id);
+  CREATE INDEX IF NOT EXISTS sessions_by_status ON sessions (status, customer_id, seq);`,
 ];
 
 export const MIGRATIONS: readonly Migration[] = [...LEGACY, ...SHARED];

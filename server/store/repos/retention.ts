@@ -8,9 +8,11 @@ function* pruneEvents(olderThanIso: string): Op<number> {
 }
 
 /** Deletes at most `limit` of the oldest events older than the cutoff; returns how many. One
- *  short statement, so a caller can prune a large backlog in steps. */
+ *  short statement, so a caller can prune a large backlog in steps. Oldest by created_at (then
+ *  id), the order of events_by_time: a batch walks the index and stops after `limit` rows,
+ *  where ORDER BY id sorted every event older than the cutoff for each batch. */
 function* pruneEventsBatch(olderThanIso: string, limit: number): Op<number> {
-  return yield* run('DELETE FROM events WHERE id IN (SELECT id FROM events WHERE created_at < ? ORDER BY id LIMIT ?)', olderThanIso, limit);
+  return yield* run('DELETE FROM events WHERE id IN (SELECT id FROM events WHERE created_at < ? ORDER BY created_at, id LIMIT ?)', olderThanIso, limit);
 }
 
 export const retentionOps = { pruneEvents, pruneEventsBatch };
