@@ -86,6 +86,22 @@ const SHARED: string[] = [
     PRIMARY KEY (customer_id, scope, entity_id, direction, threshold, period_key)
   );
   CREATE INDEX IF NOT EXISTS usage_thresholds_period ON usage_thresholds (period_start);`,
+  // 19 (support across instances, PostgreSQL's cluster; never used by a single SQLite process):
+  // the control-plane instances seen lately (each marks itself every 20 s), who are asked and
+  // named when silent; and the answers to a support read, one row per request and instance,
+  // read and deleted by the asker, swept after a minute (store/repos/support-answers.ts).
+  `CREATE TABLE IF NOT EXISTS control_instances (
+    instance_id TEXT PRIMARY KEY,
+    seen_at TEXT NOT NULL
+  );
+  CREATE TABLE IF NOT EXISTS support_answers (
+    request_id TEXT NOT NULL,
+    instance_id TEXT NOT NULL,
+    body TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (request_id, instance_id)
+  );
+  CREATE INDEX IF NOT EXISTS support_answers_created ON support_answers (created_at);`,
 ];
 
 export const MIGRATIONS: readonly Migration[] = [...LEGACY, ...SHARED];
