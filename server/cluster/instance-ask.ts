@@ -24,6 +24,8 @@ const NODE_WAIT_MS = 600;
 const MAX_QUESTION = 1000;
 const MAX_ID = 200;
 const MAX_PARTS = 1000;
+/** Named in place of the instances when the database could not be reached to ask them. */
+export const UNREACHED = '*';
 
 /** What this instance gathers itself: its own data plane and the nodes connected to it. */
 export type Gather = (customerId: string, query: InspectQuery, timeoutMs: number) => Promise<{ parts: NodeAnswer[]; unanswered: string[] }>;
@@ -74,8 +76,20 @@ export class InstanceAsk {
     this.unlisten?.();
   }
 
-  /** Asks every other instance seen lately; their answers, and the ids of those silent within `timeoutMs`. */
+  /**
+   * Asks every other instance seen lately; their answers, and the ids of those silent within
+   * `timeoutMs`. The database unreachable: no answers, and `*` (the others could not be asked).
+   */
   async ask(customerId: string, query: InspectQuery, timeoutMs = INSPECT_TIMEOUT_MS): Promise<{ answers: InstanceAnswer[]; unanswered: string[] }> {
+    try {
+      return await this.askAll(customerId, query, timeoutMs);
+    } catch (err) {
+      this.deps.log.warn({ err: String(err) }, 'asking the other instances for a support read failed');
+      return { answers: [], unanswered: [UNREACHED] };
+    }
+  }
+
+  private async askAll(customerId: string, query: InspectQuery, timeoutMs: number): Promise<{ answers: InstanceAnswer[]; unanswered: string[] }> {
     const started = Date.now();
     const expected = (await this.deps.data.instancesSeenSince(iso(started - SEEN_WITHIN_MS))).filter((i) => i !== this.deps.instanceId);
     if (!expected.length) return { answers: [], unanswered: [] };

@@ -17,7 +17,8 @@ const Node = Type.String({ description: 'The node that carries it: a catalogue n
 const UnansweredInstances = Type.Array(Type.String(), {
   description:
     'Other control-plane instances of the cluster (PostgreSQL; seen within the last minute) that did not answer within a second: ' +
-    'what their own data planes and their nodes hold is missing. Always empty on SQLite (one instance).',
+    'what their own data planes and their nodes hold is missing; `*` when the database could not be reached to ask them. ' +
+    'Always empty on SQLite (one instance).',
 });
 
 export const LiveConnection = Type.Object(
