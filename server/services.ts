@@ -4,8 +4,9 @@
 // two is the Backend (backend/sqlite.ts, backend/postgres.ts); everything else is composed here,
 // once. The routes and the use cases only see the async store seam (`data`, store/control.ts),
 // the event source (`events`) and the instance's change feed (`changes`).
+import { InstanceAsk } from './cluster/instance-ask.ts';
 import { NodeInspect } from './cluster/node-inspect.ts';
-import { SupportService } from './support.ts';
+import { SupportService, type SupportDeps } from './support.ts';
 import type { SessionEvent } from './contract/schemas.ts';
 import type { DataPlane, DataPlaneDeps } from './dataplane/api.ts';
 import { createDataPlane } from './dataplane/index.ts';
@@ -173,6 +174,7 @@ async function compose(opts: ServerOptions, config: ResolvedConfig, tls: TlsCert
   const streams = new StreamRegistry(backend.revocations, config.settings.sse);
   metrics.subscribers(() => streams.size);
   if (dataPlane?.openByZone) metrics.openConnections(() => dataPlane.openByZone!().map((o) => ({ ...o, node: LOCAL_NODE })));
+  const support = await supportService(backend, owned, log, { sessions, dataPlane: () => dataPlane, nodes: inspect });
   const subscriptions = createSubscriptions(
     { data, sessions, settings: config.settings, tls, zoneName: (code) => zones.find(code)?.name },
     { store: backend.subscriptionData, clusterKey: backend.clusterKey, dataDir: opts.dataDir },
@@ -205,7 +207,7 @@ async function compose(opts: ServerOptions, config: ResolvedConfig, tls: TlsCert
     audit,
     geo,
     inspect,
-    support: new SupportService({ sessions, dataPlane: () => dataPlane, nodes: inspect, data }),
+    support,
     owned,
     close: () => owned.dispose(),
   };
@@ -215,6 +217,19 @@ async function compose(opts: ServerOptions, config: ResolvedConfig, tls: TlsCert
  * Usage thresholds: sessions touched where their counters are written (the local data plane's
  * saves on SQLite, its journal's reports on PostgreSQL, the nodes' reports), checked each second.
  */
+/** Support reads: this instance's data plane and nodes and, on PostgreSQL, the other instances' (cluster/instance-ask.ts). */
+async function supportService(backend: Backend, owned: Made['owned'], log: Logger, deps: Omit<SupportDeps, 'data' | 'instances'>): Promise<SupportService> {
+  let instances: InstanceAsk | null = null;
+  const support = new SupportService({ ...deps, data: backend.data, instances: () => instances });
+  if (backend.instances) {
+    const asker = new InstanceAsk({ ...backend.instances, data: backend.data, log, gather: (c, q, t) => support.gather(c, q, t) });
+    await asker.start();
+    owned.add(() => asker.close());
+    instances = asker;
+  }
+  return support;
+}
+
 function thresholdWatch(opts: ServerOptions, backend: Backend, webhooks: WebhookService | null, log: Logger): ThresholdWatch {
   const watch = new ThresholdWatch({ data: backend.data, webhooks, log, ...(opts.thresholdsEveryMs ? { everyMs: opts.thresholdsEveryMs } : {}) });
   backend.onCountersApplied?.((ids) => ids.forEach((id) => watch.touch(id)));

@@ -8,6 +8,7 @@
 //   - one LISTEN connection (PgListener) carries the notifications to all of these, and to the
 //     instance's change feed (a pause, limits change or node removal on any instance).
 // Loaded only when `database` is given, so the SQLite mode never loads the PostgreSQL client.
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { CounterJournal } from '../cluster/journal.ts';
 import { LocalView } from '../cluster/local-view.ts';
@@ -55,7 +56,8 @@ export async function openPostgres({ url, dataDir, metrics, log, changes }: Post
   const tokenLookup = new PgTokenCache(data, listener);
   // The data plane's counters and events go to this instance's journal first, then into the
   // database in order, each report once (a kill -9 or an outage loses none of them).
-  const view = new LocalView(data, listener, log, CounterJournal.open(join(dataDir, 'counter-journal.log'), log));
+  const journal = CounterJournal.open(join(dataDir, 'counter-journal.log'), log);
+  const view = new LocalView(data, listener, log, journal);
 
   // Open event streams of a token revoked on any instance are closed: the registry's watch
   // (written for SQLite's data_version) reads a version bumped here once the revoked ids have
@@ -101,6 +103,8 @@ export async function openPostgres({ url, dataDir, metrics, log, changes }: Post
     webhookStore: () => bindAsync(webhookOps, runner),
     subscriptionData: () => bindAsync(subscriptionOps, runner),
     clusterKey: bindAsync(clusterKeyOps, runner).clusterKey,
+    // Support reads ask the other instances by this id: the host and its journal's (kept across restarts).
+    instances: { instanceId: `${hostname()}-${journal.id.slice(0, 8)}`, onNotification: (fn) => listener.onNotification(fn) },
     drain: () => view.close(),
     close: async () => {
       await feed.close();

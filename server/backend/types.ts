@@ -50,6 +50,11 @@ export interface Backend {
   subscriptionData(): SubscriptionData;
   /** A key every instance shares, kept in the database; null where keys are files of the data folder. */
   clusterKey: ((name: 'webhooks' | 'subscriptions', bytes: number) => Promise<Buffer>) | null;
+  /**
+   * The cluster's instances (PostgreSQL): this one's id (its counter journal's) and the
+   * notifications every instance hears, for support reads across instances. Absent on SQLite.
+   */
+  instances?: { instanceId: string; onNotification(fn: (channel: string, payload: string) => void): () => void };
   /** Flushes what the data plane left to write (after it closed, before the store closes). */
   drain(): Promise<void>;
   /** Releases the store (and on PostgreSQL the listener and the event feed). */

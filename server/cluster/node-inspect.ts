@@ -93,7 +93,7 @@ const time = (v: unknown): string | undefined => {
 };
 const transport = (v: unknown): Transport | undefined => (TRANSPORTS.has(v as Transport) ? (v as Transport) : undefined);
 
-function connectionsOf(v: unknown): ConnectionView[] {
+export function connectionsOf(v: unknown): ConnectionView[] {
   if (!Array.isArray(v)) return [];
   const out: ConnectionView[] = [];
   for (const c of v.slice(0, MAX_CONNECTIONS) as Array<Record<string, unknown>>) {
@@ -109,7 +109,7 @@ function connectionsOf(v: unknown): ConnectionView[] {
   return out;
 }
 
-function digestOf(v: unknown): RefusalDigest {
+export function digestOf(v: unknown): RefusalDigest {
   const d = (v ?? {}) as Record<string, unknown>;
   const refusals: RefusalView[] = [];
   for (const r of (Array.isArray(d.refusals) ? d.refusals.slice(0, MAX_REFUSALS) : []) as Array<Record<string, unknown>>) {

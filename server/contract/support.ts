@@ -1,6 +1,6 @@
 // Schemas of the support extension: a session's live connections and the recent refusals of a
 // session or a client (why a client's connection got nothing), gathered from this instance's
-// data plane and its connected nodes on read. Owner and agent tokens read. Everything here is an
+// data plane, its connected nodes and the cluster's other instances on read. Owner and agent tokens read. Everything here is an
 // extension (`x-extension: true`).
 import Type, { type Static } from 'typebox';
 import { CLIENT_ID_PATTERN, DateTime } from './schemas.ts';
@@ -13,6 +13,13 @@ const Transport = Type.Union(
 );
 
 const Node = Type.String({ description: 'The node that carries it: a catalogue node\'s name, or `local` (the server\'s own data plane).' });
+
+const UnansweredInstances = Type.Array(Type.String(), {
+  description:
+    'Other control-plane instances of the cluster (PostgreSQL; seen within the last minute) that did not answer within a second: ' +
+    'what their own data planes and their nodes hold is missing; `*` when the database could not be reached to ask them. ' +
+    'Always empty on SQLite (one instance).',
+});
 
 export const LiveConnection = Type.Object(
   {
@@ -33,7 +40,8 @@ export const LiveConnection = Type.Object(
 export const ConnectionList = Type.Object(
   {
     connections: Type.Array(LiveConnection, { description: 'Oldest first; at most the per-session connection cap per node.' }),
-    unanswered_nodes: Type.Array(Type.String(), { description: 'Nodes not heard from, whose connections are missing: a connected node that did not answer within a second, or the session\'s node when its channel is on another instance.' }),
+    unanswered_nodes: Type.Array(Type.String(), { description: 'Nodes not heard from, whose connections are missing: a node connected to an instance that answered but did not answer itself in time, or the session\'s node when no instance that answered carries its channel.' }),
+    unanswered_instances: UnansweredInstances,
   },
   ext,
 );
@@ -59,7 +67,8 @@ export const RefusalList = Type.Object(
   {
     refusals: Type.Array(Refusal, { description: 'Newest first, the last 100 (repeats from one address within a second are counted, not listed).' }),
     counts_last_hour: Type.Record(Type.String(), Type.Integer({ minimum: 0 }), { description: 'Refusals per reason over the last hour.' }),
-    unanswered_nodes: Type.Array(Type.String(), { description: 'Nodes not heard from, whose refusals are missing: a connected node that did not answer within a second, or the session\'s node when its channel is on another instance.' }),
+    unanswered_nodes: Type.Array(Type.String(), { description: 'Nodes not heard from, whose refusals are missing: a node connected to an instance that answered but did not answer itself in time, or the session\'s node when no instance that answered carries its channel.' }),
+    unanswered_instances: UnansweredInstances,
   },
   ext,
 );

@@ -17,8 +17,9 @@ export async function supportRoutes(app: FastifyInstance, support: SupportServic
       summary: 'The open connections of a session, on every data plane (extension)',
       description:
         'Each connection relaying now: transport, client address, node, destination (host and port only), bytes each way and the speed ' +
-        'over the last second or two. Gathered from this server and the nodes connected to it; a node that does not answer within a ' +
-        'second is named in unanswered_nodes. 404 session_not_found for an unknown session or another customer\'s.',
+        'over the last second or two. Gathered from this server, the nodes connected to it and (PostgreSQL) the other instances with ' +
+        'their nodes; a node or an instance that does not answer within a second is named in unanswered_nodes or unanswered_instances. ' +
+        '404 session_not_found for an unknown session or another customer\'s.',
       tags: ['sessions'],
       security: bearer,
       params: SessionIdParams,
@@ -32,7 +33,7 @@ export async function supportRoutes(app: FastifyInstance, support: SupportServic
     schema: {
       summary: 'Why connections of a session were refused: the last 100 and the counts per reason over the last hour (extension)',
       description:
-        'Kept in memory by each data plane (this server and its nodes), so a restart forgets them. Includes the HTTP proxy\'s refusals ' +
+        'Kept in memory by each data plane (every instance and every node, all asked), so a restart forgets them. Includes the HTTP proxy\'s refusals ' +
         'whose credential names the session (proxy_auth_required, location_unavailable, destination_forbidden). ' +
         '404 session_not_found for an unknown session or another customer\'s.',
       tags: ['sessions'],

@@ -15,6 +15,7 @@ import { repairOps } from './repos/repair.ts';
 import { reportOps } from './repos/reports.ts';
 import { retentionOps } from './repos/retention.ts';
 import { sessionOps } from './repos/sessions.ts';
+import { supportAnswerOps } from './repos/support-answers.ts';
 import { thresholdOps } from './repos/thresholds.ts';
 import { tokenOps } from './repos/tokens.ts';
 import { usageOps } from './repos/usage.ts';
@@ -36,6 +37,7 @@ export const STORE_OPS = {
   ...deviceOps,
   ...clientOps,
   ...thresholdOps,
+  ...supportAnswerOps,
   ...migrationOps,
 };
 

@@ -1,8 +1,10 @@
-// Support's view through a data-plane node: a control plane on a throwaway PostgreSQL and a node
-// (127.0.0.2) connected to it (a second instance without the node's channel names the node). A
-// raw VLESS connection through the node shows in the session's live connections with the node's name, and is gone when it closes; a connection refused on the
-// node (the session paused; a session placed elsewhere: unknown) shows in the session's and the
-// client's refusals, gathered from the node over its channel on read.
+// Support's view through a data-plane node and across instances: a control plane on a throwaway
+// PostgreSQL and a node (127.0.0.2) connected to it, and a second instance on the same database.
+// A raw VLESS connection through the node shows in the session's live connections with the
+// node's name, on either instance (the second one asks the first over the database), and is gone
+// when it closes; a connection refused on the node (the session paused; a session placed
+// elsewhere: unknown) shows in the session's and the client's refusals; a refusal on the first
+// instance's own data plane shows on a read of the second; a stopped instance is named.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer, type RunningServer } from '../../server/serve.ts';
@@ -26,7 +28,7 @@ before(async () => {
   pgServer = await startPostgres();
   const dir = tempDir('vad-support-cp-');
   dirs.push(dir);
-  cp = await startServer({ dataDir: dir, database: pgServer.url(), port: 0, vlessTcpPort: null, proxyPort: null, rateLimit: { max: 100_000, windowMs: 60_000 } });
+  cp = await startServer({ dataDir: dir, database: pgServer.url(), port: 0, vlessTcpPort: 0, proxyPort: null, rateLimit: { max: 100_000, windowMs: 60_000 } });
   owner = (await cp.services.data.createToken('support', 'owner')).token;
   const otherDir = tempDir('vad-support-cp2-');
   dirs.push(otherDir);
@@ -72,9 +74,12 @@ test('a node\'s live connections and refusals are gathered through its channel',
   assert.equal(listed[0].uploaded_bytes, 2);
   assert.equal(listed[0].downloaded_bytes, 2);
   assert.match(listed[0].client_address, /127\.0\.0\./);
-  // Another instance does not carry the node's channel: it names the node it could not ask.
+  // Another instance does not carry the node's channel: it asks the first one, which asks its node.
   const elsewhere = (await callApi(other.baseUrl, owner, 'GET', `/sessions/${id}/connections`)).json;
-  assert.deepEqual(elsewhere, { connections: [], unanswered_nodes: ['sao-1'] });
+  // (speeds move with the clock: compared without them)
+  const steady = (cs: Array<Record<string, any>>) => cs.map(({ upload_speed: _u, download_speed: _d, ...c }) => c);
+  assert.deepEqual(steady(elsewhere.connections), steady(listed));
+  assert.deepEqual([elsewhere.unanswered_nodes, elsewhere.unanswered_instances], [[], []]);
   conn.s.destroy();
   await waitFor(async () => (await call('GET', `/sessions/${id}/connections`)).json.connections.length === 0, 5000, 'gone once closed');
 
@@ -107,4 +112,48 @@ test('a session the node does not carry is refused there as unknown, and that sh
   const r = (await call('GET', `/sessions/${id}/refusals`)).json;
   assert.deepEqual(r.refusals.map((x: { reason: string; node: string }) => [x.reason, x.node]), [['unknown', 'sao-1']]);
   assert.deepEqual(r.counts_last_hour, { unknown: 1 });
+});
+
+test('a refusal on another instance\'s own data plane is read on this one; a stopped instance is named at once', async () => {
+  const created = await call('POST', '/sessions', { client_id: 'support-cp', zone: 'de-fra', reusable: true });
+  const id = created.json.id as string;
+  assert.equal((await call('PATCH', `/sessions/${id}/pause`)).status, 200);
+  const refused = await openVlessEcho(cp.vlessTcpPort!, id, echo.port);
+  await refused.closed;
+  // Read on the second instance: the refusal is held by the first one's data plane only.
+  const readOther = (path: string) => callApi(other.baseUrl, owner, 'GET', path);
+  let r: Record<string, any> = {};
+  await waitFor(async () => {
+    r = (await readOther(`/sessions/${id}/refusals`)).json;
+    return r.refusals.length > 0;
+  }, 5000, 'the first instance\'s refusal read on the second');
+  assert.deepEqual(r.refusals.map((x: { reason: string; node: string; session_id: string }) => [x.reason, x.node, x.session_id]), [['paused', 'local', id]]);
+  assert.deepEqual(r.counts_last_hour, { paused: 1 });
+  assert.deepEqual([r.unanswered_nodes, r.unanswered_instances], [[], []]);
+  const byClient = (await readOther('/clients/support-cp/refusals')).json;
+  assert.deepEqual(byClient.refusals.map((x: { reason: string; node: string }) => [x.reason, x.node]), [['paused', 'local']]);
+  // Another customer's client of the same id: the first instance answers for the customer asked about only.
+  const stranger = (await cp.services.data.createToken('support-stranger', 'owner')).token;
+  const theirs = (await callApi(other.baseUrl, stranger, 'GET', '/clients/support-cp/refusals')).json;
+  assert.deepEqual(theirs, { refusals: [], counts_last_hour: {}, unanswered_nodes: [], unanswered_instances: [] });
+  // A question with a token-sized payload or garbage is ignored, and the next read still works.
+  await cp.services.data.askInstances('x'.repeat(5000));
+  await cp.services.data.askInstances('{"r":1}');
+
+  // A third instance starts, is seen, then stops: a read names it, and still answers within about a second.
+  const seenBefore = await cp.services.data.instancesSeenSince(new Date(Date.now() - 60_000).toISOString());
+  const thirdDir = tempDir('vad-support-cp3-');
+  dirs.push(thirdDir);
+  const third = await startServer({ dataDir: thirdDir, database: pgServer.url(), port: 0, vlessTcpPort: null, proxyPort: null });
+  const seen = await cp.services.data.instancesSeenSince(new Date(Date.now() - 60_000).toISOString());
+  const thirdId = seen.filter((i) => !seenBefore.includes(i));
+  assert.equal(thirdId.length, 1);
+  assert.equal((await readOther(`/sessions/${id}/refusals`)).json.unanswered_instances.length, 0, 'the third answers while it runs');
+  await third.close();
+  const started = Date.now();
+  const after = (await call('GET', `/sessions/${id}/refusals`)).json;
+  const took = Date.now() - started;
+  assert.deepEqual(after.unanswered_instances, thirdId);
+  assert.deepEqual(after.refusals.map((x: { reason: string; node: string }) => [x.reason, x.node]), [['paused', 'local']], 'its own, once');
+  assert.ok(took < 2000, `answered in ${took} ms`);
 });

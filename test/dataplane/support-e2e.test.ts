@@ -275,7 +275,7 @@ test('404 in the error format for an unknown session; a client with no refusals 
   const mine0 = await session('support-agent');
   const asAgent = await callApi(srv.baseUrl, agent, 'GET', `/sessions/${mine0.id}/connections`);
   assert.equal(asAgent.status, 200);
-  assert.deepEqual(asAgent.json, { connections: [], unanswered_nodes: [] });
+  assert.deepEqual(asAgent.json, { connections: [], unanswered_nodes: [], unanswered_instances: [] });
   assert.equal((await callApi(srv.baseUrl, agent, 'GET', '/clients/support-agent/refusals')).status, 200);
   await srv.services.data.ensureCustomer('support-other');
   const otherToken = (await srv.services.data.createToken('support-other', 'agent')).token;
@@ -283,6 +283,6 @@ test('404 in the error format for an unknown session; a client with no refusals 
   const foreign = await callApi(srv.baseUrl, otherToken, 'GET', `/sessions/${mine.id}/connections`);
   assert.equal(foreign.status, 404);
   const none = await refusals('/clients/nobody-here/refusals');
-  assert.deepEqual(none, { refusals: [], counts_last_hour: {}, unanswered_nodes: [] });
+  assert.deepEqual(none, { refusals: [], counts_last_hour: {}, unanswered_nodes: [], unanswered_instances: [] });
   assert.equal((await api('GET', '/clients/bad%20id/refusals')).status, 400);
 });

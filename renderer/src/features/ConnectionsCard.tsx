@@ -65,6 +65,7 @@ export function ConnectionsCard({ id }: { id: string }) {
         </ul>
       ) : null}
       {list?.unanswered_nodes.length ? <p className="help">No answer from {list.unanswered_nodes.join(', ')}: its connections are not listed.</p> : null}
+      {list?.unanswered_instances?.length ? <p className="help">No answer from the server instance {list.unanswered_instances.join(', ')}: the connections of its data plane and its nodes are not listed.</p> : null}
     </div>
   );
 }

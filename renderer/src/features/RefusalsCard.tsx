@@ -81,6 +81,7 @@ export function RefusalsCard({ s }: { s: SessionView }) {
         </ul>
       ) : null}
       {list?.unanswered_nodes.length ? <p className="help">No answer from {list.unanswered_nodes.join(', ')}: its refusals are not listed.</p> : null}
+      {list?.unanswered_instances?.length ? <p className="help">No answer from the server instance {list.unanswered_instances.join(', ')}: the refusals of its data plane and its nodes are not listed.</p> : null}
     </div>
   );
 }

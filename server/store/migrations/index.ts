@@ -93,6 +93,22 @@ const SHARED: string[] = [
   // not by reading every session.
   `CREATE INDEX IF NOT EXISTS events_by_session ON events (customer_id, session_id, id);
   CREATE INDEX IF NOT EXISTS sessions_by_status ON sessions (status, customer_id, seq);`,
+  // 20 (support across instances, PostgreSQL's cluster; never used by a single SQLite process):
+  // the control-plane instances seen lately (each marks itself every 20 s), who are asked and
+  // named when silent; and the answers to a support read, one row per request and instance,
+  // read and deleted by the asker, swept after a minute (store/repos/support-answers.ts).
+  `CREATE TABLE IF NOT EXISTS control_instances (
+    instance_id TEXT PRIMARY KEY,
+    seen_at TEXT NOT NULL
+  );
+  CREATE TABLE IF NOT EXISTS support_answers (
+    request_id TEXT NOT NULL,
+    instance_id TEXT NOT NULL,
+    body TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (request_id, instance_id)
+  );
+  CREATE INDEX IF NOT EXISTS support_answers_created ON support_answers (created_at);`,
 ];
 
 export const MIGRATIONS: readonly Migration[] = [...LEGACY, ...SHARED];
