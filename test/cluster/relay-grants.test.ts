@@ -3,14 +3,17 @@
 // request lines. A grant is made from the relay key the control plane gives an entry, for one
 // session and one destination, once: used twice, for another destination, too late, with an
 // expired key, by an entry no longer in the cluster, or against an exit whose token changed, it
-// is refused. What the relay carried is tallied per entry and session hash for the reports.
+// is refused; a grant has a kind: a TCP grant cannot open a UDP association, nor a UDP grant a
+// stream. What the relay carried is tallied per entry and session hash for the reports.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { connect as tlsConnect } from 'node:tls';
 import { createRelayServer } from '../../server/node/relay-server.ts';
-import { keyExpiry, relayKey, sessionTag, signRelayRequest, GRANT_MS, RelayNonces } from '../../server/dataplane/relay-grant.ts';
+import { keyExpiry, relayKey, sessionTag, signRelayGrant, signRelayRequest, verifyRelayGrant, GRANT_MS, RelayNonces } from '../../server/dataplane/relay-grant.ts';
+import { createSocket } from 'node:dgram';
+import { FRAME, FrameReader, encodeFrame, type Frame } from '../../server/dataplane/relay-udp-frames.ts';
 import { silentLogger } from '../../server/log.ts';
 import { removeDir, tempDir } from '../helpers/server.ts';
 import { makeCert } from '../helpers/tls.ts';
@@ -126,4 +129,63 @@ test('the nonce set is bounded: full of live nonces, new grants are refused rath
   // Past their keeping time they go, and room is made.
   assert.equal(n.take('c', t + 2 * GRANT_MS + 1), 'ok');
   assert.equal(n.size, 1);
+});
+
+test('grant kinds: a TCP grant replayed for UDP is refused, a UDP grant for a stream too', async () => {
+  const key = keyFor('node-a');
+  const tcp = request(key);
+  const { host: _h, port: _p, ...tcpCreds } = tcp;
+  assert.equal(refusal(await ask({ ...tcpCreds, udp: true })), 'unauthorized');
+  const udp = signRelayGrant(key, 'session-one', { kind: 'udp' });
+  assert.equal(refusal(await ask({ ...udp, host: '127.0.0.1', port: destPort })), 'unauthorized');
+  // a request naming both is malformed
+  assert.equal(refusal(await ask({ ...udp, udp: true, host: '127.0.0.1', port: destPort })), 'bad_request');
+  // the same check without the listener: each kind verifies only as itself, and not consumed by refusals
+  const nonces = new RelayNonces();
+  const fresh = signRelayGrant(key, 'session-one', { kind: 'udp' });
+  assert.equal(verifyRelayGrant(TOKEN_HASH, entries, fresh, { kind: 'tcp', host: 'udp', port: 0 }, nonces), 'unauthorized');
+  assert.equal(verifyRelayGrant(TOKEN_HASH, entries, fresh, { kind: 'udp' }, nonces), 'ok');
+  assert.equal(verifyRelayGrant(TOKEN_HASH, entries, fresh, { kind: 'udp' }, nonces), 'replayed');
+  const t2 = signRelayGrant(key, 'session-one', { kind: 'tcp', host: '127.0.0.1', port: destPort });
+  assert.equal(verifyRelayGrant(TOKEN_HASH, entries, t2, { kind: 'udp' }, nonces), 'unauthorized');
+});
+
+test('a UDP grant opens an association: a name is checked, datagrams framed both ways, tallied once', async () => {
+  const echo = createSocket('udp4');
+  echo.on('message', (m, r) => echo.send(Buffer.concat([Buffer.from('re:'), m]), r.port, r.address));
+  await new Promise<void>((r) => echo.bind(0, '127.0.0.1', () => r()));
+  const echoPort = echo.address().port;
+  relay.takeCarried();
+  const frames: Frame[] = [];
+  const reader = new FrameReader((f) => frames.push(f));
+  const s = tlsConnect({ host: '127.0.0.1', port: relayPort, rejectUnauthorized: false }, () =>
+    s.write(`${JSON.stringify({ ...signRelayGrant(keyFor('node-a'), 'session-udp', { kind: 'udp' }), udp: true })}\n`));
+  let head = '';
+  s.on('data', (b: Buffer) => {
+    if (!head.endsWith('\n')) {
+      const nl = b.indexOf(0x0a);
+      head += b.subarray(0, nl < 0 ? b.length : nl + 1).toString();
+      if (nl < 0) return;
+      b = b.subarray(nl + 1);
+    }
+    reader.push(b);
+  });
+  try {
+    const until = Date.now() + 5000;
+    while (!head.endsWith('\n') && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+    assert.equal(head, 'OK\n');
+    s.write(encodeFrame(FRAME.check, { host: 'localhost', port: 0 })!);
+    s.write(encodeFrame(FRAME.data, { host: '127.0.0.1', port: echoPort }, Buffer.from('ping'))!);
+    while (frames.length < 2 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+    const allowed = frames.find((f) => f.type === FRAME.allowed);
+    assert.deepEqual(allowed && [allowed.to.host, allowed.payload.toString()], ['localhost', '127.0.0.1']);
+    const data = frames.find((f) => f.type === FRAME.data);
+    assert.deepEqual(data && [data.to, data.payload.toString()], [{ host: '127.0.0.1', port: echoPort }, 're:ping']);
+    assert.deepEqual(relay.takeCarried(), { 'node-a': { [sessionTag('session-udp')]: { up: 4, down: 7 } } });
+    // a datagram over the limit is never framed
+    assert.equal(encodeFrame(FRAME.data, { host: '127.0.0.1', port: echoPort }, Buffer.alloc(65508)), undefined);
+  } finally {
+    s.destroy();
+    echo.close();
+  }
 });
