@@ -20,8 +20,8 @@ const MAX_PENDING = 256;
 const MAX_BACKLOG = 1 << 20;
 
 export interface RelayUdpChannel {
-  /** The destination's address if the exit's egress policy allows the name (null: refused, unresolved, or no answer in time). */
-  check(host: string): Promise<string | null>;
+  /** The destination's address if the exit's egress policy allows the name; else `forbidden` (that policy refused it) or null (unresolved, no answer in time). */
+  check(host: string): Promise<string | 'forbidden' | null>;
   /** Frames a datagram to the exit; false when dropped (too large, backlog full, closed). */
   send(to: Address, payload: Buffer): boolean;
   /** Answers from the exit: set by the association. */
@@ -68,8 +68,8 @@ export function dialRelayUdp(route: Extract<GeoRoute, { via: 'relay' }>, session
 
 /** The association's side of an open relay connection (`rest`: frames that came with the answer). */
 function channel(tls: TLSSocket, rest: Buffer, timeoutMs: number): RelayUdpChannel {
-  const pending = new Map<string, Array<(address: string | null) => void>>();
-  const answer = (host: string, address: string | null) => {
+  const pending = new Map<string, Array<(address: string | 'forbidden' | null) => void>>();
+  const answer = (host: string, address: string | 'forbidden' | null) => {
     for (const cb of pending.get(host) ?? []) cb(address);
     pending.delete(host);
   };
@@ -81,8 +81,9 @@ function channel(tls: TLSSocket, rest: Buffer, timeoutMs: number): RelayUdpChann
       if (tls.destroyed || (!pending.has(host) && pending.size >= MAX_PENDING)) return resolve(null);
       const waiting = pending.get(host);
       if (waiting) return void waiting.push(resolve);
-      pending.set(host, [resolve]);
-      setTimeout(() => answer(host, null), timeoutMs).unref();
+      const mine = [resolve];
+      pending.set(host, mine);
+      setTimeout(() => pending.get(host) === mine && answer(host, null), timeoutMs).unref();
       tls.write(encodeFrame(FRAME.check, { host, port: 0 })!);
     }),
     send: (to, payload) => {
@@ -94,8 +95,8 @@ function channel(tls: TLSSocket, rest: Buffer, timeoutMs: number): RelayUdpChann
   };
   const reader = new FrameReader((f: Frame) => {
     if (f.type === FRAME.data) c.onDatagram(f.to, f.payload);
-    else if (f.type === FRAME.allowed) answer(f.to.host, f.payload.toString('latin1'));
-    else if (f.type === FRAME.refused) answer(f.to.host, null);
+    else if (f.type === FRAME.allowed) answer(f.to.host, f.payload.toString('latin1') || null);
+    else if (f.type === FRAME.refused) answer(f.to.host, f.payload.toString('latin1') === 'forbidden' ? 'forbidden' : null);
   });
   const read = (b: Buffer) => {
     if (!reader.push(b)) tls.destroy();

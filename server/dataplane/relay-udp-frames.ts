@@ -3,8 +3,8 @@
 //   LEN(2, big-endian: the bytes after it) TYPE(1) ATYP ADDR PORT (SOCKS5 address encoding) PAYLOAD
 // TYPE: 0 a datagram (entry → exit: send to the address; exit → entry: an answer from it),
 // 1 check (entry → exit: may the name be sent to? no payload), 2 allowed (exit → entry: the
-// name's address, as text, in the payload), 3 refused (exit → entry: the exit's egress policy
-// refused the name, or it did not resolve). A datagram's payload is at most MAX_DATAGRAM bytes:
+// name's address, as text, in the payload), 3 refused (exit → entry: `forbidden`, the exit's
+// egress policy refused the name, or `unresolved`). A datagram's payload is at most MAX_DATAGRAM bytes:
 // larger ones are never framed (dropped by the sender) and a frame longer than LEN allows is
 // a protocol error (the reader stops).
 import { type Address, encodeAddress, parseAddress } from './socks5.ts';

@@ -108,20 +108,28 @@ class Association {
     this.down.push(payload);
   }
 
+  /** Support sees the egress policy's refusal (here or at the relay node), once per name and association. */
+  private forbidden(): void {
+    const lease = this.conn.lease;
+    if (lease) this.ctx.runtime.refused(lease.session.id, 'destination_forbidden', this.conn.transport, this.conn.client.remote);
+  }
+
   /** A destination's address through the DNS timeout and the egress policy (null: refused or unresolved), cached. */
   private resolve(host: string): Promise<Resolved> {
     let p = this.names.get(host);
     if (!p && this.channel) {
       if (this.names.size >= MAX_NAMES) this.names.clear();
       // the relay node's policy decides; its answer is the address to send to
-      p = this.channel.check(host).then((address) => (address && isIP(address) ? { address, family: isIP(address) as 4 | 6 } : null));
+      p = this.channel.check(host).then((address) => {
+        if (address === 'forbidden') this.forbidden();
+        return address && isIP(address) ? { address, family: isIP(address) as 4 | 6 } : null;
+      });
       this.names.set(host, p);
     } else if (!p) {
       if (this.names.size >= MAX_NAMES) this.names.clear();
       p = resolveHost(host, this.ctx.egress, this.ctx.dial).then((r) => ({ address: plainAddress(r.address), family: r.family }), (err: Error) => {
         // once per name and association (the answer is kept): support sees the egress policy's refusal
-        const lease = this.conn.lease;
-        if (err instanceof EgressRefused && lease) this.ctx.runtime.refused(lease.session.id, 'destination_forbidden', this.conn.transport, this.conn.client.remote);
+        if (err instanceof EgressRefused) this.forbidden();
         return null;
       });
       this.names.set(host, p);

@@ -12,7 +12,7 @@ import { createSocket, type RemoteInfo, type Socket as UdpSocket } from 'node:dg
 import { isIP } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { resolveHost, type DialOptions } from '../dataplane/outbound.ts';
-import type { EgressPolicy } from '../dataplane/egress.ts';
+import { EgressRefused, type EgressPolicy } from '../dataplane/egress.ts';
 import { plainAddress } from '../dataplane/socks5.ts';
 import { FRAME, FrameReader, encodeFrame, type Frame } from '../dataplane/relay-udp-frames.ts';
 
@@ -21,7 +21,8 @@ const MAX_PEERS = 4096;
 /** Bytes waiting to be written to the entry before answers are dropped. */
 const MAX_BACKLOG = 1 << 20;
 
-type Resolved = { address: string; family: 4 | 6 } | null;
+/** A destination's address, or why not: the egress policy refused it, or it did not resolve (null). */
+type Resolved = { address: string; family: 4 | 6 } | 'forbidden' | null;
 
 export interface UdpExitOptions {
   egress: EgressPolicy;
@@ -61,17 +62,17 @@ export function serveUdpAssociation(sock: TLSSocket, rest: Buffer, o: UdpExitOpt
     let p = names.get(host);
     if (!p) {
       if (names.size >= MAX_NAMES) names.clear();
-      p = resolveHost(host, o.egress, o.dial).then((r) => ({ address: plainAddress(r.address), family: r.family }), () => null);
+      p = resolveHost(host, o.egress, o.dial).then((r) => ({ address: plainAddress(r.address), family: r.family }), (err) => (err instanceof EgressRefused ? 'forbidden' as const : null));
       names.set(host, p);
     }
     return p;
   };
   const onFrame = (f: Frame) => {
     if (f.type === FRAME.check) {
-      void resolve(f.to.host).then((r) => send(r ? encodeFrame(FRAME.allowed, f.to, Buffer.from(r.address)) : encodeFrame(FRAME.refused, f.to)));
+      void resolve(f.to.host).then((r) => send(r && r !== 'forbidden' ? encodeFrame(FRAME.allowed, f.to, Buffer.from(r.address)) : encodeFrame(FRAME.refused, f.to, Buffer.from(r ?? 'unresolved'))));
     } else if (f.type === FRAME.data && f.to.port !== 0 && f.payload.length > 0) {
       void resolve(f.to.host).then((r) => {
-        if (!r || sock.destroyed) return; // refused by the egress policy, or not resolved: dropped
+        if (!r || r === 'forbidden' || sock.destroyed) return; // refused by the egress policy, or not resolved: dropped
         const key = `${r.address}|${f.to.port}`;
         if (!peers.has(key)) {
           if (peers.size >= MAX_PEERS) peers.delete(peers.values().next().value!);

@@ -165,6 +165,9 @@ test('SOCKS5 UDP ASSOCIATE for another country: datagrams leave from the node th
   await closed(r2.s);
   c2.close();
   assert.equal(echoed, before, 'nothing reached the echo');
+  // support sees the exit's refusal, recorded by the entry (once per name and association)
+  const refusals = (await call('GET', `/sessions/${id}/refusals`)).json.refusals as Array<{ reason: string; transport: string }>;
+  assert.deepEqual(refusals.filter((r) => r.reason === 'destination_forbidden').map((r) => r.transport), ['socks5']);
   await new Promise((r) => setTimeout(r, 500));
   assert.deepEqual(await counters(), total);
 });
