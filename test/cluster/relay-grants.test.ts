@@ -4,7 +4,8 @@
 // session and one destination, once: used twice, for another destination, too late, with an
 // expired key, by an entry no longer in the cluster, or against an exit whose token changed, it
 // is refused; a grant has a kind: a TCP grant cannot open a UDP association, nor a UDP grant a
-// stream. What the relay carried is tallied per entry and session hash for the reports.
+// stream; a UDP association frames datagrams both ways, leaves from the source address its slot
+// picks, and the exit's egress policy refuses names. What the relay carried is tallied per entry and session hash for the reports.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:net';
@@ -150,17 +151,12 @@ test('grant kinds: a TCP grant replayed for UDP is refused, a UDP grant for a st
   assert.equal(verifyRelayGrant(TOKEN_HASH, entries, t2, { kind: 'udp' }, nonces), 'unauthorized');
 });
 
-test('a UDP grant opens an association: a name is checked, datagrams framed both ways, tallied once', async () => {
-  const echo = createSocket('udp4');
-  echo.on('message', (m, r) => echo.send(Buffer.concat([Buffer.from('re:'), m]), r.port, r.address));
-  await new Promise<void>((r) => echo.bind(0, '127.0.0.1', () => r()));
-  const echoPort = echo.address().port;
-  relay.takeCarried();
+/** A UDP association opened by hand on a relay listener: the answer line, then frames both ways. */
+async function associateBy(port: number, line: object) {
   const frames: Frame[] = [];
   const reader = new FrameReader((f) => frames.push(f));
-  const s = tlsConnect({ host: '127.0.0.1', port: relayPort, rejectUnauthorized: false }, () =>
-    s.write(`${JSON.stringify({ ...signRelayGrant(keyFor('node-a'), 'session-udp', { kind: 'udp' }), udp: true })}\n`));
   let head = '';
+  const s = tlsConnect({ host: '127.0.0.1', port, rejectUnauthorized: false }, () => s.write(`${JSON.stringify(line)}\n`));
   s.on('data', (b: Buffer) => {
     if (!head.endsWith('\n')) {
       const nl = b.indexOf(0x0a);
@@ -170,22 +166,74 @@ test('a UDP grant opens an association: a name is checked, datagrams framed both
     }
     reader.push(b);
   });
+  const until = (cond: () => boolean) => new Promise<void>((resolve) => {
+    const end = Date.now() + 5000;
+    const poll = () => (cond() || Date.now() > end ? resolve() : setTimeout(poll, 20));
+    poll();
+  });
+  await until(() => head.endsWith('\n') || s.destroyed);
+  return { head, frames, s, until };
+}
+
+/** A UDP echo answering `<the sender's address>|<payload>`. */
+async function udpEcho() {
+  const echo = createSocket('udp4');
+  echo.on('message', (m, r) => echo.send(Buffer.concat([Buffer.from(`${r.address}|`), m]), r.port, r.address));
+  await new Promise<void>((r) => echo.bind(0, '127.0.0.1', () => r()));
+  return { echo, port: echo.address().port };
+}
+
+test('a UDP grant opens an association: a name is checked, datagrams framed both ways, tallied once', async () => {
+  const { echo, port: echoPort } = await udpEcho();
+  relay.takeCarried();
+  const a = await associateBy(relayPort, { ...signRelayGrant(keyFor('node-a'), 'session-udp', { kind: 'udp' }), udp: true });
   try {
-    const until = Date.now() + 5000;
-    while (!head.endsWith('\n') && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
-    assert.equal(head, 'OK\n');
-    s.write(encodeFrame(FRAME.check, { host: 'localhost', port: 0 })!);
-    s.write(encodeFrame(FRAME.data, { host: '127.0.0.1', port: echoPort }, Buffer.from('ping'))!);
-    while (frames.length < 2 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
-    const allowed = frames.find((f) => f.type === FRAME.allowed);
+    assert.equal(a.head, 'OK\n');
+    a.s.write(encodeFrame(FRAME.check, { host: 'localhost', port: 0 })!);
+    a.s.write(encodeFrame(FRAME.data, { host: '127.0.0.1', port: echoPort }, Buffer.from('ping'))!);
+    await a.until(() => a.frames.length >= 2);
+    const allowed = a.frames.find((f) => f.type === FRAME.allowed);
     assert.deepEqual(allowed && [allowed.to.host, allowed.payload.toString()], ['localhost', '127.0.0.1']);
-    const data = frames.find((f) => f.type === FRAME.data);
-    assert.deepEqual(data && [data.to, data.payload.toString()], [{ host: '127.0.0.1', port: echoPort }, 're:ping']);
-    assert.deepEqual(relay.takeCarried(), { 'node-a': { [sessionTag('session-udp')]: { up: 4, down: 7 } } });
+    const data = a.frames.find((f) => f.type === FRAME.data);
+    assert.deepEqual(data && [data.to, data.payload.toString()], [{ host: '127.0.0.1', port: echoPort }, '127.0.0.1|ping']);
+    assert.deepEqual(relay.takeCarried(), { 'node-a': { [sessionTag('session-udp')]: { up: 4, down: 14 } } });
     // a datagram over the limit is never framed
     assert.equal(encodeFrame(FRAME.data, { host: '127.0.0.1', port: echoPort }, Buffer.alloc(65508)), undefined);
   } finally {
-    s.destroy();
+    a.s.destroy();
     echo.close();
+  }
+});
+
+test('a UDP association leaves from the source address its slot picks; the exit\'s egress policy refuses a name', async () => {
+  const pair = makeCert(dir, 'relay-udp');
+  const multi = createRelayServer({ cert: readFileSync(pair.cert, 'utf8'), key: readFileSync(pair.key, 'utf8'), tokenHash: TOKEN_HASH, entries: () => entries, egress: 'allow-all', egressAddresses: ['127.0.0.5', '127.0.0.6'], log: silentLogger });
+  const pub = createRelayServer({ cert: readFileSync(pair.cert, 'utf8'), key: readFileSync(pair.key, 'utf8'), tokenHash: TOKEN_HASH, entries: () => entries, egress: 'public-only', log: silentLogger });
+  const listen = async (s: typeof multi) => {
+    await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
+    return (s.address() as { port: number }).port;
+  };
+  const { echo, port: echoPort } = await udpEcho();
+  try {
+    const port = await listen(multi);
+    for (const [slot, from] of [[1, '127.0.0.6'], [2, '127.0.0.5']] as const) {
+      const a = await associateBy(port, { ...signRelayGrant(keyFor('node-a'), 'session-slot', { kind: 'udp' }), udp: true, slot });
+      a.s.write(encodeFrame(FRAME.data, { host: '127.0.0.1', port: echoPort }, Buffer.from('x'))!);
+      await a.until(() => a.frames.length >= 1);
+      assert.equal(a.frames[0]?.payload.toString(), `${from}|x`, `slot ${slot}`);
+      a.s.destroy();
+    }
+    const a = await associateBy(await listen(pub), { ...signRelayGrant(keyFor('node-a'), 'session-pub', { kind: 'udp' }), udp: true });
+    a.s.write(encodeFrame(FRAME.check, { host: '127.0.0.1', port: 0 })!);
+    a.s.write(encodeFrame(FRAME.data, { host: '127.0.0.1', port: echoPort }, Buffer.from('x'))!);
+    await a.until(() => a.frames.length >= 1);
+    await new Promise((r) => setTimeout(r, 300));
+    assert.deepEqual(a.frames.map((f) => [f.type, f.payload.toString()]), [[FRAME.refused, 'forbidden']]);
+    assert.deepEqual(pub.takeCarried(), {});
+    a.s.destroy();
+  } finally {
+    echo.close();
+    await multi.shutdown();
+    await pub.shutdown();
   }
 });
