@@ -89,7 +89,8 @@ function channel(tls: TLSSocket, rest: Buffer, timeoutMs: number): RelayUdpChann
     send: (to, payload) => {
       const f = encodeFrame(FRAME.data, to, payload);
       if (!f || tls.destroyed || tls.writableLength >= MAX_BACKLOG) return false;
-      return tls.write(f), true;
+      tls.write(f);
+      return true;
     },
     close: () => void tls.destroy(),
   };
