@@ -6,8 +6,11 @@
 //     `exp` is at most KEY_MS ahead (the state renews it every minute). Only the control plane and
 //     the exit itself know the exit's token hash: no new secret is stored or sent to the exit.
 //  2. A per-connection GRANT, made by the entry from its key for one session and one destination:
-//       grant = HMAC-SHA256(key, session | host:port | nonce | time)
-//     `session` is a hash of the entry's session id (the exit never learns the id itself), `nonce`
+//       grant = HMAC-SHA256(key, session | host:port | nonce | time)          (a TCP stream)
+//       grant = HMAC-SHA256(key, "udp" | session | nonce | time)             (a UDP association)
+//     A grant has a kind: the UDP form names no destination (the exit checks each datagram's with
+//     its egress policy) and starts with a text no session hash can be, so a TCP grant cannot
+//     open a UDP association nor a UDP grant a stream. `session` is a hash of the entry's session id (the exit never learns the id itself), `nonce`
 //     128 random bits, `time` the entry's clock in ms.
 //
 // The exit re-derives both and accepts a grant once: its entry is one the control plane lists as
@@ -50,13 +53,22 @@ export function sessionTag(sessionId: string): string {
   return createHash('sha256').update(`vad-relay-session\u0000${sessionId}`).digest('hex').slice(0, 32);
 }
 
-const grantText = (session: string, host: string, port: number, nonce: string, time: number) => `${session}\u0000${host}:${port}\u0000${nonce}\u0000${time}`;
+/** What a grant is for: a TCP stream to host:port, or a UDP association (no destination). */
+export type GrantKind = { kind: 'tcp'; host: string; port: number } | { kind: 'udp' };
+
+const grantText = (session: string, what: GrantKind, nonce: string, time: number) =>
+  what.kind === 'udp' ? `udp\u0000${session}\u0000${nonce}\u0000${time}` : `${session}\u0000${what.host}:${what.port}\u0000${nonce}\u0000${time}`;
 
 /** The entry's credentials for one relayed connection of `sessionId` to host:port. */
 export function signRelayRequest(key: { from: string; exp: number; key: string }, sessionId: string, host: string, port: number, now = Date.now()): RelayCredentials {
+  return signRelayGrant(key, sessionId, { kind: 'tcp', host, port }, now);
+}
+
+/** The entry's credentials for one relayed connection of `sessionId` of either kind. */
+export function signRelayGrant(key: { from: string; exp: number; key: string }, sessionId: string, what: GrantKind, now = Date.now()): RelayCredentials {
   const session = sessionTag(sessionId);
   const nonce = randomBytes(16).toString('hex');
-  const grant = hmac(Buffer.from(key.key, 'hex'), grantText(session, host, port, nonce, now)).toString('hex');
+  const grant = hmac(Buffer.from(key.key, 'hex'), grantText(session, what, nonce, now)).toString('hex');
   return { from: key.from, exp: key.exp, session, nonce, time: now, grant };
 }
 
@@ -67,11 +79,16 @@ export type RelayVerdict = 'ok' | 'unauthorized' | 'expired' | 'replayed' | 'bus
  * nonce when accepted. `entries` are the cluster members the control plane lists now.
  */
 export function verifyRelayRequest(tokenHash: string, entries: ReadonlySet<string>, c: RelayCredentials, host: string, port: number, nonces: RelayNonces, now = Date.now()): RelayVerdict {
+  return verifyRelayGrant(tokenHash, entries, c, { kind: 'tcp', host, port }, nonces, now);
+}
+
+/** Checks a request's credentials at the exit for what it asks (a stream to host:port, or UDP). */
+export function verifyRelayGrant(tokenHash: string, entries: ReadonlySet<string>, c: RelayCredentials, what: GrantKind, nonces: RelayNonces, now = Date.now()): RelayVerdict {
   if (!entries.has(c.from)) return 'unauthorized';
   if (!/^[0-9a-f]{32}$/.test(c.session) || !/^[0-9a-f]{32}$/.test(c.nonce) || !/^[0-9a-f]{64}$/.test(c.grant)) return 'unauthorized';
   if (!Number.isSafeInteger(c.exp) || !Number.isSafeInteger(c.time)) return 'unauthorized';
   const key = Buffer.from(relayKey(tokenHash, c.from, c.exp), 'hex');
-  const want = hmac(key, grantText(c.session, host, port, c.nonce, c.time));
+  const want = hmac(key, grantText(c.session, what, c.nonce, c.time));
   if (!timingSafeEqual(want, Buffer.from(c.grant, 'hex'))) return 'unauthorized';
   if (c.exp < now || c.exp > now + KEY_MS + 60_000 || Math.abs(now - c.time) > GRANT_MS) return 'expired';
   return nonces.take(c.nonce, now);

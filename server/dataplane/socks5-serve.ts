@@ -4,14 +4,15 @@
 // status 0 only for a valid credential), then one request: CONNECT (its name's grammar and place,
 // admitted, given an exit and dialled exactly as an HTTP CONNECT: rotation, sticky `sessid`,
 // `strict`, the source addresses, relayed through another node when the place is served there)
-// or UDP ASSOCIATE (socks5-udp.ts); BIND is refused (0x07). A sticky session that moved to another
+// or UDP ASSOCIATE (socks5-udp.ts, relay-udp-dial.ts for a place served by another node); BIND is refused (0x07). A sticky session that moved to another
 // exit cannot say so (a reply has no header). Our refusals map to the reply codes:
 //   0x01 the store is unavailable, or the relay node failed    0x02 not allowed: a malformed user
 //   name (with a valid credential), paused, a cap, a connection limit, a disabled or expired
 //   client, the egress policy, port 0    0x03 no node up in the place asked for (the HTTP proxy's
 //   412), or the exit of a strict sticky session has gone (503)    0x04 the name did not resolve
 //   0x05 connection refused    0x06 the destination did not answer in time
-//   0x07 BIND (and UDP to a place served only by other nodes)    0x08 an unknown address type
+//   0x07 BIND (and UDP when the relay node of the place could not be reached or refused)
+//   0x08 an unknown address type
 // Refusals are recorded for support with transport `socks5`, as the HTTP proxy's are. The handshake is bounded in size (MAX_HANDSHAKE) and in time (the header
 // timeout of the proxy port); nothing of it is counted, only the payload relayed after a success reply.
 import type { Connection } from './relay.ts';
@@ -23,6 +24,7 @@ import {
   encodeAuthStatus, encodeMethod, encodeReply, parseGreeting, parseRequest, parseUserPass,
 } from './socks5.ts';
 import { startAssociation } from './socks5-udp.ts';
+import { dialRelayUdp } from './relay-udp-dial.ts';
 
 /** A greeting, credentials and a request at their largest (257 + 513 + 262 bytes), rounded up. */
 const MAX_HANDSHAKE = 1536;
@@ -115,15 +117,23 @@ function request(ctx: ProxyContext, conn: Connection, c: Credential, command: nu
 }
 
 /**
- * UDP ASSOCIATE: UDP leaves from the entry only (the node-to-node relay carries streams), so the
- * exit is one of this process's (rotation and `sessid` over its source addresses; a place served
- * only by other nodes is 0x07, and a sticky session held on another node moves here, or with
- * `strict` fails 0x03).
+ * UDP ASSOCIATE: from one of this process's exits when the place has one (rotation and `sessid`
+ * over its source addresses; a sticky session held on another node moves here, or with `strict`
+ * fails 0x03), else through a relay node of the place (one relay connection for the association,
+ * relay-udp-dial.ts; 0x07 when it cannot be opened).
  */
 function associate(ctx: ProxyContext, conn: Connection, u: ProxyUser, requested: Address): void {
   const here = u.routes.filter((r) => r.via === 'here');
-  if (here.length === 0) return finish(conn, encodeReply(REP.commandNotSupported));
-  const admitted = admitOn(ctx, conn, u, undefined, here);
+  const admitted = admitOn(ctx, conn, u, undefined, here.length ? here : u.routes);
   if (!admitted.ok) return finish(conn, encodeReply(replyForCode(admitted.code)));
-  startAssociation(ctx, conn, requested, admitted.exit.localAddress, (rep, bound) => finish(conn, encodeReply(rep, bound)));
+  const fail = (rep: ReplyCode, bound?: Address) => finish(conn, encodeReply(rep, bound));
+  const { route, localAddress } = admitted.exit;
+  if (route.via === 'here') return startAssociation(ctx, conn, requested, { egressAddress: localAddress }, fail);
+  dialRelayUdp(route, u.sessionId, ctx.connectTimeoutMs).then(
+    (relay) => (conn.closed ? relay.close() : startAssociation(ctx, conn, requested, { relay }, fail)),
+    (err: Error) => {
+      ctx.log.info({ transport: conn.transport, session: u.sessionId.slice(0, 8), via: route.node, err: err.message }, 'proxy UDP relay failed');
+      fail(REP.commandNotSupported);
+    },
+  );
 }

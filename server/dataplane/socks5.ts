@@ -72,7 +72,7 @@ export interface Address {
 }
 
 /** ATYP ADDR PORT at `at`: the address and where it ends; 'more', or an error with reply 0x08. */
-function parseAddress(b: Buffer, at: number): Parsed<Address> {
+export function parseAddress(b: Buffer, at: number): Parsed<Address> {
   if (b.length < at + 1) return MORE;
   const atyp = b[at];
   let host: string;
@@ -112,7 +112,7 @@ export function parseRequest(b: Buffer): Parsed<Address & { command: number }> {
 }
 
 /** ATYP ADDR PORT for an address (a literal IPv4 or IPv6 address, else a domain name). */
-function encodeAddress(host: string, port: number): Buffer {
+export function encodeAddress(host: string, port: number): Buffer {
   const fam = isIP(host);
   let addr: Buffer;
   if (fam === 4) addr = Buffer.from([ATYP_V4, ...host.split('.').map(Number)]);

@@ -5,7 +5,9 @@
 // whose grant (dataplane/relay-grant.ts) is checked against this node's token hash, the cluster
 // members the control plane lists now, the destination and the nonces already used; then the
 // destination is dialled under this node's egress policy and from its egress address, `OK\n` is
-// answered and bytes are piped both ways. The bytes are not counted on any session here (the
+// answered and bytes are piped both ways. A request `{"from",…,"grant","udp":true[,"slot"]}` (a
+// UDP grant, relay-grant.ts: a TCP grant cannot open it) starts a UDP association instead
+// (relay-udp.ts: datagrams framed over the stream, from the egress address the slot picks). The bytes are not counted on any session here (the
 // entry counts them, once), but tallied per entry and session hash for the control plane to
 // compare with the entry's reports (takeCarried).
 //
@@ -19,7 +21,8 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { createSecureContext, type SecureContext, TLSSocket } from 'node:tls';
 import { dialTcp } from '../dataplane/outbound.ts';
 import { EgressRefused, type EgressPolicy } from '../dataplane/egress.ts';
-import { RelayNonces, verifyRelayRequest, type RelayCredentials } from '../dataplane/relay-grant.ts';
+import { RelayNonces, verifyRelayGrant, type RelayCredentials } from '../dataplane/relay-grant.ts';
+import { serveUdpAssociation } from './relay-udp.ts';
 import { RelayGuard } from './relay-guard.ts';
 import type { Logger } from '../domain.ts';
 
@@ -54,7 +57,7 @@ interface Tally {
 /** What takeCarried returns: by entry, by session hash. */
 export type Carried = Record<string, Record<string, { up: number; down: number }>>;
 
-type Request = RelayCredentials & { host: string; port: number; slot?: number };
+type Request = RelayCredentials & ({ udp?: false; host: string; port: number } | { udp: true }) & { slot?: number };
 
 function parseRequest(line: Buffer): Request | null {
   let r: Record<string, unknown>;
@@ -63,12 +66,15 @@ function parseRequest(line: Buffer): Request | null {
   } catch {
     return null;
   }
-  const { from, exp, session, nonce, time, grant, host, port, slot } = r ?? {};
+  const { from, exp, session, nonce, time, grant, host, port, slot, udp } = r ?? {};
   if (typeof from !== 'string' || from.length > 64 || typeof session !== 'string' || typeof nonce !== 'string' || typeof grant !== 'string') return null;
-  if (typeof exp !== 'number' || typeof time !== 'number' || typeof host !== 'string' || !host || host.length > 255) return null;
-  if (typeof port !== 'number' || !Number.isInteger(port) || port < 1 || port > 65535) return null;
+  if (typeof exp !== 'number' || typeof time !== 'number') return null;
   if (slot !== undefined && (typeof slot !== 'number' || !Number.isInteger(slot) || slot < 0)) return null;
-  return { from, exp, session, nonce, time, grant, host, port, ...(slot !== undefined ? { slot } : {}) };
+  const creds = { from, exp, session, nonce, time, grant, ...(slot !== undefined ? { slot } : {}) };
+  if (udp === true && host === undefined && port === undefined) return { ...creds, udp: true };
+  if (udp !== undefined || typeof host !== 'string' || !host || host.length > 255) return null;
+  if (typeof port !== 'number' || !Number.isInteger(port) || port < 1 || port > 65535) return null;
+  return { ...creds, host, port };
 }
 
 /** Bytes carried per entry and session hash, until takeCarried hands them over. */
@@ -150,7 +156,7 @@ function accept(l: Listener, raw: Socket): void {
     const rest = head.subarray(nl + 1);
     const req = parseRequest(head.subarray(0, nl));
     if (!req) return refuse('bad_request');
-    const verdict = verifyRelayRequest(l.opts.tokenHash, l.entries(), req, req.host, req.port, l.nonces);
+    const verdict = verifyRelayGrant(l.opts.tokenHash, l.entries(), req, req.udp ? { kind: 'udp' } : { kind: 'tcp', host: req.host, port: req.port }, l.nonces);
     if (verdict !== 'ok') return refuse(verdict);
     if (l.open.size >= MAX_OPEN) return refuse('busy');
     // Authenticated: its slot goes back; the dial and the idle time-out bound it from now on.
@@ -158,15 +164,24 @@ function accept(l: Listener, raw: Socket): void {
     release();
     l.open.add(sock);
     sock.once('close', () => l.open.delete(sock));
-    relay(l, sock, req, rest);
+    if (!req.udp) return relay(l, sock, req, rest);
+    const t = l.carriage.tally(req.from, req.session);
+    t.open++;
+    sock.once('close', () => t.open--);
+    serveUdpAssociation(sock, rest, { egress: l.opts.egress, dial: { dnsTimeoutMs: 5000, keepAliveMs: 30_000 }, localAddress: sourceOf(l, req.slot), idleMs: IDLE_MS, tally: t });
   };
   sock.on('data', onHead);
 }
 
-/** Dials the destination, answers `OK`, then pipes both ways, tallied for the entry. */
-function relay(l: Listener, sock: TLSSocket, req: Request, rest: Buffer): void {
+/** The source address of a request: its slot's (slot modulo the addresses), else the next in turn. */
+function sourceOf(l: Listener, slot: number | undefined): string | undefined {
   const addresses = l.opts.egressAddresses ?? [];
-  const localAddress = addresses.length ? addresses[(req.slot ?? l.turn++) % addresses.length] : undefined;
+  return addresses.length ? addresses[(slot ?? l.turn++) % addresses.length] : undefined;
+}
+
+/** Dials the destination, answers `OK`, then pipes both ways, tallied for the entry. */
+function relay(l: Listener, sock: TLSSocket, req: Request & { host: string; port: number }, rest: Buffer): void {
+  const localAddress = sourceOf(l, req.slot);
   dialTcp(req.host, req.port, l.opts.egress, DIAL_TIMEOUT_MS, undefined, { dnsTimeoutMs: 5000, keepAliveMs: 30_000, localAddress }).then(
     (out) => {
       if (sock.destroyed) return void out.destroy();

@@ -3,14 +3,18 @@
 // request lines. A grant is made from the relay key the control plane gives an entry, for one
 // session and one destination, once: used twice, for another destination, too late, with an
 // expired key, by an entry no longer in the cluster, or against an exit whose token changed, it
-// is refused. What the relay carried is tallied per entry and session hash for the reports.
+// is refused; a grant has a kind: a TCP grant cannot open a UDP association, nor a UDP grant a
+// stream; a UDP association frames datagrams both ways, leaves from the source address its slot
+// picks, and the exit's egress policy refuses names. What the relay carried is tallied per entry and session hash for the reports.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { connect as tlsConnect } from 'node:tls';
 import { createRelayServer } from '../../server/node/relay-server.ts';
-import { keyExpiry, relayKey, sessionTag, signRelayRequest, GRANT_MS, RelayNonces } from '../../server/dataplane/relay-grant.ts';
+import { keyExpiry, relayKey, sessionTag, signRelayGrant, signRelayRequest, verifyRelayGrant, GRANT_MS, RelayNonces } from '../../server/dataplane/relay-grant.ts';
+import { createSocket } from 'node:dgram';
+import { FRAME, FrameReader, encodeFrame, type Frame } from '../../server/dataplane/relay-udp-frames.ts';
 import { silentLogger } from '../../server/log.ts';
 import { removeDir, tempDir } from '../helpers/server.ts';
 import { makeCert } from '../helpers/tls.ts';
@@ -126,4 +130,110 @@ test('the nonce set is bounded: full of live nonces, new grants are refused rath
   // Past their keeping time they go, and room is made.
   assert.equal(n.take('c', t + 2 * GRANT_MS + 1), 'ok');
   assert.equal(n.size, 1);
+});
+
+test('grant kinds: a TCP grant replayed for UDP is refused, a UDP grant for a stream too', async () => {
+  const key = keyFor('node-a');
+  const tcp = request(key);
+  const { host: _h, port: _p, ...tcpCreds } = tcp;
+  assert.equal(refusal(await ask({ ...tcpCreds, udp: true })), 'unauthorized');
+  const udp = signRelayGrant(key, 'session-one', { kind: 'udp' });
+  assert.equal(refusal(await ask({ ...udp, host: '127.0.0.1', port: destPort })), 'unauthorized');
+  // a request naming both is malformed
+  assert.equal(refusal(await ask({ ...udp, udp: true, host: '127.0.0.1', port: destPort })), 'bad_request');
+  // the same check without the listener: each kind verifies only as itself, and not consumed by refusals
+  const nonces = new RelayNonces();
+  const fresh = signRelayGrant(key, 'session-one', { kind: 'udp' });
+  assert.equal(verifyRelayGrant(TOKEN_HASH, entries, fresh, { kind: 'tcp', host: 'udp', port: 0 }, nonces), 'unauthorized');
+  assert.equal(verifyRelayGrant(TOKEN_HASH, entries, fresh, { kind: 'udp' }, nonces), 'ok');
+  assert.equal(verifyRelayGrant(TOKEN_HASH, entries, fresh, { kind: 'udp' }, nonces), 'replayed');
+  const t2 = signRelayGrant(key, 'session-one', { kind: 'tcp', host: '127.0.0.1', port: destPort });
+  assert.equal(verifyRelayGrant(TOKEN_HASH, entries, t2, { kind: 'udp' }, nonces), 'unauthorized');
+});
+
+/** A UDP association opened by hand on a relay listener: the answer line, then frames both ways. */
+async function associateBy(port: number, line: object) {
+  const frames: Frame[] = [];
+  const reader = new FrameReader((f) => frames.push(f));
+  let head = '';
+  const s = tlsConnect({ host: '127.0.0.1', port, rejectUnauthorized: false }, () => s.write(`${JSON.stringify(line)}\n`));
+  s.on('data', (b: Buffer) => {
+    if (!head.endsWith('\n')) {
+      const nl = b.indexOf(0x0a);
+      head += b.subarray(0, nl < 0 ? b.length : nl + 1).toString();
+      if (nl < 0) return;
+      b = b.subarray(nl + 1);
+    }
+    reader.push(b);
+  });
+  const until = (cond: () => boolean) => new Promise<void>((resolve) => {
+    const end = Date.now() + 5000;
+    const poll = () => (cond() || Date.now() > end ? resolve() : setTimeout(poll, 20));
+    poll();
+  });
+  await until(() => head.endsWith('\n') || s.destroyed);
+  return { head, frames, s, until };
+}
+
+/** A UDP echo answering `<the sender's address>|<payload>`. */
+async function udpEcho() {
+  const echo = createSocket('udp4');
+  echo.on('message', (m, r) => echo.send(Buffer.concat([Buffer.from(`${r.address}|`), m]), r.port, r.address));
+  await new Promise<void>((r) => echo.bind(0, '127.0.0.1', () => r()));
+  return { echo, port: echo.address().port };
+}
+
+test('a UDP grant opens an association: a name is checked, datagrams framed both ways, tallied once', async () => {
+  const { echo, port: echoPort } = await udpEcho();
+  relay.takeCarried();
+  const a = await associateBy(relayPort, { ...signRelayGrant(keyFor('node-a'), 'session-udp', { kind: 'udp' }), udp: true });
+  try {
+    assert.equal(a.head, 'OK\n');
+    a.s.write(encodeFrame(FRAME.check, { host: 'localhost', port: 0 })!);
+    a.s.write(encodeFrame(FRAME.data, { host: '127.0.0.1', port: echoPort }, Buffer.from('ping'))!);
+    await a.until(() => a.frames.length >= 2);
+    const allowed = a.frames.find((f) => f.type === FRAME.allowed);
+    assert.deepEqual(allowed && [allowed.to.host, allowed.payload.toString()], ['localhost', '127.0.0.1']);
+    const data = a.frames.find((f) => f.type === FRAME.data);
+    assert.deepEqual(data && [data.to, data.payload.toString()], [{ host: '127.0.0.1', port: echoPort }, '127.0.0.1|ping']);
+    assert.deepEqual(relay.takeCarried(), { 'node-a': { [sessionTag('session-udp')]: { up: 4, down: 14 } } });
+    // a datagram over the limit is never framed
+    assert.equal(encodeFrame(FRAME.data, { host: '127.0.0.1', port: echoPort }, Buffer.alloc(65508)), undefined);
+  } finally {
+    a.s.destroy();
+    echo.close();
+  }
+});
+
+test('a UDP association leaves from the source address its slot picks; the exit\'s egress policy refuses a name', async () => {
+  const pair = makeCert(dir, 'relay-udp');
+  const multi = createRelayServer({ cert: readFileSync(pair.cert, 'utf8'), key: readFileSync(pair.key, 'utf8'), tokenHash: TOKEN_HASH, entries: () => entries, egress: 'allow-all', egressAddresses: ['127.0.0.5', '127.0.0.6'], log: silentLogger });
+  const pub = createRelayServer({ cert: readFileSync(pair.cert, 'utf8'), key: readFileSync(pair.key, 'utf8'), tokenHash: TOKEN_HASH, entries: () => entries, egress: 'public-only', log: silentLogger });
+  const listen = async (s: typeof multi) => {
+    await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
+    return (s.address() as { port: number }).port;
+  };
+  const { echo, port: echoPort } = await udpEcho();
+  try {
+    const port = await listen(multi);
+    for (const [slot, from] of [[1, '127.0.0.6'], [2, '127.0.0.5']] as const) {
+      const a = await associateBy(port, { ...signRelayGrant(keyFor('node-a'), 'session-slot', { kind: 'udp' }), udp: true, slot });
+      a.s.write(encodeFrame(FRAME.data, { host: '127.0.0.1', port: echoPort }, Buffer.from('x'))!);
+      await a.until(() => a.frames.length >= 1);
+      assert.equal(a.frames[0]?.payload.toString(), `${from}|x`, `slot ${slot}`);
+      a.s.destroy();
+    }
+    const a = await associateBy(await listen(pub), { ...signRelayGrant(keyFor('node-a'), 'session-pub', { kind: 'udp' }), udp: true });
+    a.s.write(encodeFrame(FRAME.check, { host: '127.0.0.1', port: 0 })!);
+    a.s.write(encodeFrame(FRAME.data, { host: '127.0.0.1', port: echoPort }, Buffer.from('x'))!);
+    await a.until(() => a.frames.length >= 1);
+    await new Promise((r) => setTimeout(r, 300));
+    assert.deepEqual(a.frames.map((f) => [f.type, f.payload.toString()]), [[FRAME.refused, 'forbidden']]);
+    assert.deepEqual(pub.takeCarried(), {});
+    a.s.destroy();
+  } finally {
+    echo.close();
+    await multi.shutdown();
+    await pub.shutdown();
+  }
 });
