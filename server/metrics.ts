@@ -36,6 +36,8 @@ export class Metrics {
   private readonly db: Histogram<'op' | 'outcome'>;
   private readonly openSources: Array<() => OpenConnections[]> = [];
   private subscriberSource: () => number = () => 0;
+  private readonly requestChildren = new Map<string, { count: { inc(): void }; time: { observe(v: number): void } }>();
+  private readonly dbChildren = new Map<string, { observe(v: number): void }>();
 
   constructor() {
     const registers = [this.registry];
@@ -70,9 +72,16 @@ export class Metrics {
   }
 
   request(method: string, route: string, status: number, seconds: number): void {
-    const labels = { method, route, status: String(status) };
-    this.requests.inc(labels);
-    this.durations.observe(labels, seconds);
+    // The labelled children, looked up once per (method, route, status): no label hashing per request.
+    const key = `${method} ${route} ${status}`;
+    let child = this.requestChildren.get(key);
+    if (!child) {
+      const labels = { method, route, status: String(status) };
+      child = { count: this.requests.labels(labels), time: this.durations.labels(labels) };
+      this.requestChildren.set(key, child);
+    }
+    child.count.inc();
+    child.time.observe(seconds);
   }
 
   moved(zone: string, node: string, up: number, down: number): void {
@@ -90,7 +99,13 @@ export class Metrics {
   }
 
   dbCall(op: string, outcome: 'ok' | 'error', seconds: number): void {
-    this.db.observe({ op, outcome }, seconds);
+    const key = `${op} ${outcome}`;
+    let child = this.dbChildren.get(key);
+    if (!child) {
+      child = this.db.labels({ op, outcome });
+      this.dbChildren.set(key, child);
+    }
+    child.observe(seconds);
   }
 
   /** Adds a source of open-connection counts read at each scrape. */
@@ -116,12 +131,16 @@ export class Metrics {
  * it settles (SQLite's answers are already settled, PostgreSQL's are round trips).
  */
 export function timedStore<T extends object>(store: T, metrics: Metrics): T {
+  // One timed wrapper per method (not a new closure on every call).
+  const wrappers = new Map<string, { of: unknown; timed: unknown }>();
   return new Proxy(store, {
     get(target, prop) {
       // Read on the store itself: its getters and private fields see the real object.
       const value = Reflect.get(target, prop) as unknown;
       if (typeof value !== 'function' || typeof prop !== 'string') return value;
-      return function (this: unknown, ...args: unknown[]) {
+      const known = wrappers.get(prop);
+      if (known && known.of === value) return known.timed;
+      const timed = function (this: unknown, ...args: unknown[]) {
         const started = performance.now();
         const out = (value as (...a: unknown[]) => unknown).apply(target, args);
         if (out && typeof (out as Promise<unknown>).then === 'function') {
@@ -132,6 +151,8 @@ export function timedStore<T extends object>(store: T, metrics: Metrics): T {
         }
         return out;
       };
+      wrappers.set(prop, { of: value, timed });
+      return timed;
     },
   });
 }

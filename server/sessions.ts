@@ -13,7 +13,7 @@ import { recordQuotaBases } from './quota/job.ts';
 import { buildConfiguration, buildLink, type LinkSettings } from './links.ts';
 import { LINK_ALPN, LINK_FP } from './tls/index.ts';
 import type { ControlStore } from './store/control.ts';
-import type { NodeInfo } from './store/store.ts';
+import type { AuditInsert, NewSession, NodeInfo } from './store/store.ts';
 import type { ZonePlacement } from './cluster/placement.ts';
 import type { ChangeFeed } from './events/changes.ts';
 import { isoNow, wallClock } from './time.ts';
@@ -63,7 +63,8 @@ export class SessionService {
     this.dataPlane = deps.dataPlane;
   }
 
-  async create(customerId: string, body: SessionCreateRequest): Promise<Session> {
+  /** `audit`: the record of the creation, written in the session's own transaction. */
+  async create(customerId: string, body: SessionCreateRequest, audit?: (row: NewSession) => AuditInsert): Promise<Session> {
     const connectionType = body.connection_type ?? 'vless';
     const zone = this.zones.find(body.zone);
     if (!zone) throw new ApiError('zone_not_found', `Zone "${body.zone}" does not exist.`, { zone: body.zone });
@@ -81,16 +82,8 @@ export class SessionService {
     if (!placement) {
       throw new ApiError('zone_unavailable', `Zone "${zone.code}" has no active nodes right now.`, { zone: zone.code });
     }
-    const row = await this.store.insertSession({
-      id: randomUUID(),
-      customer_id: customerId,
-      client_id: body.client_id,
-      zone: zone.code,
-      reusable: body.reusable ?? false,
-      created_at: isoNow(),
-      expires_at: expiresAt,
-    });
-    if (placement.kind === 'node') await this.store.placeSession(row.id, placement.node.id);
+    const made: NewSession = { id: randomUUID(), customer_id: customerId, client_id: body.client_id, zone: zone.code, reusable: body.reusable ?? false, created_at: isoNow(), expires_at: expiresAt };
+    const row = await this.store.createSession(made, placement.kind === 'node' ? placement.node.id : null, audit ? audit(made) : null);
     // Periodic caps: the new session's (and a new client's) bases, before it can move a byte.
     await recordQuotaBases(this.store, customerId);
     return this.view(row, placement.kind === 'node' ? placement.node : undefined);

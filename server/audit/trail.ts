@@ -5,7 +5,8 @@
 // GET /v2/audit reads it (server/routes/audit.ts); the session timeline in the UI shows it.
 //
 // A record is written right after the change it describes was committed. Writing it never fails
-// the request that made the change: a failure is logged (the change stands). Entries older than
+// the request that made the change: a failure is logged (the change stands). The one exception is
+// a session's creation, written with its record in one transaction (auditEntry; both or neither). Entries older than
 // the retention (default 365 days) are pruned hourly, in batches that leave the event loop free.
 import type { Logger } from '../domain.ts';
 import type { ControlStore } from '../store/control.ts';
@@ -22,6 +23,23 @@ export type AuditActor = { tokenId: string; role: 'owner' | 'agent' } | { role: 
 /** The actor of an authenticated API request (callerOf(request)). */
 export function apiActor(caller: { tokenId: string; role: 'owner' | 'agent' }): AuditActor {
   return { tokenId: caller.tokenId, role: caller.role };
+}
+
+/** The row recording a change (for an operation that writes it in the change's own transaction). */
+export function auditEntry(customerId: string, actor: AuditActor, change: AuditChange): AuditInsert {
+  return {
+    customer_id: customerId,
+    created_at: isoNow(),
+    actor_token_id: 'tokenId' in actor ? actor.tokenId : null,
+    actor_role: actor.role,
+    action: change.action,
+    target_type: change.target.type,
+    target_id: change.target.id,
+    session_id: change.sessionId ?? null,
+    client_id: change.clientId ?? null,
+    before: change.before ?? null,
+    after: change.after ?? null,
+  };
 }
 
 export interface AuditChange {
@@ -50,19 +68,7 @@ export class AuditTrail {
 
   /** Records one change of `customerId`'s data; resolves once stored (or logged as failed). */
   async record(customerId: string, actor: AuditActor, change: AuditChange): Promise<void> {
-    const entry: AuditInsert = {
-      customer_id: customerId,
-      created_at: isoNow(),
-      actor_token_id: 'tokenId' in actor ? actor.tokenId : null,
-      actor_role: actor.role,
-      action: change.action,
-      target_type: change.target.type,
-      target_id: change.target.id,
-      session_id: change.sessionId ?? null,
-      client_id: change.clientId ?? null,
-      before: change.before ?? null,
-      after: change.after ?? null,
-    };
+    const entry = auditEntry(customerId, actor, change);
     try {
       await this.data.recordAudit(entry);
     } catch (err) {

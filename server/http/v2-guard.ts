@@ -58,6 +58,8 @@ export class V2Guard {
             let found: ReturnType<TokenFinder['find']> | undefined;
             try {
               found = token ? tokens.find(token) : undefined;
+              // The auth hook takes this look-up over instead of making its own.
+              if (token) req.tokenFound = { token, found };
             } catch {
               found = undefined;
             }
@@ -73,6 +75,7 @@ export class V2Guard {
             }),
         });
         v2.decorateRequest('auth', null);
+        v2.decorateRequest('tokenFound', null);
         // Added per route after the rate-limit hook, so 401 and 403 answers carry the rate headers too.
         const auth = authenticate(tokens);
         const known: { method: string; pattern: RegExp }[] = [];

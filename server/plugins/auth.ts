@@ -15,6 +15,8 @@ export interface AuthContext {
 declare module 'fastify' {
   interface FastifyRequest {
     auth: AuthContext | null;
+    /** The rate limiter's look-up of the request's token (http/v2-guard.ts), reused by the auth hook. */
+    tokenFound: { token: string; found: ReturnType<TokenFinder['find']> } | null;
   }
   interface FastifyContextConfig {
     /** Routes that answer without a token (the OpenAPI document). */
@@ -98,7 +100,8 @@ export function authenticate(tokens: TokenFinder) {
     if (!token) {
       throw new ApiError('unauthorized', request.headers.authorization ? 'The Authorization header is malformed.' : 'An API token is required (Authorization: Bearer <token>).');
     }
-    const found = tokens.find(token);
+    const looked = request.tokenFound;
+    const found = looked && looked.token === token ? looked.found : tokens.find(token);
     const info = found instanceof Promise ? await found : found;
     if (!info) throw new ApiError('unauthorized', 'The API token is not valid.');
     request.auth = { customerId: info.customer_id, customerName: info.customer_name, role: info.role, tokenId: info.id };

@@ -11,7 +11,7 @@ import {
 } from '../contract/schemas.ts';
 import { ApiError } from '../contract/errors.ts';
 import { callerOf } from '../plugins/auth.ts';
-import { apiActor } from '../audit/trail.ts';
+import { apiActor, auditEntry } from '../audit/trail.ts';
 import type { Services } from '../services.ts';
 import { bearer, noBody, responses } from './common.ts';
 
@@ -28,14 +28,10 @@ export async function sessionRoutes(app: FastifyInstance, ctx: Services): Promis
     },
     handler: async (request, reply) => {
       const caller = callerOf(request);
-      const made = await ctx.sessions.create(caller.customerId, request.body);
-      await ctx.audit.record(caller.customerId, apiActor(caller), {
-        action: 'session.create',
-        target: { type: 'session', id: made.id },
-        sessionId: made.id,
-        clientId: made.client_id,
-        after: { client_id: made.client_id, zone: made.zone, reusable: made.reusable },
-      });
+      // The session and its audit record are written in one transaction.
+      const made = await ctx.sessions.create(caller.customerId, request.body, (s) =>
+        auditEntry(caller.customerId, apiActor(caller), { action: 'session.create', target: { type: 'session', id: s.id }, sessionId: s.id, clientId: s.client_id, after: { client_id: s.client_id, zone: s.zone, reusable: s.reusable } }),
+      );
       return reply.code(201).send(made);
     },
   });

@@ -8,6 +8,7 @@ export type { NodeReportAdd } from './repos/reports.ts';
 export type { UsageStep, UsageAdd, UsageQuery } from './repos/usage.ts';
 export { USAGE_STEP_MS } from './repos/usage.ts';
 export type { AuditInsert, AuditEntry } from './repos/audit.ts';
+export type { NewSession } from './repos/sessions.ts';
 export type { EventInsert } from '../domain.ts';
 export type { ClientRow, ClientSessions } from './repos/clients.ts';
 export type { ThresholdCrossing, QueuedWith } from './repos/thresholds.ts';

@@ -1,7 +1,10 @@
-// The sessions, limits and events repositories on both databases, with the same expectations.
+// The sessions (with createSession: row, placement, audit in one transaction), limits and events repositories on both databases, with the same expectations.
 import assert from 'node:assert/strict';
+import { auditOps } from '../../server/store/repos/audit.ts';
 import { eventOps } from '../../server/store/repos/events.ts';
 import { limitOps } from '../../server/store/repos/limits.ts';
+import { nodeOps } from '../../server/store/repos/nodes.ts';
+import { placementOps } from '../../server/store/repos/placements.ts';
 import { sessionOps } from '../../server/store/repos/sessions.ts';
 import { tokenOps } from '../../server/store/repos/tokens.ts';
 import { eachDialect, type DialectDb } from '../helpers/dialects.ts';
@@ -102,4 +105,28 @@ eachDialect('events: ids in order, batches, filters, replay points', async (db) 
   assert.deepEqual(await db.run(eventOps.eventsAfter('nobody', 0, {}, 10)), []);
   assert.equal(await db.run(eventOps.idBeforeNewest(c, {}, 2)), batch[0].id);
   assert.equal(await db.run(eventOps.idBeforeNewest(c, { sessionIds: ['s2'] }, 5)), 0);
+});
+
+eachDialect('createSession: the row, its placement and its audit record in one transaction', async (db) => {
+  const c = await customer(db);
+  const node = (await db.run(nodeOps.addNode({ name: 'fra-1', zone: 'de-fra', public_host: 'fra1.example.net' }))).node;
+  const entry = (id: string, action = 'session.create') => ({
+    customer_id: c, created_at: iso(1_700_000_000_000), actor_token_id: 't1', actor_role: 'owner' as const, action,
+    target_type: 'session', target_id: id, session_id: id, client_id: 'alice', before: null, after: { zone: 'de-fra' },
+  });
+  const placed = await db.run(placementOps.createSession(session(c, 1), node.id, entry(session(c, 1).id)));
+  assert.equal(placed.status, 'created');
+  assert.equal(await db.run(placementOps.placementOf(placed.id)), node.id);
+  const audited = await db.run(auditOps.auditEntries(c, {}, 10));
+  assert.deepEqual(audited.rows.map((r) => [r.action, r.target.id, r.after]), [['session.create', placed.id, { zone: 'de-fra' }]]);
+
+  // Local (no node), not audited: the row alone.
+  const local = await db.run(placementOps.createSession(session(c, 2), null, null));
+  assert.equal(await db.run(placementOps.placementOf(local.id)), undefined);
+  assert.equal((await db.run(auditOps.auditEntries(c, {}, 10))).rows.length, 1);
+
+  // A placement that cannot be written (no such node) leaves neither the row nor its record.
+  await assert.rejects(db.run(placementOps.createSession(session(c, 3), 'no-such-node', entry(session(c, 3).id))));
+  assert.equal(await db.run(sessionOps.getSession(session(c, 3).id)), undefined);
+  assert.equal((await db.run(auditOps.auditEntries(c, {}, 10))).rows.length, 1);
 });

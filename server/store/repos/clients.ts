@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import type { ClientControl, LimitValues } from '../../domain.ts';
 import { isoNow } from '../../time.ts';
 import { CHANNELS } from '../sql/channels.ts';
-import { all, bool, get, lock, run, runNotifying, tx, type Op } from '../sql/op.ts';
+import { all, bool, get, getCached, lock, run, runNotifying, tx, type Op } from '../sql/op.ts';
 
 /** A clients row as the service reads it. */
 export interface ClientRow {
@@ -51,7 +51,7 @@ function toClientRow(r: Raw): ClientRow {
 }
 
 function* getClient(customerId: string, clientId: string): Op<ClientRow | undefined> {
-  const r = yield* get<Raw>(`SELECT ${COLUMNS} FROM clients WHERE customer_id = ? AND client_id = ?`, customerId, clientId);
+  const r = yield* getCached<Raw>(`SELECT ${COLUMNS} FROM clients WHERE customer_id = ? AND client_id = ?`, customerId, clientId);
   return r ? toClientRow(r) : undefined;
 }
 

@@ -5,12 +5,12 @@ import type { LimitScope, LimitValues } from '../../domain.ts';
 import type { LimitsRecord } from '../../contract/schemas.ts';
 import { isoNow } from '../../time.ts';
 import { CHANNELS } from '../sql/channels.ts';
-import { all, get, lock, run, runNotifying, tx, type Op } from '../sql/op.ts';
+import { all, get, getCached, lock, run, runNotifying, tx, type Op } from '../sql/op.ts';
 
 const LIMITS_NOTICE = { channel: CHANNELS.limits, expr: "customer_id || ':' || scope" };
 
 function* getLimitsRecord(customerId: string, scope: LimitScope): Op<LimitsRecord | undefined> {
-  const r = yield* get<{ id: string; fields: string; created_at: string; updated_at: string }>(
+  const r = yield* getCached<{ id: string; fields: string; created_at: string; updated_at: string }>(
     'SELECT id, fields, created_at, updated_at FROM limits WHERE customer_id = ? AND scope = ?',
     customerId,
     scope,
@@ -20,7 +20,7 @@ function* getLimitsRecord(customerId: string, scope: LimitScope): Op<LimitsRecor
 }
 
 function* getLimits(customerId: string, scope: LimitScope): Op<LimitValues | undefined> {
-  const r = yield* get<{ fields: string }>('SELECT fields FROM limits WHERE customer_id = ? AND scope = ?', customerId, scope);
+  const r = yield* getCached<{ fields: string }>('SELECT fields FROM limits WHERE customer_id = ? AND scope = ?', customerId, scope);
   return r ? (JSON.parse(r.fields) as LimitValues) : undefined;
 }
 

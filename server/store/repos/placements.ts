@@ -1,10 +1,22 @@
 // Where each session is placed: the catalogue node carrying it (none: the control plane's own
 // data plane), and the node it was moved away from by crash repair (its late reports still count).
 import type { SessionRow } from '../../domain.ts';
-import { SESSION_COLUMNS_S, toSessionRow, type RawSession } from './sessions.ts';
+import { SESSION_COLUMNS_S, sessionOps, toSessionRow, type NewSession, type RawSession } from './sessions.ts';
 import { isoNow } from '../../time.ts';
-import { all, get, marks, run, type Op } from '../sql/op.ts';
+import { all, get, marks, run, tx, type Op } from '../sql/op.ts';
 import { nodeColumns, toNode, type NodeInfo, type RawNode } from './nodes.ts';
+import { auditOps, type AuditInsert } from './audit.ts';
+
+/**
+ * A new session in one transaction: its row, its placement on a node (none: the local data
+ * plane) and its audit record (none: not audited), so creating one costs a single commit.
+ */
+const createSession = tx(function* (s: NewSession, nodeId: string | null, audit: AuditInsert | null): Op<SessionRow> {
+  const row = yield* sessionOps.insertSession(s);
+  if (nodeId !== null) yield* placeSession(row.id, nodeId);
+  if (audit) yield* auditOps.recordAudit(audit);
+  return row;
+});
 
 /** Places a session on a node (again: it is no longer moved from anywhere). */
 function* placeSession(sessionId: string, nodeId: string): Op<void> {
@@ -60,4 +72,4 @@ function* activeSessionNodes(customerId: string): Op<Array<{ client_id: string; 
   );
 }
 
-export const placementOps = { placeSession, placementOf, placedNodes, sessionsOnNode, sessionsMovedFrom, activeSessionNodes };
+export const placementOps = { createSession, placeSession, placementOf, placedNodes, sessionsOnNode, sessionsMovedFrom, activeSessionNodes };

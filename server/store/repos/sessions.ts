@@ -1,7 +1,7 @@
 // Sessions: their rows, paging, pause flag and the counters the data planes save.
 import type { RuntimePatch, SessionRow, SessionStatus } from '../../domain.ts';
 import { CHANNELS } from '../sql/channels.ts';
-import { all, bool, get, run, runNotifying, Where, type Op } from '../sql/op.ts';
+import { all, bool, get, getCached, run, runNotifying, Where, type Op } from '../sql/op.ts';
 
 export interface SessionFilter {
   client_id?: string;
@@ -56,7 +56,7 @@ function* getSession(id: string): Op<SessionRow | undefined> {
 
 /** The session only when it belongs to this customer: another customer's id is "not found". */
 function* getSessionOf(customerId: string, id: string): Op<SessionRow | undefined> {
-  const r = yield* get<RawSession>(`SELECT ${SESSION_COLUMNS} FROM sessions WHERE id = ? AND customer_id = ?`, id, customerId);
+  const r = yield* getCached<RawSession>(`SELECT ${SESSION_COLUMNS} FROM sessions WHERE id = ? AND customer_id = ?`, id, customerId);
   return r && toSessionRow(r);
 }
 

@@ -14,7 +14,7 @@ export type Dialect = 'sqlite' | 'postgres';
 export type Param = string | number | boolean | null | bigint;
 
 export type Step =
-  | { k: 'all' | 'get' | 'run'; sql: string; params: Param[]; notify?: Notice }
+  | { k: 'all' | 'get' | 'run'; sql: string; params: Param[]; notify?: Notice; cached?: true }
   | { k: 'begin' | 'commit' | 'rollback' }
   | { k: 'lock'; key: string }
   | { k: 'dialect' }
@@ -38,6 +38,14 @@ export function* all<T>(sql: string, ...params: Param[]): Op<T[]> {
 /** The first row of a query, if any. */
 export function* get<T>(sql: string, ...params: Param[]): Op<T | undefined> {
   return (yield { k: 'get', sql, params }) as T | undefined;
+}
+
+/**
+ * The first row of a read of rows that rarely change (limits, a client's record): a runner may
+ * answer it from a cache it drops whenever those tables change (SQLite: sql/read-cache.ts).
+ */
+export function* getCached<T>(sql: string, ...params: Param[]): Op<T | undefined> {
+  return (yield { k: 'get', sql, params, cached: true }) as T | undefined;
 }
 
 /** Runs a statement; returns how many rows it changed. */

@@ -10,6 +10,14 @@ import { CHANNELS } from './channels.ts';
 
 const BUMP_TOKENS = `UPDATE token_version SET version = version + 1 RETURNING pg_notify('${CHANNELS.tokens}', version::text)`;
 
+/** Distinct statement texts prepared by name; later ones run unnamed. */
+const NAMED_MAX = 500;
+/**
+ * Shared by every runner of the process: a name means one text on whatever pooled connection
+ * prepares it (a transaction's runner joined to a connection uses the same names).
+ */
+const PREPARED = new Map<string, string>();
+
 /** One operation's run: the connection of its transaction, if one is open. */
 interface Run {
   client: pg.PoolClient | null;
@@ -24,11 +32,14 @@ export class PgRunner {
   private readonly onTokens: () => void;
   /** A connection inside a transaction the caller opened: every operation joins it. */
   private readonly joined: pg.PoolClient | null;
+  /** Statement texts and the names they are prepared under (nameOf). */
+  private readonly names: Map<string, string>;
 
   constructor(pool: pg.Pool, onTokens: () => void = () => {}, joined: pg.PoolClient | null = null) {
     this.pool = pool;
     this.onTokens = onTokens;
     this.joined = joined;
+    this.names = PREPARED;
   }
 
   async run<T>(op: Op<T>): Promise<T> {
@@ -59,10 +70,25 @@ export class PgRunner {
 
   private async query(state: Run, sql: string, params: unknown[]): Promise<pg.QueryResult> {
     try {
-      return await (state.client ?? this.pool).query(sql, params);
+      const name = params.length ? this.nameOf(sql) : undefined;
+      const target = state.client ?? this.pool;
+      return await (name ? target.query({ name, text: sql, values: params }) : target.query(sql, params));
     } catch (err) {
       return mapDatabaseError(err);
     }
+  }
+
+  /**
+   * The name a statement text is prepared under (each connection parses it once, then only binds
+   * and executes); none past NAMED_MAX distinct texts (IN lists of many lengths stay unnamed).
+   */
+  private nameOf(sql: string): string | undefined {
+    let name = this.names.get(sql);
+    if (name === undefined && this.names.size < NAMED_MAX) {
+      name = `vad_${this.names.size}`;
+      this.names.set(sql, name);
+    }
+    return name;
   }
 
   private release(state: Run): void {

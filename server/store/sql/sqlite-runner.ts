@@ -4,6 +4,7 @@
 // operation joins it.
 import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite';
 import { sqlFor } from './dialect.ts';
+import { ReadCache } from './read-cache.ts';
 import { bindOps, type AsyncOps, type Op, type OpTable, type Param, type Step, type SyncOps } from './op.ts';
 
 /** More distinct statement texts than this (IN lists of many lengths) start the cache afresh. */
@@ -28,14 +29,25 @@ export class SqliteRunner {
   readonly db: DatabaseSync;
   /** Called when an operation created or revoked a token (the token caches watch it). */
   private readonly onTokens: () => void;
+  /** The results of `getCached` reads (sql/read-cache.ts). */
+  private readonly cache: ReadCache;
 
   constructor(db: DatabaseSync, onTokens: () => void = () => {}) {
     this.db = db;
     this.onTokens = onTokens;
+    this.cache = new ReadCache(() => (this.prepared('PRAGMA data_version').get() as { data_version: number }).data_version);
   }
 
-  /** The compiled statement of an SQL text (also for the few statements outside operations). */
+  /**
+   * The compiled statement of an SQL text, for the few statements outside operations: one that
+   * writes a table cached reads read drops the read cache now (it is run right after).
+   */
   statement(sql: string): StatementSync {
+    this.cache.ran(sql);
+    return this.prepared(sql);
+  }
+
+  private prepared(sql: string): StatementSync {
     let s = this.statements.get(sql);
     if (!s) {
       if (this.statements.size >= CACHE_MAX) this.statements.clear();
@@ -63,11 +75,22 @@ export class SqliteRunner {
   private step(s: Step): unknown {
     switch (s.k) {
       case 'all':
-        return this.statement(s.sql).all(...args(s.params)).map(plain);
-      case 'get':
-        return plain(this.statement(s.sql).get(...args(s.params)));
+        this.cache.ran(s.sql);
+        return this.prepared(s.sql).all(...args(s.params)).map(plain);
+      case 'get': {
+        if (s.cached && this.depth === 0 && !this.db.isTransaction) {
+          const hit = this.cache.lookup(s.sql, s.params);
+          if (hit !== null) return hit;
+          const row = plain(this.prepared(s.sql).get(...args(s.params)));
+          this.cache.store(s.sql, s.params, row);
+          return row;
+        }
+        this.cache.ran(s.sql);
+        return plain(this.prepared(s.sql).get(...args(s.params)));
+      }
       case 'run':
-        return Number(this.statement(s.sql).run(...args(s.params)).changes);
+        this.cache.ran(s.sql);
+        return Number(this.prepared(s.sql).run(...args(s.params)).changes);
       case 'begin':
         if (this.depth === 0) {
           this.owned = !this.db.isTransaction;

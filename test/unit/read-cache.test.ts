@@ -1,0 +1,73 @@
+// SQLite's cache of getCached reads (store/sql/read-cache.ts): a read answered from it never
+// shows a row older than the database's: writes by this process, raw statements and commits of
+// another connection all drop it; reads inside a transaction bypass it.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { openDatabase } from '../../server/store/db.ts';
+import { Store } from '../../server/store/store.ts';
+import { withStore } from '../helpers/server.ts';
+
+test('cached reads of limits, clients and sessions follow every write', () => {
+  withStore((store) => {
+    const { info } = store.createToken('acme', 'owner');
+    const c = info.customer_id;
+    assert.equal(store.getLimits(c, 'global'), undefined);
+    store.patchLimits(c, 'global', { max_sessions: 3 });
+    assert.equal(store.getLimits(c, 'global')?.max_sessions, 3);
+    // A hit hands out a copy: changing it changes nothing cached.
+    const got = store.getLimits(c, 'global')!;
+    got.max_sessions = 99;
+    assert.equal(store.getLimits(c, 'global')?.max_sessions, 3);
+    store.patchLimits(c, 'global', { max_sessions: 4 });
+    assert.equal(store.getLimits(c, 'global')?.max_sessions, 4);
+    store.deleteLimits(c, 'global');
+    assert.equal(store.getLimits(c, 'global'), undefined);
+
+    assert.equal(store.getClient(c, 'k'), undefined);
+    store.patchClient(c, 'k', { disabled: true });
+    assert.equal(store.getClient(c, 'k')?.disabled, true);
+    // A raw statement outside operations (the runner's statement()) drops the cache too.
+    store.runner.statement('UPDATE clients SET disabled = 0 WHERE customer_id = ?').run(c);
+    assert.equal(store.getClient(c, 'k')?.disabled, false);
+
+    const row = store.insertSession({ id: 'f0e1d2c3-0000-4000-8000-0000000000c1', customer_id: c, client_id: 'k', zone: 'de-fra', reusable: true, created_at: new Date().toISOString() });
+    assert.equal(store.getSessionOf(c, row.id)?.paused, false);
+    store.setPaused(row.id, true);
+    assert.equal(store.getSessionOf(c, row.id)?.paused, true);
+    store.saveRuntime(row.id, { status: 'active', uploaded_bytes: 7, downloaded_bytes: 8, duration: 1, connections: 1 });
+    assert.equal(store.getSessionOf(c, row.id)?.uploaded_bytes, 7);
+    assert.equal(store.getSessionOf('another', row.id), undefined);
+  });
+});
+
+test('a commit by another connection (another process) is seen by the next cached read', () => {
+  withStore((store) => {
+    const { info } = store.createToken('acme', 'owner');
+    const c = info.customer_id;
+    store.patchLimits(c, 'session', { max_sessions: 2 });
+    assert.equal(store.getLimits(c, 'session')?.max_sessions, 2);
+    const dir = store.db.location()!.replace(/\/[^/]+$/, '');
+    const other = new Store(openDatabase(dir));
+    try {
+      other.patchLimits(c, 'session', { max_sessions: 5 });
+      assert.equal(store.getLimits(c, 'session')?.max_sessions, 5);
+    } finally {
+      other.db.close();
+    }
+  });
+});
+
+test('reads inside a transaction see its own uncommitted writes, and a rollback leaves nothing cached', () => {
+  withStore((store) => {
+    const { info } = store.createToken('acme', 'owner');
+    const c = info.customer_id;
+    assert.throws(() =>
+      store.transaction(() => {
+        store.patchLimits(c, 'client', { max_sessions: 1 });
+        assert.equal(store.getLimits(c, 'client')?.max_sessions, 1);
+        throw new Error('undo');
+      }),
+    );
+    assert.equal(store.getLimits(c, 'client'), undefined);
+  });
+});
