@@ -57,8 +57,23 @@ class RelayedOutbound extends EventEmitter {
   }
 }
 
-/** Dials host:port through the route's relay for the session `sessionId` (its grant names both). */
-export function dialRelay(route: Extract<GeoRoute, { via: 'relay' }>, sessionId: string, host: string, port: number, timeoutMs: number, onData?: OnData): Promise<Socket> {
+/** The relay's refusal of a request: `code` is its error (`forbidden`: the exit's egress policy). */
+export class RelayRefused extends Error {
+  readonly code: string;
+
+  constructor(node: string, code: string, line: string) {
+    super(`the relay at node ${node} refused: ${code || line.slice(0, 80)}`);
+    this.code = code;
+  }
+}
+
+/**
+ * Opens a TLS connection to the route's relay, checks its certificate against the pin, sends
+ * the request line and reads the answer line. Resolves with the connection, paused and without
+ * listeners, and the bytes that came after the answer; rejects when the relay cannot be reached
+ * in time, has another certificate, or refuses (RelayRefused).
+ */
+export function openRelay(route: Extract<GeoRoute, { via: 'relay' }>, request: object, timeoutMs: number): Promise<{ tls: TLSSocket; rest: Buffer }> {
   return new Promise((resolve, reject) => {
     const tls = tlsConnect({ host: route.host, port: route.port, rejectUnauthorized: false, ALPNProtocols: ['vad-relay'] });
     let settled = false;
@@ -73,9 +88,8 @@ export function dialRelay(route: Extract<GeoRoute, { via: 'relay' }>, sessionId:
     tls.once('error', fail);
     tls.once('close', () => fail(new Error(`the relay at node ${route.node} closed`)));
     tls.once('secureConnect', () => {
-      const got = peerPin(tls);
-      if (got !== route.pcs) return fail(new Error(`the relay at node ${route.node} has another certificate than its pin`));
-      tls.write(`${JSON.stringify({ ...signRelayRequest(route, sessionId, host, port), host, port, ...(route.slot !== undefined ? { slot: route.slot } : {}) })}\n`);
+      if (peerPin(tls) !== route.pcs) return fail(new Error(`the relay at node ${route.node} has another certificate than its pin`));
+      tls.write(`${JSON.stringify({ ...request, ...(route.slot !== undefined ? { slot: route.slot } : {}) })}\n`);
     });
     let head = Buffer.alloc(0);
     const onHead = (b: Buffer) => {
@@ -88,29 +102,40 @@ export function dialRelay(route: Extract<GeoRoute, { via: 'relay' }>, sessionId:
       tls.off('data', onHead);
       tls.pause();
       const line = head.subarray(0, nl).toString('utf8');
-      const rest = head.subarray(nl + 1);
       if (line !== 'OK') {
         let code = '';
         try {
           code = String((JSON.parse(line) as { error?: unknown }).error ?? '');
-        } catch { /* reported below */ }
-        return fail(code === 'forbidden' ? new EgressRefused(`${host} refused by the exit node's egress policy`) : new Error(`the relay at node ${route.node} refused: ${code || line.slice(0, 80)}`));
+        } catch { /* the line itself is reported */ }
+        return fail(new RelayRefused(route.node, code, line));
       }
       settled = true;
       clearTimeout(timer);
       tls.removeAllListeners('error');
       tls.removeAllListeners('close');
-      const out = new RelayedOutbound(tls);
-      const deliver = (d: Buffer) => (onData ? onData(d, () => {}) : out.emit('data', d));
-      resolve(out as unknown as Socket);
-      // After the caller has taken the socket over (its then() runs first): the bytes that came
-      // with the answer, then the rest as it comes.
-      setImmediate(() => {
-        if (rest.length) deliver(rest);
-        tls.on('data', deliver);
-        tls.resume();
-      });
+      resolve({ tls, rest: head.subarray(nl + 1) });
     };
     tls.on('data', onHead);
   });
+}
+
+/** Dials host:port through the route's relay for the session `sessionId` (its grant names both). */
+export async function dialRelay(route: Extract<GeoRoute, { via: 'relay' }>, sessionId: string, host: string, port: number, timeoutMs: number, onData?: OnData): Promise<Socket> {
+  let opened: { tls: TLSSocket; rest: Buffer };
+  try {
+    opened = await openRelay(route, { ...signRelayRequest(route, sessionId, host, port), host, port }, timeoutMs);
+  } catch (err) {
+    throw err instanceof RelayRefused && err.code === 'forbidden' ? new EgressRefused(`${host} refused by the exit node's egress policy`) : err;
+  }
+  const { tls, rest } = opened;
+  const out = new RelayedOutbound(tls);
+  const deliver = (d: Buffer) => (onData ? onData(d, () => {}) : out.emit('data', d));
+  // After the caller has taken the socket over (its then() runs first): the bytes that came
+  // with the answer, then the rest as it comes.
+  setImmediate(() => {
+    if (rest.length) deliver(rest);
+    tls.on('data', deliver);
+    tls.resume();
+  });
+  return out as unknown as Socket;
 }

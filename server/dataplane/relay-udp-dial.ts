@@ -6,14 +6,13 @@
 // with the exit's egress policy (`check`, answered `allowed` with its address or `refused`)
 // before any of its datagrams is sent, so a refused datagram is dropped here, uncounted.
 // Datagrams are counted by the caller (on the entry's session), never by the exit.
-import { connect as tlsConnect, type TLSSocket } from 'node:tls';
+import type { TLSSocket } from 'node:tls';
 import type { GeoRoute } from './api.ts';
 import type { Address } from './socks5.ts';
 import { signRelayGrant } from './relay-grant.ts';
-import { peerPin } from './relay-dial.ts';
+import { openRelay } from './relay-dial.ts';
 import { FRAME, FrameReader, encodeFrame, wireHost, type Frame } from './relay-udp-frames.ts';
 
-const MAX_ANSWER = 4096;
 /** Checks waiting for the exit's answer at most; past it new names are refused until answers come. */
 const MAX_PENDING = 256;
 /** Bytes waiting to be written to the exit before datagrams are dropped. */
@@ -32,38 +31,9 @@ export interface RelayUdpChannel {
 }
 
 /** Opens the relay connection of one association of `sessionId`; rejects when the relay cannot be reached or refuses. */
-export function dialRelayUdp(route: Extract<GeoRoute, { via: 'relay' }>, sessionId: string, timeoutMs: number): Promise<RelayUdpChannel> {
-  return new Promise((resolve, reject) => {
-    const tls = tlsConnect({ host: route.host, port: route.port, rejectUnauthorized: false, ALPNProtocols: ['vad-relay'] });
-    let settled = false;
-    const fail = (err: Error) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      tls.destroy();
-      reject(err);
-    };
-    const timer = setTimeout(() => fail(new Error(`the relay at node ${route.node} did not answer in time`)), timeoutMs);
-    tls.on('error', fail);
-    tls.once('close', () => fail(new Error(`the relay at node ${route.node} closed`)));
-    tls.once('secureConnect', () => {
-      if (peerPin(tls) !== route.pcs) return fail(new Error(`the relay at node ${route.node} has another certificate than its pin`));
-      tls.write(`${JSON.stringify({ ...signRelayGrant(route, sessionId, { kind: 'udp' }), udp: true, ...(route.slot !== undefined ? { slot: route.slot } : {}) })}\n`);
-    });
-    let head = Buffer.alloc(0);
-    const onHead = (b: Buffer) => {
-      head = Buffer.concat([head, b]);
-      const nl = head.indexOf(0x0a);
-      if (nl < 0) return void (head.length > MAX_ANSWER && fail(new Error('the relay answered nonsense')));
-      tls.off('data', onHead);
-      const line = head.subarray(0, nl).toString('utf8');
-      if (line !== 'OK') return fail(new Error(`the relay at node ${route.node} refused UDP: ${line.slice(0, 80)}`));
-      settled = true;
-      clearTimeout(timer);
-      resolve(channel(tls, head.subarray(nl + 1), timeoutMs));
-    };
-    tls.on('data', onHead);
-  });
+export async function dialRelayUdp(route: Extract<GeoRoute, { via: 'relay' }>, sessionId: string, timeoutMs: number): Promise<RelayUdpChannel> {
+  const { tls, rest } = await openRelay(route, { ...signRelayGrant(route, sessionId, { kind: 'udp' }), udp: true }, timeoutMs);
+  return channel(tls, rest, timeoutMs);
 }
 
 /** The association's side of an open relay connection (`rest`: frames that came with the answer). */
@@ -102,8 +72,6 @@ function channel(tls: TLSSocket, rest: Buffer, timeoutMs: number): RelayUdpChann
   const read = (b: Buffer) => {
     if (!reader.push(b)) tls.destroy();
   };
-  tls.removeAllListeners('error');
-  tls.removeAllListeners('close');
   tls.on('error', () => tls.destroy());
   tls.once('close', () => {
     for (const host of [...pending.keys()]) answer(host, null);
@@ -112,6 +80,7 @@ function channel(tls: TLSSocket, rest: Buffer, timeoutMs: number): RelayUdpChann
   setImmediate(() => {
     if (rest.length) read(rest);
     tls.on('data', read);
+    tls.resume();
   });
   return c;
 }
