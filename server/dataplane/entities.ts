@@ -169,6 +169,16 @@ export class Entities {
   }
 
   /**
+   * A cluster node: the share kept for an entity dropped from memory takes what its grant has
+   * left now (counted down by every byte since the share came; all its sessions are saved), so
+   * state made again before the next share does not spend the same grant twice.
+   */
+  private keepLeft(key: string, entity: ClusterShare): void {
+    const share = this.shares.get(key);
+    if (share) this.shares.set(key, { ...share, left: { up: Math.min(share.left.up, entity.allow.up), down: Math.min(share.left.down, entity.allow.down) } });
+  }
+
+  /**
    * Lets go of the state of clients and customers that have no session in memory and whose token
    * buckets owe nothing (a bucket in debt is still shaping: dropping it would hand its client a
    * fresh burst). State made again later reads its totals from the store, where every forgotten
@@ -180,9 +190,13 @@ export class Entities {
       const used = new Set<ClientState>();
       for (const session of customer.sessions) used.add(session.client);
       for (const client of [...customer.clients.values()]) {
-        if (!used.has(client) && client.active.size === 0 && idle(client.buckets)) customer.clients.delete(client.id);
+        if (used.has(client) || client.active.size > 0 || !idle(client.buckets)) continue;
+        this.keepLeft(`${customer.id}\u0000${client.id}`, client);
+        customer.clients.delete(client.id);
       }
-      if (customer.sessions.size === 0 && customer.clients.size === 0 && idle(customer.buckets)) this.customers.delete(customer.id);
+      if (customer.sessions.size > 0 || customer.clients.size > 0 || !idle(customer.buckets)) continue;
+      this.keepLeft(customer.id, customer);
+      this.customers.delete(customer.id);
     }
   }
 }

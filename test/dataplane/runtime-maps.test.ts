@@ -1,6 +1,7 @@
 // The runtime's memory shrinks: once a customer's sessions have ended and its
 // token buckets owe nothing, its customer and client state are dropped; state made again later
-// starts from the stored totals, so a client over its byte cap is still refused.
+// starts from the stored totals, so a client over its byte cap is still refused; on a cluster node
+// it keeps what its grant has left, so the same grant is not spent twice.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
@@ -66,4 +67,21 @@ test('state made again after being dropped starts from the stored totals: a clie
   assert.equal(await echoOnce(b), false, 'a new session of the capped client was admitted after its state was dropped');
   const other = h.mem.createSession({ customer, client: 'fresh', reusable: true });
   assert.equal(await echoOnce(other), true);
+});
+
+test('a cluster node: state made again after being dropped keeps what its grant has left, not the whole grant again', async () => {
+  // A node's share of a client's cap (server/node/shares.ts): 6000 bytes down left, and no more
+  // to come. The next share from the control plane may be late (a loaded machine): meanwhile the
+  // client's state is dropped and made again by a new connection.
+  const customer = 'cust-grant';
+  h.dp.setClusterShare!(customer, 'granted', { left: { up: Infinity, down: 6000 }, final: { up: false, down: true }, rateShare: 1 });
+  const a = h.mem.createSession({ customer, client: 'granted', reusable: true });
+  assert.equal(await echoOnce(a, 4000), true, 'the first connection moves within the grant');
+  const size = () => h.dp.runtimeSize!();
+  assert.ok(await until(() => size().customers === 0, 5000), `state left: ${JSON.stringify(size())}`);
+  const b = h.mem.createSession({ customer, client: 'granted', reusable: true });
+  await echoOnce(b, 4000);
+  assert.ok(await until(() => size().sessions === 0, 5000), `sessions left: ${JSON.stringify(size())}`);
+  const down = h.mem.sessions.get(a)!.downloaded_bytes + h.mem.sessions.get(b)!.downloaded_bytes;
+  assert.ok(down <= 6000, `the two connections moved ${down} bytes down for a grant of 6000`);
 });
