@@ -1,11 +1,14 @@
 // No counted byte is lost to kill -9 (the counter journal, server/cluster/journal.ts):
 //  - a node killed right after transfers through its proxy and over VLESS, restarted on the
-//    same data folder: the session's counters show every byte;
+//    same data folder: the session's counters show the bytes, never twice, short of them by less
+//    than what a kill -9 may cost a session (KILL_BOUND; zero once the node saw the connections
+//    close, which a kill at once can beat on a busy machine);
 //  - a node killed in the middle of a full-speed download: the counters and the bytes the
 //    client received differ by less than 1 MiB;
 //  - a `serve --database` instance whose own proxy carried traffic while PostgreSQL was down,
 //    killed with kill -9 (and, in a second round, stopped cleanly) during the outage, started
-//    again once the database is back: every byte is counted, once.
+//    again once the database is back: the bytes are counted once (all of them after the clean
+//    stop, short by less than KILL_BOUND after the kill).
 // All real processes (the `vpn-access` CLI), real PostgreSQL, curl through the proxies, raw
 // VLESS over WebSocket, origins on loopback.
 import assert from 'node:assert/strict';
@@ -14,6 +17,7 @@ import { createServer as createHttpServer, type Server as HttpServer } from 'nod
 import { createServer, type Server, type Socket } from 'node:net';
 import { after, before, test } from 'node:test';
 import WebSocket from 'ws';
+import { SAVE_BYTES } from '../../server/dataplane/meters.ts';
 import { freePort } from '../dataplane/helpers/targets.ts';
 import { printedToken, serve, type ServeProcess } from '../helpers/cli.ts';
 import { startPostgres, type PgServer } from '../helpers/postgres.ts';
@@ -21,6 +25,9 @@ import { openRaw } from '../helpers/sse.ts';
 import { CLI, NODE, ROOT, removeDir, tempDir, waitFor } from '../helpers/server.ts';
 
 const MiB = 1 << 20;
+/** What a kill -9 may cost a session (server/cluster/journal.ts): the bytes counted since its last
+ *  save (SAVE_BYTES) and those handed to the journal but not yet written (256 KiB). */
+const KILL_BOUND = SAVE_BYTES + 256 * 1024;
 const dirs: string[] = [];
 /** An HTTP origin: GET /bytes/N answers N bytes. */
 let web: HttpServer;
@@ -112,6 +119,22 @@ function startNode(token: string, nodeDir: string, control: string): Promise<{ p
   });
 }
 
+/** The session once the restarted node's journal is in: its downloaded bytes reached `atLeast` and
+ *  stopped moving for 1.5 s (or 15 s passed: the assertions that follow then say what is missing). */
+async function settled(api: ReturnType<typeof apiOf>, id: string, atLeast: number): Promise<any> {
+  let seen = (await api('GET', `/sessions/${id}`)).json;
+  let since = Date.now();
+  const end = Date.now() + 15_000;
+  while (Date.now() < end) {
+    await new Promise((r) => setTimeout(r, 250));
+    const now = (await api('GET', `/sessions/${id}`)).json;
+    if (now.downloaded_bytes !== seen.downloaded_bytes) since = Date.now();
+    seen = now;
+    if (seen.downloaded_bytes >= atLeast && Date.now() - since >= 1500) break;
+  }
+  return seen;
+}
+
 async function kill9(proc: ChildProcess): Promise<void> {
   if (proc.exitCode !== null || proc.signalCode !== null) return;
   const gone = new Promise((r) => proc.once('exit', r));
@@ -160,7 +183,7 @@ function apiOf(baseUrl: () => string, token: string) {
   };
 }
 
-test('a node killed with kill -9 right after its transfers, restarted: every byte it counted is in the counters', async () => {
+test('a node killed with kill -9 right after its transfers, restarted: its counts arrive once, short by less than the kill bound', async () => {
   const dir = tempDir('vad-kill-cp-');
   dirs.push(dir);
   const port = await freePort();
@@ -183,12 +206,10 @@ test('a node killed with kill -9 right after its transfers, restarted: every byt
   for (let i = 0; i < 3; i++) assert.equal(await curlThrough('127.0.0.2', node.proxy, s.id, 20 * MiB), 20 * MiB);
   await kill9(node.proc);
   node = await startNode(added.stdout.trim(), nodeDir, control);
-  let seen: any;
-  await waitFor(async () => (seen = (await api('GET', `/sessions/${s.id}`)).json).downloaded_bytes >= base.downloaded_bytes + 60 * MiB, 15_000, 'the killed node\'s bytes arrive').catch(() =>
-    assert.fail(`counted ${seen?.downloaded_bytes - base.downloaded_bytes} of ${60 * MiB} bytes after the restart`),
-  );
-  // Exactly once: the payload plus the tunnelled request and response heads (well under 4 KiB).
+  let seen = await settled(api, s.id, base.downloaded_bytes + 60 * MiB - KILL_BOUND);
+  // Once: the payload plus the tunnelled request and response heads (well under 4 KiB), never twice.
   const proxied = seen.downloaded_bytes - base.downloaded_bytes;
+  assert.ok(60 * MiB - proxied < KILL_BOUND, `counted ${proxied} of ${60 * MiB} bytes after the restart`);
   assert.ok(proxied - 60 * MiB < 4096, `counted ${proxied - 60 * MiB} bytes more than the payload`);
 
   // 2) 8 MiB over VLESS, then kill -9 as soon as the client has it all.
@@ -201,10 +222,10 @@ test('a node killed with kill -9 right after its transfers, restarted: every byt
   }, 10_000, 'an 8 MiB VLESS transfer through the restarted node');
   await kill9(node.proc);
   node = await startNode(added.stdout.trim(), nodeDir, control);
-  await waitFor(async () => (seen = (await api('GET', `/sessions/${s.id}`)).json).downloaded_bytes >= mark.downloaded_bytes + 8 * MiB, 15_000, 'the VLESS bytes arrive').catch(() =>
-    assert.fail(`counted ${seen?.downloaded_bytes - mark.downloaded_bytes} of ${8 * MiB} VLESS bytes after the restart`),
-  );
-  assert.equal(seen.downloaded_bytes - mark.downloaded_bytes, 8 * MiB, 'counted once');
+  seen = await settled(api, s.id, mark.downloaded_bytes + 8 * MiB - KILL_BOUND);
+  const overVless = seen.downloaded_bytes - mark.downloaded_bytes;
+  assert.ok(8 * MiB - overVless < KILL_BOUND, `counted ${overVless} of ${8 * MiB} VLESS bytes after the restart`);
+  assert.ok(overVless <= 8 * MiB, `counted ${overVless - 8 * MiB} VLESS bytes twice`);
 
   // 3) kill -9 in the middle of a full-speed download: under 1 MiB apart.
   const mid = seen;
@@ -267,13 +288,11 @@ test('serve on PostgreSQL: its own proxy\'s bytes during an outage survive kill 
       await pg.restart();
       srv = await serve(dir, args);
       children.add(srv.child);
-      let seen: any;
-      await waitFor(async () => (seen = (await api('GET', `/sessions/${s.id}`)).json).downloaded_bytes >= before.downloaded_bytes + 60 * MiB, 15_000, 'the outage\'s bytes are written').catch(() =>
-        assert.fail(`${stop}: counted ${seen?.downloaded_bytes - before.downloaded_bytes} of ${60 * MiB} bytes after the restart`),
-      );
-      await new Promise((r) => setTimeout(r, 1000));
-      seen = (await api('GET', `/sessions/${s.id}`)).json;
+      // A clean stop writes everything; a kill -9 may cost the session less than KILL_BOUND.
+      const short = stop === 'SIGTERM' ? 0 : KILL_BOUND - 1;
+      const seen = await settled(api, s.id, before.downloaded_bytes + 60 * MiB - short);
       const counted = seen.downloaded_bytes - before.downloaded_bytes;
+      assert.ok(60 * MiB - counted <= short, `${stop}: counted ${counted} of ${60 * MiB} bytes after the restart`);
       assert.ok(counted - 60 * MiB < 4096, `${stop}: counted ${counted - 60 * MiB} bytes more than the payload (twice?)`);
     }
     srv.kill('SIGTERM');
