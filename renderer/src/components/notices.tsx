@@ -48,3 +48,24 @@ export function StaleBanner() {
     </div>
   );
 }
+
+/** A support list read from every node and server instance: names those that did not answer, so
+ *  a short list is never taken for the whole ("connections", "refusals"). */
+export function UnansweredNotice({ nodes, instances, what }: { nodes: string[]; instances?: string[]; what: string }) {
+  const many = nodes.length > 1;
+  return (
+    <>
+      {nodes.length ? (
+        <p className="help" data-testid="unanswered-nodes">
+          No answer from {many ? 'the nodes' : 'the node'} {nodes.join(', ')}: {many ? 'their' : 'its'} {what} are not listed.
+        </p>
+      ) : null}
+      {instances?.length ? (
+        <p className="help" data-testid="unanswered-instances">
+          No answer from the server {instances.length > 1 ? 'instances' : 'instance'} {instances.join(', ')}: the {what} of{' '}
+          {instances.length > 1 ? 'their' : 'its'} data plane and nodes are not listed.
+        </p>
+      ) : null}
+    </>
+  );
+}

@@ -67,21 +67,28 @@ function ClientsTable({ ids, now }: { ids: string[]; now: number }) {
   );
 }
 
+/** Client ids, each a link to its client view (subscription, sessions, usage). */
+export function ClientLinkList({ ids, className }: { ids: string[]; className?: string }) {
+  return (
+    <ul className={className} aria-label="Clients">
+      {ids.map((c) => (
+        <li key={c}>
+          <a href={routeHref({ name: 'client', id: c })} aria-label={`Client ${c}`}>
+            {c}
+          </a>
+        </li>
+      ))}
+    </ul>
+  );
+}
+
 /** Without the clients API: the clients of the loaded sessions. */
 function SessionClients() {
   const ids = useStore(selectClientIds);
   return (
     <div className="card">
       <p className="help">This server does not list clients on their own; these are the clients of the loaded sessions.</p>
-      <ul className="plain-list" aria-label="Clients">
-        {ids.map((c) => (
-          <li key={c}>
-            <a href={routeHref({ name: 'client', id: c })} aria-label={`Client ${c}`}>
-              {c}
-            </a>
-          </li>
-        ))}
-      </ul>
+      <ClientLinkList ids={ids} className="plain-list" />
     </div>
   );
 }

@@ -8,6 +8,7 @@ import { formatBytes, formatDuration, formatSpeed } from '../lib/format.ts';
 import { sessionConnections, toApiError, useStore } from '../store/index.ts';
 import { selectNewestEventId } from '../store/selectors.ts';
 import { EmptyState, ErrorBanner } from '../components/ui.tsx';
+import { UnansweredNotice } from '../components/notices.tsx';
 
 const TRANSPORT: Record<string, string> = { ws: 'VLESS ws', tcp: 'VLESS tcp', tls: 'VLESS tls', proxy_connect: 'Proxy tunnel', proxy_request: 'Proxy request', socks5: 'SOCKS5' };
 const REFRESH_MS = 2000;
@@ -64,8 +65,7 @@ export function ConnectionsCard({ id }: { id: string }) {
           ))}
         </ul>
       ) : null}
-      {list?.unanswered_nodes.length ? <p className="help">No answer from {list.unanswered_nodes.join(', ')}: its connections are not listed.</p> : null}
-      {list?.unanswered_instances?.length ? <p className="help">No answer from the server instance {list.unanswered_instances.join(', ')}: the connections of its data plane and its nodes are not listed.</p> : null}
+      {list ? <UnansweredNotice nodes={list.unanswered_nodes} instances={list.unanswered_instances} what="connections" /> : null}
     </div>
   );
 }

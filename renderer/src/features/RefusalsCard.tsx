@@ -10,6 +10,7 @@ import { loadLimits, sessionRefusals, toApiError, useStore, type SessionView } f
 import { selectLimits, selectOtherActiveSession } from '../store/selectors.ts';
 import { routeHref } from '../store/routing.ts';
 import { EmptyState, ErrorBanner } from '../components/ui.tsx';
+import { UnansweredNotice } from '../components/notices.tsx';
 import { useLiveRead } from './ConnectionsCard.tsx';
 
 const REFRESH_MS = 5000;
@@ -80,8 +81,7 @@ export function RefusalsCard({ s }: { s: SessionView }) {
           })}
         </ul>
       ) : null}
-      {list?.unanswered_nodes.length ? <p className="help">No answer from {list.unanswered_nodes.join(', ')}: its refusals are not listed.</p> : null}
-      {list?.unanswered_instances?.length ? <p className="help">No answer from the server instance {list.unanswered_instances.join(', ')}: the refusals of its data plane and its nodes are not listed.</p> : null}
+      {list ? <UnansweredNotice nodes={list.unanswered_nodes} instances={list.unanswered_instances} what="refusals" /> : null}
     </div>
   );
 }

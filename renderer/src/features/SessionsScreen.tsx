@@ -3,9 +3,9 @@
 import { useVirtualizer } from '@tanstack/react-virtual';
 import { useEffect, useRef, useState, type KeyboardEvent } from 'react';
 import { PHONE_QUERY, useMediaQuery } from '../lib/media.ts';
-import { routeHref } from '../store/routing.ts';
 import { loadClients, loadSessions, navigate, setSessionFilter, syncNewest, useStore } from '../store/index.ts';
 import { SessionRow } from './SessionRow.tsx';
+import { ClientLinkList } from './ClientsScreen.tsx';
 import { selectClientIds, selectFilteredIds, selectSessionCount, selectSessionFilter, selectSessionsError, selectSessionsLoad, selectZones } from '../store/selectors.ts';
 import { EmptyState, ErrorBanner, Screen, Spinner, StatusBadge } from '../components/ui.tsx';
 
@@ -20,15 +20,7 @@ function ClientLinks() {
   return (
     <details className="clients">
       <summary>Clients and subscriptions ({clients.length}): each client's sessions and usage</summary>
-      <ul aria-label="Clients">
-        {clients.slice(0, 200).map((c) => (
-          <li key={c}>
-            <a href={routeHref({ name: 'client', id: c })} aria-label={`Client ${c}`}>
-              {c}
-            </a>
-          </li>
-        ))}
-      </ul>
+      <ClientLinkList ids={clients.slice(0, 200)} />
     </details>
   );
 }
