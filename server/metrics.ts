@@ -16,7 +16,11 @@
 //   vad_event_stream_subscribers                             open event streams of this instance
 //   vad_event_delivery_lag_seconds                           from an event's creation to its write on a stream
 //   vad_db_query_duration_seconds{op,outcome}                each control-store call (SQLite or PostgreSQL)
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+//   process_* and nodejs_*                                    prom-client's runtime metrics: resident memory,
+//                                                            open file descriptors, heap, GC, and the
+//                                                            event-loop delay (nodejs_eventloop_lag_p99_seconds:
+//                                                            over the time since the previous scrape)
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 export interface OpenConnections {
   zone: string;
@@ -60,6 +64,7 @@ export class Metrics {
         }
       },
     });
+    collectDefaultMetrics({ register: this.registry });
     const self = this;
     new Gauge({
       name: 'vad_event_stream_subscribers',

@@ -39,7 +39,7 @@ function parseMetrics(text: string): { samples: Sample[]; types: Map<string, str
       types.set(type[1], type[2]);
       continue;
     }
-    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? ([-+]?(?:\d+(?:\.\d*)?(?:e[-+]?\d+)?|Inf|NaN))$/.exec(line);
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? ([-+]?(?:\d+(?:\.\d*)?(?:e[-+]?\d+)?|Inf|[Nn][Aa][Nn]))$/.exec(line); // prom-client writes NaN as "Nan" (Prometheus reads any case)
     assert.ok(m, `not a metrics line: ${JSON.stringify(line)}`);
     const labels: Record<string, string> = {};
     if (m[2]) {
@@ -157,6 +157,12 @@ test('metrics after real traffic: requests, bytes by zone and node, open connect
   assert.ok(valueOf(samples, 'vad_event_delivery_lag_seconds_count') >= 1, 'delivery lag observed');
   assert.equal(valueOf(samples, 'vad_event_stream_subscribers'), 0);
   assert.ok(valueOf(samples, 'vad_db_query_duration_seconds_count', { op: 'getSessionOf', outcome: 'ok' }) >= 1, 'store latency observed');
+  // The process's own figures: resident memory, open descriptors (this server's sockets among
+  // them) and the event-loop delay over the time since the previous scrape.
+  assert.ok(valueOf(samples, 'process_resident_memory_bytes') > 10 * 1024 * 1024, 'resident memory');
+  assert.ok(valueOf(samples, 'process_open_fds') >= 3, 'open descriptors');
+  const lag = valueOf(samples, 'nodejs_eventloop_lag_p99_seconds');
+  assert.ok(lag > 0 && lag < 60, `event-loop delay p99 ${lag} s`);
   // Histogram buckets are cumulative and end with +Inf equal to the count.
   const inf = pick(samples, 'vad_http_request_duration_seconds_bucket', { route: '/v2/zones', le: '+Inf' });
   assert.equal(inf.length, 1);
