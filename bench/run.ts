@@ -1,10 +1,10 @@
 // `npm run bench`: every benchmark in one run, each printing its figures beside the baseline
-// measured in the same run. Pass names to run a subset: `npm run bench -- startup api dataplane proxy usage cluster ui scale`.
+// measured in the same run. Pass names to run a subset: `npm run bench -- startup api dataplane connections proxy usage cluster ui scale`.
 import { existsSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
-const all = ['startup', 'api', 'dataplane', 'proxy', 'usage', 'cluster', 'ui', 'scale'];
+const all = ['startup', 'api', 'dataplane', 'connections', 'proxy', 'usage', 'cluster', 'ui', 'scale'];
 const chosen = process.argv.slice(2).length ? process.argv.slice(2) : all;
 let failed = false;
 for (const name of chosen) {

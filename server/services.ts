@@ -116,6 +116,7 @@ export async function createServices(opts: ServerOptions, config: ResolvedConfig
   // Everything made from here on is released through one store, the last made first; a failure
   // while composing releases what was made so far.
   const owned = new DisposableStore();
+  owned.add(() => metrics.close());
   owned.add(() => backend.close());
   try {
     return await compose(opts, config, tls, { log, metrics, changes, backend, owned });
