@@ -6,43 +6,25 @@
 // expires_at cuts its connection on the node at that time.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, type RunningServer } from '../../server/serve.ts';
-import { runNode, type RunningNode } from '../../server/node/run.ts';
-import { silentLogger } from '../../server/log.ts';
-import { callApi } from '../helpers/http.ts';
-import { startPostgres, type PgServer } from '../helpers/postgres.ts';
-import { removeDir, tempDir, waitFor } from '../helpers/server.ts';
-import { openVlessEcho, pushThroughEcho, startTcpEcho } from '../dataplane/helpers/targets.ts';
+import type { RunningServer } from '../../server/serve.ts';
+import type { RunningNode } from '../../server/node/run.ts';
+import { startNodeCluster, type NodeCluster } from '../helpers/node-cluster.ts';
+import { waitFor } from '../helpers/server.ts';
+import { openVlessEcho, pushThroughEcho } from '../dataplane/helpers/targets.ts';
 
-let pg: PgServer;
+let cluster: NodeCluster;
 let srv: RunningServer;
 let node: RunningNode;
-let echo: Awaited<ReturnType<typeof startTcpEcho>>;
-let owner: string;
-const dirs: string[] = [];
+let echo: NodeCluster['echo'];
 
 before(async () => {
-  pg = await startPostgres();
-  const dir = tempDir('vad-clients-node-');
-  dirs.push(dir);
-  srv = await startServer({ dataDir: dir, database: pg.url(), port: 0, vlessTcpPort: 0, proxyPort: null, egress: 'allow-all', rateLimit: { max: 100_000, windowMs: 60_000 } });
-  owner = (await srv.services.data.createToken('node-clients', 'owner')).token;
-  const added = await srv.services.data.addNode({ name: 'sao-1', zone: 'br-sao', public_host: '127.0.0.2' });
-  const nodeDir = tempDir('vad-clients-node-n-');
-  dirs.push(nodeDir);
-  node = await runNode({ controls: [srv.origin], token: added.token, host: '127.0.0.2', port: 0, vlessTcpPort: 0, proxyPort: null, egress: 'allow-all', dataDir: nodeDir, log: silentLogger });
-  echo = await startTcpEcho();
+  cluster = await startNodeCluster('clients-node', { vlessTcpPort: 0, egress: 'allow-all' });
+  ({ srv, node, echo } = cluster);
 });
-after(async () => {
-  await node?.close();
-  await srv?.close();
-  await echo?.close();
-  await pg?.destroy();
-  for (const d of dirs) removeDir(d);
-});
+after(() => cluster?.close());
 
-const call = (method: string, path: string, body?: unknown) => callApi(srv.baseUrl, owner, method, path, body);
-const onNode = (id: string, n: number) => pushThroughEcho(node.ports.vless_tcp_port!, id, echo.port, n, '127.0.0.2');
+const call = (method: string, path: string, body?: unknown) => cluster.call(method, path, body);
+const onNode = (id: string, n: number) => cluster.onNode(id, n);
 const onServe = (id: string, n: number) => pushThroughEcho(srv.vlessTcpPort!, id, echo.port, n);
 const session = async (clientId: string, zone: string) => {
   const made = await call('POST', '/sessions', { client_id: clientId, zone, reusable: true });
@@ -51,7 +33,7 @@ const session = async (clientId: string, zone: string) => {
 };
 
 test('an override cap holds on the node while the template lets another client through; reset-usage lets it in again', async () => {
-  await waitFor(async () => (await call('GET', '/zones')).json.zones.find((z: { code: string }) => z.code === 'br-sao')?.has_active_nodes === true, 10_000, 'node up');
+  await cluster.nodeUp();
   assert.equal((await call('PATCH', '/customer/limits/client', { downloaded_bytes: 5_000_000 })).status, 200);
   assert.equal((await call('PATCH', '/clients/n-small/limits', { downloaded_bytes: 250_000 })).status, 200);
   const small = await session('n-small', 'br-sao');

@@ -6,56 +6,34 @@
 // there at its expiry.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, type RunningServer } from '../../server/serve.ts';
-import { runNode, type RunningNode } from '../../server/node/run.ts';
-import { silentLogger } from '../../server/log.ts';
 import { setWallClock } from '../../server/time.ts';
-import { callApi } from '../helpers/http.ts';
-import { startPostgres, type PgServer } from '../helpers/postgres.ts';
-import { removeDir, tempDir, waitFor } from '../helpers/server.ts';
-import { openVlessEcho as openEcho, pushThroughEcho, startTcpEcho } from '../dataplane/helpers/targets.ts';
+import { startNodeCluster, type NodeCluster } from '../helpers/node-cluster.ts';
+import { waitFor } from '../helpers/server.ts';
+import { openVlessEcho as openEcho } from '../dataplane/helpers/targets.ts';
 
 const DAY = 86_400_000;
-let pg: PgServer;
-let srv: RunningServer;
-let node: RunningNode;
-let echo: Awaited<ReturnType<typeof startTcpEcho>>;
-let owner: string;
+let cluster: NodeCluster;
 let shift = 0;
-const dirs: string[] = [];
 
 before(async () => {
   setWallClock(() => Date.now() + shift);
-  pg = await startPostgres();
-  const dir = tempDir('vad-quota-node-');
-  dirs.push(dir);
-  srv = await startServer({ dataDir: dir, database: pg.url(), port: 0, vlessTcpPort: null, proxyPort: null, rateLimit: { max: 100_000, windowMs: 60_000 } });
-  owner = (await srv.services.data.createToken('node-quota', 'owner')).token;
-  const added = await srv.services.data.addNode({ name: 'sao-1', zone: 'br-sao', public_host: '127.0.0.2' });
-  const nodeDir = tempDir('vad-quota-node-n-');
-  dirs.push(nodeDir);
-  node = await runNode({ controls: [srv.origin], token: added.token, host: '127.0.0.2', port: 0, vlessTcpPort: 0, proxyPort: null, egress: 'allow-all', dataDir: nodeDir, log: silentLogger });
-  echo = await startTcpEcho();
+  cluster = await startNodeCluster('quota-node');
 });
 after(async () => {
   setWallClock();
-  await node?.close();
-  await srv?.close();
-  await echo?.close();
-  await pg?.destroy();
-  for (const d of dirs) removeDir(d);
+  await cluster?.close();
 });
 
-const call = (method: string, path: string, body?: unknown) => callApi(srv.baseUrl, owner, method, path, body);
+const call = (method: string, path: string, body?: unknown) => cluster.call(method, path, body);
 
 /** A VLESS-over-TCP connection to the echo through the node (127.0.0.2). */
 const openVlessEcho = (port: number, id: string, echoPort: number) => openEcho(port, id, echoPort, '127.0.0.2');
 
 /** Pushes `n` bytes through the node to the echo; resolves with what came back. */
-const pushThrough = (id: string, n: number) => pushThroughEcho(node.ports.vless_tcp_port!, id, echo.port, n, '127.0.0.2');
+const pushThrough = (id: string, n: number) => cluster.onNode(id, n);
 
 test('a daily client cap holds on a node and renews there when the day turns', async () => {
-  await waitFor(async () => (await call('GET', '/zones')).json.zones.find((z: { code: string }) => z.code === 'br-sao')?.has_active_nodes === true, 10_000, 'node up');
+  await cluster.nodeUp();
   assert.equal((await call('PATCH', '/customer/limits/client', { downloaded_bytes: 250_000, reset_period: 'day' })).status, 200);
   const made = await call('POST', '/sessions', { client_id: 'node-bob', zone: 'br-sao', reusable: true });
   assert.equal(made.json.configuration.address, '127.0.0.2');
@@ -83,7 +61,7 @@ test('a session expiring while it relays through a node is cut there at its expi
   const id: string = made.json.id;
   let conn: Awaited<ReturnType<typeof openVlessEcho>> | undefined;
   await waitFor(async () => {
-    conn = await openVlessEcho(node.ports.vless_tcp_port!, id, echo.port);
+    conn = await openVlessEcho(cluster.node.ports.vless_tcp_port!, id, cluster.echo.port);
     if (conn.got() >= 4) return true;
     conn.s.destroy();
     return false;

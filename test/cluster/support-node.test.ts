@@ -8,47 +8,34 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer, type RunningServer } from '../../server/serve.ts';
-import { runNode, type RunningNode } from '../../server/node/run.ts';
-import { silentLogger } from '../../server/log.ts';
 import { callApi } from '../helpers/http.ts';
-import { startPostgres, type PgServer } from '../helpers/postgres.ts';
 import { removeDir, tempDir, waitFor } from '../helpers/server.ts';
-import { openVlessEcho, pushThroughEcho, startTcpEcho } from '../dataplane/helpers/targets.ts';
+import { openVlessEcho, pushThroughEcho } from '../dataplane/helpers/targets.ts';
+import type { RunningNode } from '../../server/node/run.ts';
+import type { PgServer } from '../helpers/postgres.ts';
+import { startNodeCluster, type NodeCluster } from '../helpers/node-cluster.ts';
 
+let cluster: NodeCluster;
 let pgServer: PgServer;
 let cp: RunningServer;
 /** A second instance on the same database, the node not attached to it. */
 let other: RunningServer;
 let sao: RunningNode;
-let echo: Awaited<ReturnType<typeof startTcpEcho>>;
+let echo: NodeCluster['echo'];
 let owner: string;
 const dirs: string[] = [];
 
 before(async () => {
-  pgServer = await startPostgres();
-  const dir = tempDir('vad-support-cp-');
-  dirs.push(dir);
-  cp = await startServer({ dataDir: dir, database: pgServer.url(), port: 0, vlessTcpPort: 0, proxyPort: null, rateLimit: { max: 100_000, windowMs: 60_000 } });
-  owner = (await cp.services.data.createToken('support', 'owner')).token;
+  cluster = await startNodeCluster('support', { vlessTcpPort: 0 });
+  ({ pg: pgServer, srv: cp, node: sao, echo, owner } = cluster);
   const otherDir = tempDir('vad-support-cp2-');
   dirs.push(otherDir);
   other = await startServer({ dataDir: otherDir, database: pgServer.url(), port: 0, vlessTcpPort: null, proxyPort: null, rateLimit: { max: 100_000, windowMs: 60_000 } });
-  const added = await cp.services.data.addNode({ name: 'sao-1', zone: 'br-sao', public_host: '127.0.0.2' });
-  const nodeDir = tempDir('vad-support-node-');
-  dirs.push(nodeDir);
-  sao = await runNode({ controls: [cp.origin], token: added.token, host: '127.0.0.2', port: 0, vlessTcpPort: 0, proxyPort: null, egress: 'allow-all', dataDir: nodeDir, log: silentLogger });
-  echo = await startTcpEcho();
-  await waitFor(async () => {
-    const zones = (await call('GET', '/zones')).json.zones as Array<{ code: string; has_active_nodes: boolean }>;
-    return zones.some((z) => z.code === 'br-sao' && z.has_active_nodes);
-  }, 10_000, 'the node up');
+  await cluster.nodeUp();
 });
 after(async () => {
-  await sao?.close();
-  await cp?.close();
   await other?.close();
-  await echo?.close();
-  await pgServer?.destroy();
+  await cluster?.close();
   for (const d of dirs) removeDir(d);
 });
 

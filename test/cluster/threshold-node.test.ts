@@ -6,24 +6,13 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
-import { startServer, type RunningServer } from '../../server/serve.ts';
-import { runNode, type RunningNode } from '../../server/node/run.ts';
-import { silentLogger } from '../../server/log.ts';
-import { callApi } from '../helpers/http.ts';
-import { startPostgres, type PgServer } from '../helpers/postgres.ts';
-import { removeDir, tempDir, waitFor } from '../helpers/server.ts';
-import { pushThroughEcho, startTcpEcho } from '../dataplane/helpers/targets.ts';
+import { startNodeCluster, type NodeCluster } from '../helpers/node-cluster.ts';
+import { waitFor } from '../helpers/server.ts';
 
 type Payload = { scope: string; client_id?: string; direction: string; threshold: number; used_bytes: number; cap_bytes: number };
-let pg: PgServer;
-let srv: RunningServer;
-let node: RunningNode;
-let echo: Awaited<ReturnType<typeof startTcpEcho>>;
+let cluster: NodeCluster;
 let receiver: Server;
-let url: string;
-let owner: string;
 const got: Payload[] = [];
-const dirs: string[] = [];
 
 before(async () => {
   receiver = createServer((req, res) => {
@@ -36,36 +25,23 @@ before(async () => {
     });
   });
   await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', () => r()));
-  url = `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hook`;
-  pg = await startPostgres();
-  const dir = tempDir('vad-thresh-node-');
-  dirs.push(dir);
-  srv = await startServer({
-    dataDir: dir, database: pg.url(), port: 0, vlessTcpPort: null, proxyPort: null, egress: 'allow-all', thresholdsEveryMs: 100,
-    rateLimit: { max: 100_000, windowMs: 60_000 }, webhooks: { pollMs: 50, baseDelayMs: 100, maxDelayMs: 400, timeoutMs: 3000, key: randomBytes(32) },
+  cluster = await startNodeCluster('thresh-node', {
+    egress: 'allow-all', thresholdsEveryMs: 100,
+    webhooks: { pollMs: 50, baseDelayMs: 100, maxDelayMs: 400, timeoutMs: 3000, key: randomBytes(32) },
   });
-  owner = (await srv.services.data.createToken('node-thresholds', 'owner')).token;
-  const added = await srv.services.data.addNode({ name: 'sao-1', zone: 'br-sao', public_host: '127.0.0.2' });
-  const nodeDir = tempDir('vad-thresh-node-n-');
-  dirs.push(nodeDir);
-  node = await runNode({ controls: [srv.origin], token: added.token, host: '127.0.0.2', port: 0, vlessTcpPort: 0, proxyPort: null, egress: 'allow-all', dataDir: nodeDir, log: silentLogger });
-  echo = await startTcpEcho();
 });
 after(async () => {
-  await node?.close();
-  await srv?.close();
-  await echo?.close();
+  await cluster?.close();
   await new Promise<void>((r) => receiver.close(() => r()));
-  await pg?.destroy();
-  for (const d of dirs) removeDir(d);
 });
 
-const call = (method: string, path: string, body?: unknown) => callApi(srv.baseUrl, owner, method, path, body);
-const pushThrough = (id: string, n: number) => pushThroughEcho(node.ports.vless_tcp_port!, id, echo.port, n, '127.0.0.2');
+const url = () => `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hook`;
+const call = (method: string, path: string, body?: unknown) => cluster.call(method, path, body);
+const pushThrough = (id: string, n: number) => cluster.onNode(id, n);
 
 test('a client cap crossed through a node: 50, 80 and 100 % once each', async () => {
-  await waitFor(async () => (await call('GET', '/zones')).json.zones.find((z: { code: string }) => z.code === 'br-sao')?.has_active_nodes === true, 10_000, 'node up');
-  assert.equal((await call('POST', '/webhooks', { url, events: ['usage_threshold'] })).status, 201);
+  await cluster.nodeUp();
+  assert.equal((await call('POST', '/webhooks', { url: url(), events: ['usage_threshold'] })).status, 201);
   assert.equal((await call('PATCH', '/customer/limits/client', { downloaded_bytes: 1_000_000 })).status, 200);
   const id: string = (await call('POST', '/sessions', { client_id: 'node-dave', zone: 'br-sao', reusable: true })).json.id;
   await waitFor(async () => (await pushThrough(id, 16 * 1024)) > 0, 10_000, 'the node admits the session');
