@@ -3,10 +3,10 @@
 import { useVirtualizer } from '@tanstack/react-virtual';
 import { useEffect, useRef, useState, type KeyboardEvent } from 'react';
 import { PHONE_QUERY, useMediaQuery } from '../lib/media.ts';
-import { loadClients, loadSessions, navigate, setSessionFilter, syncNewest, useStore } from '../store/index.ts';
+import { loadClients, loadMoreSessions, loadSessions, navigate, setSessionFilter, syncNewest, useStore } from '../store/index.ts';
 import { SessionRow } from './SessionRow.tsx';
 import { ClientLinkList } from './ClientsScreen.tsx';
-import { selectClientIds, selectFilteredIds, selectSessionCount, selectSessionFilter, selectSessionsError, selectSessionsLoad, selectZones } from '../store/selectors.ts';
+import { selectClientIds, selectFilteredIds, selectSessionCount, selectSessionFilter, selectSessionsError, selectSessionsLoad, selectSessionsMore, selectZones } from '../store/selectors.ts';
 import { EmptyState, ErrorBanner, Screen, Spinner, StatusBadge } from '../components/ui.tsx';
 
 const ROW = 56;
@@ -109,6 +109,7 @@ export function SessionsScreen() {
   const total = useStore(selectSessionCount);
   const load = useStore(selectSessionsLoad);
   const error = useStore(selectSessionsError);
+  const more = useStore(selectSessionsMore);
   const parentRef = useRef<HTMLDivElement>(null);
   const phone = useMediaQuery(PHONE_QUERY);
   const now = useSessionSync();
@@ -120,6 +121,11 @@ export function SessionsScreen() {
     overscan: 8,
   });
   useEffect(() => virtualizer.measure(), [phone, virtualizer]);
+  // Scrolled to the last rows loaded while older sessions wait on the server: the next page.
+  const lastShown = virtualizer.getVirtualItems().at(-1)?.index ?? -1;
+  useEffect(() => {
+    if (more && load === 'ready' && ids.length > 0 && lastShown >= ids.length - 10) void loadMoreSessions();
+  }, [more, load, lastShown, ids.length]);
 
   const onKeyDown = (e: KeyboardEvent<HTMLDivElement>) => {
     if (e.key !== 'ArrowDown' && e.key !== 'ArrowUp' && e.key !== 'Home' && e.key !== 'End') return;
@@ -140,11 +146,17 @@ export function SessionsScreen() {
       title="Sessions"
       head={
         <>
-          <span className="muted">
+          <span className="muted" data-testid="session-count">
             {ids.length === total ? `${total} session${total === 1 ? '' : 's'}` : `${ids.length} of ${total} session${total === 1 ? '' : 's'}`}
+            {more ? ' loaded (the newest; older ones load as you scroll)' : ''}
           </span>
           {load === 'loading' ? <Spinner label="Loading sessions…" /> : null}
           <span className="grow" />
+          {more ? (
+            <button type="button" className="btn" disabled={load === 'loading'} onClick={() => void loadMoreSessions()}>
+              Load older sessions
+            </button>
+          ) : null}
           <button type="button" className="btn" onClick={() => void loadSessions()}>
             Refresh
           </button>

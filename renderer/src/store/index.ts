@@ -49,6 +49,7 @@ export const {
   setTheme,
   loadZones,
   loadSessions,
+  loadMoreSessions,
   syncNewest,
   upsertSession,
   watchHistory,

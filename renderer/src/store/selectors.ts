@@ -38,6 +38,7 @@ export const selectCreateError = (s: State) => s.createError;
 export const selectSessions = (s: State) => s.sessions;
 export const selectSessionOrder = (s: State) => s.sessionOrder;
 export const selectSessionCount = (s: State) => s.sessionOrder.length;
+export const selectSessionsMore = (s: State) => s.sessionsMore;
 export const selectSessionsLoad = (s: State) => s.sessionsLoad;
 export const selectSessionsError = (s: State) => s.sessionsError;
 export const selectSessionFilter = (s: State) => s.sessionFilter;

@@ -107,6 +107,8 @@ export interface SessionsSlice {
   sessionOrder: string[];
   sessionsLoad: Load;
   sessionsError: ApiErrorInfo | null;
+  /** Older sessions are on the server beyond what is loaded (loadMoreSessions fetches the next page). */
+  sessionsMore: boolean;
   sessionFilter: SessionFilter;
   creating: boolean;
   createError: ApiErrorInfo | null;
@@ -114,8 +116,10 @@ export interface SessionsSlice {
   actionPending: Record<string, boolean>;
   actionError: Record<string, ApiErrorInfo | null>;
 
-  /** Loads every session (newest first), page by page; the first page shows at once. */
+  /** Loads the newest sessions page by page, up to 10,000 (the first page shows at once); older ones wait for loadMoreSessions. */
   loadSessions(): Promise<void>;
+  /** The next page of older sessions, after what loadSessions (and earlier calls) loaded. */
+  loadMoreSessions(): Promise<void>;
   /**
    * Picks up sessions created elsewhere (another window, the API, the CLI) and refreshes the
    * newest ones: one small request, merged into what is loaded.

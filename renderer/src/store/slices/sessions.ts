@@ -5,7 +5,8 @@ import { addListingPage, mergeNewest, pushHistory, toView, watchHistoryOf, type 
 import { ops, type SessionsSlice, type SliceCreator } from '../state.ts';
 
 const PAGE = 500;
-const MAX_PAGES = 60;
+/** Pages loadSessions reads at once (10,000 sessions); older pages come on demand (loadMoreSessions). */
+const MAX_PAGES = 20;
 
 type ActionsPart = Pick<
   SessionsSlice,
@@ -17,16 +18,20 @@ const createListPart: SliceCreator<Omit<SessionsSlice, keyof ActionsPart>> = (se
   const rateLimited = () => (get().rateLimitedUntil ?? 0) > Date.now();
   // A newer loadSessions makes the pages of an older one stale.
   let generation = 0;
+  // Where the listing stopped (the next page's cursor) and what it gathered, for loadMoreSessions.
+  let rest: { gen: number; cursor: string; acc: { byId: Record<string, SessionView>; order: string[] }; newest: string } | null = null;
   return {
     sessions: {},
     sessionOrder: [],
     sessionsLoad: 'idle',
     sessionsError: null,
+    sessionsMore: false,
     sessionFilter: { text: '', status: '', zone: '' },
     speedHistory: {},
 
     async loadSessions() {
       const gen = ++generation;
+      rest = null;
       set({ sessionsLoad: 'loading', sessionsError: null });
       try {
         let cursor: string | undefined;
@@ -36,13 +41,30 @@ const createListPart: SliceCreator<Omit<SessionsSlice, keyof ActionsPart>> = (se
           const res = await ops().listSessions({ limit: PAGE, cursor });
           if (gen !== generation) return;
           if (newest === null) newest = res.sessions[0]?.created_at ?? '';
-          set({ ...addListingPage(acc, res.sessions, get(), newest), sessionsLoad: res.next_cursor ? 'loading' : 'ready' });
-          if (!res.next_cursor) break;
-          cursor = res.next_cursor;
+          cursor = res.next_cursor ?? undefined;
+          set({ ...addListingPage(acc, res.sessions, get(), newest), sessionsLoad: cursor && page + 1 < MAX_PAGES ? 'loading' : 'ready', sessionsMore: Boolean(cursor) });
+          if (!cursor) break;
         }
+        if (cursor) rest = { gen, cursor, acc, newest: newest ?? '' };
         set({ sessionsLoad: 'ready' });
       } catch (e) {
         if (gen !== generation) return;
+        set({ sessionsLoad: 'error', sessionsError: get().noteGlobalError(e) });
+      }
+    },
+    async loadMoreSessions() {
+      const from = rest;
+      if (!from || from.gen !== generation || get().sessionsLoad === 'loading') return;
+      rest = null;
+      set({ sessionsLoad: 'loading', sessionsError: null });
+      try {
+        const res = await ops().listSessions({ limit: PAGE, cursor: from.cursor });
+        if (from.gen !== generation) return;
+        if (res.next_cursor) rest = { ...from, cursor: res.next_cursor };
+        set({ ...addListingPage(from.acc, res.sessions, get(), from.newest), sessionsLoad: 'ready', sessionsMore: Boolean(res.next_cursor) });
+      } catch (e) {
+        if (from.gen !== generation) return;
+        rest = from;
         set({ sessionsLoad: 'error', sessionsError: get().noteGlobalError(e) });
       }
     },
