@@ -104,6 +104,30 @@ function useSessionSync(): number {
   return now;
 }
 
+/** The count (and whether older sessions wait on the server), the spinner, Load older and Refresh. */
+function SessionsHead({ shown, total }: { shown: number; total: number }) {
+  const load = useStore(selectSessionsLoad);
+  const more = useStore(selectSessionsMore);
+  return (
+    <>
+      <span className="muted" data-testid="session-count">
+        {shown === total ? `${total} session${total === 1 ? '' : 's'}` : `${shown} of ${total} session${total === 1 ? '' : 's'}`}
+        {more ? ' loaded (the newest; older ones load as you scroll)' : ''}
+      </span>
+      {load === 'loading' ? <Spinner label="Loading sessions…" /> : null}
+      <span className="grow" />
+      {more ? (
+        <button type="button" className="btn" disabled={load === 'loading'} onClick={() => void loadMoreSessions()}>
+          Load older sessions
+        </button>
+      ) : null}
+      <button type="button" className="btn" onClick={() => void loadSessions()}>
+        Refresh
+      </button>
+    </>
+  );
+}
+
 export function SessionsScreen() {
   const ids = useStore(selectFilteredIds);
   const total = useStore(selectSessionCount);
@@ -144,24 +168,7 @@ export function SessionsScreen() {
     <Screen
       name="sessions"
       title="Sessions"
-      head={
-        <>
-          <span className="muted" data-testid="session-count">
-            {ids.length === total ? `${total} session${total === 1 ? '' : 's'}` : `${ids.length} of ${total} session${total === 1 ? '' : 's'}`}
-            {more ? ' loaded (the newest; older ones load as you scroll)' : ''}
-          </span>
-          {load === 'loading' ? <Spinner label="Loading sessions…" /> : null}
-          <span className="grow" />
-          {more ? (
-            <button type="button" className="btn" disabled={load === 'loading'} onClick={() => void loadMoreSessions()}>
-              Load older sessions
-            </button>
-          ) : null}
-          <button type="button" className="btn" onClick={() => void loadSessions()}>
-            Refresh
-          </button>
-        </>
-      }
+      head={<SessionsHead shown={ids.length} total={total} />}
     >
       <SessionFilters />
       <ClientLinks />

@@ -13,22 +13,14 @@ type ActionsPart = Pick<
   'creating' | 'createError' | 'actionPending' | 'actionError' | 'fetchSession' | 'refreshSession' | 'pollStatus' | 'createSession' | 'setPaused'
 >;
 
-const createListPart: SliceCreator<Omit<SessionsSlice, keyof ActionsPart>> = (set, get) => {
-  // The pollers wait while the server's Retry-After runs.
-  const rateLimited = () => (get().rateLimitedUntil ?? 0) > Date.now();
+/** The listing: the newest MAX_PAGES pages at once, then a page at a time on demand. */
+const createListing: SliceCreator<Pick<SessionsSlice, 'sessionsMore' | 'loadSessions' | 'loadMoreSessions'>> = (set, get) => {
   // A newer loadSessions makes the pages of an older one stale.
   let generation = 0;
   // Where the listing stopped (the next page's cursor) and what it gathered, for loadMoreSessions.
   let rest: { gen: number; cursor: string; acc: { byId: Record<string, SessionView>; order: string[] }; newest: string } | null = null;
   return {
-    sessions: {},
-    sessionOrder: [],
-    sessionsLoad: 'idle',
-    sessionsError: null,
     sessionsMore: false,
-    sessionFilter: { text: '', status: '', zone: '' },
-    speedHistory: {},
-
     async loadSessions() {
       const gen = ++generation;
       rest = null;
@@ -68,6 +60,20 @@ const createListPart: SliceCreator<Omit<SessionsSlice, keyof ActionsPart>> = (se
         set({ sessionsLoad: 'error', sessionsError: get().noteGlobalError(e) });
       }
     },
+  };
+};
+
+const createListPart: SliceCreator<Omit<SessionsSlice, keyof ActionsPart>> = (set, get, store) => {
+  // The pollers wait while the server's Retry-After runs.
+  const rateLimited = () => (get().rateLimitedUntil ?? 0) > Date.now();
+  return {
+    sessions: {},
+    sessionOrder: [],
+    sessionsLoad: 'idle',
+    sessionsError: null,
+    sessionFilter: { text: '', status: '', zone: '' },
+    speedHistory: {},
+    ...createListing(set, get, store),
     async syncNewest() {
       if (get().sessionsLoad === 'loading' || rateLimited()) return;
       try {
