@@ -6,6 +6,7 @@
 // and answers its figures; this process measures them over HTTP with a fixed number of
 // sequential requests each. The 1k figure is the baseline of the growth ratio (100k / 1k) and
 // of the verdict: flat (under 1.5x for 100x the data), logarithmic (under 10x) or linear.
+// Then the window: the web UI opened on each size (bench/scale-window.ts).
 // Env: BENCH_SCALE_SIZES (1000,10000,100000), BENCH_REQUESTS per figure (200), BENCH_SCALE_DB
 // (sqlite; `sqlite,postgres` also runs every size on a throwaway PostgreSQL 15, test/helpers/postgres.ts).
 import { fork, type ChildProcess } from 'node:child_process';
@@ -16,6 +17,8 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fillPostgres, fillSqlite, type FillCounts } from './fixtures/scale-fill.ts';
 import { PRUNE_BATCH } from '../server/http/retention.ts';
+import { openBrowser, RENDERER_DIR, windowFigures } from './scale-window.ts';
+import type { Browser } from '@playwright/test';
 
 const SIZES = (process.env.BENCH_SCALE_SIZES ?? '1000,10000,100000').split(',').map(Number);
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 200);
@@ -71,7 +74,7 @@ async function replay(url: string, headers: Record<string, string>, want: number
   return { first, all: performance.now() - t0, got };
 }
 
-async function measure(t: Target, child: ChildProcess): Promise<Figures> {
+async function measure(t: Target, child: ChildProcess, browser: Browser | null): Promise<Figures> {
   const base = `http://127.0.0.1:${t.port}/v2`;
   const auth = { authorization: `Bearer ${t.token}` };
   const f: Figures = { 'fill (ms)': t.fillMs, 'start-up (ms)': t.startMs };
@@ -104,6 +107,7 @@ async function measure(t: Target, child: ChildProcess): Promise<Figures> {
   f['SSE replay ?session_id= from id 1: its 10 events (ms)'] = s.all;
   const tail = await replay(`${base}/sessions/events?session_id=${t.sessionId}&tail=5`, auth, 5);
   f['SSE ?session_id=&tail=5 (the UI): 5 events (ms)'] = tail.all;
+  if (browser) Object.assign(f, await windowFigures(browser, `http://127.0.0.1:${t.port}`, t.token, t.fill.sessions));
   child.send({ prune: true });
   const [pr] = (await once(child, 'message')) as [{ ms: number; deleted: number; worstBatchMs: number; batches: number }];
   f['retention prune, whole backlog (ms)'] = pr.ms;
@@ -133,6 +137,7 @@ function print(results: { size: number; fill: FillCounts; f: Figures }[]): void 
 }
 
 async function main(): Promise<void> {
+  const browser = await openBrowser();
   for (const db of DATABASES) {
     console.log(`\nscale benchmark: ${db}, sizes ${SIZES.join(', ')} sessions; ${REQUESTS} sequential requests per figure (fewer for the heavy ones); server in its own process`);
     const results: { size: number; fill: FillCounts; f: Figures }[] = [];
@@ -142,7 +147,7 @@ async function main(): Promise<void> {
         const [line] = (await once(createInterface({ input: child.stdout! }), 'line')) as [string];
         const t = JSON.parse(line) as Target;
         console.log(`${size} sessions: filled in ${t.fillMs.toFixed(0)} ms (${t.fill.events} events), server started in ${t.startMs.toFixed(0)} ms`);
-        results.push({ size, fill: t.fill, f: await measure(t, child) });
+        results.push({ size, fill: t.fill, f: await measure(t, child, browser) });
       } finally {
         child.disconnect();
         await once(child, 'exit');
@@ -150,6 +155,7 @@ async function main(): Promise<void> {
     }
     print(results);
   }
+  await browser?.close();
 }
 
 /** The child: fills a new data folder, starts the server on it and prunes when asked. */
@@ -159,7 +165,7 @@ async function target(size: number, withBare: boolean, db: Db): Promise<void> {
   const pg = db === 'postgres' ? await (await import('../test/helpers/postgres.ts')).startPostgres() : null;
   const database = pg ? await pg.createDatabase('scale') : undefined;
   const opts = {
-    dataDir: dir, port: 0, vlessTcpPort: null, proxyPort: null, dataPlane: null, webhooks: false as const, database,
+    dataDir: dir, port: 0, vlessTcpPort: null, proxyPort: null, dataPlane: null, webhooks: false as const, database, rendererDir: RENDERER_DIR,
     rateLimit: { max: 1_000_000_000, windowMs: 60_000 },
     eventRetentionDays: 3650, // no prune at start: the prune is measured on its own below
   };
