@@ -7,7 +7,9 @@ import { randomUUID } from 'node:crypto';
 import type { ClientControl, LimitValues } from '../../domain.ts';
 import { isoNow } from '../../time.ts';
 import { CHANNELS } from '../sql/channels.ts';
-import { all, bool, get, getCached, lock, run, runNotifying, tx, type Op } from '../sql/op.ts';
+import { all, assignments, bool, getCached, lock, run, runNotifying, tx, type Op } from '../sql/op.ts';
+import { sessionOps } from './sessions.ts';
+import { snapshotQuotaBases } from './quota.ts';
 
 /** A clients row as the service reads it. */
 export interface ClientRow {
@@ -84,9 +86,8 @@ function* ensureRow(customerId: string, clientId: string, now: string): Op<void>
 const patchClient = tx(function* (customerId: string, clientId: string, patch: { disabled?: boolean; expires_at?: string | null }): Op<ClientRow> {
   const now = isoNow();
   yield* ensureRow(customerId, clientId, now);
-  if (patch.disabled !== undefined) yield* run('UPDATE clients SET disabled = ? WHERE customer_id = ? AND client_id = ?', patch.disabled, customerId, clientId);
-  if (patch.expires_at !== undefined) yield* run('UPDATE clients SET expires_at = ? WHERE customer_id = ? AND client_id = ?', patch.expires_at, customerId, clientId);
-  yield* runNotifying(NOTICE, 'UPDATE clients SET updated_at = ? WHERE customer_id = ? AND client_id = ?', now, customerId, clientId);
+  const { sets, args } = assignments(patch, ['disabled', 'expires_at']);
+  yield* runNotifying(NOTICE, `UPDATE clients SET ${[...sets, 'updated_at = ?'].join(', ')} WHERE customer_id = ? AND client_id = ?`, ...args, now, customerId, clientId);
   return (yield* getClient(customerId, clientId))!;
 });
 
@@ -95,11 +96,7 @@ const patchClientLimits = tx(function* (customerId: string, clientId: string, pa
   const now = isoNow();
   yield* ensureRow(customerId, clientId, now);
   const current = (yield* getClient(customerId, clientId))!;
-  const fields: Record<string, unknown> = { ...(current.override?.fields ?? {}) };
-  for (const [k, v] of Object.entries(patch)) {
-    if (v === null) delete fields[k];
-    else fields[k] = v;
-  }
+  const fields = Object.fromEntries(Object.entries({ ...current.override?.fields, ...patch }).filter(([, v]) => v !== null));
   const id = current.override?.id ?? randomUUID();
   const created = current.override?.created_at ?? now;
   yield* runNotifying(
@@ -120,14 +117,11 @@ function* deleteClientLimits(customerId: string, clientId: string): Op<boolean> 
 const resetClientUsage = tx(function* (customerId: string, clientId: string): Op<ClientRow> {
   const now = isoNow();
   yield* ensureRow(customerId, clientId, now);
-  const sums = yield* get<{ u: number; d: number }>(
-    'SELECT COALESCE(SUM(uploaded_bytes), 0) AS u, COALESCE(SUM(downloaded_bytes), 0) AS d FROM sessions WHERE customer_id = ? AND client_id = ?',
-    customerId, clientId,
-  );
+  const sums = yield* sessionOps.sumCounters(customerId, clientId);
   yield* runNotifying(
     NOTICE,
     'UPDATE clients SET reset_at = ?, reset_up = ?, reset_down = ?, updated_at = ? WHERE customer_id = ? AND client_id = ?',
-    now, sums!.u, sums!.d, now, customerId, clientId,
+    now, sums.uploaded_bytes, sums.downloaded_bytes, now, customerId, clientId,
   );
   return (yield* getClient(customerId, clientId))!;
 });
@@ -175,22 +169,9 @@ function* periodicClientOverrides(): Op<Array<{ customer_id: string; client_id: 
   return rows.map((r) => ({ customer_id: r.customer_id, client_id: r.client_id, values: JSON.parse(r.limits) as LimitValues }));
 }
 
-/**
- * Records one client's quota base for the period starting at `periodStart` (its stored totals now;
- * kept when one exists), or with `usedSince` (rolling window) rewrites it as its totals minus its
- * usage history since then: store/repos/quota.ts quotaSnapshotSql for a single client.
- */
-function* snapshotClientQuotaBase(customerId: string, clientId: string, periodStart: number, usedSince?: number): Op<number> {
-  const rolling = usedSince !== undefined;
-  const used = (col: string) =>
-    `(SELECT COALESCE(SUM(u.${col}), 0) FROM usage_buckets u WHERE u.customer_id = s.customer_id AND u.client_id = s.client_id AND u.start >= CAST(? AS BIGINT))`;
-  const sql = `INSERT INTO quota_bases (customer_id, scope, entity_id, period_start, up, down)
-    SELECT s.customer_id, 'client', s.client_id, CAST(? AS BIGINT),
-      SUM(s.uploaded_bytes)${rolling ? ` - ${used('uploaded_bytes')}` : ''}, SUM(s.downloaded_bytes)${rolling ? ` - ${used('downloaded_bytes')}` : ''}
-    FROM sessions s WHERE s.customer_id = ? AND s.client_id = ? GROUP BY s.customer_id, s.client_id
-    ON CONFLICT (customer_id, scope, entity_id, period_start) DO ${rolling ? 'UPDATE SET up = excluded.up, down = excluded.down' : 'NOTHING'}`;
-  return rolling ? yield* run(sql, periodStart, usedSince, usedSince, customerId, clientId) : yield* run(sql, periodStart, customerId, clientId);
-}
+/** Records one client's quota base for the period starting at `periodStart` (repos/quota.ts snapshotQuotaBases). */
+const snapshotClientQuotaBase = (customerId: string, clientId: string, periodStart: number, usedSince?: number) =>
+  snapshotQuotaBases(customerId, 'client', periodStart, usedSince, clientId);
 
 export const clientOps = {
   getClient,

@@ -90,13 +90,8 @@ function* addNode(n: { name: string; zone: string; public_host: string } & NodeP
   return { token, node: (yield* getNode(id))! };
 }
 
-function* getNode(id: string): Op<NodeInfo | undefined> {
-  return yield* nodeWhere('id', id);
-}
-
-function* getNodeByName(name: string): Op<NodeInfo | undefined> {
-  return yield* nodeWhere('name', name);
-}
+const getNode = (id: string) => nodeWhere('id', id);
+const getNodeByName = (name: string) => nodeWhere('name', name);
 
 /** The node a node token belongs to (API tokens never match: another table, another prefix). */
 function* findNodeByToken(token: string): Op<NodeInfo | undefined> {
@@ -136,24 +131,12 @@ function* activeNodeZones(): Op<string[]> {
   return (yield* all<{ zone: string }>(`SELECT DISTINCT n.zone FROM nodes n WHERE ${UP_SQL('n')} ORDER BY n.zone`)).map((r) => r.zone);
 }
 
+const PORTS = ['vless_ws_port', 'vless_tcp_port', 'proxy_port'] as const;
+
 /** Records a node's contact, by the database clock (and the ports it reports). */
-function* touchNode(id: string, ports?: NodePorts): Op<boolean> {
-  const p = ports ?? {};
-  const changed = yield* run(
-    `UPDATE nodes SET last_contact = {now},
-       vless_ws_port = CASE WHEN ? THEN ? ELSE vless_ws_port END,
-       vless_tcp_port = CASE WHEN ? THEN ? ELSE vless_tcp_port END,
-       proxy_port = CASE WHEN ? THEN ? ELSE proxy_port END
-     WHERE id = ?`,
-    'vless_ws_port' in p,
-    p.vless_ws_port ?? null,
-    'vless_tcp_port' in p,
-    p.vless_tcp_port ?? null,
-    'proxy_port' in p,
-    p.proxy_port ?? null,
-    id,
-  );
-  return changed > 0;
+function* touchNode(id: string, ports: NodePorts = {}): Op<boolean> {
+  const sets = PORTS.map((c) => `, ${c} = CASE WHEN ? THEN ? ELSE ${c} END`).join('');
+  return (yield* run(`UPDATE nodes SET last_contact = {now}${sets} WHERE id = ?`, ...PORTS.flatMap((c) => [c in ports, ports[c] ?? null]), id)) > 0;
 }
 
 /** The last report seq applied for the node (0: none; undefined: no such node). */

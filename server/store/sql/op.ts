@@ -128,6 +128,12 @@ export class Where {
   }
 }
 
+/** `col = ?` for each of `cols` that `patch` sets (undefined: unchanged), with the values in order. */
+export function assignments<P extends object>(patch: P, cols: readonly (keyof P & string)[]): { sets: string[]; args: Param[] } {
+  const given = cols.filter((c) => patch[c] !== undefined);
+  return { sets: given.map((c) => `${c} = ?`), args: given.map((c) => patch[c] as Param) };
+}
+
 /** A boolean column (SQLite stores 0/1). Numbers need no conversion: both runners return them as numbers. */
 export const bool = (v: unknown): boolean => v === true || v === 1 || v === 1n;
 
