@@ -125,6 +125,12 @@ export function migrationSql(v: number, d: Dialect): string {
   return (typeof m === 'string' ? m : m[d]).replace(/\{(id|time|bool|bigint|serial|false|true)\}/g, (_x, k: Fragment) => TYPES[d][k]);
 }
 
+/** The versions a database at version `current` has yet to apply, in order (none when it is newer: refused). */
+export function pendingVersions(current: number): number[] {
+  if (current > MIGRATIONS.length) throw new Error(`database schema version ${current} is newer than this program (${MIGRATIONS.length})`);
+  return Array.from({ length: MIGRATIONS.length - current }, (_, i) => current + 1 + i);
+}
+
 /** The schema version the migrations brought the database to (0 before the first): SQLite's user_version, PostgreSQL's schema_migrations. */
 function* schemaVersion(): Op<number> {
   if ((yield* dialect()) === 'sqlite') return (yield* get<{ user_version: number }>('PRAGMA user_version'))!.user_version;

@@ -7,10 +7,9 @@
 // transaction-scoped advisory lock first, so exactly one of them applies the pending versions
 // and the others, once they get the lock, find nothing left to do.
 import type pg from 'pg';
-import { MIGRATIONS, migrationSql } from '../migrations/index.ts';
+import { MIGRATIONS, migrationSql, pendingVersions } from '../migrations/index.ts';
 
 export { MIGRATIONS };
-
 
 /** An arbitrary constant naming "the schema migration" among advisory locks. */
 export const MIGRATION_LOCK_KEY = 0x7661645f6d6967n; // "vad_mig"
@@ -34,13 +33,9 @@ export async function migrate(pool: pg.Pool): Promise<number> {
          )`,
       );
       const { rows } = await client.query<{ v: number }>('SELECT COALESCE(MAX(version), 0)::int AS v FROM schema_migrations');
-      const current = rows[0].v;
-      if (current > MIGRATIONS.length) {
-        throw new Error(`database schema version ${current} is newer than this program (${MIGRATIONS.length})`);
-      }
-      for (let v = current; v < MIGRATIONS.length; v++) {
-        await client.query(migrationSql(v + 1, 'postgres'));
-        await client.query('INSERT INTO schema_migrations (version) VALUES ($1)', [v + 1]);
+      for (const v of pendingVersions(rows[0].v)) {
+        await client.query(migrationSql(v, 'postgres'));
+        await client.query('INSERT INTO schema_migrations (version) VALUES ($1)', [v]);
       }
       await client.query('COMMIT');
       return MIGRATIONS.length;

@@ -8,7 +8,7 @@ import type pg from 'pg';
 import type { AsyncOps } from '../sql/op.ts';
 import { bindAsync, PgRunner } from '../sql/pg-runner.ts';
 import { STORE_OPS, type StoreOps } from '../ops.ts';
-import { mapDatabaseError, openPool, type PoolOptions } from './pool.ts';
+import { mapDatabaseError, openPool, releaseClient, type PoolOptions } from './pool.ts';
 import { migrate } from './schema.ts';
 
 export { CHANNELS } from '../sql/channels.ts';
@@ -72,8 +72,7 @@ export class PgStore {
       await client.query('ROLLBACK').catch(() => {});
       return mapDatabaseError(err);
     } finally {
-      // A connection that failed mid-transaction is destroyed rather than reused.
-      client.release(broken instanceof Error && !('severity' in broken) ? broken : undefined);
+      releaseClient(client, broken);
     }
   }
 }

@@ -54,14 +54,10 @@ function* placedBy(column: 'node_id' | 'moved_from', nodeId: string): Op<Session
 }
 
 /** Sessions placed on a node (a node may act only on these), in creation order. */
-function* sessionsOnNode(nodeId: string): Op<SessionRow[]> {
-  return yield* placedBy('node_id', nodeId);
-}
+const sessionsOnNode = (nodeId: string) => placedBy('node_id', nodeId);
 
 /** Sessions moved away from a node (crash repair): its late reports still add their bytes. */
-function* sessionsMovedFrom(nodeId: string): Op<SessionRow[]> {
-  return yield* placedBy('moved_from', nodeId);
-}
+const sessionsMovedFrom = (nodeId: string) => placedBy('moved_from', nodeId);
 
 /** The node (null: a serve data plane) of each active session of a customer (cluster speed shares). */
 function* activeSessionNodes(customerId: string): Op<Array<{ client_id: string; node_id: string | null }>> {

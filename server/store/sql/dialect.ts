@@ -31,16 +31,6 @@ function expand(sql: string, d: Dialect): string {
   );
 }
 
-/** `?` placeholders numbered `$1..$n` (no `?` appears in the service's SQL otherwise). */
-function numbered(sql: string): string {
-  let i = 0;
-  return sql.replace(/\?/g, () => `$${++i}`);
-}
-
-function notifying(sql: string, n: Notice): string {
-  return `${sql} RETURNING pg_notify('${n.channel}', ${n.expr})`;
-}
-
 /** A per-dialect cache of translated statement texts. */
 export function sqlFor(d: Dialect): (sql: string, notice?: Notice) => string {
   const cache = new Map<string, string>();
@@ -50,8 +40,9 @@ export function sqlFor(d: Dialect): (sql: string, notice?: Notice) => string {
     if (out === undefined) {
       out = expand(sql, d);
       if (d === 'postgres') {
-        out = numbered(out);
-        if (notice) out = notifying(out, notice);
+        let i = 0;
+        out = out.replace(/\?/g, () => `$${++i}`); // no `?` appears in the service's SQL otherwise
+        if (notice) out += ` RETURNING pg_notify('${notice.channel}', ${notice.expr})`;
       }
       if (cache.size > 2000) cache.clear(); // IN lists of many lengths must not grow it for ever
       cache.set(key, out);
