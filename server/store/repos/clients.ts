@@ -87,7 +87,8 @@ const patchClient = tx(function* (customerId: string, clientId: string, patch: {
   const now = isoNow();
   yield* ensureRow(customerId, clientId, now);
   const { sets, args } = assignments(patch, ['disabled', 'expires_at']);
-  yield* runNotifying(NOTICE, `UPDATE clients SET ${[...sets, 'updated_at = ?'].join(', ')} WHERE customer_id = ? AND client_id = ?`, ...args, now, customerId, clientId);
+  const sql = `UPDATE clients SET ${[...sets, 'updated_at = ?'].join(', ')} WHERE customer_id = ? AND client_id = ?`;
+  yield* runNotifying(NOTICE, sql, ...args, now, customerId, clientId);
   return (yield* getClient(customerId, clientId))!;
 });
 

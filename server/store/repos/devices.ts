@@ -59,16 +59,13 @@ const registerDevice = tx(function* (customerId: string, clientId: string, devic
 });
 
 /** The client's devices, the one seen last first. */
-function* listDevices(customerId: string, clientId: string): Op<DeviceRow[]> {
-  return yield* all<DeviceRow>(
-    `SELECT ${COLUMNS} FROM client_devices WHERE customer_id = ? AND client_id = ? ORDER BY last_seen DESC, hwid LIMIT ?`,
-    customerId, clientId, 1000,
-  );
-}
+const listDevices = (customerId: string, clientId: string) => all<DeviceRow>(
+  `SELECT ${COLUMNS} FROM client_devices WHERE customer_id = ? AND client_id = ? ORDER BY last_seen DESC, hwid LIMIT ?`,
+  customerId, clientId, 1000,
+);
 
 /** Removes one device (its slot is free at once); the row removed, or undefined when unknown. */
-function* removeDevice(customerId: string, clientId: string, hwid: string): Op<DeviceRow | undefined> {
-  return yield* get<DeviceRow>(`DELETE FROM client_devices WHERE customer_id = ? AND client_id = ? AND hwid = ? RETURNING ${COLUMNS}`, customerId, clientId, hwid);
-}
+const removeDevice = (customerId: string, clientId: string, hwid: string) =>
+  get<DeviceRow>(`DELETE FROM client_devices WHERE customer_id = ? AND client_id = ? AND hwid = ? RETURNING ${COLUMNS}`, customerId, clientId, hwid);
 
 export const deviceOps = { registerDevice, listDevices, removeDevice };

@@ -43,7 +43,8 @@ const patchLimits = tx(function* (customerId: string, scope: LimitScope, patch: 
   );
   // The patch over what is stored; a null (or anything not a number or a string) goes.
   const fields = Object.entries({ ...(yield* getLimits(customerId, scope)), ...patch }).filter(([, v]) => typeof v === 'number' || typeof v === 'string');
-  yield* runNotifying(LIMITS_NOTICE, 'UPDATE limits SET fields = ?, updated_at = ? WHERE customer_id = ? AND scope = ?', JSON.stringify(Object.fromEntries(fields)), now, customerId, scope);
+  const json = JSON.stringify(Object.fromEntries(fields));
+  yield* runNotifying(LIMITS_NOTICE, 'UPDATE limits SET fields = ?, updated_at = ? WHERE customer_id = ? AND scope = ?', json, now, customerId, scope);
   return (yield* getLimitsRecord(customerId, scope))!;
 });
 

@@ -119,12 +119,10 @@ function* setNodeListeners(id: string, l: NodeListeners): Op<void> {
 }
 
 /** Up nodes with a geo relay listener, with their token hash (relay grants are keyed by it). */
-function* relayNodes(): Op<RelayNode[]> {
-  return yield* all<RelayNode>(
-    `SELECT n.id, n.name, n.zone, n.public_host, n.relay_port, n.relay_pcs, n.token_hash FROM nodes n
-     WHERE ${UP_SQL('n')} AND n.relay_port IS NOT NULL AND n.relay_pcs IS NOT NULL ORDER BY n.name`,
-  );
-}
+const relayNodes = () => all<RelayNode>(
+  `SELECT n.id, n.name, n.zone, n.public_host, n.relay_port, n.relay_pcs, n.token_hash FROM nodes n
+   WHERE ${UP_SQL('n')} AND n.relay_port IS NOT NULL AND n.relay_pcs IS NOT NULL ORDER BY n.name`,
+);
 
 /** Zones with at least one up node. */
 function* activeNodeZones(): Op<string[]> {

@@ -60,12 +60,10 @@ const sessionsOnNode = (nodeId: string) => placedBy('node_id', nodeId);
 const sessionsMovedFrom = (nodeId: string) => placedBy('moved_from', nodeId);
 
 /** The node (null: a serve data plane) of each active session of a customer (cluster speed shares). */
-function* activeSessionNodes(customerId: string): Op<Array<{ client_id: string; node_id: string | null }>> {
-  return yield* all<{ client_id: string; node_id: string | null }>(
-    `SELECT s.client_id, p.node_id FROM sessions s LEFT JOIN session_placements p ON p.session_id = s.id
-     WHERE s.customer_id = ? AND s.status = 'active' ORDER BY s.seq`,
-    customerId,
-  );
-}
+const activeSessionNodes = (customerId: string) => all<{ client_id: string; node_id: string | null }>(
+  `SELECT s.client_id, p.node_id FROM sessions s LEFT JOIN session_placements p ON p.session_id = s.id
+   WHERE s.customer_id = ? AND s.status = 'active' ORDER BY s.seq`,
+  customerId,
+);
 
 export const placementOps = { createSession, placeSession, placementOf, placedNodes, sessionsOnNode, sessionsMovedFrom, activeSessionNodes };

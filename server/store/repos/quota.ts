@@ -32,12 +32,10 @@ function quotaSnapshotSql(scope: LimitScope, rolling: boolean, oneClient: boolea
 }
 
 /** The base recorded for one entity and period, if any. */
-function* quotaBase(customerId: string, scope: LimitScope, entityId: string, periodStart: number): Op<QuotaBase | undefined> {
-  return yield* get<QuotaBase>(
-    'SELECT up, down FROM quota_bases WHERE customer_id = ? AND scope = ? AND entity_id = ? AND period_start = ?',
-    customerId, scope, entityId, periodStart,
-  );
-}
+const quotaBase = (customerId: string, scope: LimitScope, entityId: string, periodStart: number) => get<QuotaBase>(
+  'SELECT up, down FROM quota_bases WHERE customer_id = ? AND scope = ? AND entity_id = ? AND period_start = ?',
+  customerId, scope, entityId, periodStart,
+);
 
 /**
  * Records the bases of the period starting at `periodStart` for every entity of the scope that
@@ -52,8 +50,6 @@ export function* snapshotQuotaBases(customerId: string, scope: LimitScope, perio
 }
 
 /** Deletes the bases of periods that started before `before` (rolling windows' key 0 stays). */
-function* pruneQuotaBases(before: number): Op<number> {
-  return yield* run('DELETE FROM quota_bases WHERE period_start > 0 AND period_start < ?', before);
-}
+const pruneQuotaBases = (before: number) => run('DELETE FROM quota_bases WHERE period_start > 0 AND period_start < ?', before);
 
 export const quotaOps = { quotaBase, snapshotQuotaBases, pruneQuotaBases };

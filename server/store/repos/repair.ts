@@ -106,13 +106,11 @@ const repairRestartedNode = tx(function* (nodeId: string, boot: string, claimsBe
 });
 
 /** Nodes silent for NODE_SILENT_SECONDS with something to repair or move. */
-function* silentNodes(): Op<Array<{ id: string; zone: string }>> {
-  return yield* all<{ id: string; zone: string }>(
-    `SELECT DISTINCT n.id, n.zone FROM nodes n JOIN session_placements p ON p.node_id = n.id JOIN sessions s ON s.id = p.session_id
-     WHERE n.last_contact < {ago:${NODE_SILENT_SECONDS}} AND (s.status = 'active' OR s.claimed_at IS NOT NULL OR (s.status <> 'ended' AND EXISTS (
-       SELECT 1 FROM nodes u WHERE u.zone = n.zone AND u.id <> n.id AND u.last_contact > {ago:${NODE_UP_SECONDS}})))`,
-  );
-}
+const silentNodes = () => all<{ id: string; zone: string }>(
+  `SELECT DISTINCT n.id, n.zone FROM nodes n JOIN session_placements p ON p.node_id = n.id JOIN sessions s ON s.id = p.session_id
+   WHERE n.last_contact < {ago:${NODE_SILENT_SECONDS}} AND (s.status = 'active' OR s.claimed_at IS NOT NULL OR (s.status <> 'ended' AND EXISTS (
+     SELECT 1 FROM nodes u WHERE u.zone = n.zone AND u.id <> n.id AND u.last_contact > {ago:${NODE_UP_SECONDS}})))`,
+);
 
 const sweep = tx(function* (): Op<RepairedEvent[]> {
   // One PostgreSQL instance sweeps at a time, the others skip the pass; SQLite has one writer.

@@ -45,9 +45,8 @@ function* insertSession(s: NewSession): Op<SessionRow> {
  * idle; an active one is ended by the data plane carrying it, which cuts its connections and
  * publishes session_end). Idempotent, safe from several processes. Returns how many.
  */
-function* expireIdleSessions(nowIso: string): Op<number> {
-  return yield* run(`UPDATE sessions SET status = 'ended' WHERE expires_at IS NOT NULL AND expires_at <= ? AND status IN ('created', 'idle')`, nowIso);
-}
+const expireIdleSessions = (nowIso: string) =>
+  run(`UPDATE sessions SET status = 'ended' WHERE expires_at IS NOT NULL AND expires_at <= ? AND status IN ('created', 'idle')`, nowIso);
 
 function* getSession(id: string): Op<SessionRow | undefined> {
   const r = yield* get<RawSession>(`SELECT ${SESSION_COLUMNS} FROM sessions WHERE id = ?`, id);

@@ -20,13 +20,10 @@ export interface SubscriptionRow {
 
 const COLUMNS = 'customer_id, client_id, nonce, secret_hash, created_at, rotated_at';
 
-function* getSubscription(customerId: string, clientId: string): Op<SubscriptionRow | undefined> {
-  return yield* get<SubscriptionRow>(`SELECT ${COLUMNS} FROM subscriptions WHERE customer_id = ? AND client_id = ?`, customerId, clientId);
-}
+const getSubscription = (customerId: string, clientId: string) =>
+  get<SubscriptionRow>(`SELECT ${COLUMNS} FROM subscriptions WHERE customer_id = ? AND client_id = ?`, customerId, clientId);
 
-function* findBySecretHash(hash: string): Op<SubscriptionRow | undefined> {
-  return yield* get<SubscriptionRow>(`SELECT ${COLUMNS} FROM subscriptions WHERE secret_hash = ?`, hash);
-}
+const findBySecretHash = (hash: string) => get<SubscriptionRow>(`SELECT ${COLUMNS} FROM subscriptions WHERE secret_hash = ?`, hash);
 
 /** Turns the subscription on, or gives it a new nonce (and so a new secret) when it is on. */
 function* upsert(customerId: string, clientId: string, nonce: string, secretHash: string): Op<SubscriptionRow> {

@@ -61,8 +61,6 @@ function* thresholdsCrossed(customerId: string, scope: ThresholdCrossing['scope'
 }
 
 /** Deletes the crossings of fixed periods that started before `before` (lifetime and rolling rows stay). */
-function* pruneThresholds(before: number): Op<number> {
-  return yield* run('DELETE FROM usage_thresholds WHERE period_start > 0 AND period_start < ?', before);
-}
+const pruneThresholds = (before: number) => run('DELETE FROM usage_thresholds WHERE period_start > 0 AND period_start < ?', before);
 
 export const thresholdOps = { recordThreshold, thresholdsCrossed, pruneThresholds };

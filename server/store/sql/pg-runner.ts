@@ -44,15 +44,13 @@ export class PgRunner {
     try {
       let r = op.next();
       while (!r.done) {
-        let out: unknown;
-        try {
-          out = await this.step(r.value, state);
-        } catch (err) {
-          state.broken = err;
-          r = op.throw(err);
-          continue;
-        }
-        r = op.next(out);
+        r = await this.step(r.value, state).then(
+          (out) => op.next(out),
+          (err: unknown) => {
+            state.broken = err;
+            return op.throw(err);
+          },
+        );
       }
       if (state.tokens) this.onTokens();
       return r.value;
