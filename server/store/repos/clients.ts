@@ -7,9 +7,10 @@ import { randomUUID } from 'node:crypto';
 import type { ClientControl, LimitValues } from '../../domain.ts';
 import { isoNow } from '../../time.ts';
 import { CHANNELS } from '../sql/channels.ts';
-import { all, assignments, bool, getCached, lock, run, runNotifying, tx, type Op } from '../sql/op.ts';
+import { all, allAs, assignments, bool, getCached, lock, run, runNotifying, tx, Where, type Op } from '../sql/op.ts';
 import { sessionOps } from './sessions.ts';
 import { snapshotQuotaBases } from './quota.ts';
+import { USAGE_STEP_MS, type UsageStep } from './usage.ts';
 
 /** A clients row as the service reads it. */
 export interface ClientRow {
@@ -57,9 +58,7 @@ function* getClient(customerId: string, clientId: string): Op<ClientRow | undefi
   return r ? toClientRow(r) : undefined;
 }
 
-function* listClientRows(customerId: string): Op<ClientRow[]> {
-  return (yield* all<Raw>(`SELECT ${COLUMNS} FROM clients WHERE customer_id = ? ORDER BY client_id`, customerId)).map(toClientRow);
-}
+const listClientRows = (customerId: string) => allAs(toClientRow, `SELECT ${COLUMNS} FROM clients WHERE customer_id = ? ORDER BY client_id`, customerId);
 
 /** The client's record as a data plane enforces it (undefined: nothing set, the template alone). */
 function* getClientControl(customerId: string, clientId: string): Op<ClientControl | undefined> {
@@ -127,8 +126,7 @@ const resetClientUsage = tx(function* (customerId: string, clientId: string): Op
   return (yield* getClient(customerId, clientId))!;
 });
 
-/** The usage history's steps and their lengths: a bucket's traffic ended by its start plus its length. */
-const STEPS = [['minute', 60_000], ['hour', 3_600_000], ['day', 86_400_000]] as const;
+const STEPS = Object.keys(USAGE_STEP_MS) as UsageStep[];
 
 // The last traffic is read from the usage history (index seeks on usage_by_client), not from the
 // event log, which has no index by client.
@@ -137,31 +135,22 @@ const SESSIONS_BY_CLIENT = `SELECT s.client_id,
     SUM(CASE WHEN s.status = 'active' THEN 1 ELSE 0 END) AS active,
     SUM(CASE WHEN s.status <> 'ended' AND s.paused THEN 1 ELSE 0 END) AS paused,
     COALESCE(SUM(s.uploaded_bytes), 0) AS up, COALESCE(SUM(s.downloaded_bytes), 0) AS down,
-    ${STEPS.map(([step]) => `(SELECT MAX(u.start) FROM usage_buckets u WHERE u.customer_id = s.customer_id AND u.client_id = s.client_id AND u.step = '${step}') AS last_${step}`).join(',\n    ')}
-  FROM sessions s WHERE s.customer_id = ?`;
+    ${STEPS.map((step) => `(SELECT MAX(u.start) FROM usage_buckets u WHERE u.customer_id = s.customer_id AND u.client_id = s.client_id AND u.step = '${step}') AS last_${step}`).join(',\n    ')}
+  FROM sessions s`;
 
-type RawSessions = { client_id: string; live: number; active: number; paused: number; up: number; down: number } & Record<`last_${(typeof STEPS)[number][0]}`, number | null>;
-const lastTraffic = (r: RawSessions): number | null => {
-  const ends = STEPS.filter(([step]) => r[`last_${step}`] != null).map(([step, ms]) => r[`last_${step}`]! + ms);
-  return ends.length ? Math.max(...ends) : null;
+type RawSessions = Omit<ClientSessions, 'last_traffic'> & Record<`last_${UsageStep}`, number | null>;
+
+/** The sums as read; the last traffic ended with the newest bucket of any step (its start plus its length). */
+const toSessions = (r: RawSessions): ClientSessions => {
+  const { last_minute: _m, last_hour: _h, last_day: _d, ...sums } = r;
+  const ends = STEPS.filter((step) => r[`last_${step}`] != null).map((step) => r[`last_${step}`]! + USAGE_STEP_MS[step]);
+  return { ...sums, last_traffic: ends.length ? Math.max(...ends) : null };
 };
-const toSessions = (r: RawSessions): ClientSessions => ({
-  client_id: r.client_id,
-  live: r.live,
-  active: r.active,
-  paused: r.paused,
-  up: r.up,
-  down: r.down,
-  last_traffic: lastTraffic(r),
-});
 
 /** What the sessions of each client of the customer add up to (one client only, when given). */
 function* clientSessions(customerId: string, clientId?: string): Op<ClientSessions[]> {
-  const rows =
-    clientId === undefined
-      ? yield* all<RawSessions>(`${SESSIONS_BY_CLIENT} GROUP BY s.customer_id, s.client_id`, customerId)
-      : yield* all<RawSessions>(`${SESSIONS_BY_CLIENT} AND s.client_id = ? GROUP BY s.customer_id, s.client_id`, customerId, clientId);
-  return rows.map(toSessions);
+  const { where, args } = new Where().and('s.customer_id = ?', customerId).and('s.client_id = ?', clientId);
+  return yield* allAs(toSessions, `${SESSIONS_BY_CLIENT} WHERE ${where} GROUP BY s.customer_id, s.client_id`, ...args);
 }
 
 /** Client overrides with their own reset_period: the quota job records their bases too. */

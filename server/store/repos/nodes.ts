@@ -4,7 +4,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { isoNow } from '../../time.ts';
 import { CHANNELS } from '../sql/channels.ts';
-import { all, bool, get, run, runNotifying, type Op } from '../sql/op.ts';
+import { all, allAs, bool, get, getAs, run, runNotifying, type Op } from '../sql/op.ts';
 import { hashToken } from './tokens.ts';
 
 /** Node tokens look different from API tokens and live in another table: never interchangeable. */
@@ -63,10 +63,8 @@ export function toNode(r: RawNode): NodeInfo {
 
 const NODES_NOTICE = { channel: CHANNELS.nodes, expr: 'id' };
 
-function* nodeWhere(column: 'id' | 'name' | 'token_hash', value: string): Op<NodeInfo | undefined> {
-  const r = yield* get<RawNode>(`SELECT ${nodeColumns('n')} FROM nodes n WHERE n.${column} = ?`, value);
-  return r && toNode(r);
-}
+const nodeWhere = (column: 'id' | 'name' | 'token_hash', value: string) =>
+  getAs(toNode, `SELECT ${nodeColumns('n')} FROM nodes n WHERE n.${column} = ?`, value);
 
 /** Adds a node and returns its token in plain text once; only its SHA-256 is stored. Every instance hears of it. */
 function* addNode(n: { name: string; zone: string; public_host: string } & NodePorts): Op<{ token: string; node: NodeInfo }> {
@@ -99,19 +97,15 @@ function* findNodeByToken(token: string): Op<NodeInfo | undefined> {
   return yield* nodeWhere('token_hash', hashToken(token));
 }
 
-function* listNodes(): Op<NodeInfo[]> {
-  return (yield* all<RawNode>(`SELECT ${nodeColumns('n')} FROM nodes n ORDER BY n.zone, n.name`)).map(toNode);
-}
+const listNodes = () => allAs(toNode, `SELECT ${nodeColumns('n')} FROM nodes n ORDER BY n.zone, n.name`);
 
 /** Up nodes of a zone, the least loaded (fewest placed sessions) first. */
-export function* upNodes(zone: string): Op<NodeInfo[]> {
-  const rows = yield* all<RawNode>(
-    `SELECT ${nodeColumns('n')} FROM nodes n WHERE n.zone = ? AND ${UP_SQL('n')}
-     ORDER BY (SELECT COUNT(*) FROM session_placements p WHERE p.node_id = n.id), n.name`,
-    zone,
-  );
-  return rows.map(toNode);
-}
+export const upNodes = (zone: string) => allAs(
+  toNode,
+  `SELECT ${nodeColumns('n')} FROM nodes n WHERE n.zone = ? AND ${UP_SQL('n')}
+   ORDER BY (SELECT COUNT(*) FROM session_placements p WHERE p.node_id = n.id), n.name`,
+  zone,
+);
 
 /** Records a node's geo relay listener and its listeners' TLS (certificate pins), as its reports say. */
 function* setNodeListeners(id: string, l: NodeListeners): Op<void> {
@@ -125,9 +119,7 @@ const relayNodes = () => all<RelayNode>(
 );
 
 /** Zones with at least one up node. */
-function* activeNodeZones(): Op<string[]> {
-  return (yield* all<{ zone: string }>(`SELECT DISTINCT n.zone FROM nodes n WHERE ${UP_SQL('n')} ORDER BY n.zone`)).map((r) => r.zone);
-}
+const activeNodeZones = () => allAs((r: { zone: string }) => r.zone, `SELECT DISTINCT n.zone FROM nodes n WHERE ${UP_SQL('n')} ORDER BY n.zone`);
 
 const PORTS = ['vless_ws_port', 'vless_tcp_port', 'proxy_port'] as const;
 

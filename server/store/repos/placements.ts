@@ -1,9 +1,9 @@
 // Where each session is placed: the catalogue node carrying it (none: the control plane's own
 // data plane), and the node it was moved away from by crash repair (its late reports still count).
 import type { SessionRow } from '../../domain.ts';
-import { SESSION_COLUMNS_S, sessionOps, toSessionRow, type NewSession, type RawSession } from './sessions.ts';
+import { SESSION_COLUMNS_S, sessionOps, toSessionRow, type NewSession } from './sessions.ts';
 import { isoNow } from '../../time.ts';
-import { all, get, marks, run, tx, type Op } from '../sql/op.ts';
+import { all, allAs, get, marks, run, tx, type Op } from '../sql/op.ts';
 import { nodeColumns, toNode, type NodeInfo, type RawNode } from './nodes.ts';
 import { auditOps, type AuditInsert } from './audit.ts';
 
@@ -45,13 +45,11 @@ function* placedNodes(sessionIds: string[]): Op<(NodeInfo & { session_id: string
   return rows.map(({ session_id, ...node }) => ({ ...toNode(node), session_id }));
 }
 
-function* placedBy(column: 'node_id' | 'moved_from', nodeId: string): Op<SessionRow[]> {
-  const rows = yield* all<RawSession>(
-    `SELECT ${SESSION_COLUMNS_S} FROM session_placements p JOIN sessions s ON s.id = p.session_id WHERE p.${column} = ? ORDER BY s.seq`,
-    nodeId,
-  );
-  return rows.map(toSessionRow);
-}
+const placedBy = (column: 'node_id' | 'moved_from', nodeId: string) => allAs(
+  toSessionRow,
+  `SELECT ${SESSION_COLUMNS_S} FROM session_placements p JOIN sessions s ON s.id = p.session_id WHERE p.${column} = ? ORDER BY s.seq`,
+  nodeId,
+);
 
 /** Sessions placed on a node (a node may act only on these), in creation order. */
 const sessionsOnNode = (nodeId: string) => placedBy('node_id', nodeId);

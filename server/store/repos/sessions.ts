@@ -1,7 +1,7 @@
 // Sessions: their rows, paging, pause flag and the counters the data planes save.
 import type { RuntimePatch, SessionRow, SessionStatus } from '../../domain.ts';
 import { CHANNELS } from '../sql/channels.ts';
-import { all, assignments, bool, get, getCached, run, runNotifying, Where, type Op } from '../sql/op.ts';
+import { all, assignments, bool, get, getAs, getCached, run, runNotifying, Where, type Op } from '../sql/op.ts';
 
 export interface SessionFilter {
   client_id?: string;
@@ -48,10 +48,7 @@ function* insertSession(s: NewSession): Op<SessionRow> {
 const expireIdleSessions = (nowIso: string) =>
   run(`UPDATE sessions SET status = 'ended' WHERE expires_at IS NOT NULL AND expires_at <= ? AND status IN ('created', 'idle')`, nowIso);
 
-function* getSession(id: string): Op<SessionRow | undefined> {
-  const r = yield* get<RawSession>(`SELECT ${SESSION_COLUMNS} FROM sessions WHERE id = ?`, id);
-  return r && toSessionRow(r);
-}
+const getSession = (id: string) => getAs(toSessionRow, `SELECT ${SESSION_COLUMNS} FROM sessions WHERE id = ?`, id);
 
 /** The session only when it belongs to this customer: another customer's id is "not found". */
 function* getSessionOf(customerId: string, id: string): Op<SessionRow | undefined> {

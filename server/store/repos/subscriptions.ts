@@ -2,11 +2,10 @@
 // subscription is on. `nonce` is random; the URL secret is HMAC(server key, nonce) and only its
 // SHA-256 is stored (server/subscriptions/secret.ts). On PostgreSQL the rows are shared by every
 // `serve` instance, so a subscription URL made on one instance works on all of them.
-import type { SessionRow } from '../../domain.ts';
 import { isoNow } from '../../time.ts';
 import type { AsyncOps } from '../sql/op.ts';
-import { all, get, run, type Op } from '../sql/op.ts';
-import { SESSION_COLUMNS, toSessionRow, type RawSession } from './sessions.ts';
+import { allAs, get, run, type Op } from '../sql/op.ts';
+import { SESSION_COLUMNS, toSessionRow } from './sessions.ts';
 import { subscriptionSettingsOps } from './subscription-settings.ts';
 
 export interface SubscriptionRow {
@@ -42,13 +41,11 @@ function* deleteSubscription(customerId: string, clientId: string): Op<boolean> 
 }
 
 /** Sessions of the client that may still carry traffic as stored: not ended, not paused; newest first. */
-function* usableSessions(customerId: string, clientId: string, limit = 200): Op<SessionRow[]> {
-  const rows = yield* all<RawSession>(
-    `SELECT ${SESSION_COLUMNS} FROM sessions WHERE customer_id = ? AND client_id = ? AND status <> 'ended' AND paused = ? ORDER BY seq DESC LIMIT ?`,
-    customerId, clientId, false, limit,
-  );
-  return rows.map(toSessionRow);
-}
+const usableSessions = (customerId: string, clientId: string, limit = 200) => allAs(
+  toSessionRow,
+  `SELECT ${SESSION_COLUMNS} FROM sessions WHERE customer_id = ? AND client_id = ? AND status <> 'ended' AND paused = ? ORDER BY seq DESC LIMIT ?`,
+  customerId, clientId, false, limit,
+);
 
 /** The rows of subscriptions and, with them, the customer's settings that every feed carries. */
 export const subscriptionOps = { get: getSubscription, findBySecretHash, upsert, delete: deleteSubscription, usableSessions, ...subscriptionSettingsOps };

@@ -8,7 +8,7 @@
 // failing at once count both failures, and only one disables).
 import type { Webhook } from '../../contract/webhooks.ts';
 import type { AsyncOps } from '../sql/op.ts';
-import { all, bool, get, run, tx, type Op } from '../sql/op.ts';
+import { allAs, bool, get, getAs, run, tx, type Op } from '../sql/op.ts';
 import { deliveryOps, failPending, rowLock } from './webhook-deliveries.ts';
 
 export type { DeliveryOutcome, DeliveryRow, DueDelivery, LoggedEvent, QueuedEvent } from './webhook-deliveries.ts';
@@ -86,14 +86,10 @@ function* create(row: WebhookRow): Op<void> {
 }
 
 /** A customer's endpoints, oldest first. */
-function* list(customerId: string): Op<WebhookRow[]> {
-  return (yield* all<RawWebhook>(`SELECT ${READ_COLUMNS} FROM webhooks WHERE customer_id = ? ORDER BY created_at, id`, customerId)).map(toWebhook);
-}
+const list = (customerId: string) => allAs(toWebhook, `SELECT ${READ_COLUMNS} FROM webhooks WHERE customer_id = ? ORDER BY created_at, id`, customerId);
 
-function* getWebhook(customerId: string, id: string): Op<WebhookRow | undefined> {
-  const r = yield* get<RawWebhook>(`SELECT ${READ_COLUMNS} FROM webhooks WHERE customer_id = ? AND id = ?`, customerId, id);
-  return r && toWebhook(r);
-}
+const getWebhook = (customerId: string, id: string) =>
+  getAs(toWebhook, `SELECT ${READ_COLUMNS} FROM webhooks WHERE customer_id = ? AND id = ?`, customerId, id);
 
 /** Applies a patch; enabling an endpoint again clears what the server recorded of its failures. */
 const update = tx(function* (customerId: string, id: string, patch: WebhookPatch, now: string): Op<WebhookRow | undefined> {

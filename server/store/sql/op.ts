@@ -48,6 +48,17 @@ export function* getCached<T>(sql: string, ...params: Param[]): Op<T | undefined
   return (yield { k: 'get', sql, params, cached: true }) as T | undefined;
 }
 
+/** Rows of a query, each as `map` makes it. */
+export function* allAs<R, T>(map: (r: R) => T, sql: string, ...params: Param[]): Op<T[]> {
+  return (yield* all<R>(sql, ...params)).map(map);
+}
+
+/** The first row of a query, if any, as `map` makes it. */
+export function* getAs<R, T>(map: (r: R) => T, sql: string, ...params: Param[]): Op<T | undefined> {
+  const r = yield* get<R>(sql, ...params);
+  return r === undefined ? undefined : map(r);
+}
+
 /** Runs a statement; returns how many rows it changed. */
 export function* run(sql: string, ...params: Param[]): Op<number> {
   return (yield { k: 'run', sql, params }) as number;
