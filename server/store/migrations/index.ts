@@ -11,6 +11,7 @@
 // both accept. Never change what a released entry expands to; append a new one.
 import { dialect, get, type Dialect, type Op } from '../sql/op.ts';
 import { LEGACY } from './legacy.ts';
+import { JOURNAL_SEQS } from './legacy-changes.ts';
 
 /** One version: the same DDL for both, or (legacy only) each database's own. */
 export type Migration = string | { sqlite: string; postgres: string };
@@ -18,10 +19,7 @@ export type Migration = string | { sqlite: string; postgres: string };
 const SHARED: string[] = [
   // 13: the last report applied of each instance's counter journal (cluster/journal.ts), on
   // SQLite too (PostgreSQL made it at its version 10), so one report operation serves both.
-  `CREATE TABLE IF NOT EXISTS journal_seqs (
-    journal_id TEXT PRIMARY KEY,
-    seq BIGINT NOT NULL
-  );`,
+  JOURNAL_SEQS.trim().replace('CREATE TABLE', 'CREATE TABLE IF NOT EXISTS'),
   // 14 (webhook health): the last failed attempt's error, as the owner may read it, and when it
   // failed (server/store/repos/webhooks.ts recordFailure).
   `ALTER TABLE webhooks ADD COLUMN last_error TEXT;

@@ -53,12 +53,7 @@ export class PgStore {
    * work that must interleave other awaits; an operation's own transaction needs none of this).
    */
   async transaction<T>(fn: (tx: PgStore) => Promise<T>): Promise<T> {
-    let client: pg.PoolClient;
-    try {
-      client = await this.pool.connect();
-    } catch (err) {
-      return mapDatabaseError(err);
-    }
+    const client = await this.pool.connect().catch(mapDatabaseError);
     const tx = new PgStore(this.pool, client);
     let broken: unknown;
     try {

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import type { ClientControl, LimitValues } from '../../domain.ts';
 import { isoNow } from '../../time.ts';
 import { CHANNELS } from '../sql/channels.ts';
-import { all, allAs, assignments, bool, getCached, lock, run, runNotifying, tx, Where, type Op } from '../sql/op.ts';
+import { allAs, assignments, bool, getCached, lock, run, runNotifying, tx, Where, type Op } from '../sql/op.ts';
 import { sessionOps } from './sessions.ts';
 import { snapshotQuotaBases } from './quota.ts';
 import { USAGE_STEP_MS, type UsageStep } from './usage.ts';
@@ -154,10 +154,10 @@ function* clientSessions(customerId: string, clientId?: string): Op<ClientSessio
 }
 
 /** Client overrides with their own reset_period: the quota job records their bases too. */
-function* periodicClientOverrides(): Op<Array<{ customer_id: string; client_id: string; values: LimitValues }>> {
-  const rows = yield* all<{ customer_id: string; client_id: string; limits: string }>(`SELECT customer_id, client_id, limits FROM clients WHERE limits LIKE '%reset_period%'`);
-  return rows.map((r) => ({ customer_id: r.customer_id, client_id: r.client_id, values: JSON.parse(r.limits) as LimitValues }));
-}
+const periodicClientOverrides = () => allAs(
+  ({ limits, ...r }: { customer_id: string; client_id: string; limits: string }) => ({ ...r, values: JSON.parse(limits) as LimitValues }),
+  `SELECT customer_id, client_id, limits FROM clients WHERE limits LIKE '%reset_period%'`,
+);
 
 /** Records one client's quota base for the period starting at `periodStart` (repos/quota.ts snapshotQuotaBases). */
 const snapshotClientQuotaBase = (customerId: string, clientId: string, periodStart: number, usedSince?: number) =>

@@ -93,9 +93,8 @@ const getWebhook = (customerId: string, id: string) =>
 
 /** Applies a patch; enabling an endpoint again clears what the server recorded of its failures. */
 const update = tx(function* (customerId: string, id: string, patch: WebhookPatch, now: string): Op<WebhookRow | undefined> {
-  const r = yield* get<RawWebhook>(`SELECT ${COLUMNS} FROM webhooks WHERE customer_id = ? AND id = ?${yield* rowLock()}`, customerId, id);
-  if (!r) return undefined;
-  const cur = toWebhook(r);
+  const cur = yield* getAs(toWebhook, `SELECT ${COLUMNS} FROM webhooks WHERE customer_id = ? AND id = ?${yield* rowLock()}`, customerId, id);
+  if (!cur) return undefined;
   const next = { ...cur, ...patch, updated_at: now };
   if (patch.enabled === true && !cur.enabled) Object.assign(next, { consecutive_failures: 0, failing_since: null, disabled_reason: null, disabled_at: null });
   yield* run(
@@ -124,9 +123,8 @@ function* recordSuccess(webhookId: string): Op<void> {
  * when this failure disabled it.
  */
 const recordFailure = tx(function* (webhookId: string, now: Date, rule: DisableRule, error: string): Op<WebhookRow | undefined> {
-  const r = yield* get<RawWebhook>(`SELECT ${COLUMNS} FROM webhooks WHERE id = ? AND enabled = ?${yield* rowLock()}`, webhookId, true);
-  if (!r) return undefined;
-  const cur = toWebhook(r);
+  const cur = yield* getAs(toWebhook, `SELECT ${COLUMNS} FROM webhooks WHERE id = ? AND enabled = ?${yield* rowLock()}`, webhookId, true);
+  if (!cur) return undefined;
   const h = afterFailure(cur, now, rule);
   const at = h.disabledReason ? now.toISOString() : null;
   yield* run(

@@ -63,14 +63,10 @@ export class PgRunner {
     }
   }
 
-  private async query(state: Run, sql: string, params: unknown[]): Promise<pg.QueryResult> {
-    try {
-      const name = params.length ? this.nameOf(sql) : undefined;
-      const target = state.client ?? this.pool;
-      return await (name ? target.query({ name, text: sql, values: params }) : target.query(sql, params));
-    } catch (err) {
-      return mapDatabaseError(err);
-    }
+  private query(state: Run, sql: string, params: unknown[]): Promise<pg.QueryResult> {
+    const name = params.length ? this.nameOf(sql) : undefined;
+    const target = state.client ?? this.pool;
+    return (name ? target.query({ name, text: sql, values: params }) : target.query(sql, params)).catch(mapDatabaseError);
   }
 
   /**
@@ -99,12 +95,10 @@ export class PgRunner {
     switch (s.k) {
       case 'begin':
         if (state.depth++ === 0) {
-          try {
-            state.client = await this.pool.connect();
-          } catch (err) {
+          state.client = await this.pool.connect().catch((err: unknown) => {
             state.depth = 0;
             return mapDatabaseError(err);
-          }
+          });
           await this.query(state, 'BEGIN', []);
         }
         return undefined;
