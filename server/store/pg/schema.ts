@@ -24,25 +24,23 @@ export async function migrate(pool: pg.Pool): Promise<number> {
   const client = await pool.connect();
   try {
     await client.query('BEGIN');
-    try {
-      await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY.toString()]);
-      await client.query(
-        `CREATE TABLE IF NOT EXISTS schema_migrations (
-           version INTEGER PRIMARY KEY,
-           applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
-         )`,
-      );
-      const { rows } = await client.query<{ v: number }>('SELECT COALESCE(MAX(version), 0)::int AS v FROM schema_migrations');
-      for (const v of pendingVersions(rows[0].v)) {
-        await client.query(migrationSql(v, 'postgres'));
-        await client.query('INSERT INTO schema_migrations (version) VALUES ($1)', [v]);
-      }
-      await client.query('COMMIT');
-      return MIGRATIONS.length;
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => {});
-      throw err;
+    await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY.toString()]);
+    await client.query(
+      `CREATE TABLE IF NOT EXISTS schema_migrations (
+         version INTEGER PRIMARY KEY,
+         applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
+       )`,
+    );
+    const { rows } = await client.query<{ v: number }>('SELECT COALESCE(MAX(version), 0)::int AS v FROM schema_migrations');
+    for (const v of pendingVersions(rows[0].v)) {
+      await client.query(migrationSql(v, 'postgres'));
+      await client.query('INSERT INTO schema_migrations (version) VALUES ($1)', [v]);
     }
+    await client.query('COMMIT');
+    return MIGRATIONS.length;
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw err;
   } finally {
     client.release();
   }

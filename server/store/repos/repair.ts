@@ -11,7 +11,7 @@ import { isoNow } from '../../time.ts';
 import { CHANNELS } from '../sql/channels.ts';
 import { all, bool, dialect, get, marks, run, runNotifying, tx, type Op, type Param } from '../sql/op.ts';
 import { insertEvents } from './events.ts';
-import { NODE_UP_SECONDS, nodeOps, upNodes, type NodeInfo } from './nodes.ts';
+import { NODE_UP_SECONDS, nodeOps, UP_SQL, type NodeInfo } from './nodes.ts';
 
 /** How long without any report a node is taken for dead: its sessions are repaired and moved. */
 export const NODE_SILENT_SECONDS = 15;
@@ -62,13 +62,15 @@ export function* repairPlaced(nodeId: string, claimsBefore: number): Op<Repaired
 
 /** The sessions of a node that did not end move to the least-loaded up node of its zone, if any. */
 export function* replaceFrom(nodeId: string, zone: string): Op<void> {
-  const targets = (yield* upNodes(zone)).filter((n) => n.id !== nodeId);
-  if (targets.length === 0) return;
-  const counts = yield* all<{ node_id: string; c: number }>(
-    `SELECT node_id, COUNT(*) AS c FROM session_placements WHERE node_id IN (${marks(targets.length)}) GROUP BY node_id`,
-    ...targets.map((n) => n.id),
+  // The other up nodes of the zone and their sessions, the least loaded first (as upNodes orders them).
+  const targets = yield* all<{ id: string; c: number }>(
+    `SELECT n.id, (SELECT COUNT(*) FROM session_placements p WHERE p.node_id = n.id) AS c FROM nodes n
+     WHERE n.zone = ? AND ${UP_SQL('n')} AND n.id <> ? ORDER BY c, n.name`,
+    zone,
+    nodeId,
   );
-  const load = new Map(targets.map((n) => [n.id, counts.find((c) => c.node_id === n.id)?.c ?? 0]));
+  if (targets.length === 0) return;
+  const load = new Map(targets.map((n) => [n.id, n.c]));
   const ids = yield* all<{ session_id: string }>(
     `SELECT p.session_id FROM session_placements p JOIN sessions s ON s.id = p.session_id WHERE p.node_id = ? AND s.status <> 'ended' ORDER BY s.seq`,
     nodeId,

@@ -31,13 +31,12 @@ const patchSubscriptionSettings = tx(function* (customerId: string, patch: Subsc
   const now = isoNow();
   yield* run('INSERT INTO subscription_settings (customer_id, updated_at) VALUES (?, ?) ON CONFLICT (customer_id) DO NOTHING', customerId, now);
   const { sets, args } = assignments(patch, SUBSCRIPTION_SETTINGS_FIELDS);
-  const row = yield* get<SubscriptionSettingsRow>(
+  return (yield* get<SubscriptionSettingsRow>(
     `UPDATE subscription_settings SET ${[...sets, 'updated_at = ?'].join(', ')} WHERE customer_id = ? RETURNING ${COLUMNS}`,
     ...args,
     now,
     customerId,
-  );
-  return row!;
+  ))!;
 });
 
 export const subscriptionSettingsOps = { getSubscriptionSettings, patchSubscriptionSettings };

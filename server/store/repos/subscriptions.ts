@@ -27,13 +27,12 @@ const findBySecretHash = (hash: string) => get<SubscriptionRow>(`SELECT ${COLUMN
 /** Turns the subscription on, or gives it a new nonce (and so a new secret) when it is on. */
 function* upsert(customerId: string, clientId: string, nonce: string, secretHash: string): Op<SubscriptionRow> {
   const now = isoNow();
-  const row = yield* get<SubscriptionRow>(
+  return (yield* get<SubscriptionRow>(
     `INSERT INTO subscriptions (customer_id, client_id, nonce, secret_hash, created_at, rotated_at) VALUES (?, ?, ?, ?, ?, NULL)
      ON CONFLICT (customer_id, client_id) DO UPDATE SET nonce = excluded.nonce, secret_hash = excluded.secret_hash, rotated_at = ?
      RETURNING ${COLUMNS}`,
     customerId, clientId, nonce, secretHash, now, now,
-  );
-  return row!;
+  ))!;
 }
 
 function* deleteSubscription(customerId: string, clientId: string): Op<boolean> {
