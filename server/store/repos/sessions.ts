@@ -1,13 +1,9 @@
 // Sessions: their rows, paging, pause flag and the counters the data planes save.
-import type { RuntimePatch, SessionRow, SessionStatus } from '../../domain.ts';
+import type { RuntimePatch, SessionRow } from '../../domain.ts';
 import { CHANNELS } from '../sql/channels.ts';
 import { all, assignments, bool, get, getAs, getCached, run, runNotifying, Where, type Op } from '../sql/op.ts';
 
-export interface SessionFilter {
-  client_id?: string;
-  status?: SessionStatus;
-  zone?: string;
-}
+export type SessionFilter = Partial<Pick<SessionRow, 'client_id' | 'status' | 'zone'>>;
 
 export const SESSION_COLUMNS =
   'seq, id, customer_id, client_id, zone, reusable, paused, status, uploaded_bytes, downloaded_bytes, duration, connections, created_at, expires_at';

@@ -32,10 +32,7 @@ export interface UsageQuery {
   steps: UsageStep[];
 }
 
-export interface UsageSum {
-  uploaded_bytes: number;
-  downloaded_bytes: number;
-}
+export type UsageSum = Pick<UsageAdd, 'uploaded_bytes' | 'downloaded_bytes'>;
 
 const COLUMNS = 'step, start, session_id, node, customer_id, client_id, zone, uploaded_bytes, downloaded_bytes';
 /** A bucket that exists already takes the new bytes on top (the target is qualified for PostgreSQL). */

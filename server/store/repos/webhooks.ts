@@ -26,11 +26,7 @@ export type WebhookRow = Omit<Webhook, 'events' | 'next_retry_at'> & {
   next_retry_at: number | null;
 };
 
-export interface WebhookPatch {
-  url?: string;
-  events?: string[];
-  enabled?: boolean;
-}
+export type WebhookPatch = Partial<Pick<WebhookRow, 'url' | 'events' | 'enabled'>>;
 
 /** When an endpoint is disabled: after `maxFailures` failed attempts in a row, or after failing for `maxFailingMs`. */
 export interface DisableRule {
@@ -38,10 +34,7 @@ export interface DisableRule {
   maxFailingMs: number;
 }
 
-export interface Health {
-  consecutive_failures: number;
-  failing_since: string | null;
-}
+export type Health = Pick<WebhookRow, 'consecutive_failures' | 'failing_since'>;
 
 /** One more failed attempt: the new counters, and the reason to disable the endpoint, if any. */
 export function afterFailure(h: Health, now: Date, rule: DisableRule): Health & { disabledReason: string | null } {
