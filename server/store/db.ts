@@ -33,11 +33,6 @@ export function openDatabase(dataDir: string): DatabaseSync {
   db.exec('PRAGMA synchronous = NORMAL');
   db.exec('PRAGMA foreign_keys = ON');
   db.exec('PRAGMA busy_timeout = 5000');
-  migrate(db);
-  return db;
-}
-
-function migrate(db: DatabaseSync): void {
   const { user_version } = db.prepare('PRAGMA user_version').get() as { user_version: number };
   for (const v of pendingVersions(user_version)) {
     transaction(db, () => {
@@ -45,6 +40,7 @@ function migrate(db: DatabaseSync): void {
       db.exec(`PRAGMA user_version = ${v}`);
     });
   }
+  return db;
 }
 
 /** Runs `fn` in one write transaction (BEGIN IMMEDIATE: one writer at a time, across processes too). */

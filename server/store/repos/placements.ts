@@ -37,12 +37,12 @@ function* placementOf(sessionId: string): Op<string | undefined> {
 /** The nodes of those of `sessionIds` that are placed on a catalogue node (sessions on `local` have none). */
 function* placedNodes(sessionIds: string[]): Op<(NodeInfo & { session_id: string })[]> {
   if (sessionIds.length === 0) return [];
-  const rows = yield* all<RawNode & { session_id: string }>(
+  return yield* allAs(
+    ({ session_id, ...node }: RawNode & { session_id: string }) => ({ ...toNode(node), session_id }),
     `SELECT p.session_id, ${nodeColumns('n')}
      FROM session_placements p JOIN nodes n ON n.id = p.node_id WHERE p.session_id IN (${marks(sessionIds.length)})`,
     ...sessionIds,
   );
-  return rows.map(({ session_id, ...node }) => ({ ...toNode(node), session_id }));
 }
 
 const placedBy = (column: 'node_id' | 'moved_from', nodeId: string) => allAs(

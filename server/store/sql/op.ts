@@ -161,10 +161,6 @@ export type AsyncOps<T extends OpTable> = { [K in keyof T]: (...a: Parameters<T[
 
 /** Every operation of `table` as a function that hands the operation to `exec` (a runner's run). */
 export function bindOps<T extends OpTable, R>(table: T, exec: (op: Op<unknown>) => R): Record<keyof T, (...args: never[]) => R> {
-  const out = {} as Record<keyof T, (...args: never[]) => R>;
-  for (const name of Object.keys(table) as (keyof T)[]) {
-    const make = table[name];
-    out[name] = (...args: never[]) => exec(make(...args));
-  }
-  return out;
+  const bound = Object.entries(table).map(([name, make]) => [name, (...args: never[]) => exec(make(...args))]);
+  return Object.fromEntries(bound) as Record<keyof T, (...args: never[]) => R>;
 }
