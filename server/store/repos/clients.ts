@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import type { ClientControl, LimitValues } from '../../domain.ts';
 import { isoNow } from '../../time.ts';
 import { CHANNELS } from '../sql/channels.ts';
-import { allAs, assignments, bool, getCached, lock, run, runNotifying, tx, Where, type Op } from '../sql/op.ts';
+import { allAs, assignments, bool, getCached, lock, run, runNotifying, tx, Where, type Op, type Param } from '../sql/op.ts';
 import { sessionOps } from './sessions.ts';
 import { snapshotQuotaBases } from './quota.ts';
 import { USAGE_STEP_MS, type UsageStep } from './usage.ts';
@@ -81,14 +81,19 @@ function* ensureRow(customerId: string, clientId: string, now: string): Op<void>
   );
 }
 
+/** Sets the columns `values` sets (undefined: unchanged) and updated_at of the row ensureRow made, announced; the row after. */
+function* setClient(customerId: string, clientId: string, now: string, values: Record<string, Param | undefined>): Op<ClientRow> {
+  const { sets, args } = assignments(values, Object.keys(values));
+  const sql = `UPDATE clients SET ${[...sets, 'updated_at = ?'].join(', ')} WHERE customer_id = ? AND client_id = ?`;
+  yield* runNotifying(NOTICE, sql, ...args, now, customerId, clientId);
+  return (yield* getClient(customerId, clientId))!;
+}
+
 /** Sets disabled and/or expires_at (undefined: unchanged; expires_at null: none). */
 const patchClient = tx(function* (customerId: string, clientId: string, patch: { disabled?: boolean; expires_at?: string | null }): Op<ClientRow> {
   const now = isoNow();
   yield* ensureRow(customerId, clientId, now);
-  const { sets, args } = assignments(patch, ['disabled', 'expires_at']);
-  const sql = `UPDATE clients SET ${[...sets, 'updated_at = ?'].join(', ')} WHERE customer_id = ? AND client_id = ?`;
-  yield* runNotifying(NOTICE, sql, ...args, now, customerId, clientId);
-  return (yield* getClient(customerId, clientId))!;
+  return yield* setClient(customerId, clientId, now, { disabled: patch.disabled, expires_at: patch.expires_at });
 });
 
 /** Merges `patch` into the client's override (null removes a field), creating it on first use; serialised per client. */
@@ -96,15 +101,9 @@ const patchClientLimits = tx(function* (customerId: string, clientId: string, pa
   const now = isoNow();
   yield* ensureRow(customerId, clientId, now);
   const current = (yield* getClient(customerId, clientId))!;
-  const fields = Object.fromEntries(Object.entries({ ...current.override?.fields, ...patch }).filter(([, v]) => v !== null));
-  const id = current.override?.id ?? randomUUID();
-  const created = current.override?.created_at ?? now;
-  yield* runNotifying(
-    NOTICE,
-    'UPDATE clients SET limits_id = ?, limits = ?, limits_created_at = ?, limits_updated_at = ?, updated_at = ? WHERE customer_id = ? AND client_id = ?',
-    id, JSON.stringify(fields), created, now, now, customerId, clientId,
-  );
-  return (yield* getClient(customerId, clientId))!;
+  const { id = randomUUID(), created_at = now, fields: stored = {} } = current.override ?? {};
+  const fields = JSON.stringify(Object.fromEntries(Object.entries({ ...stored, ...patch }).filter(([, v]) => v !== null)));
+  return yield* setClient(customerId, clientId, now, { limits_id: id, limits: fields, limits_created_at: created_at, limits_updated_at: now });
 });
 
 /** Removes the client's override; false when it had none. */
@@ -118,12 +117,7 @@ const resetClientUsage = tx(function* (customerId: string, clientId: string): Op
   const now = isoNow();
   yield* ensureRow(customerId, clientId, now);
   const sums = yield* sessionOps.sumCounters(customerId, clientId);
-  yield* runNotifying(
-    NOTICE,
-    'UPDATE clients SET reset_at = ?, reset_up = ?, reset_down = ?, updated_at = ? WHERE customer_id = ? AND client_id = ?',
-    now, sums.uploaded_bytes, sums.downloaded_bytes, now, customerId, clientId,
-  );
-  return (yield* getClient(customerId, clientId))!;
+  return yield* setClient(customerId, clientId, now, { reset_at: now, reset_up: sums.uploaded_bytes, reset_down: sums.downloaded_bytes });
 });
 
 const STEPS = Object.keys(USAGE_STEP_MS) as UsageStep[];
