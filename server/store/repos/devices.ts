@@ -5,7 +5,7 @@
 // the client's lock, so concurrent fetches of several instances never pass the limit together,
 // and the rows of one client never grow past the limit (or DEVICE_CAP without one).
 import { isoNow } from '../../time.ts';
-import { all, get, lock, run, tx, type Op } from '../sql/op.ts';
+import { all, get, lock, marks, run, tx, type Op } from '../sql/op.ts';
 
 /** The most devices kept for a client that has no max_devices: new ones beyond are served, not recorded. */
 export const DEVICE_CAP = 250;
@@ -51,8 +51,7 @@ const registerDevice = tx(function* (customerId: string, clientId: string, devic
   if (max !== null && count >= max) return 'refused';
   if (count >= Math.max(max ?? 0, DEVICE_CAP)) return 'unrecorded';
   yield* run(
-    `INSERT INTO client_devices (customer_id, client_id, hwid, device_os, os_version, device_model, user_agent, first_seen, last_seen)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    `INSERT INTO client_devices (customer_id, client_id, ${COLUMNS}) VALUES (${marks(9)})`,
     customerId, clientId, device.hwid, device.device_os, device.os_version, device.device_model, device.user_agent, now, now,
   );
   return 'added';

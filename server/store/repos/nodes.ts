@@ -4,7 +4,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { isoNow } from '../../time.ts';
 import { CHANNELS } from '../sql/channels.ts';
-import { all, allAs, bool, get, getAs, run, runNotifying, type Op } from '../sql/op.ts';
+import { all, allAs, bool, get, getAs, marks, run, runNotifying, type Op } from '../sql/op.ts';
 import { hashToken } from './tokens.ts';
 
 /** Node tokens look different from API tokens and live in another table: never interchangeable. */
@@ -72,8 +72,7 @@ function* addNode(n: { name: string; zone: string; public_host: string } & NodeP
   const id = randomUUID();
   yield* runNotifying(
     NODES_NOTICE,
-    `INSERT INTO nodes (id, name, zone, public_host, vless_ws_port, vless_tcp_port, proxy_port, token_hash, token_prefix, created_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    `INSERT INTO nodes (id, name, zone, public_host, vless_ws_port, vless_tcp_port, proxy_port, token_hash, token_prefix, created_at) VALUES (${marks(10)})`,
     id,
     n.name,
     n.zone,

@@ -88,8 +88,7 @@ function* insertFor(event: QueuedEvent, now: number, maxPending: number): Op<num
     if (!(JSON.parse(h.events) as string[]).includes(event.kind)) continue;
     const id = randomUUID();
     yield* run(
-      `INSERT INTO webhook_deliveries (id, webhook_id, customer_id, event_type, order_key, body, next_attempt_at, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO webhook_deliveries (id, webhook_id, customer_id, event_type, order_key, body, next_attempt_at, created_at) VALUES (${marks(8)})`,
       id, h.id, event.customerId, event.kind, event.orderKey, event.body(id), now, event.createdAt,
     );
     const dropped = yield* run(TRIM, h.id, h.id, maxPending);
