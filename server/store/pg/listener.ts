@@ -92,7 +92,9 @@ export class PgListener {
     }
     this.client = client;
     this.backoff = this.opts.minBackoffMs ?? 100;
-    if (this.connectedOnce) for (const fn of this.reconnectHandlers) fn();
+    if (this.connectedOnce) {
+      for (const fn of this.reconnectHandlers) fn();
+    }
     this.connectedOnce = true;
     this.markReady();
   }

@@ -4,7 +4,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { isoNow } from '../../time.ts';
 import { CHANNELS } from '../sql/channels.ts';
-import { all, allAs, bool, get, getAs, marks, run, runNotifying, type Op } from '../sql/op.ts';
+import { all, allAs, bool, getAs, marks, run, runNotifying, type Op } from '../sql/op.ts';
 import { hashToken } from './tokens.ts';
 
 /** Node tokens look different from API tokens and live in another table: never interchangeable. */
@@ -129,9 +129,7 @@ function* touchNode(id: string, ports: NodePorts = {}): Op<boolean> {
 }
 
 /** The last report seq applied for the node (0: none; undefined: no such node). */
-function* nodeReportSeq(nodeId: string): Op<number | undefined> {
-  return (yield* get<{ report_seq: number }>('SELECT report_seq FROM nodes WHERE id = ?', nodeId))?.report_seq;
-}
+const nodeReportSeq = (nodeId: string) => getAs((r: { report_seq: number }) => r.report_seq, 'SELECT report_seq FROM nodes WHERE id = ?', nodeId);
 
 /** removeNode repairs what the node carried: it is in repair.ts (repairOps). */
 export const nodeOps = {

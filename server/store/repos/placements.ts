@@ -3,7 +3,7 @@
 import type { SessionRow } from '../../domain.ts';
 import { SESSION_COLUMNS_S, sessionOps, toSessionRow, type NewSession } from './sessions.ts';
 import { isoNow } from '../../time.ts';
-import { all, allAs, get, marks, run, tx, type Op } from '../sql/op.ts';
+import { all, allAs, getAs, marks, run, tx, type Op } from '../sql/op.ts';
 import { nodeColumns, toNode, type NodeInfo, type RawNode } from './nodes.ts';
 import { auditOps, type AuditInsert } from './audit.ts';
 
@@ -30,9 +30,8 @@ function* placeSession(sessionId: string, nodeId: string): Op<void> {
 }
 
 /** The node carrying a session, if it is placed. */
-function* placementOf(sessionId: string): Op<string | undefined> {
-  return (yield* get<{ node_id: string }>('SELECT node_id FROM session_placements WHERE session_id = ?', sessionId))?.node_id;
-}
+const placementOf = (sessionId: string) =>
+  getAs((r: { node_id: string }) => r.node_id, 'SELECT node_id FROM session_placements WHERE session_id = ?', sessionId);
 
 /** The nodes of those of `sessionIds` that are placed on a catalogue node (sessions on `local` have none). */
 function* placedNodes(sessionIds: string[]): Op<(NodeInfo & { session_id: string })[]> {
