@@ -21,14 +21,12 @@ export type ControlStore = AsyncOps<StoreOps> & {
 
 /** The SQLite Store behind the async seam. Errors thrown by a statement become rejections. */
 export function sqliteControlStore(store: Store): ControlStore {
-  const api: Record<string, unknown> = {
+  return {
+    ...bindSettled(STORE_OPS, store.runner),
     kind: 'sqlite',
-    close: () => {
-      store.db.close();
-      return Promise.resolve();
+    close: () => Promise.resolve(store.db.close()),
+    get tokenGeneration() {
+      return store.tokenGeneration;
     },
   };
-  Object.assign(api, bindSettled(STORE_OPS, store.runner));
-  Object.defineProperty(api, 'tokenGeneration', { get: () => store.tokenGeneration, enumerable: true });
-  return api as unknown as ControlStore;
 }

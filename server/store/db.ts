@@ -3,7 +3,7 @@
 import { DatabaseSync } from 'node:sqlite';
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
-import { MIGRATIONS, migrationSql } from './migrations/index.ts';
+import { migrationSql, pendingVersions } from './migrations/index.ts';
 
 /** The database file's name inside the data folder. */
 export const DB_FILE = 'vpn-access.db';
@@ -33,25 +33,25 @@ export function openDatabase(dataDir: string): DatabaseSync {
   db.exec('PRAGMA synchronous = NORMAL');
   db.exec('PRAGMA foreign_keys = ON');
   db.exec('PRAGMA busy_timeout = 5000');
-  migrate(db);
+  const { user_version } = db.prepare('PRAGMA user_version').get() as { user_version: number };
+  for (const v of pendingVersions(user_version)) {
+    transaction(db, () => {
+      db.exec(migrationSql(v, 'sqlite'));
+      db.exec(`PRAGMA user_version = ${v}`);
+    });
+  }
   return db;
 }
 
-function migrate(db: DatabaseSync): void {
-  const row = db.prepare('PRAGMA user_version').get() as { user_version: number };
-  const current = row.user_version;
-  if (current > MIGRATIONS.length) {
-    throw new Error(`database schema version ${current} is newer than this program (${MIGRATIONS.length})`);
-  }
-  for (let v = current; v < MIGRATIONS.length; v++) {
-    db.exec('BEGIN IMMEDIATE');
-    try {
-      db.exec(migrationSql(v + 1, 'sqlite'));
-      db.exec(`PRAGMA user_version = ${v + 1}`);
-      db.exec('COMMIT');
-    } catch (err) {
-      db.exec('ROLLBACK');
-      throw err;
-    }
+/** Runs `fn` in one write transaction (BEGIN IMMEDIATE: one writer at a time, across processes too). */
+export function transaction<T>(db: DatabaseSync, fn: () => T): T {
+  db.exec('BEGIN IMMEDIATE');
+  try {
+    const out = fn();
+    db.exec('COMMIT');
+    return out;
+  } catch (err) {
+    db.exec('ROLLBACK');
+    throw err;
   }
 }

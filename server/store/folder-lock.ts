@@ -57,13 +57,9 @@ export function lockDataDir(dataDir: string): () => void {
     db.exec('COMMIT');
     db.exec('BEGIN IMMEDIATE');
   } catch (err) {
-    if (!busy(err)) {
-      db.close();
-      throw err;
-    }
-    const who = readHolder(db);
+    const who = busy(err) ? readHolder(db) : undefined;
     db.close();
-    throw refusal(dataDir, who);
+    throw busy(err) ? refusal(dataDir, who) : err;
   }
   held.add(dataDir);
   try {

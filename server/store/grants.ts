@@ -77,13 +77,10 @@ export function allocate(rows: GrantRow[], nodeId: string, total: { up: number; 
   for (const dir of ['up', 'down'] as const) {
     const cap = req.cap[dir];
     if (cap === null) continue;
-    const used = dir === 'up' ? 'used_up' : 'used_down';
-    const granted = dir === 'up' ? 'granted_up' : 'granted_down';
+    const [used, granted] = [`used_${dir}`, `granted_${dir}`] as const;
     const counted = req.base ? total[dir] - req.base[dir] : req.periodic ? 0 : total[dir];
     const room = cap - Math.max(0, counted);
-    let held = 0;
-    for (const r of rows) held += Math.max(0, r[granted] - r[used]);
-    let available = room - held;
+    let available = room - rows.reduce((held, r) => held + Math.max(0, r[granted] - r[used]), 0);
     const ownLeft = Math.max(0, row[granted] - row[used]);
     const want = Math.max(1, req.want[dir]);
     if (ownLeft < want / 2 && available > 0) {

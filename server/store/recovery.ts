@@ -8,21 +8,16 @@ import type { Store } from './store.ts';
 
 /** Locks the folder of an open store (closing the store when it cannot) and repairs it. */
 export function takeDataDir(dataDir: string, store: Store, log: Logger): () => void {
-  let release: () => void;
+  let release: (() => void) | undefined;
   try {
     release = lockDataDir(dataDir);
-  } catch (err) {
-    store.db.close();
-    throw err;
-  }
-  try {
     // No stream is open yet: the events are stored, for streams that replay them.
     const repaired = store.repairAbandonedSessions();
     if (repaired.length > 0) log.warn({ sessions: repaired.length / 2 }, 'closed sessions left active by a server that stopped without closing them');
+    return release;
   } catch (err) {
-    release();
+    release?.();
     store.db.close();
     throw err;
   }
-  return release;
 }

@@ -7,6 +7,7 @@ import type { DatabaseSync } from 'node:sqlite';
 import type { SyncOps } from './sql/op.ts';
 import { bindSync, SqliteRunner } from './sql/sqlite-runner.ts';
 import { STORE_OPS, type StoreOps } from './ops.ts';
+import { transaction } from './db.ts';
 
 export * from './types.ts';
 
@@ -27,14 +28,6 @@ export class Store {
 
   /** Runs `fn` in one transaction (operations inside join it). */
   transaction<T>(fn: () => T): T {
-    this.db.exec('BEGIN IMMEDIATE');
-    try {
-      const out = fn();
-      this.db.exec('COMMIT');
-      return out;
-    } catch (err) {
-      this.db.exec('ROLLBACK');
-      throw err;
-    }
+    return transaction(this.db, fn);
   }
 }

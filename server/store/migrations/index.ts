@@ -11,6 +11,7 @@
 // both accept. Never change what a released entry expands to; append a new one.
 import { dialect, get, type Dialect, type Op } from '../sql/op.ts';
 import { LEGACY } from './legacy.ts';
+import { JOURNAL_SEQS } from './legacy-changes.ts';
 
 /** One version: the same DDL for both, or (legacy only) each database's own. */
 export type Migration = string | { sqlite: string; postgres: string };
@@ -18,10 +19,7 @@ export type Migration = string | { sqlite: string; postgres: string };
 const SHARED: string[] = [
   // 13: the last report applied of each instance's counter journal (cluster/journal.ts), on
   // SQLite too (PostgreSQL made it at its version 10), so one report operation serves both.
-  `CREATE TABLE IF NOT EXISTS journal_seqs (
-    journal_id TEXT PRIMARY KEY,
-    seq BIGINT NOT NULL
-  );`,
+  JOURNAL_SEQS.trim().replace('CREATE TABLE', 'CREATE TABLE IF NOT EXISTS'),
   // 14 (webhook health): the last failed attempt's error, as the owner may read it, and when it
   // failed (server/store/repos/webhooks.ts recordFailure).
   `ALTER TABLE webhooks ADD COLUMN last_error TEXT;
@@ -123,6 +121,12 @@ const TYPES: Record<Dialect, Record<Fragment, string>> = {
 export function migrationSql(v: number, d: Dialect): string {
   const m = MIGRATIONS[v - 1];
   return (typeof m === 'string' ? m : m[d]).replace(/\{(id|time|bool|bigint|serial|false|true)\}/g, (_x, k: Fragment) => TYPES[d][k]);
+}
+
+/** The versions a database at version `current` has yet to apply, in order (none when it is newer: refused). */
+export function pendingVersions(current: number): number[] {
+  if (current > MIGRATIONS.length) throw new Error(`database schema version ${current} is newer than this program (${MIGRATIONS.length})`);
+  return Array.from({ length: MIGRATIONS.length - current }, (_, i) => current + 1 + i);
 }
 
 /** The schema version the migrations brought the database to (0 before the first): SQLite's user_version, PostgreSQL's schema_migrations. */

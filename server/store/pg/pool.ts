@@ -72,20 +72,21 @@ const types = {
   },
 } as unknown as pg.CustomTypesConfig;
 
+/** Gives a transaction's connection back; one that failed (not a statement's error: those carry a severity) is destroyed. */
+export function releaseClient(client: pg.PoolClient, err: unknown): void {
+  client.release(err instanceof Error && !('severity' in err) ? err : undefined);
+}
+
 export function openPool(url: string, opts: PoolOptions = {}): pg.Pool {
   const queryTimeoutMs = opts.queryTimeoutMs ?? 10_000;
   const pool = new pg.Pool({
-    connectionString: url,
+    ...clientConfig(url, opts),
     max: opts.max ?? 10,
-    connectionTimeoutMillis: opts.connectTimeoutMs ?? 2_000,
     idleTimeoutMillis: 30_000,
     query_timeout: queryTimeoutMs + 1_000,
     statement_timeout: queryTimeoutMs,
     // A transaction left open by a crashed handler must not hold the event counter for long.
     idle_in_transaction_session_timeout: Math.max(queryTimeoutMs, 5_000),
-    keepAlive: true,
-    application_name: opts.applicationName ?? 'vpn-access',
-    types,
   });
   // Without a listener an idle connection's error (the server was killed) would crash the process.
   pool.on('error', (err) => opts.onIdleError?.(err));
@@ -97,7 +98,7 @@ export function openPool(url: string, opts: PoolOptions = {}): pg.Pool {
   return pool;
 }
 
-/** The client options of a dedicated connection (the LISTEN connection), same parsing. */
+/** The options of a connection, pooled or dedicated (the LISTEN connection): same parsing. */
 export function clientConfig(url: string, opts: PoolOptions = {}): pg.ClientConfig {
   return {
     connectionString: url,

@@ -7,10 +7,9 @@
 // transaction-scoped advisory lock first, so exactly one of them applies the pending versions
 // and the others, once they get the lock, find nothing left to do.
 import type pg from 'pg';
-import { MIGRATIONS, migrationSql } from '../migrations/index.ts';
+import { MIGRATIONS, migrationSql, pendingVersions } from '../migrations/index.ts';
 
 export { MIGRATIONS };
-
 
 /** An arbitrary constant naming "the schema migration" among advisory locks. */
 export const MIGRATION_LOCK_KEY = 0x7661645f6d6967n; // "vad_mig"
@@ -25,29 +24,23 @@ export async function migrate(pool: pg.Pool): Promise<number> {
   const client = await pool.connect();
   try {
     await client.query('BEGIN');
-    try {
-      await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY.toString()]);
-      await client.query(
-        `CREATE TABLE IF NOT EXISTS schema_migrations (
-           version INTEGER PRIMARY KEY,
-           applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
-         )`,
-      );
-      const { rows } = await client.query<{ v: number }>('SELECT COALESCE(MAX(version), 0)::int AS v FROM schema_migrations');
-      const current = rows[0].v;
-      if (current > MIGRATIONS.length) {
-        throw new Error(`database schema version ${current} is newer than this program (${MIGRATIONS.length})`);
-      }
-      for (let v = current; v < MIGRATIONS.length; v++) {
-        await client.query(migrationSql(v + 1, 'postgres'));
-        await client.query('INSERT INTO schema_migrations (version) VALUES ($1)', [v + 1]);
-      }
-      await client.query('COMMIT');
-      return MIGRATIONS.length;
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => {});
-      throw err;
+    await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY.toString()]);
+    await client.query(
+      `CREATE TABLE IF NOT EXISTS schema_migrations (
+         version INTEGER PRIMARY KEY,
+         applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
+       )`,
+    );
+    const { rows } = await client.query<{ v: number }>('SELECT COALESCE(MAX(version), 0)::int AS v FROM schema_migrations');
+    for (const v of pendingVersions(rows[0].v)) {
+      await client.query(migrationSql(v, 'postgres'));
+      await client.query('INSERT INTO schema_migrations (version) VALUES ($1)', [v]);
     }
+    await client.query('COMMIT');
+    return MIGRATIONS.length;
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw err;
   } finally {
     client.release();
   }

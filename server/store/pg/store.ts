@@ -8,7 +8,7 @@ import type pg from 'pg';
 import type { AsyncOps } from '../sql/op.ts';
 import { bindAsync, PgRunner } from '../sql/pg-runner.ts';
 import { STORE_OPS, type StoreOps } from '../ops.ts';
-import { mapDatabaseError, openPool, type PoolOptions } from './pool.ts';
+import { mapDatabaseError, openPool, releaseClient, type PoolOptions } from './pool.ts';
 import { migrate } from './schema.ts';
 
 export { CHANNELS } from '../sql/channels.ts';
@@ -53,12 +53,7 @@ export class PgStore {
    * work that must interleave other awaits; an operation's own transaction needs none of this).
    */
   async transaction<T>(fn: (tx: PgStore) => Promise<T>): Promise<T> {
-    let client: pg.PoolClient;
-    try {
-      client = await this.pool.connect();
-    } catch (err) {
-      return mapDatabaseError(err);
-    }
+    const client = await this.pool.connect().catch(mapDatabaseError);
     const tx = new PgStore(this.pool, client);
     let broken: unknown;
     try {
@@ -72,8 +67,7 @@ export class PgStore {
       await client.query('ROLLBACK').catch(() => {});
       return mapDatabaseError(err);
     } finally {
-      // A connection that failed mid-transaction is destroyed rather than reused.
-      client.release(broken instanceof Error && !('severity' in broken) ? broken : undefined);
+      releaseClient(client, broken);
     }
   }
 }

@@ -88,8 +88,7 @@ function* auditEntries(customerId: string, filter: AuditFilter, limit: number, b
 }
 
 /** Deletes at most `limit` of the oldest entries older than the cutoff; returns how many. */
-function* pruneAuditBatch(olderThanIso: string, limit: number): Op<number> {
-  return yield* run('DELETE FROM audit_log WHERE id IN (SELECT id FROM audit_log WHERE created_at < ? ORDER BY id LIMIT ?)', olderThanIso, limit);
-}
+const pruneAuditBatch = (olderThanIso: string, limit: number) =>
+  run('DELETE FROM audit_log WHERE id IN (SELECT id FROM audit_log WHERE created_at < ? ORDER BY id LIMIT ?)', olderThanIso, limit);
 
 export const auditOps = { recordAudit, auditEntries, pruneAuditBatch };

@@ -7,7 +7,10 @@ import { randomUUID } from 'node:crypto';
 import type { ClientControl, LimitValues } from '../../domain.ts';
 import { isoNow } from '../../time.ts';
 import { CHANNELS } from '../sql/channels.ts';
-import { all, bool, get, getCached, lock, run, runNotifying, tx, type Op } from '../sql/op.ts';
+import { allAs, assignments, bool, getCached, lock, run, runNotifying, tx, Where, type Op, type Param } from '../sql/op.ts';
+import { sessionOps } from './sessions.ts';
+import { snapshotQuotaBases } from './quota.ts';
+import { USAGE_STEP_MS, type UsageStep } from './usage.ts';
 
 /** A clients row as the service reads it. */
 export interface ClientRow {
@@ -55,9 +58,7 @@ function* getClient(customerId: string, clientId: string): Op<ClientRow | undefi
   return r ? toClientRow(r) : undefined;
 }
 
-function* listClientRows(customerId: string): Op<ClientRow[]> {
-  return (yield* all<Raw>(`SELECT ${COLUMNS} FROM clients WHERE customer_id = ? ORDER BY client_id`, customerId)).map(toClientRow);
-}
+const listClientRows = (customerId: string) => allAs(toClientRow, `SELECT ${COLUMNS} FROM clients WHERE customer_id = ? ORDER BY client_id`, customerId);
 
 /** The client's record as a data plane enforces it (undefined: nothing set, the template alone). */
 function* getClientControl(customerId: string, clientId: string): Op<ClientControl | undefined> {
@@ -80,14 +81,19 @@ function* ensureRow(customerId: string, clientId: string, now: string): Op<void>
   );
 }
 
+/** Sets the columns `values` sets (undefined: unchanged) and updated_at of the row ensureRow made, announced; the row after. */
+function* setClient(customerId: string, clientId: string, now: string, values: Record<string, Param | undefined>): Op<ClientRow> {
+  const { sets, args } = assignments(values, Object.keys(values));
+  const sql = `UPDATE clients SET ${[...sets, 'updated_at = ?'].join(', ')} WHERE customer_id = ? AND client_id = ?`;
+  yield* runNotifying(NOTICE, sql, ...args, now, customerId, clientId);
+  return (yield* getClient(customerId, clientId))!;
+}
+
 /** Sets disabled and/or expires_at (undefined: unchanged; expires_at null: none). */
 const patchClient = tx(function* (customerId: string, clientId: string, patch: { disabled?: boolean; expires_at?: string | null }): Op<ClientRow> {
   const now = isoNow();
   yield* ensureRow(customerId, clientId, now);
-  if (patch.disabled !== undefined) yield* run('UPDATE clients SET disabled = ? WHERE customer_id = ? AND client_id = ?', patch.disabled, customerId, clientId);
-  if (patch.expires_at !== undefined) yield* run('UPDATE clients SET expires_at = ? WHERE customer_id = ? AND client_id = ?', patch.expires_at, customerId, clientId);
-  yield* runNotifying(NOTICE, 'UPDATE clients SET updated_at = ? WHERE customer_id = ? AND client_id = ?', now, customerId, clientId);
-  return (yield* getClient(customerId, clientId))!;
+  return yield* setClient(customerId, clientId, now, { disabled: patch.disabled, expires_at: patch.expires_at });
 });
 
 /** Merges `patch` into the client's override (null removes a field), creating it on first use; serialised per client. */
@@ -95,19 +101,9 @@ const patchClientLimits = tx(function* (customerId: string, clientId: string, pa
   const now = isoNow();
   yield* ensureRow(customerId, clientId, now);
   const current = (yield* getClient(customerId, clientId))!;
-  const fields: Record<string, unknown> = { ...(current.override?.fields ?? {}) };
-  for (const [k, v] of Object.entries(patch)) {
-    if (v === null) delete fields[k];
-    else fields[k] = v;
-  }
-  const id = current.override?.id ?? randomUUID();
-  const created = current.override?.created_at ?? now;
-  yield* runNotifying(
-    NOTICE,
-    'UPDATE clients SET limits_id = ?, limits = ?, limits_created_at = ?, limits_updated_at = ?, updated_at = ? WHERE customer_id = ? AND client_id = ?',
-    id, JSON.stringify(fields), created, now, now, customerId, clientId,
-  );
-  return (yield* getClient(customerId, clientId))!;
+  const { id = randomUUID(), created_at = now, fields: stored = {} } = current.override ?? {};
+  const fields = JSON.stringify(Object.fromEntries(Object.entries({ ...stored, ...patch }).filter(([, v]) => v !== null)));
+  return yield* setClient(customerId, clientId, now, { limits_id: id, limits: fields, limits_created_at: created_at, limits_updated_at: now });
 });
 
 /** Removes the client's override; false when it had none. */
@@ -120,20 +116,11 @@ function* deleteClientLimits(customerId: string, clientId: string): Op<boolean> 
 const resetClientUsage = tx(function* (customerId: string, clientId: string): Op<ClientRow> {
   const now = isoNow();
   yield* ensureRow(customerId, clientId, now);
-  const sums = yield* get<{ u: number; d: number }>(
-    'SELECT COALESCE(SUM(uploaded_bytes), 0) AS u, COALESCE(SUM(downloaded_bytes), 0) AS d FROM sessions WHERE customer_id = ? AND client_id = ?',
-    customerId, clientId,
-  );
-  yield* runNotifying(
-    NOTICE,
-    'UPDATE clients SET reset_at = ?, reset_up = ?, reset_down = ?, updated_at = ? WHERE customer_id = ? AND client_id = ?',
-    now, sums!.u, sums!.d, now, customerId, clientId,
-  );
-  return (yield* getClient(customerId, clientId))!;
+  const sums = yield* sessionOps.sumCounters(customerId, clientId);
+  return yield* setClient(customerId, clientId, now, { reset_at: now, reset_up: sums.uploaded_bytes, reset_down: sums.downloaded_bytes });
 });
 
-/** The usage history's steps and their lengths: a bucket's traffic ended by its start plus its length. */
-const STEPS = [['minute', 60_000], ['hour', 3_600_000], ['day', 86_400_000]] as const;
+const STEPS = Object.keys(USAGE_STEP_MS) as UsageStep[];
 
 // The last traffic is read from the usage history (index seeks on usage_by_client), not from the
 // event log, which has no index by client.
@@ -142,55 +129,33 @@ const SESSIONS_BY_CLIENT = `SELECT s.client_id,
     SUM(CASE WHEN s.status = 'active' THEN 1 ELSE 0 END) AS active,
     SUM(CASE WHEN s.status <> 'ended' AND s.paused THEN 1 ELSE 0 END) AS paused,
     COALESCE(SUM(s.uploaded_bytes), 0) AS up, COALESCE(SUM(s.downloaded_bytes), 0) AS down,
-    ${STEPS.map(([step]) => `(SELECT MAX(u.start) FROM usage_buckets u WHERE u.customer_id = s.customer_id AND u.client_id = s.client_id AND u.step = '${step}') AS last_${step}`).join(',\n    ')}
-  FROM sessions s WHERE s.customer_id = ?`;
+    ${STEPS.map((step) => `(SELECT MAX(u.start) FROM usage_buckets u WHERE u.customer_id = s.customer_id AND u.client_id = s.client_id AND u.step = '${step}') AS last_${step}`).join(',\n    ')}
+  FROM sessions s`;
 
-type RawSessions = { client_id: string; live: number; active: number; paused: number; up: number; down: number } & Record<`last_${(typeof STEPS)[number][0]}`, number | null>;
-const lastTraffic = (r: RawSessions): number | null => {
-  const ends = STEPS.filter(([step]) => r[`last_${step}`] != null).map(([step, ms]) => r[`last_${step}`]! + ms);
-  return ends.length ? Math.max(...ends) : null;
+type RawSessions = Omit<ClientSessions, 'last_traffic'> & Record<`last_${UsageStep}`, number | null>;
+
+/** The sums as read; the last traffic ended with the newest bucket of any step (its start plus its length). */
+const toSessions = (r: RawSessions): ClientSessions => {
+  const { last_minute: _m, last_hour: _h, last_day: _d, ...sums } = r;
+  const ends = STEPS.filter((step) => r[`last_${step}`] != null).map((step) => r[`last_${step}`]! + USAGE_STEP_MS[step]);
+  return { ...sums, last_traffic: ends.length ? Math.max(...ends) : null };
 };
-const toSessions = (r: RawSessions): ClientSessions => ({
-  client_id: r.client_id,
-  live: r.live,
-  active: r.active,
-  paused: r.paused,
-  up: r.up,
-  down: r.down,
-  last_traffic: lastTraffic(r),
-});
 
 /** What the sessions of each client of the customer add up to (one client only, when given). */
 function* clientSessions(customerId: string, clientId?: string): Op<ClientSessions[]> {
-  const rows =
-    clientId === undefined
-      ? yield* all<RawSessions>(`${SESSIONS_BY_CLIENT} GROUP BY s.customer_id, s.client_id`, customerId)
-      : yield* all<RawSessions>(`${SESSIONS_BY_CLIENT} AND s.client_id = ? GROUP BY s.customer_id, s.client_id`, customerId, clientId);
-  return rows.map(toSessions);
+  const { where, args } = new Where().and('s.customer_id = ?', customerId).and('s.client_id = ?', clientId);
+  return yield* allAs(toSessions, `${SESSIONS_BY_CLIENT} WHERE ${where} GROUP BY s.customer_id, s.client_id`, ...args);
 }
 
 /** Client overrides with their own reset_period: the quota job records their bases too. */
-function* periodicClientOverrides(): Op<Array<{ customer_id: string; client_id: string; values: LimitValues }>> {
-  const rows = yield* all<{ customer_id: string; client_id: string; limits: string }>(`SELECT customer_id, client_id, limits FROM clients WHERE limits LIKE '%reset_period%'`);
-  return rows.map((r) => ({ customer_id: r.customer_id, client_id: r.client_id, values: JSON.parse(r.limits) as LimitValues }));
-}
+const periodicClientOverrides = () => allAs(
+  ({ limits, ...r }: { customer_id: string; client_id: string; limits: string }) => ({ ...r, values: JSON.parse(limits) as LimitValues }),
+  `SELECT customer_id, client_id, limits FROM clients WHERE limits LIKE '%reset_period%'`,
+);
 
-/**
- * Records one client's quota base for the period starting at `periodStart` (its stored totals now;
- * kept when one exists), or with `usedSince` (rolling window) rewrites it as its totals minus its
- * usage history since then: store/repos/quota.ts quotaSnapshotSql for a single client.
- */
-function* snapshotClientQuotaBase(customerId: string, clientId: string, periodStart: number, usedSince?: number): Op<number> {
-  const rolling = usedSince !== undefined;
-  const used = (col: string) =>
-    `(SELECT COALESCE(SUM(u.${col}), 0) FROM usage_buckets u WHERE u.customer_id = s.customer_id AND u.client_id = s.client_id AND u.start >= CAST(? AS BIGINT))`;
-  const sql = `INSERT INTO quota_bases (customer_id, scope, entity_id, period_start, up, down)
-    SELECT s.customer_id, 'client', s.client_id, CAST(? AS BIGINT),
-      SUM(s.uploaded_bytes)${rolling ? ` - ${used('uploaded_bytes')}` : ''}, SUM(s.downloaded_bytes)${rolling ? ` - ${used('downloaded_bytes')}` : ''}
-    FROM sessions s WHERE s.customer_id = ? AND s.client_id = ? GROUP BY s.customer_id, s.client_id
-    ON CONFLICT (customer_id, scope, entity_id, period_start) DO ${rolling ? 'UPDATE SET up = excluded.up, down = excluded.down' : 'NOTHING'}`;
-  return rolling ? yield* run(sql, periodStart, usedSince, usedSince, customerId, clientId) : yield* run(sql, periodStart, customerId, clientId);
-}
+/** Records one client's quota base for the period starting at `periodStart` (repos/quota.ts snapshotQuotaBases). */
+const snapshotClientQuotaBase = (customerId: string, clientId: string, periodStart: number, usedSince?: number) =>
+  snapshotQuotaBases(customerId, 'client', periodStart, usedSince, clientId);
 
 export const clientOps = {
   getClient,

@@ -5,7 +5,7 @@
 // the client's lock, so concurrent fetches of several instances never pass the limit together,
 // and the rows of one client never grow past the limit (or DEVICE_CAP without one).
 import { isoNow } from '../../time.ts';
-import { all, get, lock, run, tx, type Op } from '../sql/op.ts';
+import { all, get, lock, marks, run, tx, type Op } from '../sql/op.ts';
 
 /** The most devices kept for a client that has no max_devices: new ones beyond are served, not recorded. */
 export const DEVICE_CAP = 250;
@@ -51,24 +51,20 @@ const registerDevice = tx(function* (customerId: string, clientId: string, devic
   if (max !== null && count >= max) return 'refused';
   if (count >= Math.max(max ?? 0, DEVICE_CAP)) return 'unrecorded';
   yield* run(
-    `INSERT INTO client_devices (customer_id, client_id, hwid, device_os, os_version, device_model, user_agent, first_seen, last_seen)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    `INSERT INTO client_devices (customer_id, client_id, ${COLUMNS}) VALUES (${marks(9)})`,
     customerId, clientId, device.hwid, device.device_os, device.os_version, device.device_model, device.user_agent, now, now,
   );
   return 'added';
 });
 
 /** The client's devices, the one seen last first. */
-function* listDevices(customerId: string, clientId: string): Op<DeviceRow[]> {
-  return yield* all<DeviceRow>(
-    `SELECT ${COLUMNS} FROM client_devices WHERE customer_id = ? AND client_id = ? ORDER BY last_seen DESC, hwid LIMIT ?`,
-    customerId, clientId, 1000,
-  );
-}
+const listDevices = (customerId: string, clientId: string) => all<DeviceRow>(
+  `SELECT ${COLUMNS} FROM client_devices WHERE customer_id = ? AND client_id = ? ORDER BY last_seen DESC, hwid LIMIT ?`,
+  customerId, clientId, 1000,
+);
 
 /** Removes one device (its slot is free at once); the row removed, or undefined when unknown. */
-function* removeDevice(customerId: string, clientId: string, hwid: string): Op<DeviceRow | undefined> {
-  return yield* get<DeviceRow>(`DELETE FROM client_devices WHERE customer_id = ? AND client_id = ? AND hwid = ? RETURNING ${COLUMNS}`, customerId, clientId, hwid);
-}
+const removeDevice = (customerId: string, clientId: string, hwid: string) =>
+  get<DeviceRow>(`DELETE FROM client_devices WHERE customer_id = ? AND client_id = ? AND hwid = ? RETURNING ${COLUMNS}`, customerId, clientId, hwid);
 
 export const deviceOps = { registerDevice, listDevices, removeDevice };

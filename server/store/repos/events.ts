@@ -22,16 +22,9 @@ export interface EventFilter {
 
 const EVENT_COLUMNS = 'id, session_id, event_type, created_at, duration, downloaded_bytes, uploaded_bytes';
 
-/** The event's own fields (PostgreSQL's insert returns its customer and a count besides). */
-const toEvent = (r: SessionEvent): SessionEvent => ({
-  id: r.id,
-  session_id: r.session_id,
-  event_type: r.event_type,
-  created_at: r.created_at,
-  duration: r.duration,
-  downloaded_bytes: r.downloaded_bytes,
-  uploaded_bytes: r.uploaded_bytes,
-});
+/** The event's own fields (PostgreSQL's insert returns its customer and a count besides; they come last). */
+type Inserted = SessionEvent & { customer_id: string; _woke: number };
+const toEvent = ({ customer_id: _c, _woke: _w, ...e }: Inserted): SessionEvent => e;
 
 const PG_INSERT = `WITH c AS (
     UPDATE event_counter SET last_id = last_id + ? RETURNING last_id - ? AS base
@@ -53,7 +46,7 @@ const SQLITE_INSERT = `INSERT INTO events (customer_id, session_id, event_type, 
 export function* insertEvents(batch: EventInsert[]): Op<SessionEvent[]> {
   if (batch.length === 0) return [];
   if ((yield* dialect()) === 'postgres') {
-    const rows = yield* all<SessionEvent>(PG_INSERT, batch.length, batch.length, JSON.stringify(batch.map((e, i) => ({ ...e, ord: i + 1 }))));
+    const rows = yield* all<Inserted>(PG_INSERT, batch.length, batch.length, JSON.stringify(batch.map((e, i) => ({ ...e, ord: i + 1 }))));
     return rows.map(toEvent);
   }
   const out: SessionEvent[] = [];

@@ -7,6 +7,15 @@ import { sessionOps } from './sessions.ts';
 
 const GRANT_COLUMNS = 'node_id, used_up, used_down, granted_up, granted_down, gen';
 
+/** Writes what a node is granted (under the customer's lock: its used bytes are as read). */
+function* saveGrant(customerId: string, clientId: string, r: GrantRow): Op<void> {
+  yield* run(
+    `INSERT INTO node_grants (customer_id, client_id, ${GRANT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+     ON CONFLICT (customer_id, client_id, node_id) DO UPDATE SET granted_up = excluded.granted_up, granted_down = excluded.granted_down, gen = excluded.gen`,
+    customerId, clientId, r.node_id, r.used_up, r.used_down, r.granted_up, r.granted_down, r.gen,
+  );
+}
+
 /**
  * Tops up a node's byte grant for a customer (clientId '') or one client, and says what it may
  * still move. Every node's rows are read before the totals, so a report applied between the two
@@ -18,17 +27,7 @@ const grantBytes = tx(function* (nodeId: string, customerId: string, clientId: s
   const sums = yield* sessionOps.sumCounters(customerId, clientId === '' ? undefined : clientId);
   const total = { up: sums.uploaded_bytes, down: sums.downloaded_bytes };
   const { row, grant } = allocate(rows, nodeId, total, req);
-  yield* run(
-    `INSERT INTO node_grants (node_id, customer_id, client_id, used_up, used_down, granted_up, granted_down) VALUES (?, ?, ?, ?, ?, ?, ?)
-     ON CONFLICT (customer_id, client_id, node_id) DO UPDATE SET granted_up = excluded.granted_up, granted_down = excluded.granted_down`,
-    nodeId,
-    customerId,
-    clientId,
-    row.used_up,
-    row.used_down,
-    row.granted_up,
-    row.granted_down,
-  );
+  yield* saveGrant(customerId, clientId, row);
   return grant;
 });
 
@@ -41,16 +40,7 @@ const releaseGrant = tx(function* (nodeId: string, customerId: string, clientId:
   yield* lock(limitsLockKey(customerId));
   const found = yield* get<GrantRow>(`SELECT ${GRANT_COLUMNS} FROM node_grants WHERE customer_id = ? AND client_id = ? AND node_id = ?`, customerId, clientId, nodeId);
   if (!found || found.gen !== gen) return false;
-  const next = releaseRow(found);
-  yield* run(
-    'UPDATE node_grants SET granted_up = ?, granted_down = ?, gen = ? WHERE customer_id = ? AND client_id = ? AND node_id = ?',
-    next.granted_up,
-    next.granted_down,
-    next.gen,
-    customerId,
-    clientId,
-    nodeId,
-  );
+  yield* saveGrant(customerId, clientId, releaseRow(found));
   return true;
 });
 

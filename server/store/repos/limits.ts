@@ -5,7 +5,7 @@ import type { LimitScope, LimitValues } from '../../domain.ts';
 import type { LimitsRecord } from '../../contract/schemas.ts';
 import { isoNow } from '../../time.ts';
 import { CHANNELS } from '../sql/channels.ts';
-import { all, get, getCached, lock, run, runNotifying, tx, type Op } from '../sql/op.ts';
+import { all, getCached, lock, run, runNotifying, tx, type Op } from '../sql/op.ts';
 
 const LIMITS_NOTICE = { channel: CHANNELS.limits, expr: "customer_id || ':' || scope" };
 
@@ -41,14 +41,10 @@ const patchLimits = tx(function* (customerId: string, scope: LimitScope, patch: 
     now,
     now,
   );
-  const current = (yield* get<{ fields: string }>('SELECT fields FROM limits WHERE customer_id = ? AND scope = ?', customerId, scope))!;
-  const fields: Record<string, number | string> = {};
-  for (const [k, v] of Object.entries(JSON.parse(current.fields) as Record<string, unknown>)) if (typeof v === 'number' || typeof v === 'string') fields[k] = v;
-  for (const [k, v] of Object.entries(patch)) {
-    if (v === null) delete fields[k];
-    else fields[k] = v;
-  }
-  yield* runNotifying(LIMITS_NOTICE, 'UPDATE limits SET fields = ?, updated_at = ? WHERE customer_id = ? AND scope = ?', JSON.stringify(fields), now, customerId, scope);
+  // The patch over what is stored; a null (or anything not a number or a string) goes.
+  const fields = Object.entries({ ...(yield* getLimits(customerId, scope)), ...patch }).filter(([, v]) => typeof v === 'number' || typeof v === 'string');
+  const json = JSON.stringify(Object.fromEntries(fields));
+  yield* runNotifying(LIMITS_NOTICE, 'UPDATE limits SET fields = ?, updated_at = ? WHERE customer_id = ? AND scope = ?', json, now, customerId, scope);
   return (yield* getLimitsRecord(customerId, scope))!;
 });
 

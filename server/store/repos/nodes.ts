@@ -4,7 +4,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { isoNow } from '../../time.ts';
 import { CHANNELS } from '../sql/channels.ts';
-import { all, bool, get, run, runNotifying, type Op } from '../sql/op.ts';
+import { all, allAs, bool, getAs, marks, run, runNotifying, type Op } from '../sql/op.ts';
 import { hashToken } from './tokens.ts';
 
 /** Node tokens look different from API tokens and live in another table: never interchangeable. */
@@ -63,10 +63,8 @@ export function toNode(r: RawNode): NodeInfo {
 
 const NODES_NOTICE = { channel: CHANNELS.nodes, expr: 'id' };
 
-function* nodeWhere(column: 'id' | 'name' | 'token_hash', value: string): Op<NodeInfo | undefined> {
-  const r = yield* get<RawNode>(`SELECT ${nodeColumns('n')} FROM nodes n WHERE n.${column} = ?`, value);
-  return r && toNode(r);
-}
+const nodeWhere = (column: 'id' | 'name' | 'token_hash', value: string) =>
+  getAs(toNode, `SELECT ${nodeColumns('n')} FROM nodes n WHERE n.${column} = ?`, value);
 
 /** Adds a node and returns its token in plain text once; only its SHA-256 is stored. Every instance hears of it. */
 function* addNode(n: { name: string; zone: string; public_host: string } & NodePorts): Op<{ token: string; node: NodeInfo }> {
@@ -74,8 +72,7 @@ function* addNode(n: { name: string; zone: string; public_host: string } & NodeP
   const id = randomUUID();
   yield* runNotifying(
     NODES_NOTICE,
-    `INSERT INTO nodes (id, name, zone, public_host, vless_ws_port, vless_tcp_port, proxy_port, token_hash, token_prefix, created_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    `INSERT INTO nodes (id, name, zone, public_host, vless_ws_port, vless_tcp_port, proxy_port, token_hash, token_prefix, created_at) VALUES (${marks(10)})`,
     id,
     n.name,
     n.zone,
@@ -90,13 +87,8 @@ function* addNode(n: { name: string; zone: string; public_host: string } & NodeP
   return { token, node: (yield* getNode(id))! };
 }
 
-function* getNode(id: string): Op<NodeInfo | undefined> {
-  return yield* nodeWhere('id', id);
-}
-
-function* getNodeByName(name: string): Op<NodeInfo | undefined> {
-  return yield* nodeWhere('name', name);
-}
+const getNode = (id: string) => nodeWhere('id', id);
+const getNodeByName = (name: string) => nodeWhere('name', name);
 
 /** The node a node token belongs to (API tokens never match: another table, another prefix). */
 function* findNodeByToken(token: string): Op<NodeInfo | undefined> {
@@ -104,19 +96,15 @@ function* findNodeByToken(token: string): Op<NodeInfo | undefined> {
   return yield* nodeWhere('token_hash', hashToken(token));
 }
 
-function* listNodes(): Op<NodeInfo[]> {
-  return (yield* all<RawNode>(`SELECT ${nodeColumns('n')} FROM nodes n ORDER BY n.zone, n.name`)).map(toNode);
-}
+const listNodes = () => allAs(toNode, `SELECT ${nodeColumns('n')} FROM nodes n ORDER BY n.zone, n.name`);
 
 /** Up nodes of a zone, the least loaded (fewest placed sessions) first. */
-export function* upNodes(zone: string): Op<NodeInfo[]> {
-  const rows = yield* all<RawNode>(
-    `SELECT ${nodeColumns('n')} FROM nodes n WHERE n.zone = ? AND ${UP_SQL('n')}
-     ORDER BY (SELECT COUNT(*) FROM session_placements p WHERE p.node_id = n.id), n.name`,
-    zone,
-  );
-  return rows.map(toNode);
-}
+export const upNodes = (zone: string) => allAs(
+  toNode,
+  `SELECT ${nodeColumns('n')} FROM nodes n WHERE n.zone = ? AND ${UP_SQL('n')}
+   ORDER BY (SELECT COUNT(*) FROM session_placements p WHERE p.node_id = n.id), n.name`,
+  zone,
+);
 
 /** Records a node's geo relay listener and its listeners' TLS (certificate pins), as its reports say. */
 function* setNodeListeners(id: string, l: NodeListeners): Op<void> {
@@ -124,42 +112,24 @@ function* setNodeListeners(id: string, l: NodeListeners): Op<void> {
 }
 
 /** Up nodes with a geo relay listener, with their token hash (relay grants are keyed by it). */
-function* relayNodes(): Op<RelayNode[]> {
-  return yield* all<RelayNode>(
-    `SELECT n.id, n.name, n.zone, n.public_host, n.relay_port, n.relay_pcs, n.token_hash FROM nodes n
-     WHERE ${UP_SQL('n')} AND n.relay_port IS NOT NULL AND n.relay_pcs IS NOT NULL ORDER BY n.name`,
-  );
-}
+const relayNodes = () => all<RelayNode>(
+  `SELECT n.id, n.name, n.zone, n.public_host, n.relay_port, n.relay_pcs, n.token_hash FROM nodes n
+   WHERE ${UP_SQL('n')} AND n.relay_port IS NOT NULL AND n.relay_pcs IS NOT NULL ORDER BY n.name`,
+);
 
 /** Zones with at least one up node. */
-function* activeNodeZones(): Op<string[]> {
-  return (yield* all<{ zone: string }>(`SELECT DISTINCT n.zone FROM nodes n WHERE ${UP_SQL('n')} ORDER BY n.zone`)).map((r) => r.zone);
-}
+const activeNodeZones = () => allAs((r: { zone: string }) => r.zone, `SELECT DISTINCT n.zone FROM nodes n WHERE ${UP_SQL('n')} ORDER BY n.zone`);
+
+const PORTS = ['vless_ws_port', 'vless_tcp_port', 'proxy_port'] as const;
 
 /** Records a node's contact, by the database clock (and the ports it reports). */
-function* touchNode(id: string, ports?: NodePorts): Op<boolean> {
-  const p = ports ?? {};
-  const changed = yield* run(
-    `UPDATE nodes SET last_contact = {now},
-       vless_ws_port = CASE WHEN ? THEN ? ELSE vless_ws_port END,
-       vless_tcp_port = CASE WHEN ? THEN ? ELSE vless_tcp_port END,
-       proxy_port = CASE WHEN ? THEN ? ELSE proxy_port END
-     WHERE id = ?`,
-    'vless_ws_port' in p,
-    p.vless_ws_port ?? null,
-    'vless_tcp_port' in p,
-    p.vless_tcp_port ?? null,
-    'proxy_port' in p,
-    p.proxy_port ?? null,
-    id,
-  );
-  return changed > 0;
+function* touchNode(id: string, ports: NodePorts = {}): Op<boolean> {
+  const sets = PORTS.map((c) => `, ${c} = CASE WHEN ? THEN ? ELSE ${c} END`).join('');
+  return (yield* run(`UPDATE nodes SET last_contact = {now}${sets} WHERE id = ?`, ...PORTS.flatMap((c) => [c in ports, ports[c] ?? null]), id)) > 0;
 }
 
 /** The last report seq applied for the node (0: none; undefined: no such node). */
-function* nodeReportSeq(nodeId: string): Op<number | undefined> {
-  return (yield* get<{ report_seq: number }>('SELECT report_seq FROM nodes WHERE id = ?', nodeId))?.report_seq;
-}
+const nodeReportSeq = (nodeId: string) => getAs((r: { report_seq: number }) => r.report_seq, 'SELECT report_seq FROM nodes WHERE id = ?', nodeId);
 
 /** removeNode repairs what the node carried: it is in repair.ts (repairOps). */
 export const nodeOps = {

@@ -1,9 +1,9 @@
 // Where each session is placed: the catalogue node carrying it (none: the control plane's own
 // data plane), and the node it was moved away from by crash repair (its late reports still count).
 import type { SessionRow } from '../../domain.ts';
-import { SESSION_COLUMNS_S, sessionOps, toSessionRow, type NewSession, type RawSession } from './sessions.ts';
+import { SESSION_COLUMNS_S, sessionOps, toSessionRow, type NewSession } from './sessions.ts';
 import { isoNow } from '../../time.ts';
-import { all, get, marks, run, tx, type Op } from '../sql/op.ts';
+import { all, allAs, getAs, marks, run, tx, type Op } from '../sql/op.ts';
 import { nodeColumns, toNode, type NodeInfo, type RawNode } from './nodes.ts';
 import { auditOps, type AuditInsert } from './audit.ts';
 
@@ -30,46 +30,37 @@ function* placeSession(sessionId: string, nodeId: string): Op<void> {
 }
 
 /** The node carrying a session, if it is placed. */
-function* placementOf(sessionId: string): Op<string | undefined> {
-  return (yield* get<{ node_id: string }>('SELECT node_id FROM session_placements WHERE session_id = ?', sessionId))?.node_id;
-}
+const placementOf = (sessionId: string) =>
+  getAs((r: { node_id: string }) => r.node_id, 'SELECT node_id FROM session_placements WHERE session_id = ?', sessionId);
 
 /** The nodes of those of `sessionIds` that are placed on a catalogue node (sessions on `local` have none). */
 function* placedNodes(sessionIds: string[]): Op<(NodeInfo & { session_id: string })[]> {
   if (sessionIds.length === 0) return [];
-  const rows = yield* all<RawNode & { session_id: string }>(
+  return yield* allAs(
+    ({ session_id, ...node }: RawNode & { session_id: string }) => ({ ...toNode(node), session_id }),
     `SELECT p.session_id, ${nodeColumns('n')}
      FROM session_placements p JOIN nodes n ON n.id = p.node_id WHERE p.session_id IN (${marks(sessionIds.length)})`,
     ...sessionIds,
   );
-  return rows.map(({ session_id, ...node }) => ({ ...toNode(node), session_id }));
 }
 
-function* placedBy(column: 'node_id' | 'moved_from', nodeId: string): Op<SessionRow[]> {
-  const rows = yield* all<RawSession>(
-    `SELECT ${SESSION_COLUMNS_S} FROM session_placements p JOIN sessions s ON s.id = p.session_id WHERE p.${column} = ? ORDER BY s.seq`,
-    nodeId,
-  );
-  return rows.map(toSessionRow);
-}
+const placedBy = (column: 'node_id' | 'moved_from', nodeId: string) => allAs(
+  toSessionRow,
+  `SELECT ${SESSION_COLUMNS_S} FROM session_placements p JOIN sessions s ON s.id = p.session_id WHERE p.${column} = ? ORDER BY s.seq`,
+  nodeId,
+);
 
 /** Sessions placed on a node (a node may act only on these), in creation order. */
-function* sessionsOnNode(nodeId: string): Op<SessionRow[]> {
-  return yield* placedBy('node_id', nodeId);
-}
+const sessionsOnNode = (nodeId: string) => placedBy('node_id', nodeId);
 
 /** Sessions moved away from a node (crash repair): its late reports still add their bytes. */
-function* sessionsMovedFrom(nodeId: string): Op<SessionRow[]> {
-  return yield* placedBy('moved_from', nodeId);
-}
+const sessionsMovedFrom = (nodeId: string) => placedBy('moved_from', nodeId);
 
 /** The node (null: a serve data plane) of each active session of a customer (cluster speed shares). */
-function* activeSessionNodes(customerId: string): Op<Array<{ client_id: string; node_id: string | null }>> {
-  return yield* all<{ client_id: string; node_id: string | null }>(
-    `SELECT s.client_id, p.node_id FROM sessions s LEFT JOIN session_placements p ON p.session_id = s.id
-     WHERE s.customer_id = ? AND s.status = 'active' ORDER BY s.seq`,
-    customerId,
-  );
-}
+const activeSessionNodes = (customerId: string) => all<{ client_id: string; node_id: string | null }>(
+  `SELECT s.client_id, p.node_id FROM sessions s LEFT JOIN session_placements p ON p.session_id = s.id
+   WHERE s.customer_id = ? AND s.status = 'active' ORDER BY s.seq`,
+  customerId,
+);
 
 export const placementOps = { createSession, placeSession, placementOf, placedNodes, sessionsOnNode, sessionsMovedFrom, activeSessionNodes };

@@ -14,45 +14,42 @@ export interface QuotaBase {
 /**
  * The INSERT that records quota bases (QuotaBase) for every entity of a scope of one customer:
  * its stored lifetime totals, minus, for a rolling window, its traffic in the usage history since
- * the window's start. Parameters, in order: period start, [window start, window start,]
- * customer id. Fixed periods keep the first base recorded; rolling windows overwrite it.
+ * the window's start (`oneClient`: only the client named after the customer). Fixed periods keep
+ * the first base recorded; rolling windows overwrite it.
  */
-export function quotaSnapshotSql(scope: LimitScope, rolling: boolean): string {
+function quotaSnapshotSql(scope: LimitScope, rolling: boolean, oneClient: boolean): string {
   const entity = scope === 'global' ? 's.customer_id' : scope === 'client' ? 's.client_id' : 's.id';
   const match = scope === 'global' ? '' : scope === 'client' ? ' AND u.client_id = s.client_id' : ' AND u.session_id = s.id';
   const used = (col: string) =>
     `(SELECT COALESCE(SUM(u.${col}), 0) FROM usage_buckets u WHERE u.customer_id = s.customer_id AND u.start >= CAST(? AS BIGINT)${match})`;
   const sum = (col: string) => (scope === 'session' ? `s.${col}` : `SUM(s.${col})`);
-  const up = rolling ? `${sum('uploaded_bytes')} - ${used('uploaded_bytes')}` : sum('uploaded_bytes');
-  const down = rolling ? `${sum('downloaded_bytes')} - ${used('downloaded_bytes')}` : sum('downloaded_bytes');
+  const total = (col: string) => (rolling ? `${sum(col)} - ${used(col)}` : sum(col));
   return `INSERT INTO quota_bases (customer_id, scope, entity_id, period_start, up, down)
-    SELECT s.customer_id, '${scope}', ${entity}, CAST(? AS BIGINT), ${up}, ${down}
-    FROM sessions s WHERE s.customer_id = ?${scope === 'session' ? " AND s.status <> 'ended'" : ''}
+    SELECT s.customer_id, '${scope}', ${entity}, CAST(? AS BIGINT), ${total('uploaded_bytes')}, ${total('downloaded_bytes')}
+    FROM sessions s WHERE s.customer_id = ?${oneClient ? ' AND s.client_id = ?' : ''}${scope === 'session' ? " AND s.status <> 'ended'" : ''}
     ${scope === 'session' ? '' : `GROUP BY s.customer_id${scope === 'client' ? ', s.client_id' : ''}`}
     ON CONFLICT (customer_id, scope, entity_id, period_start) DO ${rolling ? 'UPDATE SET up = excluded.up, down = excluded.down' : 'NOTHING'}`;
 }
 
 /** The base recorded for one entity and period, if any. */
-function* quotaBase(customerId: string, scope: LimitScope, entityId: string, periodStart: number): Op<QuotaBase | undefined> {
-  return yield* get<QuotaBase>(
-    'SELECT up, down FROM quota_bases WHERE customer_id = ? AND scope = ? AND entity_id = ? AND period_start = ?',
-    customerId, scope, entityId, periodStart,
-  );
-}
+const quotaBase = (customerId: string, scope: LimitScope, entityId: string, periodStart: number) => get<QuotaBase>(
+  'SELECT up, down FROM quota_bases WHERE customer_id = ? AND scope = ? AND entity_id = ? AND period_start = ?',
+  customerId, scope, entityId, periodStart,
+);
 
 /**
  * Records the bases of the period starting at `periodStart` for every entity of the scope that
  * has none yet (their stored totals now); with `usedSince` (rolling windows) every base is
- * rewritten as the totals minus the traffic of the usage history since then. Returns the rows written.
+ * rewritten as the totals minus the traffic of the usage history since then. With `clientId`,
+ * only that client's (scope client). Returns the rows written.
  */
-function* snapshotQuotaBases(customerId: string, scope: LimitScope, periodStart: number, usedSince?: number): Op<number> {
-  const sql = quotaSnapshotSql(scope, usedSince !== undefined);
-  return usedSince === undefined ? yield* run(sql, periodStart, customerId) : yield* run(sql, periodStart, usedSince, usedSince, customerId);
+export function* snapshotQuotaBases(customerId: string, scope: LimitScope, periodStart: number, usedSince?: number, clientId?: string): Op<number> {
+  const sql = quotaSnapshotSql(scope, usedSince !== undefined, clientId !== undefined);
+  const window = usedSince === undefined ? [] : [usedSince, usedSince];
+  return yield* run(sql, periodStart, ...window, customerId, ...(clientId === undefined ? [] : [clientId]));
 }
 
 /** Deletes the bases of periods that started before `before` (rolling windows' key 0 stays). */
-function* pruneQuotaBases(before: number): Op<number> {
-  return yield* run('DELETE FROM quota_bases WHERE period_start > 0 AND period_start < ?', before);
-}
+const pruneQuotaBases = (before: number) => run('DELETE FROM quota_bases WHERE period_start > 0 AND period_start < ?', before);
 
 export const quotaOps = { quotaBase, snapshotQuotaBases, pruneQuotaBases };

@@ -6,12 +6,12 @@
 // the old node, a boot id not yet recorded), so instances racing to repair the same node repair
 // each session once.
 import type { SessionEvent } from '../../contract/schemas.ts';
-import { eventInsert, type EventInsert } from '../../domain.ts';
+import { eventInsert, type EventInsert, type SessionRow } from '../../domain.ts';
 import { isoNow } from '../../time.ts';
 import { CHANNELS } from '../sql/channels.ts';
-import { all, bool, dialect, get, marks, run, runNotifying, tx, type Op } from '../sql/op.ts';
+import { all, bool, dialect, get, marks, run, runNotifying, tx, type Op, type Param } from '../sql/op.ts';
 import { insertEvents } from './events.ts';
-import { NODE_UP_SECONDS, nodeOps, upNodes, type NodeInfo } from './nodes.ts';
+import { NODE_UP_SECONDS, nodeOps, UP_SQL, type NodeInfo } from './nodes.ts';
 
 /** How long without any report a node is taken for dead: its sessions are repaired and moved. */
 export const NODE_SILENT_SECONDS = 15;
@@ -25,32 +25,24 @@ export interface RepairedEvent {
 /** What a node said of its process in its channel's first report (store.nodeHello). */
 export type NodeHello = 'same' | 'new' | 'new_after_repair';
 
-/** A session row a repair changed: as the UPDATE returned it (status is the new one). */
-interface RepairedRow {
-  seq: number;
-  id: string;
-  customer_id: string;
-  duration: number;
-  uploaded_bytes: number;
-  downloaded_bytes: number;
-}
-
-/** The status an active session gets when the node carrying it is gone: as its last connection closing would. */
-const REPAIRED_STATUS = `CASE WHEN reusable THEN 'idle' ELSE 'ended' END`;
-
 /** An arbitrary constant naming "the silent-node repair sweep" among PostgreSQL's advisory locks. */
 const REPAIR_LOCK_KEY = 0x7661645f726570n; // "vad_rep"
 
-const REPAIRED_COLUMNS = 'seq, id, customer_id, duration, uploaded_bytes, downloaded_bytes';
-
 /**
- * session_stats then session_end of each repaired session (in creation order), with its stored
- * counters, stored in the repair's transaction.
+ * The active sessions `where` names go idle or end, as their last connection closing would (and
+ * `set` besides), with session_stats then session_end of each (in creation order, with its
+ * stored counters), stored in the repair's transaction.
  */
-function* storeRepairEvents(rows: RepairedRow[]): Op<RepairedEvent[]> {
+function* repairWhere(set: string, where: string, ...args: Param[]): Op<RepairedEvent[]> {
+  type Repaired = Pick<SessionRow, 'id' | 'customer_id' | 'duration' | 'uploaded_bytes' | 'downloaded_bytes'> & { seq: number };
+  const rows = yield* all<Repaired>(
+    `UPDATE sessions SET status = CASE WHEN reusable THEN 'idle' ELSE 'ended' END, ${set}
+     WHERE status = 'active' AND ${where} RETURNING seq, id, customer_id, duration, uploaded_bytes, downloaded_bytes`,
+    ...args,
+  );
   const createdAt = isoNow();
   const inserts: EventInsert[] = [];
-  for (const { seq: _seq, id: sessionId, customer_id: customerId, ...counters } of [...rows].sort((x, y) => x.seq - y.seq)) {
+  for (const { seq: _seq, id: sessionId, customer_id: customerId, ...counters } of rows.sort((x, y) => x.seq - y.seq)) {
     for (const type of ['session_stats', 'session_end'] as const) inserts.push(eventInsert({ customerId, sessionId, type, ...counters }, createdAt));
   }
   const stored = yield* insertEvents(inserts);
@@ -59,29 +51,26 @@ function* storeRepairEvents(rows: RepairedRow[]): Op<RepairedEvent[]> {
 
 /** The active sessions placed on a node go idle or end, with their events; claims before `claimsBefore` (epoch ms) are released. */
 export function* repairPlaced(nodeId: string, claimsBefore: number): Op<RepairedEvent[]> {
-  const rows = yield* all<RepairedRow>(
-    `UPDATE sessions SET status = ${REPAIRED_STATUS}, claimed_at = NULL
-     WHERE status = 'active' AND id IN (SELECT session_id FROM session_placements WHERE node_id = ?)
-     RETURNING ${REPAIRED_COLUMNS}`,
-    nodeId,
-  );
+  const events = yield* repairWhere('claimed_at = NULL', 'id IN (SELECT session_id FROM session_placements WHERE node_id = ?)', nodeId);
   yield* run(
     'UPDATE sessions SET claimed_at = NULL WHERE claimed_at < ? AND id IN (SELECT session_id FROM session_placements WHERE node_id = ?)',
     Number.isFinite(claimsBefore) ? claimsBefore : Number.MAX_SAFE_INTEGER,
     nodeId,
   );
-  return yield* storeRepairEvents(rows);
+  return events;
 }
 
 /** The sessions of a node that did not end move to the least-loaded up node of its zone, if any. */
 export function* replaceFrom(nodeId: string, zone: string): Op<void> {
-  const targets = (yield* upNodes(zone)).filter((n) => n.id !== nodeId);
-  if (targets.length === 0) return;
-  const counts = yield* all<{ node_id: string; c: number }>(
-    `SELECT node_id, COUNT(*) AS c FROM session_placements WHERE node_id IN (${marks(targets.length)}) GROUP BY node_id`,
-    ...targets.map((n) => n.id),
+  // The other up nodes of the zone and their sessions, the least loaded first (as upNodes orders them).
+  const targets = yield* all<{ id: string; c: number }>(
+    `SELECT n.id, (SELECT COUNT(*) FROM session_placements p WHERE p.node_id = n.id) AS c FROM nodes n
+     WHERE n.zone = ? AND ${UP_SQL('n')} AND n.id <> ? ORDER BY c, n.name`,
+    zone,
+    nodeId,
   );
-  const load = new Map(targets.map((n) => [n.id, counts.find((c) => c.node_id === n.id)?.c ?? 0]));
+  if (targets.length === 0) return;
+  const load = new Map(targets.map((n) => [n.id, n.c]));
   const ids = yield* all<{ session_id: string }>(
     `SELECT p.session_id FROM session_placements p JOIN sessions s ON s.id = p.session_id WHERE p.node_id = ? AND s.status <> 'ended' ORDER BY s.seq`,
     nodeId,
@@ -119,13 +108,11 @@ const repairRestartedNode = tx(function* (nodeId: string, boot: string, claimsBe
 });
 
 /** Nodes silent for NODE_SILENT_SECONDS with something to repair or move. */
-function* silentNodes(): Op<Array<{ id: string; zone: string }>> {
-  return yield* all<{ id: string; zone: string }>(
-    `SELECT DISTINCT n.id, n.zone FROM nodes n JOIN session_placements p ON p.node_id = n.id JOIN sessions s ON s.id = p.session_id
-     WHERE n.last_contact < {ago:${NODE_SILENT_SECONDS}} AND (s.status = 'active' OR s.claimed_at IS NOT NULL OR (s.status <> 'ended' AND EXISTS (
-       SELECT 1 FROM nodes u WHERE u.zone = n.zone AND u.id <> n.id AND u.last_contact > {ago:${NODE_UP_SECONDS}})))`,
-  );
-}
+const silentNodes = () => all<{ id: string; zone: string }>(
+  `SELECT DISTINCT n.id, n.zone FROM nodes n JOIN session_placements p ON p.node_id = n.id JOIN sessions s ON s.id = p.session_id
+   WHERE n.last_contact < {ago:${NODE_SILENT_SECONDS}} AND (s.status = 'active' OR s.claimed_at IS NOT NULL OR (s.status <> 'ended' AND EXISTS (
+     SELECT 1 FROM nodes u WHERE u.zone = n.zone AND u.id <> n.id AND u.last_contact > {ago:${NODE_UP_SECONDS}})))`,
+);
 
 const sweep = tx(function* (): Op<RepairedEvent[]> {
   // One PostgreSQL instance sweeps at a time, the others skip the pass; SQLite has one writer.
@@ -155,13 +142,8 @@ function* repairSilentNodes(): Op<RepairedEvent[]> {
 
 /** The sessions still `active` and placed on no node (of `ids`; all with null) go idle or end, with their events. */
 const repairUnplaced = tx(function* (ids: string[] | null): Op<RepairedEvent[]> {
-  const rows = yield* all<RepairedRow>(
-    `UPDATE sessions SET status = ${REPAIRED_STATUS}, connections = 0
-     WHERE status = 'active'${ids ? ` AND id IN (${marks(ids.length)})` : ''} AND id NOT IN (SELECT session_id FROM session_placements)
-     RETURNING ${REPAIRED_COLUMNS}`,
-    ...(ids ?? []),
-  );
-  return yield* storeRepairEvents(rows);
+  const placed = 'id NOT IN (SELECT session_id FROM session_placements)';
+  return yield* repairWhere('connections = 0', ids ? `id IN (${marks(ids.length)}) AND ${placed}` : placed, ...(ids ?? []));
 });
 
 /**
@@ -181,9 +163,7 @@ function* repairCarriedSessions(ids: string[]): Op<RepairedEvent[]> {
  * it (the last saved duration and counters are kept), with session_stats and session_end.
  * Sessions placed on a data-plane node are the node's (`node run` keeps carrying them).
  */
-function* repairAbandonedSessions(): Op<RepairedEvent[]> {
-  return yield* repairUnplaced(null);
-}
+const repairAbandonedSessions = () => repairUnplaced(null);
 
 /**
  * Detaches a node: what it carried is repaired (its active sessions go idle or end, with their

@@ -4,20 +4,13 @@
 // one session), its events stored, and its number kept, all in one transaction: a report resent
 // after a lost acknowledgement (or a crash before it) adds neither bytes nor events twice, and
 // none is lost.
-import type { EventInsert, SessionStatus } from '../../domain.ts';
+import type { EventInsert, SessionRow } from '../../domain.ts';
 import type { SessionEvent } from '../../contract/schemas.ts';
 import { get, run, tx, type Op } from '../sql/op.ts';
 import { insertEvents } from './events.ts';
 
 /** What one report adds to one session. */
-export interface NodeReportAdd {
-  id: string;
-  uploaded_bytes: number;
-  downloaded_bytes: number;
-  status?: SessionStatus;
-  duration?: number;
-  connections?: number;
-}
+export type NodeReportAdd = Pick<SessionRow, 'id' | 'uploaded_bytes' | 'downloaded_bytes'> & Partial<Pick<SessionRow, 'status' | 'duration' | 'connections'>>;
 
 const ADD = `UPDATE sessions SET uploaded_bytes = uploaded_bytes + ?, downloaded_bytes = downloaded_bytes + ?,
     status = COALESCE(?, status), duration = COALESCE(?, duration), connections = COALESCE(?, connections)

@@ -1,13 +1,9 @@
 // Sessions: their rows, paging, pause flag and the counters the data planes save.
-import type { RuntimePatch, SessionRow, SessionStatus } from '../../domain.ts';
+import type { RuntimePatch, SessionRow } from '../../domain.ts';
 import { CHANNELS } from '../sql/channels.ts';
-import { all, bool, get, getCached, run, runNotifying, Where, type Op } from '../sql/op.ts';
+import { all, assignments, bool, get, getAs, getCached, run, runNotifying, Where, type Op } from '../sql/op.ts';
 
-export interface SessionFilter {
-  client_id?: string;
-  status?: SessionStatus;
-  zone?: string;
-}
+export type SessionFilter = Partial<Pick<SessionRow, 'client_id' | 'status' | 'zone'>>;
 
 export const SESSION_COLUMNS =
   'seq, id, customer_id, client_id, zone, reusable, paused, status, uploaded_bytes, downloaded_bytes, duration, connections, created_at, expires_at';
@@ -45,14 +41,10 @@ function* insertSession(s: NewSession): Op<SessionRow> {
  * idle; an active one is ended by the data plane carrying it, which cuts its connections and
  * publishes session_end). Idempotent, safe from several processes. Returns how many.
  */
-function* expireIdleSessions(nowIso: string): Op<number> {
-  return yield* run(`UPDATE sessions SET status = 'ended' WHERE expires_at IS NOT NULL AND expires_at <= ? AND status IN ('created', 'idle')`, nowIso);
-}
+const expireIdleSessions = (nowIso: string) =>
+  run(`UPDATE sessions SET status = 'ended' WHERE expires_at IS NOT NULL AND expires_at <= ? AND status IN ('created', 'idle')`, nowIso);
 
-function* getSession(id: string): Op<SessionRow | undefined> {
-  const r = yield* get<RawSession>(`SELECT ${SESSION_COLUMNS} FROM sessions WHERE id = ?`, id);
-  return r && toSessionRow(r);
-}
+const getSession = (id: string) => getAs(toSessionRow, `SELECT ${SESSION_COLUMNS} FROM sessions WHERE id = ?`, id);
 
 /** The session only when it belongs to this customer: another customer's id is "not found". */
 function* getSessionOf(customerId: string, id: string): Op<SessionRow | undefined> {
@@ -78,28 +70,15 @@ const RUNTIME_KEYS = ['status', 'uploaded_bytes', 'downloaded_bytes', 'duration'
 
 /** Sets the runtime fields named (at most 31 column sets: the statement cache stays small). */
 function* saveRuntime(id: string, patch: RuntimePatch): Op<void> {
-  const sets: string[] = [];
-  const args: (string | number)[] = [];
-  for (const key of RUNTIME_KEYS) {
-    const v = patch[key];
-    if (v !== undefined) {
-      sets.push(`${key} = ?`);
-      args.push(v);
-    }
-  }
-  if (sets.length === 0) return;
-  yield* run(`UPDATE sessions SET ${sets.join(', ')} WHERE id = ?`, ...args, id);
+  const { sets, args } = assignments(patch, RUNTIME_KEYS);
+  if (sets.length) yield* run(`UPDATE sessions SET ${sets.join(', ')} WHERE id = ?`, ...args, id);
 }
-
-const SUMS = 'SELECT COALESCE(SUM(uploaded_bytes), 0) AS u, COALESCE(SUM(downloaded_bytes), 0) AS d FROM sessions';
 
 /** A customer's (or one client's) lifetime totals. */
 function* sumCounters(customerId: string, clientId?: string): Op<{ uploaded_bytes: number; downloaded_bytes: number }> {
-  const r =
-    clientId === undefined
-      ? yield* get<{ u: number; d: number }>(`${SUMS} WHERE customer_id = ?`, customerId)
-      : yield* get<{ u: number; d: number }>(`${SUMS} WHERE customer_id = ? AND client_id = ?`, customerId, clientId);
-  return { uploaded_bytes: r!.u, downloaded_bytes: r!.d };
+  const { where, args } = new Where().and('customer_id = ?', customerId).and('client_id = ?', clientId);
+  const sums = 'COALESCE(SUM(uploaded_bytes), 0) AS uploaded_bytes, COALESCE(SUM(downloaded_bytes), 0) AS downloaded_bytes';
+  return (yield* get<{ uploaded_bytes: number; downloaded_bytes: number }>(`SELECT ${sums} FROM sessions WHERE ${where}`, ...args))!;
 }
 
 export const sessionOps = { insertSession, expireIdleSessions, getSession, getSessionOf, listSessions, setPaused, saveRuntime, sumCounters };

@@ -4,7 +4,7 @@
 // (server/subscriptions/service.ts); the page shows the announcement and the support link.
 import type { SubscriptionSettings } from '../../contract/subscriptions.ts';
 import { isoNow } from '../../time.ts';
-import { get, run, tx, type Op } from '../sql/op.ts';
+import { assignments, get, run, tx, type Op } from '../sql/op.ts';
 
 export const SUBSCRIPTION_SETTINGS_FIELDS = ['support_url', 'profile_web_page_url', 'announce'] as const;
 export type SubscriptionSettingsField = (typeof SUBSCRIPTION_SETTINGS_FIELDS)[number];
@@ -30,15 +30,13 @@ function* getSubscriptionSettings(customerId: string): Op<SubscriptionSettingsRo
 const patchSubscriptionSettings = tx(function* (customerId: string, patch: SubscriptionSettingsPatch): Op<SubscriptionSettingsRow> {
   const now = isoNow();
   yield* run('INSERT INTO subscription_settings (customer_id, updated_at) VALUES (?, ?) ON CONFLICT (customer_id) DO NOTHING', customerId, now);
-  const fields = SUBSCRIPTION_SETTINGS_FIELDS.filter((f) => patch[f] !== undefined);
-  const sets = [...fields.map((f) => `${f} = ?`), 'updated_at = ?'].join(', ');
-  const row = yield* get<SubscriptionSettingsRow>(
-    `UPDATE subscription_settings SET ${sets} WHERE customer_id = ? RETURNING ${COLUMNS}`,
-    ...fields.map((f) => patch[f] ?? null),
+  const { sets, args } = assignments(patch, SUBSCRIPTION_SETTINGS_FIELDS);
+  return (yield* get<SubscriptionSettingsRow>(
+    `UPDATE subscription_settings SET ${[...sets, 'updated_at = ?'].join(', ')} WHERE customer_id = ? RETURNING ${COLUMNS}`,
+    ...args,
     now,
     customerId,
-  );
-  return row!;
+  ))!;
 });
 
 export const subscriptionSettingsOps = { getSubscriptionSettings, patchSubscriptionSettings };

@@ -2,11 +2,10 @@
 // subscription is on. `nonce` is random; the URL secret is HMAC(server key, nonce) and only its
 // SHA-256 is stored (server/subscriptions/secret.ts). On PostgreSQL the rows are shared by every
 // `serve` instance, so a subscription URL made on one instance works on all of them.
-import type { SessionRow } from '../../domain.ts';
 import { isoNow } from '../../time.ts';
 import type { AsyncOps } from '../sql/op.ts';
-import { all, get, run, type Op } from '../sql/op.ts';
-import { SESSION_COLUMNS, toSessionRow, type RawSession } from './sessions.ts';
+import { allAs, get, run, type Op } from '../sql/op.ts';
+import { SESSION_COLUMNS, toSessionRow } from './sessions.ts';
 import { subscriptionSettingsOps } from './subscription-settings.ts';
 
 export interface SubscriptionRow {
@@ -20,24 +19,20 @@ export interface SubscriptionRow {
 
 const COLUMNS = 'customer_id, client_id, nonce, secret_hash, created_at, rotated_at';
 
-function* getSubscription(customerId: string, clientId: string): Op<SubscriptionRow | undefined> {
-  return yield* get<SubscriptionRow>(`SELECT ${COLUMNS} FROM subscriptions WHERE customer_id = ? AND client_id = ?`, customerId, clientId);
-}
+const getSubscription = (customerId: string, clientId: string) =>
+  get<SubscriptionRow>(`SELECT ${COLUMNS} FROM subscriptions WHERE customer_id = ? AND client_id = ?`, customerId, clientId);
 
-function* findBySecretHash(hash: string): Op<SubscriptionRow | undefined> {
-  return yield* get<SubscriptionRow>(`SELECT ${COLUMNS} FROM subscriptions WHERE secret_hash = ?`, hash);
-}
+const findBySecretHash = (hash: string) => get<SubscriptionRow>(`SELECT ${COLUMNS} FROM subscriptions WHERE secret_hash = ?`, hash);
 
 /** Turns the subscription on, or gives it a new nonce (and so a new secret) when it is on. */
 function* upsert(customerId: string, clientId: string, nonce: string, secretHash: string): Op<SubscriptionRow> {
   const now = isoNow();
-  const row = yield* get<SubscriptionRow>(
+  return (yield* get<SubscriptionRow>(
     `INSERT INTO subscriptions (customer_id, client_id, nonce, secret_hash, created_at, rotated_at) VALUES (?, ?, ?, ?, ?, NULL)
      ON CONFLICT (customer_id, client_id) DO UPDATE SET nonce = excluded.nonce, secret_hash = excluded.secret_hash, rotated_at = ?
      RETURNING ${COLUMNS}`,
     customerId, clientId, nonce, secretHash, now, now,
-  );
-  return row!;
+  ))!;
 }
 
 function* deleteSubscription(customerId: string, clientId: string): Op<boolean> {
@@ -45,13 +40,11 @@ function* deleteSubscription(customerId: string, clientId: string): Op<boolean> 
 }
 
 /** Sessions of the client that may still carry traffic as stored: not ended, not paused; newest first. */
-function* usableSessions(customerId: string, clientId: string, limit = 200): Op<SessionRow[]> {
-  const rows = yield* all<RawSession>(
-    `SELECT ${SESSION_COLUMNS} FROM sessions WHERE customer_id = ? AND client_id = ? AND status <> 'ended' AND paused = ? ORDER BY seq DESC LIMIT ?`,
-    customerId, clientId, false, limit,
-  );
-  return rows.map(toSessionRow);
-}
+const usableSessions = (customerId: string, clientId: string, limit = 200) => allAs(
+  toSessionRow,
+  `SELECT ${SESSION_COLUMNS} FROM sessions WHERE customer_id = ? AND client_id = ? AND status <> 'ended' AND paused = ? ORDER BY seq DESC LIMIT ?`,
+  customerId, clientId, false, limit,
+);
 
 /** The rows of subscriptions and, with them, the customer's settings that every feed carries. */
 export const subscriptionOps = { get: getSubscription, findBySecretHash, upsert, delete: deleteSubscription, usableSessions, ...subscriptionSettingsOps };

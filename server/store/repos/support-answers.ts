@@ -7,7 +7,7 @@
 //     8000 bytes), announced on vad_support_answers with the request id, read and deleted by the
 //     asker, and swept after a minute when nobody read it.
 import { CHANNELS } from '../sql/channels.ts';
-import { all, dialect, run, runNotifying, tx, type Op } from '../sql/op.ts';
+import { all, allAs, dialect, run, runNotifying, tx, type Op } from '../sql/op.ts';
 
 /** Marks the instance seen now (`at`: ISO time). */
 function* seeInstance(instanceId: string, at: string): Op<void> {
@@ -19,10 +19,8 @@ function* seeInstance(instanceId: string, at: string): Op<void> {
 }
 
 /** The instances seen at or after `since` (ISO time), by id. */
-function* instancesSeenSince(since: string): Op<string[]> {
-  const rows = yield* all<{ instance_id: string }>('SELECT instance_id FROM control_instances WHERE seen_at >= ? ORDER BY instance_id', since);
-  return rows.map((r) => r.instance_id);
-}
+const instancesSeenSince = (since: string) =>
+  allAs((r: { instance_id: string }) => r.instance_id, 'SELECT instance_id FROM control_instances WHERE seen_at >= ? ORDER BY instance_id', since);
 
 /** Publishes a question to every other instance (PostgreSQL's NOTIFY; nothing on SQLite). */
 function* askInstances(payload: string): Op<void> {

@@ -4,7 +4,7 @@
 // nodes see the same crossing, and however often a restart sees it again, one row is made, and
 // the usage_threshold webhook is queued in the same transaction as that row (the outbox:
 // webhook-deliveries.ts), never without it and never twice.
-import { all, get, run, tx, type Op } from '../sql/op.ts';
+import { all, get, marks, run, tx, type Op } from '../sql/op.ts';
 import { deliveryOps, type QueuedEvent } from './webhook-deliveries.ts';
 
 export const THRESHOLDS = [50, 80, 100] as const;
@@ -34,16 +34,17 @@ export interface QueuedWith {
   maxPending: number;
 }
 
+/** A crossing's key: one row, whoever sees it and however often. */
+const KEY = 'customer_id, scope, entity_id, direction, threshold, period_key';
+
 /**
  * Records a crossing unless it is recorded already; the winner also queues `queued` (when
  * webhooks are on) in the same transaction. Returns whether this call made the row.
  */
 const recordThreshold = tx(function* (c: ThresholdCrossing, queued: QueuedWith | null): Op<boolean> {
   const won = yield* get<{ threshold: number }>(
-    `INSERT INTO usage_thresholds (customer_id, scope, entity_id, direction, threshold, period_key, period_start, used_bytes, cap_bytes, crossed_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-     ON CONFLICT (customer_id, scope, entity_id, direction, threshold, period_key) DO NOTHING
-     RETURNING threshold`,
+    `INSERT INTO usage_thresholds (${KEY}, period_start, used_bytes, cap_bytes, crossed_at) VALUES (${marks(10)})
+     ON CONFLICT (${KEY}) DO NOTHING RETURNING threshold`,
     c.customer_id, c.scope, c.entity_id, c.direction, c.threshold, c.period_key, c.period_start, c.used_bytes, c.cap_bytes, c.crossed_at,
   );
   if (!won) return false;
@@ -61,8 +62,6 @@ function* thresholdsCrossed(customerId: string, scope: ThresholdCrossing['scope'
 }
 
 /** Deletes the crossings of fixed periods that started before `before` (lifetime and rolling rows stay). */
-function* pruneThresholds(before: number): Op<number> {
-  return yield* run('DELETE FROM usage_thresholds WHERE period_start > 0 AND period_start < ?', before);
-}
+const pruneThresholds = (before: number) => run('DELETE FROM usage_thresholds WHERE period_start > 0 AND period_start < ?', before);
 
 export const thresholdOps = { recordThreshold, thresholdsCrossed, pruneThresholds };

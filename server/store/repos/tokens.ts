@@ -52,14 +52,10 @@ const createToken = tx(function* (customerName: string, role: Role): Op<{ token:
   return { token, info: { id, customer_id: customer.id, customer_name: customerName, role, prefix, created_at, revoked_at: null } };
 });
 
-function* findToken(token: string): Op<TokenInfo | undefined> {
-  return yield* get<TokenInfo>(`${TOKEN_SELECT} WHERE t.hash = ? AND t.revoked_at IS NULL`, hashToken(token));
-}
+const findToken = (token: string) => get<TokenInfo>(`${TOKEN_SELECT} WHERE t.hash = ? AND t.revoked_at IS NULL`, hashToken(token));
 
 /** Oldest first; tokens of the same millisecond in the order they were made. */
-function* listTokens(): Op<TokenInfo[]> {
-  return yield* all<TokenInfo>(`${TOKEN_SELECT} ORDER BY t.created_at, {seq:t}`);
-}
+const listTokens = () => all<TokenInfo>(`${TOKEN_SELECT} ORDER BY t.created_at, {seq:t}`);
 
 /** True while the token with this id exists and is not revoked. */
 function* isTokenActive(id: string): Op<boolean> {

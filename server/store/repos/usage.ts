@@ -32,10 +32,7 @@ export interface UsageQuery {
   steps: UsageStep[];
 }
 
-export interface UsageSum {
-  uploaded_bytes: number;
-  downloaded_bytes: number;
-}
+export type UsageSum = Pick<UsageAdd, 'uploaded_bytes' | 'downloaded_bytes'>;
 
 const COLUMNS = 'step, start, session_id, node, customer_id, client_id, zone, uploaded_bytes, downloaded_bytes';
 /** A bucket that exists already takes the new bytes on top (the target is qualified for PostgreSQL). */
@@ -103,20 +100,18 @@ function* usageTopClients(q: UsageQuery, limit: number): Op<({ client_id: string
   );
 }
 
+/** Adds the rows of `source` to the buckets of a coarser step (parameters: the step, its length twice). */
+const rollupFrom = (source: string) => `INSERT INTO usage_buckets (${COLUMNS})
+  SELECT CAST(? AS TEXT), (start / CAST(? AS BIGINT)) * CAST(? AS BIGINT), session_id, node, customer_id, client_id, zone, SUM(uploaded_bytes), SUM(downloaded_bytes)
+  FROM ${source} GROUP BY 2, session_id, node, customer_id, client_id, zone
+  ${ADD_ON_CONFLICT}`;
+
 /** SQLite: the chosen rowids, their sums added to the coarser buckets, then the rows deleted. */
 const rollupRowids = tx(function* (from: UsageStep, to: UsageStep, olderThan: number, limit: number): Op<number> {
   const ids = (yield* all<{ r: number }>('SELECT rowid AS r FROM usage_buckets WHERE step = ? AND start < ? ORDER BY start LIMIT ?', from, olderThan, limit)).map((x) => x.r);
   if (ids.length === 0) return 0;
   const list = JSON.stringify(ids);
-  const ms = USAGE_STEP_MS[to];
-  yield* run(
-    `INSERT INTO usage_buckets (${COLUMNS})
-     SELECT ?, (start / CAST(? AS INTEGER)) * CAST(? AS INTEGER), session_id, node, customer_id, client_id, zone, SUM(uploaded_bytes), SUM(downloaded_bytes)
-     FROM usage_buckets WHERE rowid IN (SELECT value FROM json_each(?))
-     GROUP BY 2, session_id, node, customer_id, client_id, zone
-     ${ADD_ON_CONFLICT}`,
-    to, ms, ms, list,
-  );
+  yield* run(rollupFrom('usage_buckets WHERE rowid IN (SELECT value FROM json_each(?))'), to, USAGE_STEP_MS[to], USAGE_STEP_MS[to], list);
   yield* run('DELETE FROM usage_buckets WHERE rowid IN (SELECT value FROM json_each(?))', list);
   return ids.length;
 });
@@ -134,13 +129,7 @@ function* rollupUsage(from: UsageStep, to: UsageStep, olderThan: number, limit: 
        DELETE FROM usage_buckets WHERE ctid IN (
          SELECT ctid FROM usage_buckets WHERE step = ? AND start < ? ORDER BY start LIMIT ? FOR UPDATE SKIP LOCKED
        ) RETURNING *
-     ), added AS (
-       INSERT INTO usage_buckets (${COLUMNS})
-       SELECT CAST(? AS TEXT), (start / CAST(? AS BIGINT)) * CAST(? AS BIGINT), session_id, node, customer_id, client_id, zone, SUM(uploaded_bytes), SUM(downloaded_bytes)
-       FROM moved GROUP BY 2, session_id, node, customer_id, client_id, zone
-       ${ADD_ON_CONFLICT}
-       RETURNING 1
-     )
+     ), added AS (${rollupFrom('moved')} RETURNING 1)
      SELECT (SELECT COUNT(*) FROM moved) AS n, (SELECT COUNT(*) FROM added) AS _added`,
     from, olderThan, limit, to, USAGE_STEP_MS[to], USAGE_STEP_MS[to],
   );

@@ -88,8 +88,7 @@ function* insertFor(event: QueuedEvent, now: number, maxPending: number): Op<num
     if (!(JSON.parse(h.events) as string[]).includes(event.kind)) continue;
     const id = randomUUID();
     yield* run(
-      `INSERT INTO webhook_deliveries (id, webhook_id, customer_id, event_type, order_key, body, next_attempt_at, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO webhook_deliveries (id, webhook_id, customer_id, event_type, order_key, body, next_attempt_at, created_at) VALUES (${marks(8)})`,
       id, h.id, event.customerId, event.kind, event.orderKey, event.body(id), now, event.createdAt,
     );
     const dropped = yield* run(TRIM, h.id, h.id, maxPending);
@@ -166,9 +165,8 @@ function* complete(seq: number, o: DeliveryOutcome): Op<void> {
 }
 
 /** The newest `limit` deliveries of an endpoint, newest first. */
-function* deliveries(customerId: string, webhookId: string, limit: number): Op<DeliveryRow[]> {
-  return yield* all<DeliveryRow>(`SELECT ${COLUMNS} FROM webhook_deliveries d WHERE d.customer_id = ? AND d.webhook_id = ? ORDER BY d.seq DESC LIMIT ?`, customerId, webhookId, limit);
-}
+const deliveries = (customerId: string, webhookId: string, limit: number) =>
+  all<DeliveryRow>(`SELECT ${COLUMNS} FROM webhook_deliveries d WHERE d.customer_id = ? AND d.webhook_id = ? ORDER BY d.seq DESC LIMIT ?`, customerId, webhookId, limit);
 
 /**
  * Drops every lease at start on SQLite (one process per data folder: no lease can be live).
@@ -180,17 +178,14 @@ function* releaseLeases(): Op<void> {
 }
 
 /** Deletes up to `limit` finished (delivered or failed) deliveries created before `beforeIso`; returns how many. */
-function* prune(beforeIso: string, limit: number): Op<number> {
-  return yield* run(
-    `DELETE FROM webhook_deliveries WHERE seq IN (SELECT seq FROM webhook_deliveries WHERE status <> 'pending' AND created_at < ? LIMIT ?)`,
-    beforeIso,
-    limit,
-  );
-}
+const prune = (beforeIso: string, limit: number) => run(
+  `DELETE FROM webhook_deliveries WHERE seq IN (SELECT seq FROM webhook_deliveries WHERE status <> 'pending' AND created_at < ? LIMIT ?)`,
+  beforeIso,
+  limit,
+);
 
 /** The pending deliveries of an endpoint the server disabled: failed, not sent. */
-export function* failPending(webhookId: string): Op<number> {
-  return yield* run(`UPDATE webhook_deliveries SET status = 'failed', last_error = ?, lease_until = NULL WHERE webhook_id = ? AND status = 'pending'`, NOT_SENT_DISABLED, webhookId);
-}
+export const failPending = (webhookId: string) =>
+  run(`UPDATE webhook_deliveries SET status = 'failed', last_error = ?, lease_until = NULL WHERE webhook_id = ? AND status = 'pending'`, NOT_SENT_DISABLED, webhookId);
 
 export const deliveryOps = { enqueue, fanOut, claimDue, complete, deliveries, releaseLeases, prune };

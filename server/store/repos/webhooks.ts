@@ -8,7 +8,7 @@
 // failing at once count both failures, and only one disables).
 import type { Webhook } from '../../contract/webhooks.ts';
 import type { AsyncOps } from '../sql/op.ts';
-import { all, bool, get, run, tx, type Op } from '../sql/op.ts';
+import { allAs, bool, get, getAs, run, tx, type Op } from '../sql/op.ts';
 import { deliveryOps, failPending, rowLock } from './webhook-deliveries.ts';
 
 export type { DeliveryOutcome, DeliveryRow, DueDelivery, LoggedEvent, QueuedEvent } from './webhook-deliveries.ts';
@@ -26,11 +26,7 @@ export type WebhookRow = Omit<Webhook, 'events' | 'next_retry_at'> & {
   next_retry_at: number | null;
 };
 
-export interface WebhookPatch {
-  url?: string;
-  events?: string[];
-  enabled?: boolean;
-}
+export type WebhookPatch = Partial<Pick<WebhookRow, 'url' | 'events' | 'enabled'>>;
 
 /** When an endpoint is disabled: after `maxFailures` failed attempts in a row, or after failing for `maxFailingMs`. */
 export interface DisableRule {
@@ -38,10 +34,7 @@ export interface DisableRule {
   maxFailingMs: number;
 }
 
-export interface Health {
-  consecutive_failures: number;
-  failing_since: string | null;
-}
+export type Health = Pick<WebhookRow, 'consecutive_failures' | 'failing_since'>;
 
 /** One more failed attempt: the new counters, and the reason to disable the endpoint, if any. */
 export function afterFailure(h: Health, now: Date, rule: DisableRule): Health & { disabledReason: string | null } {
@@ -86,20 +79,15 @@ function* create(row: WebhookRow): Op<void> {
 }
 
 /** A customer's endpoints, oldest first. */
-function* list(customerId: string): Op<WebhookRow[]> {
-  return (yield* all<RawWebhook>(`SELECT ${READ_COLUMNS} FROM webhooks WHERE customer_id = ? ORDER BY created_at, id`, customerId)).map(toWebhook);
-}
+const list = (customerId: string) => allAs(toWebhook, `SELECT ${READ_COLUMNS} FROM webhooks WHERE customer_id = ? ORDER BY created_at, id`, customerId);
 
-function* getWebhook(customerId: string, id: string): Op<WebhookRow | undefined> {
-  const r = yield* get<RawWebhook>(`SELECT ${READ_COLUMNS} FROM webhooks WHERE customer_id = ? AND id = ?`, customerId, id);
-  return r && toWebhook(r);
-}
+const getWebhook = (customerId: string, id: string) =>
+  getAs(toWebhook, `SELECT ${READ_COLUMNS} FROM webhooks WHERE customer_id = ? AND id = ?`, customerId, id);
 
 /** Applies a patch; enabling an endpoint again clears what the server recorded of its failures. */
 const update = tx(function* (customerId: string, id: string, patch: WebhookPatch, now: string): Op<WebhookRow | undefined> {
-  const r = yield* get<RawWebhook>(`SELECT ${COLUMNS} FROM webhooks WHERE customer_id = ? AND id = ?${yield* rowLock()}`, customerId, id);
-  if (!r) return undefined;
-  const cur = toWebhook(r);
+  const cur = yield* getAs(toWebhook, `SELECT ${COLUMNS} FROM webhooks WHERE customer_id = ? AND id = ?${yield* rowLock()}`, customerId, id);
+  if (!cur) return undefined;
   const next = { ...cur, ...patch, updated_at: now };
   if (patch.enabled === true && !cur.enabled) Object.assign(next, { consecutive_failures: 0, failing_since: null, disabled_reason: null, disabled_at: null });
   yield* run(
@@ -128,9 +116,8 @@ function* recordSuccess(webhookId: string): Op<void> {
  * when this failure disabled it.
  */
 const recordFailure = tx(function* (webhookId: string, now: Date, rule: DisableRule, error: string): Op<WebhookRow | undefined> {
-  const r = yield* get<RawWebhook>(`SELECT ${COLUMNS} FROM webhooks WHERE id = ? AND enabled = ?${yield* rowLock()}`, webhookId, true);
-  if (!r) return undefined;
-  const cur = toWebhook(r);
+  const cur = yield* getAs(toWebhook, `SELECT ${COLUMNS} FROM webhooks WHERE id = ? AND enabled = ?${yield* rowLock()}`, webhookId, true);
+  if (!cur) return undefined;
   const h = afterFailure(cur, now, rule);
   const at = h.disabledReason ? now.toISOString() : null;
   yield* run(

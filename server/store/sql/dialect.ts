@@ -9,37 +9,21 @@ import type { Dialect, Notice } from './op.ts';
 
 const SQLITE_ISO = "'%Y-%m-%dT%H:%M:%fZ'";
 
-const FRAGMENTS: Record<Dialect, { now: string; ago: (n: string) => string; iso: (col: string) => string; seq: (alias: string) => string }> = {
+type Fragment = 'now' | 'ago' | 'iso' | 'seq';
+const FRAGMENTS: Record<Dialect, Record<Fragment, (arg: string) => string>> = {
   sqlite: {
-    now: `strftime(${SQLITE_ISO}, 'now')`,
+    now: () => `strftime(${SQLITE_ISO}, 'now')`,
     ago: (n) => `strftime(${SQLITE_ISO}, 'now', '-${n} seconds')`,
     iso: (col) => col,
     seq: (alias) => `${alias}.rowid`,
   },
   postgres: {
-    now: 'now()',
+    now: () => 'now()',
     ago: (n) => `(now() - make_interval(secs => ${n}))`,
     iso: (col) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`,
     seq: (alias) => `${alias}.seq`,
   },
 };
-
-function expand(sql: string, d: Dialect): string {
-  const f = FRAGMENTS[d];
-  return sql.replace(/\{(now|ago|iso|seq)(?::([A-Za-z0-9_.]+))?\}/g, (_m, name: string, arg = '') =>
-    name === 'now' ? f.now : name === 'ago' ? f.ago(arg) : name === 'iso' ? f.iso(arg) : f.seq(arg),
-  );
-}
-
-/** `?` placeholders numbered `$1..$n` (no `?` appears in the service's SQL otherwise). */
-function numbered(sql: string): string {
-  let i = 0;
-  return sql.replace(/\?/g, () => `$${++i}`);
-}
-
-function notifying(sql: string, n: Notice): string {
-  return `${sql} RETURNING pg_notify('${n.channel}', ${n.expr})`;
-}
 
 /** A per-dialect cache of translated statement texts. */
 export function sqlFor(d: Dialect): (sql: string, notice?: Notice) => string {
@@ -48,10 +32,11 @@ export function sqlFor(d: Dialect): (sql: string, notice?: Notice) => string {
     const key = notice ? `${sql}\u0000${notice.channel}\u0000${notice.expr}` : sql;
     let out = cache.get(key);
     if (out === undefined) {
-      out = expand(sql, d);
+      out = sql.replace(/\{(now|ago|iso|seq)(?::([A-Za-z0-9_.]+))?\}/g, (_m, name: Fragment, arg = '') => FRAGMENTS[d][name](arg));
       if (d === 'postgres') {
-        out = numbered(out);
-        if (notice) out = notifying(out, notice);
+        let i = 0;
+        out = out.replace(/\?/g, () => `$${++i}`); // no `?` appears in the service's SQL otherwise
+        if (notice) out += ` RETURNING pg_notify('${notice.channel}', ${notice.expr})`;
       }
       if (cache.size > 2000) cache.clear(); // IN lists of many lengths must not grow it for ever
       cache.set(key, out);

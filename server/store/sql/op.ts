@@ -48,6 +48,17 @@ export function* getCached<T>(sql: string, ...params: Param[]): Op<T | undefined
   return (yield { k: 'get', sql, params, cached: true }) as T | undefined;
 }
 
+/** Rows of a query, each as `map` makes it. */
+export function* allAs<R, T>(map: (r: R) => T, sql: string, ...params: Param[]): Op<T[]> {
+  return (yield* all<R>(sql, ...params)).map(map);
+}
+
+/** The first row of a query, if any, as `map` makes it. */
+export function* getAs<R, T>(map: (r: R) => T, sql: string, ...params: Param[]): Op<T | undefined> {
+  const r = yield* get<R>(sql, ...params);
+  return r === undefined ? undefined : map(r);
+}
+
 /** Runs a statement; returns how many rows it changed. */
 export function* run(sql: string, ...params: Param[]): Op<number> {
   return (yield { k: 'run', sql, params }) as number;
@@ -128,6 +139,12 @@ export class Where {
   }
 }
 
+/** `col = ?` for each of `cols` that `patch` sets (undefined: unchanged), with the values in order. */
+export function assignments<P extends object>(patch: P, cols: readonly (keyof P & string)[]): { sets: string[]; args: Param[] } {
+  const given = cols.filter((c) => patch[c] !== undefined);
+  return { sets: given.map((c) => `${c} = ?`), args: given.map((c) => patch[c] as Param) };
+}
+
 /** A boolean column (SQLite stores 0/1). Numbers need no conversion: both runners return them as numbers. */
 export const bool = (v: unknown): boolean => v === true || v === 1 || v === 1n;
 
@@ -144,10 +161,6 @@ export type AsyncOps<T extends OpTable> = { [K in keyof T]: (...a: Parameters<T[
 
 /** Every operation of `table` as a function that hands the operation to `exec` (a runner's run). */
 export function bindOps<T extends OpTable, R>(table: T, exec: (op: Op<unknown>) => R): Record<keyof T, (...args: never[]) => R> {
-  const out = {} as Record<keyof T, (...args: never[]) => R>;
-  for (const name of Object.keys(table) as (keyof T)[]) {
-    const make = table[name];
-    out[name] = (...args: never[]) => exec(make(...args));
-  }
-  return out;
+  const bound = Object.entries(table).map(([name, make]) => [name, (...args: never[]) => exec(make(...args))]);
+  return Object.fromEntries(bound) as Record<keyof T, (...args: never[]) => R>;
 }

@@ -5,7 +5,7 @@
 import type pg from 'pg';
 import { sqlFor } from './dialect.ts';
 import { bindOps, type AsyncOps, type Op, type OpTable, type Step } from './op.ts';
-import { mapDatabaseError } from '../pg/pool.ts';
+import { mapDatabaseError, releaseClient } from '../pg/pool.ts';
 import { CHANNELS } from './channels.ts';
 
 const BUMP_TOKENS = `UPDATE token_version SET version = version + 1 RETURNING pg_notify('${CHANNELS.tokens}', version::text)`;
@@ -32,14 +32,11 @@ export class PgRunner {
   private readonly onTokens: () => void;
   /** A connection inside a transaction the caller opened: every operation joins it. */
   private readonly joined: pg.PoolClient | null;
-  /** Statement texts and the names they are prepared under (nameOf). */
-  private readonly names: Map<string, string>;
 
   constructor(pool: pg.Pool, onTokens: () => void = () => {}, joined: pg.PoolClient | null = null) {
     this.pool = pool;
     this.onTokens = onTokens;
     this.joined = joined;
-    this.names = PREPARED;
   }
 
   async run<T>(op: Op<T>): Promise<T> {
@@ -47,15 +44,13 @@ export class PgRunner {
     try {
       let r = op.next();
       while (!r.done) {
-        let out: unknown;
-        try {
-          out = await this.step(r.value, state);
-        } catch (err) {
-          state.broken = err;
-          r = op.throw(err);
-          continue;
-        }
-        r = op.next(out);
+        r = await this.step(r.value, state).then(
+          (out) => op.next(out),
+          (err: unknown) => {
+            state.broken = err;
+            return op.throw(err);
+          },
+        );
       }
       if (state.tokens) this.onTokens();
       return r.value;
@@ -68,14 +63,10 @@ export class PgRunner {
     }
   }
 
-  private async query(state: Run, sql: string, params: unknown[]): Promise<pg.QueryResult> {
-    try {
-      const name = params.length ? this.nameOf(sql) : undefined;
-      const target = state.client ?? this.pool;
-      return await (name ? target.query({ name, text: sql, values: params }) : target.query(sql, params));
-    } catch (err) {
-      return mapDatabaseError(err);
-    }
+  private query(state: Run, sql: string, params: unknown[]): Promise<pg.QueryResult> {
+    const name = params.length ? this.nameOf(sql) : undefined;
+    const target = state.client ?? this.pool;
+    return (name ? target.query({ name, text: sql, values: params }) : target.query(sql, params)).catch(mapDatabaseError);
   }
 
   /**
@@ -83,37 +74,31 @@ export class PgRunner {
    * and executes); none past NAMED_MAX distinct texts (IN lists of many lengths stay unnamed).
    */
   private nameOf(sql: string): string | undefined {
-    let name = this.names.get(sql);
-    if (name === undefined && this.names.size < NAMED_MAX) {
-      name = `vad_${this.names.size}`;
-      this.names.set(sql, name);
+    let name = PREPARED.get(sql);
+    if (name === undefined && PREPARED.size < NAMED_MAX) {
+      name = `vad_${PREPARED.size}`;
+      PREPARED.set(sql, name);
     }
     return name;
   }
 
   private release(state: Run): void {
-    const b = state.broken;
-    // A connection error (not a statement's error: those carry a severity) destroys the connection.
-    state.client?.release(b instanceof Error && !('severity' in b) ? b : undefined);
+    if (state.client) releaseClient(state.client, state.broken);
     state.client = null;
   }
 
   private async step(s: Step, state: Run): Promise<unknown> {
+    if (s.k === 'all' || s.k === 'get' || s.k === 'run') {
+      const res = await this.query(state, this.text(s.sql, s.notify), s.params);
+      return s.k === 'all' ? res.rows : s.k === 'get' ? res.rows[0] : (res.rowCount ?? 0);
+    }
     switch (s.k) {
-      case 'all':
-        return (await this.query(state, this.text(s.sql, s.notify), s.params)).rows;
-      case 'get':
-        return (await this.query(state, this.text(s.sql, s.notify), s.params)).rows[0];
-      case 'run':
-        return (await this.query(state, this.text(s.sql, s.notify), s.params)).rowCount ?? 0;
       case 'begin':
         if (state.depth++ === 0) {
-          try {
-            state.client = await this.pool.connect();
-          } catch (err) {
+          state.client = await this.pool.connect().catch((err: unknown) => {
             state.depth = 0;
             return mapDatabaseError(err);
-          }
+          });
           await this.query(state, 'BEGIN', []);
         }
         return undefined;

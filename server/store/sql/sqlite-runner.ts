@@ -13,10 +13,7 @@ const CACHE_MAX = 2000;
 const bind = (p: Param): SQLInputValue => (typeof p === 'boolean' ? (p ? 1 : 0) : p);
 
 /** The parameters as node:sqlite binds them (booleans as 0/1); no copy when there is no boolean. */
-function args(params: Param[]): SQLInputValue[] {
-  for (let i = 0; i < params.length; i++) if (typeof params[i] === 'boolean') return params.map(bind);
-  return params as SQLInputValue[];
-}
+const args = (params: Param[]): SQLInputValue[] => (params.some((p) => typeof p === 'boolean') ? params.map(bind) : (params as SQLInputValue[]));
 
 /** A row as a plain object, as PostgreSQL's are (node:sqlite's rows have no prototype). */
 const plain = <T extends object>(row: T | undefined): T | undefined => row && { ...row };
