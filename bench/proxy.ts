@@ -1,6 +1,7 @@
 // Proxy-port benchmark (not a test): `npm run bench -- proxy`.
 // Our proxy port (HTTP and SOCKS5, a data plane in a child process with a session, counting on)
-// beside Debian's tinyproxy (HTTP, Basic auth on) and microsocks (SOCKS5, user/password on),
+// beside Debian's tinyproxy and squid (HTTP, Basic auth on) and microsocks (SOCKS5, user/password
+// on) and dante (SOCKS5 without authentication: its password check needs a system account),
 // carrying the same load in the same run against the same local HTTP target:
 //   - requests/s of small (1 KiB) GETs, one request per connection (our proxy closes after each
 //     answer), CONCURRENCY connections at a time: absolute-URI through the HTTP proxies, and
@@ -9,10 +10,10 @@
 //     forwards the first chunk to the target and pipes), the floor a Node proxy starts from;
 //   - throughput of a FILE_MIB download with curl through an HTTP CONNECT tunnel and SOCKS5
 //     CONNECT (best of TRANSFERS).
-// A baseline whose binary is missing is skipped with a message (apt-get install tinyproxy microsocks).
+// A baseline whose binary is missing is skipped with a message (apt-get install tinyproxy microsocks squid dante-server).
 // Env: BENCH_SECONDS per request figure (5), BENCH_CONCURRENCY (32), BENCH_FILE_MIB (256), BENCH_TRANSFERS (3).
-import { spawn, execFile, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync, execFile, type ChildProcess } from 'node:child_process';
+import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { connect, createServer as createNetServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -59,19 +60,20 @@ async function freePort(): Promise<number> {
 }
 
 /** The bytes a client sends for one small GET: plain through an HTTP proxy, or after a SOCKS5 handshake. */
-type Script = { first: Buffer; socks?: { auth: Buffer; request: Buffer; get: Buffer } };
+type Script = { first: Buffer; socks?: { auth?: Buffer; request: Buffer; get: Buffer } };
 
 function httpScript(targetPort: number, user: string, pass: string): Script {
   const auth = Buffer.from(`${user}:${pass}`).toString('base64');
   return { first: Buffer.from(`GET http://127.0.0.1:${targetPort}/small HTTP/1.1\r\nHost: 127.0.0.1:${targetPort}\r\nProxy-Authorization: Basic ${auth}\r\nConnection: close\r\n\r\n`) };
 }
 
-function socksScript(targetPort: number, user: string, pass: string): Script {
-  const u = Buffer.from(user), p = Buffer.from(pass);
+/** SOCKS5 with RFC 1929 user/password, or without authentication when `user` is null. */
+function socksScript(targetPort: number, user: string | null, pass = ''): Script {
+  const u = Buffer.from(user ?? ''), p = Buffer.from(pass);
   return {
-    first: Buffer.from([5, 1, 2]),
+    first: Buffer.from([5, 1, user === null ? 0 : 2]),
     socks: {
-      auth: Buffer.concat([Buffer.from([1, u.length]), u, Buffer.from([p.length]), p]),
+      auth: user === null ? undefined : Buffer.concat([Buffer.from([1, u.length]), u, Buffer.from([p.length]), p]),
       request: Buffer.from([5, 1, 0, 1, 127, 0, 0, 1, targetPort >> 8, targetPort & 255]),
       get: Buffer.from(`GET /small HTTP/1.1\r\nHost: 127.0.0.1:${targetPort}\r\nConnection: close\r\n\r\n`),
     },
@@ -82,21 +84,19 @@ function socksScript(targetPort: number, user: string, pass: string): Script {
 function once1(port: number, s: Script): Promise<number> {
   return new Promise((resolve) => {
     const sock = connect(port, '127.0.0.1');
+    // SOCKS5: each answer's size (method 2, auth status 2, reply 10 for IPv4) and what follows it.
+    const steps = s.socks ? [...(s.socks.auth ? [{ need: 2, send: s.socks.auth }] : []), { need: 2, send: s.socks.request }, { need: 10, send: s.socks.get }] : [];
     let got = 0, stage = 0, pending = 0;
     sock.setNoDelay(true);
     sock.on('connect', () => sock.write(s.first));
     sock.on('data', (b: Buffer) => {
-      if (!s.socks || stage === 3) { got += b.length; return; }
-      // SOCKS5: method (2), auth status (2), reply (10 for IPv4), then the answer
+      if (stage === steps.length) { got += b.length; return; }
       pending += b.length;
-      const need = [2, 2, 10];
-      while (stage < 3 && pending >= need[stage]) {
-        pending -= need[stage];
-        stage++;
-        if (stage === 1) sock.write(s.socks.auth);
-        if (stage === 2) sock.write(s.socks.request);
-        if (stage === 3) { sock.write(s.socks.get); got += pending; }
+      while (stage < steps.length && pending >= steps[stage].need) {
+        pending -= steps[stage].need;
+        sock.write(steps[stage++].send);
       }
+      if (stage === steps.length) got += pending;
     });
     sock.on('error', () => {});
     sock.on('close', () => resolve(got));
@@ -140,6 +140,36 @@ function line(name: string, ours: number, unit: string, base: { name: string; va
   console.log(`${name.padEnd(40)} ${fmt(ours).padStart(8)} ${unit} | ${right}`);
 }
 
+/** The Debian proxies to measure against (each skipped when not installed). */
+async function startBaselines(dir: string, cleanup: (() => void)[]): Promise<Partial<Record<'tiny' | 'micro' | 'squid' | 'dante', number>>> {
+  const ports: Partial<Record<'tiny' | 'micro' | 'squid' | 'dante', number>> = {};
+  const start = async (key: keyof typeof ports, bin: string, args: (port: number) => string[], conf?: (port: number) => [string, string]) => {
+    if (!existsSync(bin)) return console.log(`${bin} not installed (apt-get install -y tinyproxy microsocks squid dante-server): that baseline is skipped`);
+    const port = await freePort();
+    if (conf) writeFileSync(...conf(port));
+    const p = await daemon(bin, args(port), port);
+    cleanup.push(() => p.kill());
+    ports[key] = port;
+  };
+  const file = (name: string) => join(dir, name);
+  await start('tiny', '/usr/bin/tinyproxy', () => ['-d', '-c', file('tinyproxy.conf')], (port) => [file('tinyproxy.conf'), `Port ${port}\nListen 127.0.0.1\nTimeout 600\nMaxClients 1024\nLogLevel Critical\nDisableViaHeader Yes\nBasicAuth bench bench\n`]);
+  await start('micro', '/usr/bin/microsocks', (port) => ['-i', '127.0.0.1', '-p', String(port), '-u', 'bench', '-P', 'bench']);
+  // squid runs its workers as the `proxy` user: the folder it writes must be theirs to write.
+  chmodSync(dir, 0o777);
+  writeFileSync(file('squid.passwd'), `bench:${spawnSync('openssl', ['passwd', '-apr1', 'bench'], { encoding: 'utf8' }).stdout.trim()}\n`);
+  await start('squid', '/usr/sbin/squid', () => ['-N', '-f', file('squid.conf')], (port) => [file('squid.conf'), [
+    `http_port 127.0.0.1:${port}`, `auth_param basic program /usr/lib/squid/basic_ncsa_auth ${file('squid.passwd')}`, 'acl authed proxy_auth REQUIRED',
+    'http_access allow authed', 'http_access deny all', 'cache deny all', 'access_log none', `cache_log ${file('squid.log')}`, `pid_filename ${file('squid.pid')}`, 'shutdown_lifetime 0 seconds', '',
+  ].join('\n')]);
+  // dante checks user/password against the system's accounts (PAM): rather than make one, it runs
+  // without authentication, which only favours it.
+  await start('dante', '/usr/sbin/danted', () => ['-f', file('danted.conf')], (port) => [file('danted.conf'), [
+    `logoutput: ${file('danted.log')}`, `internal: 127.0.0.1 port = ${port}`, 'external: 127.0.0.1', 'socksmethod: none', 'user.privileged: root', 'user.unprivileged: nobody',
+    'client pass { from: 127.0.0.0/8 to: 0.0.0.0/0 }', 'socks pass { from: 127.0.0.0/8 to: 0.0.0.0/0 command: connect }', '',
+  ].join('\n')]);
+  return ports;
+}
+
 async function main(): Promise<void> {
   const cleanup: (() => void)[] = [];
   const dir = mkdtempSync(join(tmpdir(), 'vad-bench-proxy-'));
@@ -151,19 +181,7 @@ async function main(): Promise<void> {
     const ours = await child(process.execPath, [self, '--ours']);
     cleanup.push(() => ours.proc.kill());
     const tp = target.info.port as number, op = ours.info.proxyPort as number, id = ours.info.id as string;
-    let tiny: number | undefined, micro: number | undefined;
-    if (existsSync('/usr/bin/tinyproxy')) {
-      tiny = await freePort();
-      const conf = join(dir, 'tinyproxy.conf');
-      writeFileSync(conf, `Port ${tiny}\nListen 127.0.0.1\nTimeout 600\nMaxClients 1024\nLogLevel Critical\nDisableViaHeader Yes\nBasicAuth bench bench\n`);
-      const p = await daemon('/usr/bin/tinyproxy', ['-d', '-c', conf], tiny);
-      cleanup.push(() => p.kill());
-    } else console.log('tinyproxy not installed (apt-get install -y tinyproxy): the HTTP baseline is skipped');
-    if (existsSync('/usr/bin/microsocks')) {
-      micro = await freePort();
-      const p = await daemon('/usr/bin/microsocks', ['-i', '127.0.0.1', '-p', String(micro), '-u', 'bench', '-P', 'bench'], micro);
-      cleanup.push(() => p.kill());
-    } else console.log('microsocks not installed (apt-get install -y microsocks): the SOCKS5 baseline is skipped');
+    const { tiny, micro, squid, dante } = await startBaselines(dir, cleanup);
 
     console.log(`\n== proxy port: ${CONCURRENCY} connections, one 1 KiB GET per connection, ${SECONDS} s each ==`);
     await requestsPerSecond(op, httpScript(tp, id, id)); // warm-up
@@ -178,7 +196,11 @@ async function main(): Promise<void> {
     const oursSocks = await requestsPerSecond(op, socksScript(tp, id, id));
     const microSocks = micro ? await requestsPerSecond(micro, socksScript(tp, 'bench', 'bench')) : undefined;
     line('SOCKS5 CONNECT + GET, ours', oursSocks.rps, 'req/s', microSocks ? { name: 'microsocks', value: microSocks.rps } : 'microsocks skipped');
-    console.log(`failed requests: ours http ${oursHttp.failed}, ours socks5 ${oursSocks.failed}, tinyproxy ${tinyHttp?.failed ?? '-'}, microsocks ${microSocks?.failed ?? '-'}`);
+    const squidHttp = squid ? await requestsPerSecond(squid, httpScript(tp, 'bench', 'bench')) : undefined;
+    line('absolute-URI GET, ours', oursHttp.rps, 'req/s', squidHttp ? { name: 'squid', value: squidHttp.rps } : 'squid skipped');
+    const danteSocks = dante ? await requestsPerSecond(dante, socksScript(tp, null)) : undefined;
+    line('SOCKS5 CONNECT + GET, ours', oursSocks.rps, 'req/s', danteSocks ? { name: 'dante (no auth)', value: danteSocks.rps } : 'dante skipped');
+    console.log(`failed requests: ours http ${oursHttp.failed}, ours socks5 ${oursSocks.failed}, tinyproxy ${tinyHttp?.failed ?? '-'}, microsocks ${microSocks?.failed ?? '-'}, squid ${squidHttp?.failed ?? '-'}, dante ${danteSocks?.failed ?? '-'}`);
 
     console.log(`\n== ${FILE_MIB} MiB download with curl, best of ${TRANSFERS} ==`);
     const url = `http://127.0.0.1:${tp}/big`;
@@ -189,6 +211,10 @@ async function main(): Promise<void> {
     const oursS5 = await best(['--socks5', `127.0.0.1:${op}`, '--proxy-user', `${id}:${id}`, url]);
     const microS5 = micro ? await best(['--socks5', `127.0.0.1:${micro}`, '--proxy-user', 'bench:bench', url]) : undefined;
     line('SOCKS5 CONNECT, ours', oursS5, 'MiB/s', microS5 ? { name: 'microsocks', value: microS5 } : 'microsocks skipped');
+    const squidConnect = squid ? await best(['-p', '-x', `http://127.0.0.1:${squid}`, '-U', 'bench:bench', url]) : undefined;
+    line('HTTP CONNECT tunnel, ours', oursConnect, 'MiB/s', squidConnect ? { name: 'squid', value: squidConnect } : 'squid skipped');
+    const danteS5 = dante ? await best(['--socks5', `127.0.0.1:${dante}`, url]) : undefined;
+    line('SOCKS5 CONNECT, ours', oursS5, 'MiB/s', danteS5 ? { name: 'dante (no auth)', value: danteS5 } : 'dante skipped');
     line('direct (ceiling)', direct, 'MiB/s', 'no proxy');
   } finally {
     for (const c of cleanup.reverse()) c();
