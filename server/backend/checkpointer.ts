@@ -63,6 +63,8 @@ export function startCheckpointer(db: DatabaseSync, file: string, log: Logger, e
   });
   const ended = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
   return async () => {
+    // Held while it ends: a process closing its server must not exit before the rest of its close.
+    worker.ref();
     worker.postMessage('stop');
     await ended;
   };
