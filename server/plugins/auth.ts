@@ -16,7 +16,7 @@ declare module 'fastify' {
   interface FastifyRequest {
     auth: AuthContext | null;
     /** The rate limiter's look-up of the request's token (http/v2-guard.ts), reused by the auth hook. */
-    tokenFound: { token: string; found: ReturnType<TokenFinder['find']> } | null;
+    tokenFound: { header: string | string[] | undefined; token: string; found: ReturnType<TokenFinder['find']> } | null;
   }
   interface FastifyContextConfig {
     /** Routes that answer without a token (the OpenAPI document). */
@@ -96,11 +96,13 @@ export interface TokenFinder {
 export function authenticate(tokens: TokenFinder) {
   return async function authHook(request: FastifyRequest): Promise<void> {
     if (request.routeOptions.config?.public) return;
-    const token = extractToken(request.headers.authorization);
-    if (!token) {
-      throw new ApiError('unauthorized', request.headers.authorization ? 'The Authorization header is malformed.' : 'An API token is required (Authorization: Bearer <token>).');
-    }
+    const header = request.headers.authorization;
+    // The limiter's look-up of this very header (its token already extracted), else our own.
     const looked = request.tokenFound;
+    const token = looked && looked.header === header ? looked.token : extractToken(header);
+    if (!token) {
+      throw new ApiError('unauthorized', header ? 'The Authorization header is malformed.' : 'An API token is required (Authorization: Bearer <token>).');
+    }
     const found = looked && looked.token === token ? looked.found : tokens.find(token);
     const info = found instanceof Promise ? await found : found;
     if (!info) throw new ApiError('unauthorized', 'The API token is not valid.');
