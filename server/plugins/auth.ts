@@ -97,7 +97,9 @@ export function authenticate(tokens: TokenFinder) {
   // A callback hook, not an async one: on SQLite the look-up answers at once and the request
   // goes on without a promise and a turn of the microtask queue; PostgreSQL's look-up is awaited.
   return function authHook(request: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void): void {
-    if (request.routeOptions.config?.public) return done();
+    // routeOptions is built anew on every read: read once.
+    const config = request.routeOptions.config;
+    if (config?.public) return done();
     const header = request.headers.authorization;
     // The limiter's look-up of this very header (its token already extracted), else our own.
     const looked = request.tokenFound;
@@ -107,18 +109,17 @@ export function authenticate(tokens: TokenFinder) {
     }
     const found = looked && looked.token === token ? looked.found : tokens.find(token);
     if (found instanceof Promise) {
-      found.then((info) => done(admit(request, info)), done);
+      found.then((info) => done(admit(request, info, config?.ownerOnly)), done);
       return;
     }
-    done(admit(request, found));
+    done(admit(request, found, config?.ownerOnly));
   };
 }
 
 /** Sets request.auth from the token found; the refusal when there is none or its role may not use the route. */
-function admit(request: FastifyRequest, info: TokenInfo | undefined): ApiError | undefined {
+function admit(request: FastifyRequest, info: TokenInfo | undefined, resource: string | true | undefined): ApiError | undefined {
   if (!info) return new ApiError('unauthorized', 'The API token is not valid.');
   request.auth = { customerId: info.customer_id, customerName: info.customer_name, role: info.role, tokenId: info.id };
-  const resource = request.routeOptions.config?.ownerOnly;
   if (resource && info.role !== 'owner') {
     const what = resource === true ? 'use this route' : `manage ${resource}`;
     return new ApiError('forbidden', `This token may not ${what}; an owner token is required.`, { role: info.role, ...(resource === true ? {} : { resource }) });
