@@ -75,8 +75,9 @@ async function assemble(opts: ServerOptions, config: ResolvedConfig, tls: TlsCer
   installBodyParsing(app);
   installErrorHandling(app, services.log);
   if (opts.logRequests) {
-    app.addHook('onResponse', async (request, reply) => {
+    app.addHook('onResponse', (request, reply, done) => {
       services.log.info(`${request.method} ${redactIds(request.url)} ${reply.statusCode} ${reply.elapsedTime.toFixed(1)}ms`);
+      done();
     });
   }
   await registerRoutes(app, opts, config, services, guard);

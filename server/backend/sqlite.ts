@@ -4,15 +4,19 @@
 import type { Logger } from '../domain.ts';
 import { EventBus } from '../events/bus.ts';
 import type { Metrics } from '../metrics.ts';
-import { timedStore } from '../metrics.ts';
+import { timedSettled, timedStore } from '../metrics.ts';
 import { TokenCache } from '../plugins/auth.ts';
 import { sqliteControlStore } from '../store/control.ts';
-import { openDatabase } from '../store/db.ts';
+import { DB_FILE, openDatabase } from '../store/db.ts';
 import { takeDataDir } from '../store/recovery.ts';
 import { Store } from '../store/store.ts';
+import { STORE_OPS } from '../store/ops.ts';
 import { subscriptionOps } from '../store/repos/subscriptions.ts';
 import { webhookOps } from '../store/repos/webhooks.ts';
 import { bindSettled } from '../store/sql/sqlite-runner.ts';
+import { groupedCreations } from './group-commit.ts';
+import { startCheckpointer } from './checkpointer.ts';
+import { join } from 'node:path';
 import type { Backend } from './types.ts';
 
 export function openSqlite(dataDir: string, metrics: Metrics, log: Logger): Backend {
@@ -22,9 +26,17 @@ export function openSqlite(dataDir: string, metrics: Metrics, log: Logger): Back
   // starting must not close the sessions they carry. When the folder is in use (or the repair
   // fails), takeDataDir closes the database itself and throws its own error.
   const releaseDataDir = takeDataDir(dataDir, store, log);
+  // WAL checkpoints in a worker thread, not in the commit of a request (checkpointer.ts).
+  const stopCheckpoints = startCheckpointer(store.db, join(dataDir, DB_FILE), log);
   return {
     database: 'sqlite',
-    data: timedStore(sqliteControlStore(store), metrics),
+    // Each operation timed around its synchronous run; session creations asked for together
+    // share one commit (group-commit.ts), timed when it settles.
+    data: Object.assign(
+      sqliteControlStore(store),
+      timedSettled(store as unknown as Record<string, unknown>, Object.keys(STORE_OPS), metrics),
+      timedStore({ createSession: groupedCreations(store) }, metrics),
+    ),
     events: {
       eventsAfter: (customerId, afterId, filter, limit) => store.eventsAfter(customerId, afterId, filter, limit),
       subscribe: (sub) => bus.subscribe(sub),
@@ -45,6 +57,7 @@ export function openSqlite(dataDir: string, metrics: Metrics, log: Logger): Back
     clusterKey: null,
     drain: async () => {},
     close: async () => {
+      await stopCheckpoints();
       store.db.close();
       releaseDataDir();
     },

@@ -47,10 +47,12 @@ export async function registerMetrics(app: FastifyInstance, metrics: Metrics, to
     }
   };
 
-  app.addHook('onResponse', async (request, reply) => {
+  // A callback hook: no promise per request.
+  app.addHook('onResponse', (request, reply, done) => {
     // The route's pattern (never the raw URL: ids would make a series per session).
     const route = request.routeOptions.url ?? 'unmatched';
     metrics.request(request.method, route, reply.statusCode, reply.elapsedTime / 1000);
+    done();
   });
 
   app.get(METRICS_PATH, {

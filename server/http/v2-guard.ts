@@ -54,12 +54,13 @@ export class V2Guard {
           // A store failure here (the database gone) still counts the request, per address; the
           // auth hook then meets the same failure and answers 500 (logged), with the limit headers.
           keyGenerator: (req: FastifyRequest) => {
-            const token = extractToken(req.headers.authorization);
+            const header = req.headers.authorization;
+            const token = extractToken(header);
             let found: ReturnType<TokenFinder['find']> | undefined;
             try {
               found = token ? tokens.find(token) : undefined;
               // The auth hook takes this look-up over instead of making its own.
-              if (token) req.tokenFound = { token, found };
+              if (token) req.tokenFound = { header, token, found };
             } catch {
               found = undefined;
             }

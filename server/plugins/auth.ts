@@ -1,6 +1,6 @@
 // Token authentication for the /v2 subtree. Both `Authorization: Bearer <token>` (scheme
 // case-insensitive) and `Authorization: <token>` are accepted; tokens are looked up by hash.
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../contract/errors.ts';
 import type { Role, Store, TokenInfo } from '../store/store.ts';
 
@@ -16,7 +16,7 @@ declare module 'fastify' {
   interface FastifyRequest {
     auth: AuthContext | null;
     /** The rate limiter's look-up of the request's token (http/v2-guard.ts), reused by the auth hook. */
-    tokenFound: { token: string; found: ReturnType<TokenFinder['find']> } | null;
+    tokenFound: { header: string | string[] | undefined; token: string; found: ReturnType<TokenFinder['find']> } | null;
   }
   interface FastifyContextConfig {
     /** Routes that answer without a token (the OpenAPI document). */
@@ -94,23 +94,37 @@ export interface TokenFinder {
 }
 
 export function authenticate(tokens: TokenFinder) {
-  return async function authHook(request: FastifyRequest): Promise<void> {
-    if (request.routeOptions.config?.public) return;
-    const token = extractToken(request.headers.authorization);
-    if (!token) {
-      throw new ApiError('unauthorized', request.headers.authorization ? 'The Authorization header is malformed.' : 'An API token is required (Authorization: Bearer <token>).');
-    }
+  // A callback hook, not an async one: on SQLite the look-up answers at once and the request
+  // goes on without a promise and a turn of the microtask queue; PostgreSQL's look-up is awaited.
+  return function authHook(request: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void): void {
+    // routeOptions is built anew on every read: read once.
+    const config = request.routeOptions.config;
+    if (config?.public) return done();
+    const header = request.headers.authorization;
+    // The limiter's look-up of this very header (its token already extracted), else our own.
     const looked = request.tokenFound;
-    const found = looked && looked.token === token ? looked.found : tokens.find(token);
-    const info = found instanceof Promise ? await found : found;
-    if (!info) throw new ApiError('unauthorized', 'The API token is not valid.');
-    request.auth = { customerId: info.customer_id, customerName: info.customer_name, role: info.role, tokenId: info.id };
-    const resource = request.routeOptions.config?.ownerOnly;
-    if (resource && info.role !== 'owner') {
-      const what = resource === true ? 'use this route' : `manage ${resource}`;
-      throw new ApiError('forbidden', `This token may not ${what}; an owner token is required.`, { role: info.role, ...(resource === true ? {} : { resource }) });
+    const token = looked && looked.header === header ? looked.token : extractToken(header);
+    if (!token) {
+      return done(new ApiError('unauthorized', header ? 'The Authorization header is malformed.' : 'An API token is required (Authorization: Bearer <token>).'));
     }
+    const found = looked && looked.token === token ? looked.found : tokens.find(token);
+    if (found instanceof Promise) {
+      found.then((info) => done(admit(request, info, config?.ownerOnly)), done);
+      return;
+    }
+    done(admit(request, found, config?.ownerOnly));
   };
+}
+
+/** Sets request.auth from the token found; the refusal when there is none or its role may not use the route. */
+function admit(request: FastifyRequest, info: TokenInfo | undefined, resource: string | true | undefined): ApiError | undefined {
+  if (!info) return new ApiError('unauthorized', 'The API token is not valid.');
+  request.auth = { customerId: info.customer_id, customerName: info.customer_name, role: info.role, tokenId: info.id };
+  if (resource && info.role !== 'owner') {
+    const what = resource === true ? 'use this route' : `manage ${resource}`;
+    return new ApiError('forbidden', `This token may not ${what}; an owner token is required.`, { role: info.role, ...(resource === true ? {} : { resource }) });
+  }
+  return undefined;
 }
 
 /** The caller's context inside a handler; the auth hook guarantees it on non-public routes. */

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { openDatabase } from '../../server/store/db.ts';
 import { Store } from '../../server/store/store.ts';
-import { withStore } from '../helpers/server.ts';
+import { removeDir, tempDir, withStore } from '../helpers/server.ts';
 
 test('cached reads of limits, clients and sessions follow every write', () => {
   withStore((store) => {
@@ -40,21 +40,31 @@ test('cached reads of limits, clients and sessions follow every write', () => {
   });
 });
 
-test('a commit by another connection (another process) is seen by the next cached read', () => {
-  withStore((store) => {
+test('a commit by another connection (another process) is seen by the cached reads of the next turn', async () => {
+  const dir = tempDir('vad-read-cache-');
+  const store = new Store(openDatabase(dir));
+  try {
     const { info } = store.createToken('acme', 'owner');
     const c = info.customer_id;
     store.patchLimits(c, 'session', { max_sessions: 2 });
     assert.equal(store.getLimits(c, 'session')?.max_sessions, 2);
-    const dir = store.db.location()!.replace(/\/[^/]+$/, '');
     const other = new Store(openDatabase(dir));
     try {
       other.patchLimits(c, 'session', { max_sessions: 5 });
+      // data_version is read once per turn of the event loop: a request arriving after the
+      // commit is handled in a later turn.
+      await new Promise((resolve) => setImmediate(resolve));
       assert.equal(store.getLimits(c, 'session')?.max_sessions, 5);
+      other.patchLimits(c, 'session', { max_sessions: 6 });
+      await new Promise((resolve) => setImmediate(resolve));
+      assert.equal(store.getLimits(c, 'session')?.max_sessions, 6);
     } finally {
       other.db.close();
     }
-  });
+  } finally {
+    store.db.close();
+    removeDir(dir);
+  }
 });
 
 test('reads inside a transaction see its own uncommitted writes, and a rollback leaves nothing cached', () => {

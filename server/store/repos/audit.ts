@@ -69,10 +69,12 @@ const AUDIT_COLUMNS = 'id, created_at, actor_token_id, actor_role, action, targe
 const AUDIT_INSERT_COLUMNS = 'customer_id, created_at, actor_token_id, actor_role, action, target_type, target_id, session_id, client_id, before_json, after_json';
 const json = (v: unknown): string | null => (v === undefined ? null : JSON.stringify(v));
 
+const AUDIT_INSERT = `INSERT INTO audit_log (${AUDIT_INSERT_COLUMNS}) VALUES (${marks(11)}) RETURNING id`;
+
 /** Records one change; returns its id. */
 function* recordAudit(a: AuditInsert): Op<number> {
   const r = yield* get<{ id: number }>(
-    `INSERT INTO audit_log (${AUDIT_INSERT_COLUMNS}) VALUES (${marks(11)}) RETURNING id`,
+    AUDIT_INSERT,
     a.customer_id, a.created_at, a.actor_token_id, a.actor_role, a.action, a.target_type, a.target_id, a.session_id, a.client_id, json(a.before), json(a.after),
   );
   return r!.id;

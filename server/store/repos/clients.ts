@@ -53,8 +53,10 @@ function toClientRow(r: Raw): ClientRow {
   };
 }
 
+const CLIENT_OF = `SELECT ${COLUMNS} FROM clients WHERE customer_id = ? AND client_id = ?`;
+
 function* getClient(customerId: string, clientId: string): Op<ClientRow | undefined> {
-  const r = yield* getCached<Raw>(`SELECT ${COLUMNS} FROM clients WHERE customer_id = ? AND client_id = ?`, customerId, clientId);
+  const r = yield* getCached<Raw>(CLIENT_OF, customerId, clientId);
   return r ? toClientRow(r) : undefined;
 }
 

@@ -46,9 +46,11 @@ const expireIdleSessions = (nowIso: string) =>
 
 const getSession = (id: string) => getAs(toSessionRow, `SELECT ${SESSION_COLUMNS} FROM sessions WHERE id = ?`, id);
 
+const SESSION_OF = `SELECT ${SESSION_COLUMNS} FROM sessions WHERE id = ? AND customer_id = ?`;
+
 /** The session only when it belongs to this customer: another customer's id is "not found". */
 function* getSessionOf(customerId: string, id: string): Op<SessionRow | undefined> {
-  const r = yield* getCached<RawSession>(`SELECT ${SESSION_COLUMNS} FROM sessions WHERE id = ? AND customer_id = ?`, id, customerId);
+  const r = yield* getCached<RawSession>(SESSION_OF, id, customerId);
   return r && toSessionRow(r);
 }
 

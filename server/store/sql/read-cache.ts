@@ -22,7 +22,9 @@ function readTables(sql: string): string[] {
 }
 
 export class ReadCache {
-  private readonly entries = new Map<string, object | undefined>();
+  /** By statement text, then by parameters: the text (the same string every call) hashes once. */
+  private readonly entries = new Map<string, Map<string, object | undefined>>();
+  private size = 0;
   /** Tables some cached entry read: a write to one of them drops the cache. */
   private readonly watched = new Set<string>();
   private readonly writes = new Map<string, string[]>();
@@ -34,8 +36,8 @@ export class ReadCache {
     this.dataVersion = dataVersion;
   }
 
-  private key(sql: string, params: Param[]): string {
-    let k = sql;
+  private key(params: Param[]): string {
+    let k = '';
     for (const p of params) k += `\u0000${typeof p}:${String(p)}`;
     return k;
   }
@@ -48,21 +50,27 @@ export class ReadCache {
       this.clear();
       return null;
     }
-    const k = this.key(sql, params);
-    if (!this.entries.has(k)) return null;
-    const row = this.entries.get(k);
+    const rows = this.entries.get(sql);
+    if (!rows) return null;
+    const k = this.key(params);
+    if (!rows.has(k)) return null;
+    const row = rows.get(k);
     return row && { ...row };
   }
 
   store(sql: string, params: Param[], row: object | undefined): void {
-    if (this.entries.size >= MAX_ENTRIES) this.clear();
+    if (this.size >= MAX_ENTRIES) this.clear();
     for (const t of readTables(sql)) this.watched.add(t);
-    this.entries.set(this.key(sql, params), row && { ...row });
+    let rows = this.entries.get(sql);
+    if (!rows) this.entries.set(sql, (rows = new Map()));
+    const k = this.key(params);
+    if (!rows.has(k)) this.size++;
+    rows.set(k, row && { ...row });
   }
 
   /** A statement of this process ran: drops the cache when it may have written a watched table. */
   ran(sql: string): void {
-    if (this.entries.size === 0) return;
+    if (this.size === 0) return;
     let tables = this.writes.get(sql);
     if (!tables) {
       tables = writtenTables(sql);
@@ -79,6 +87,7 @@ export class ReadCache {
 
   clear(): void {
     this.entries.clear();
+    this.size = 0;
     this.watched.clear();
   }
 }
