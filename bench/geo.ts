@@ -137,6 +137,7 @@ async function main(): Promise<void> {
       sao$.push((cpuOf(sao.child.pid) - before[0]) / gib);
       syd$?.push((cpuOf(syd.child.pid) - before[1]) / gib);
     };
+    console.log(`  measuring: São Paulo node pid ${sao.child.pid}, Sydney node pid ${syd.child.pid}`);
     const window = [process.hrtime.bigint() / 1000n];
     for (let i = 0; i < GEO_RUNS; i++) {
       if (ONLY !== 'relayed') await measured('-cc-BR', direct, cpu.directSao);
