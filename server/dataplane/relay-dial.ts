@@ -79,6 +79,7 @@ export class RelayRefused extends Error {
  */
 export function openRelay(route: Extract<GeoRoute, { via: 'relay' }>, request: object, timeoutMs: number, reads?: GatheredReads): Promise<{ tls: TLSSocket; rest: Buffer }> {
   return new Promise((resolve, reject) => {
+    // `onread` is passed on to the socket by tls.connect (node's lib/_tls_wrap.js), though @types/node does not list it
     const tls = tlsConnect({ host: route.host, port: route.port, rejectUnauthorized: false, ALPNProtocols: ['vad-relay'], ...(reads ? { onread: reads.onread } : {}) });
     let settled = false;
     const fail = (err: Error) => {
