@@ -34,6 +34,13 @@ const IDLE_MS = 300_000;
 const MAX_HEAD = 4096;
 /** Relayed connections open at once (dialling or piping); over it new ones are refused. */
 const MAX_OPEN = 4096;
+/**
+ * Reads of the destination (up to 512 KiB each) a relayed connection may have waiting to be
+ * encrypted and written before the destination is paused: two, so the next is read while one is
+ * written (a TLS write completes one event-loop round later at the earliest; with one, the
+ * destination stood still for that round after every read).
+ */
+const DOWN_QUEUE = 2;
 
 export interface RelayServerOptions {
   cert: string;
@@ -183,7 +190,7 @@ function sourceOf(l: Listener, slot: number | undefined): string | undefined {
  * Dials the destination, answers `OK`, then relays both ways, tallied for the entry: the
  * entry's bytes piped to the destination; the destination's read in the dialler's large pooled
  * buffers (outbound.ts) and written to the TLS socket as they come (each buffer recycled once
- * written), the destination paused while the TLS socket is full.
+ * written), the destination paused while DOWN_QUEUE of them wait to be written.
  */
 function relay(l: Listener, sock: TLSSocket, req: Request & { host: string; port: number }, rest: Buffer): void {
   const localAddress = sourceOf(l, req.slot);
@@ -193,17 +200,14 @@ function relay(l: Listener, sock: TLSSocket, req: Request & { host: string; port
       if (sock.destroyed) return void out.destroy();
       const t = l.carriage.tally(req.from, req.session);
       t.open++;
-      let full = false;
-      const writable = () => {
-        full = false;
-        out.resume();
-      };
+      let queued = 0;
       down = (b, release) => {
         t.down += b.length;
-        if (sock.write(b, release) || full) return;
-        full = true;
-        out.pause();
-        sock.once('drain', writable);
+        if (++queued >= DOWN_QUEUE) out.pause();
+        sock.write(b, (err) => {
+          release(err);
+          if (queued-- === DOWN_QUEUE && !err) out.resume();
+        });
       };
       out.on('error', () => sock.destroy());
       sock.on('error', () => out.destroy());
