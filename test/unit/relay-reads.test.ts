@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { connect as tlsConnect, createServer as createTlsServer } from 'node:tls';
 import { GatheredReads } from '../../server/dataplane/relay-reads.ts';
-import { LARGE_READ, giveBack, takeBuffer } from '../../server/dataplane/outbound.ts';
+import { LARGE_READ, SMALL_READ, giveBack, takeBuffer } from '../../server/dataplane/outbound.ts';
 import { readFileSync } from 'node:fs';
 import { makeCert } from '../helpers/tls.ts';
 import { removeDir, tempDir } from '../helpers/server.ts';
@@ -62,29 +62,41 @@ test('without a sink, chunks wait in order; attach hands them over first', async
   assert.deepEqual(got.map((g) => g.b.toString()), ['one', 'two', 'three']);
 });
 
-test('a buffer about full goes on at once; it returns to the pool only once every chunk of it was released, never after a failed write', async () => {
+test('a buffer about full goes on at once: a small one first, large ones after, small ones again with small traffic; recycled only once released, never after a failed write', async () => {
   const reads = new GatheredReads();
   const got = collect(reads);
-  // Records in one round until the buffer has less than a record's room: then it goes on at once.
-  const sent: Buffer[] = [];
-  while (got.length === 0) {
-    assert.ok(sent.length * RECORD <= LARGE_READ, 'handed over once full');
-    sent.push(randomBytes(RECORD));
-    feed(reads, sent.at(-1)!);
-  }
-  assert.equal(got.length, 1, 'handed over within the round, without waiting for its end');
-  assert.deepEqual(got[0].b, Buffer.concat(sent));
-  const first = got[0].b.buffer;
-  assert.ok(LARGE_READ - got[0].b.length < RECORD + 256, 'the buffer was filled up');
-  // The next read goes into another buffer.
-  feed(reads, Buffer.from('after'));
-  reads.flush();
-  assert.notEqual(got[1].b.buffer, first);
+  /** Records in one round until the next hand-over (a buffer with less than a record's room left). */
+  const fillOne = () => {
+    const sent: Buffer[] = [];
+    const before = got.length;
+    while (got.length === before) {
+      assert.ok(sent.length * RECORD <= LARGE_READ, 'handed over once full');
+      sent.push(randomBytes(RECORD));
+      feed(reads, sent.at(-1)!);
+    }
+    assert.equal(got.length, before + 1, 'handed over within the round, without waiting for its end');
+    assert.deepEqual(got.at(-1)!.b, Buffer.concat(sent));
+    return got.at(-1)!;
+  };
+  assert.equal(fillOne().b.buffer.byteLength, SMALL_READ, 'a connection starts with a small buffer');
+  const large = fillOne();
+  assert.equal(large.b.buffer.byteLength, LARGE_READ, 'its first buffer full, large ones');
+  assert.ok(LARGE_READ - large.b.length < RECORD + 256, 'filled up');
+  const first = large.b.buffer;
+  // Small traffic (a round under one record): the large buffer in use goes on with its next read, then small ones.
+  feed(reads, Buffer.from('a'));
+  await nextRound();
+  feed(reads, Buffer.from('b'));
+  feed(reads, Buffer.from('c'));
+  await nextRound();
+  assert.deepEqual(got.slice(2).map((g) => [g.b.toString(), g.b.buffer.byteLength]), [['a', LARGE_READ], ['b', LARGE_READ], ['c', SMALL_READ]]);
+  assert.equal(got[2].b.buffer, got[3].b.buffer);
+  assert.notEqual(got[2].b.buffer, first, 'the next read went into another buffer');
 
   // Sealed, its chunk not released: not in the pool (a fresh read would overwrite bytes still being written).
   const taken = Array.from({ length: 16 }, () => takeBuffer(LARGE_READ));
   assert.ok(taken.every((t) => t.buffer !== first), 'not recycled while its chunk is held');
-  got[0].release();
+  large.release();
   const back = takeBuffer(LARGE_READ);
   assert.equal(back.buffer, first, 'recycled once released');
   for (const t of [...taken, back]) giveBack(t);
@@ -92,11 +104,11 @@ test('a buffer about full goes on at once; it returns to the pool only once ever
   // A write that failed: its buffer is left to the collector.
   const reads2 = new GatheredReads();
   const got2 = collect(reads2);
-  while (got2.length === 0) feed(reads2, randomBytes(RECORD));
-  const failed = got2[0].b.buffer;
+  while (got2.length < 2) feed(reads2, randomBytes(RECORD)); // a small buffer, then a large one
+  const failed = got2[1].b.buffer;
   const emptied = Array.from({ length: 16 }, () => takeBuffer(LARGE_READ));
-  got2[0].release(new Error('EPIPE'));
-  got2[0].release(); // at most once
+  got2[1].release(new Error('EPIPE'));
+  got2[1].release(); // at most once
   const next = takeBuffer(LARGE_READ);
   assert.notEqual(next.buffer, failed);
   for (const t of [...emptied, next]) giveBack(t);
