@@ -61,11 +61,13 @@ const LARGE_POOL_MAX = 16; // 8 MiB
 const smallPool: Uint8Array[] = [];
 const largePool: Uint8Array[] = [];
 
-function takeBuffer(size: number): Uint8Array {
+/** A read buffer of `size` (SMALL_READ or LARGE_READ) from its pool, or a new one. */
+export function takeBuffer(size: number): Uint8Array {
   return (size === LARGE_READ ? largePool.pop() : smallPool.pop()) ?? Buffer.allocUnsafeSlow(size);
 }
 
-function giveBack(buf: Uint8Array): void {
+/** Puts a buffer no write holds any more back into its pool (others, and a full pool's, are left to the collector). */
+export function giveBack(buf: Uint8Array): void {
   if (buf.byteLength === LARGE_READ) {
     if (largePool.length < LARGE_POOL_MAX) largePool.push(buf);
   } else if (buf.byteLength === SMALL_READ) {

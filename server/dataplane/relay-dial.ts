@@ -3,7 +3,8 @@
 // then one request line (`{"from","exp","session","nonce","time","grant","host","port"}` JSON: a
 // single-use grant for this session and destination, made from the route's relay key by
 // relay-grant.ts) and one answer line (`OK`, or `{"error"}`), then raw bytes both ways. The bytes are counted here, on the entry's session
-// (the exit node counts nothing), so traffic is counted once.
+// (the exit node counts nothing), so traffic is counted once. A TCP relay's reads are gathered
+// into large chunks (relay-reads.ts) before they go on to the client.
 import { connect as tlsConnect, type TLSSocket } from 'node:tls';
 import { EventEmitter } from 'node:events';
 import type { Socket } from 'node:net';
@@ -11,6 +12,7 @@ import type { GeoRoute } from './api.ts';
 import type { OnData } from './outbound.ts';
 import { EgressRefused } from './egress.ts';
 import { signRelayRequest } from './relay-grant.ts';
+import { GatheredReads } from './relay-reads.ts';
 
 const MAX_ANSWER = 4096;
 
@@ -29,11 +31,12 @@ export function peerPin(socket: TLSSocket): string {
 class RelayedOutbound extends EventEmitter {
   readableEnded = false;
   private readonly tls: TLSSocket;
-  constructor(tls: TLSSocket) {
+  constructor(tls: TLSSocket, reads: GatheredReads) {
     super();
     this.tls = tls;
     tls.on('drain', () => this.emit('drain'));
     tls.on('end', () => {
+      reads.flush(); // what was read goes on before the end
       this.readableEnded = true;
       this.emit('end');
     });
@@ -71,11 +74,13 @@ export class RelayRefused extends Error {
  * Opens a TLS connection to the route's relay, checks its certificate against the pin, sends
  * the request line and reads the answer line. Resolves with the connection, paused and without
  * listeners, and the bytes that came after the answer; rejects when the relay cannot be reached
- * in time, has another certificate, or refuses (RelayRefused).
+ * in time, has another certificate, or refuses (RelayRefused). With `reads`, the connection's
+ * reads go to it (its sink detached once the answer is read; 'data' is never emitted).
  */
-export function openRelay(route: Extract<GeoRoute, { via: 'relay' }>, request: object, timeoutMs: number): Promise<{ tls: TLSSocket; rest: Buffer }> {
+export function openRelay(route: Extract<GeoRoute, { via: 'relay' }>, request: object, timeoutMs: number, reads?: GatheredReads): Promise<{ tls: TLSSocket; rest: Buffer }> {
   return new Promise((resolve, reject) => {
-    const tls = tlsConnect({ host: route.host, port: route.port, rejectUnauthorized: false, ALPNProtocols: ['vad-relay'] });
+    // `onread` is passed on to the socket by tls.connect (node's lib/_tls_wrap.js), though @types/node does not list it
+    const tls = tlsConnect({ host: route.host, port: route.port, rejectUnauthorized: false, ALPNProtocols: ['vad-relay'], ...(reads ? { onread: reads.onread } : {}) });
     let settled = false;
     const fail = (err: Error) => {
       if (settled) return;
@@ -99,7 +104,8 @@ export function openRelay(route: Extract<GeoRoute, { via: 'relay' }>, request: o
         if (head.length > MAX_ANSWER) fail(new Error('the relay answered nonsense'));
         return;
       }
-      tls.off('data', onHead);
+      if (reads) reads.detach();
+      else tls.off('data', onHead);
       tls.pause();
       const line = head.subarray(0, nl).toString('utf8');
       if (line !== 'OK') {
@@ -115,26 +121,33 @@ export function openRelay(route: Extract<GeoRoute, { via: 'relay' }>, request: o
       tls.removeAllListeners('close');
       resolve({ tls, rest: head.subarray(nl + 1) });
     };
-    tls.on('data', onHead);
+    if (reads) {
+      reads.attach((b, release) => {
+        onHead(b); // copied (concat)
+        release();
+      });
+    } else tls.on('data', onHead);
   });
 }
 
 /** Dials host:port through the route's relay for the session `sessionId` (its grant names both). */
 export async function dialRelay(route: Extract<GeoRoute, { via: 'relay' }>, sessionId: string, host: string, port: number, timeoutMs: number, onData?: OnData): Promise<Socket> {
   let opened: { tls: TLSSocket; rest: Buffer };
+  const reads = new GatheredReads();
   try {
-    opened = await openRelay(route, { ...signRelayRequest(route, sessionId, host, port), host, port }, timeoutMs);
+    opened = await openRelay(route, { ...signRelayRequest(route, sessionId, host, port), host, port }, timeoutMs, reads);
   } catch (err) {
     throw err instanceof RelayRefused && err.code === 'forbidden' ? new EgressRefused(`${host} refused by the exit node's egress policy`) : err;
   }
   const { tls, rest } = opened;
-  const out = new RelayedOutbound(tls);
-  const deliver = (d: Buffer) => (onData ? onData(d, () => {}) : out.emit('data', d));
+  const out = new RelayedOutbound(tls, reads);
+  // Without onData, 'data' listeners may keep a chunk: its buffer is never recycled.
+  const deliver: OnData = onData ?? ((d) => out.emit('data', d));
   // After the caller has taken the socket over (its then() runs first): the bytes that came
   // with the answer, then the rest as it comes.
   setImmediate(() => {
-    if (rest.length) deliver(rest);
-    tls.on('data', deliver);
+    if (rest.length) deliver(rest, () => {});
+    reads.attach(deliver);
     tls.resume();
   });
   return out as unknown as Socket;

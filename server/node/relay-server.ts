@@ -5,7 +5,7 @@
 // whose grant (dataplane/relay-grant.ts) is checked against this node's token hash, the cluster
 // members the control plane lists now, the destination and the nonces already used; then the
 // destination is dialled under this node's egress policy and from its egress address, `OK\n` is
-// answered and bytes are piped both ways. A request `{"from",…,"grant","udp":true[,"slot"]}` (a
+// answered and bytes are relayed both ways. A request `{"from",…,"grant","udp":true[,"slot"]}` (a
 // UDP grant, relay-grant.ts: a TCP grant cannot open it) starts a UDP association instead
 // (relay-udp.ts: datagrams framed over the stream, from the egress address the slot picks). The bytes are not counted on any session here (the
 // entry counts them, once), but tallied per entry and session hash for the control plane to
@@ -19,7 +19,7 @@
 // has DIAL_TIMEOUT_MS, and no byte either way for IDLE_MS closes the connection.
 import { createServer, type Server, type Socket } from 'node:net';
 import { createSecureContext, type SecureContext, TLSSocket } from 'node:tls';
-import { dialTcp } from '../dataplane/outbound.ts';
+import { dialTcp, type OnData } from '../dataplane/outbound.ts';
 import { EgressRefused, type EgressPolicy } from '../dataplane/egress.ts';
 import { RelayNonces, verifyRelayGrant, type RelayCredentials } from '../dataplane/relay-grant.ts';
 import { serveUdpAssociation } from './relay-udp.ts';
@@ -34,6 +34,13 @@ const IDLE_MS = 300_000;
 const MAX_HEAD = 4096;
 /** Relayed connections open at once (dialling or piping); over it new ones are refused. */
 const MAX_OPEN = 4096;
+/**
+ * Reads of the destination (up to 512 KiB each) a relayed connection may have waiting to be
+ * encrypted and written before the destination is paused: two, so the next is read while one is
+ * written (a TLS write completes one event-loop round later at the earliest; with one, the
+ * destination stood still for that round after every read).
+ */
+const DOWN_QUEUE = 2;
 
 export interface RelayServerOptions {
   cert: string;
@@ -179,14 +186,29 @@ function sourceOf(l: Listener, slot: number | undefined): string | undefined {
   return addresses.length ? addresses[(slot ?? l.turn++) % addresses.length] : undefined;
 }
 
-/** Dials the destination, answers `OK`, then pipes both ways, tallied for the entry. */
+/**
+ * Dials the destination, answers `OK`, then relays both ways, tallied for the entry: the
+ * entry's bytes piped to the destination; the destination's read in the dialler's large pooled
+ * buffers (outbound.ts) and written to the TLS socket as they come (each buffer recycled once
+ * written), the destination paused while DOWN_QUEUE of them wait to be written.
+ */
 function relay(l: Listener, sock: TLSSocket, req: Request & { host: string; port: number }, rest: Buffer): void {
   const localAddress = sourceOf(l, req.slot);
-  dialTcp(req.host, req.port, l.opts.egress, DIAL_TIMEOUT_MS, undefined, { dnsTimeoutMs: 5000, keepAliveMs: 30_000, localAddress }).then(
+  let down: OnData = () => {}; // set before any read: the dial resolves on connect, reads come later
+  dialTcp(req.host, req.port, l.opts.egress, DIAL_TIMEOUT_MS, (b, release) => down(b, release), { dnsTimeoutMs: 5000, keepAliveMs: 30_000, localAddress }).then(
     (out) => {
       if (sock.destroyed) return void out.destroy();
       const t = l.carriage.tally(req.from, req.session);
       t.open++;
+      let queued = 0;
+      down = (b, release) => {
+        t.down += b.length;
+        if (++queued >= DOWN_QUEUE) out.pause();
+        sock.write(b, (err) => {
+          release(err);
+          if (queued-- === DOWN_QUEUE && !err) out.resume();
+        });
+      };
       out.on('error', () => sock.destroy());
       sock.on('error', () => out.destroy());
       out.on('close', () => sock.destroy());
@@ -199,14 +221,13 @@ function relay(l: Listener, sock: TLSSocket, req: Request & { host: string; port
         });
       }
       sock.on('data', (b: Buffer) => (t.up += b.length));
-      out.on('data', (b: Buffer) => (t.down += b.length));
+      out.on('end', () => sock.end());
       sock.write('OK\n');
       if (rest.length) {
         t.up += rest.length;
         out.write(rest);
       }
       sock.pipe(out);
-      out.pipe(sock);
       sock.resume();
     },
     (err: Error) => {

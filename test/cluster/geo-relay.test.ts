@@ -7,6 +7,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -54,6 +55,10 @@ before(async () => {
   ams = await node('ams-1', 'nl-ams', '127.0.0.3');
   nyc = await node('nyc-1', 'us-nyc', '127.0.0.4');
   web = createServer((req, res) => {
+    if (req.url === '/big') {
+      res.setHeader('content-length', String(BIG.length));
+      return void res.end(BIG);
+    }
     res.setHeader('content-type', 'text/plain');
     res.end(req.socket.remoteAddress ?? '');
   });
@@ -68,6 +73,25 @@ after(async () => {
 });
 
 const call = (method: string, path: string, body?: unknown) => callApi(srv.baseUrl, owner, method, path, body);
+
+/** What the destination answers at /big: 6 MiB and a bit of pseudo-random bytes (no two records of the relay's TLS alike). */
+const BIG = (() => {
+  const b = Buffer.alloc(6 * 1024 * 1024 + 12_345);
+  let x = 1;
+  for (let i = 0; i < b.length; i++) {
+    x = (Math.imul(x, 1103515245) + 12345) >>> 0;
+    b[i] = x >>> 24;
+  }
+  return b;
+})();
+const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+
+/** /big through the São Paulo node's proxy, in a CONNECT tunnel or as a plain request (`slow`: read at 4 MB/s): the body curl got. */
+function fetchBig(user: string, pass: string, tunnel: boolean, slow = false): Promise<Buffer> {
+  return new Promise((resolve) => {
+    execFile('curl', ['-s', '--max-time', '30', ...(tunnel ? ['-p'] : []), ...(slow ? ['--limit-rate', '4M'] : []), '-x', `http://127.0.0.2:${sao.ports.proxy_port}`, '-U', `${user}:${pass}`, `http://127.0.0.1:${webPort}/big`], { encoding: 'buffer', maxBuffer: 64 << 20 }, (_err, stdout) => resolve(stdout));
+  });
+}
 
 /**
  * curl through a proxy (a child process: the nodes run in this process, so it must not block);
@@ -152,6 +176,26 @@ test('the serve process\'s own proxy relays to a node too; a relay refuses a req
   // The relay listener: a made-up grant is refused before anything is dialled.
   const madeUp = { from: 'serve', exp: Date.now() + 60_000, session: '0'.repeat(32), nonce: '1'.repeat(32), time: Date.now(), grant: '0'.repeat(64), host: '127.0.0.1', port: webPort };
   assert.equal(await askRelay(ams.ports.relay_port!, madeUp), '{"error":"unauthorized"}');
+});
+
+// Before the last test: what these carry is in the exits' reports it compares with sao's counters.
+test('large relayed downloads arrive intact, four at once, tunnelled or not, one read slowly, and count what the same downloads leaving from the entry do', async () => {
+  const made = await call('POST', '/sessions', { client_id: 'geo-carol', zone: 'br-sao', reusable: true });
+  const id: string = made.json.id;
+  await waitFor(async () => (await curl('127.0.0.2', sao.ports.proxy_port!, `${id}-cc-NL`, id)).body === '127.0.0.3', 10_000, 'relayed to ams');
+  const four = async (user: string) => {
+    // At once: the entry's read buffers are shared by its connections and recycled between them;
+    // the slow reader's chunks wait in the entry while the others' buffers come and go.
+    const got = await Promise.all([true, false, true, false].map((tunnel, i) => fetchBig(user, id, tunnel, i === 0)));
+    for (const b of got) {
+      assert.equal(b.length, BIG.length);
+      assert.equal(sha(b), sha(BIG), 'the bytes arrived as the destination sent them');
+    }
+  };
+  const direct = await delta(id, () => four(id));
+  const relayed = await delta(id, () => four(`${id}-cc-NL`));
+  assert.ok(direct.down > 4 * BIG.length, `the direct downloads were counted: ${direct.down} bytes`);
+  assert.deepEqual(relayed, direct, 'relayed downloads count what direct ones do, once');
 });
 
 /** One request line to a node's relay listener (127.0.0.3: ams); resolves with the answer until it closed. */

@@ -1,0 +1,160 @@
+// Geo relay benchmark (not a test): `node bench/geo.ts`, also `npm run bench -- geo`.
+// The geo proxy relayed node to node, the same figure bench/cluster.ts prints, without PostgreSQL
+// and the API figures around it: one `serve` (SQLite) and two `node run` processes, São Paulo
+// (127.0.0.2, the entry) and Sydney (127.0.0.3, the exit for AU). A 128 MiB CONNECT download
+// through the São Paulo node's proxy with `-cc-AU` (relayed over TLS to Sydney, which dials the
+// origin) beside the same download leaving from São Paulo itself (`-cc-BR`), median of
+// BENCH_GEO_RUNS (7), alternating. BENCH_CPU_PROF=<dir>: both nodes run with `--cpu-prof` into
+// <dir> (the profiles are written when they stop at the end; a profile covers the whole run);
+// BENCH_GEO_ONLY=relayed (or direct) makes only those downloads (a profile of one path alone).
+// Beside the speeds: the CPU time each node spent per GiB (Linux /proc, median over the runs), the
+// figure a busy shared machine disturbs least.
+import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createServer as createHttpServer } from 'node:http';
+import { serve, type ServeProcess } from '../test/helpers/cli.ts';
+import { CLI, NODE, ROOT, removeDir, tempDir } from '../test/helpers/server.ts';
+
+const GEO_RUNS = Number(process.env.BENCH_GEO_RUNS ?? 7);
+const GEO_BYTES = 128 * 1024 * 1024;
+const PROF = process.env.BENCH_CPU_PROF;
+const ONLY = process.env.BENCH_GEO_ONLY;
+const fmt = (n: number, d = 1) => (Number.isFinite(n) ? n.toFixed(d) : 'n/a');
+const median = (xs: number[]) => {
+  const s = xs.filter(Number.isFinite).sort((a, b) => a - b);
+  return s.length ? s[Math.floor(s.length / 2)] : NaN;
+};
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** CPU seconds (user + system) a process has used so far; NaN where /proc is not there. */
+const cpuOf = (pid: number | undefined): number => {
+  try {
+    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return (Number(f[11]) + Number(f[12])) / 100; // utime, stime in clock ticks (USER_HZ 100)
+  } catch {
+    return NaN;
+  }
+};
+
+async function api(base: string, token: string, method: string, path: string, body?: unknown): Promise<any> {
+  const res = await fetch(`${base}${path}`, { method, headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) }, body: body ? JSON.stringify(body) : undefined });
+  const text = await res.text();
+  return text ? JSON.parse(text) : undefined;
+}
+
+/** `vpn-access node run` on `host`, connected to `control`; resolves with its proxy port once it listens. */
+function runNode(token: string, control: string, dir: string, host: string, name: string): Promise<{ child: ChildProcess; proxyPort: number }> {
+  let out = '';
+  const prof = PROF ? ['--cpu-prof', '--cpu-prof-dir', PROF, '--cpu-prof-name', `${name}.cpuprofile`] : [];
+  const child = spawn(NODE, [...prof, CLI, 'node', 'run', '--control', control, '--token', token, '--host', host, '--port', '0', '--vless-tcp-port', '0', '--proxy-port', '0', '--relay-port', '0', '--egress', 'allow-all', '--data-dir', dir], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  child.stdout!.setEncoding('utf8').on('data', (c: string) => (out += c));
+  child.stderr!.setEncoding('utf8').on('data', (c: string) => (out += c));
+  return new Promise((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error(`node run did not start: ${out}`)), 30_000);
+    child.stdout!.on('data', () => {
+      const m = /node listening: VLESS ws \S+:\d+, tcp \d+, proxy (\d+)/.exec(out);
+      if (!m) return;
+      clearTimeout(t);
+      resolve({ child, proxyPort: Number(m[1]) });
+    });
+  });
+}
+
+/** Stops a node with SIGTERM (so a --cpu-prof profile is written), SIGKILL after 10 s. */
+async function stopNode(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const gone = new Promise((r) => child.once('exit', r));
+  child.kill('SIGTERM');
+  const t = setTimeout(() => child.kill('SIGKILL'), 10_000);
+  await gone;
+  clearTimeout(t);
+}
+
+async function main(): Promise<void> {
+  const dirs: string[] = [];
+  const dir = (p: string) => {
+    const d = tempDir(p);
+    dirs.push(d);
+    return d;
+  };
+  const cleanup: Array<() => unknown> = [];
+  try {
+    const dataDir = dir('vad-bench-geo-cp-');
+    const cp: ServeProcess = await serve(dataDir, ['--quiet', '--rate-limit', '100000000/60', '--egress', 'allow-all']);
+    cleanup.push(() => cp.kill('SIGKILL'));
+    const token = (/^\s+(vad_[A-Za-z0-9_-]+)\s*$/m.exec(cp.stdout()) ?? [])[1]!;
+    const control = cp.baseUrl.replace(/\/v2$/, '');
+    const add = (name: string, zone: string, host: string) => {
+      const r = spawnSync(NODE, [CLI, 'node', 'add', '--name', name, '--zone', zone, '--public-host', host, '--data-dir', dataDir], { cwd: ROOT, encoding: 'utf8', timeout: 30_000 });
+      if (r.status !== 0) throw new Error(`node add ${name}: ${r.stderr}`);
+      return r.stdout.trim();
+    };
+    const sao = await runNode(add('sao-bench', 'br-sao', '127.0.0.2'), control, dir('vad-bench-geo-sao-'), '127.0.0.2', 'sao');
+    cleanup.push(() => stopNode(sao.child));
+    const syd = await runNode(add('syd-bench', 'au-syd', '127.0.0.3'), control, dir('vad-bench-geo-syd-'), '127.0.0.3', 'syd');
+    cleanup.push(() => stopNode(syd.child));
+    for (let i = 0; i < 100; i++) {
+      const zones = (await api(cp.baseUrl, token, 'GET', '/zones')).zones as Array<{ code: string; has_active_nodes: boolean }>;
+      if (zones.find((z) => z.code === 'br-sao')?.has_active_nodes && zones.find((z) => z.code === 'au-syd')?.has_active_nodes) break;
+      await sleep(100);
+    }
+    const session = await api(cp.baseUrl, token, 'POST', '/sessions', { client_id: 'bench-geo', zone: 'br-sao', reusable: true });
+    if (!session?.id) throw new Error(`creating the session failed: ${JSON.stringify(session)}`);
+
+    const zeros = Buffer.alloc(1024 * 1024);
+    const origin = createHttpServer((_req, res) => {
+      res.writeHead(200, { 'content-length': String(GEO_BYTES) });
+      let left = GEO_BYTES;
+      const pump = () => {
+        while (left > 0) {
+          left -= zeros.length;
+          if (!res.write(zeros)) return void res.once('drain', pump);
+        }
+        res.end();
+      };
+      pump();
+    });
+    await new Promise<void>((r) => origin.listen(0, '127.0.0.1', () => r()));
+    cleanup.push(() => origin.close());
+    const originUrl = `http://127.0.0.1:${(origin.address() as { port: number }).port}/big`;
+    /** One download through the São Paulo node's proxy: MiB/s, or NaN when it did not complete. */
+    const download = (target: string) =>
+      new Promise<number>((resolve) => {
+        execFile('curl', ['-s', '-o', '/dev/null', '--max-time', '60', '-p', '-x', `http://127.0.0.2:${sao.proxyPort}`, '-U', `${session.id}${target}:${session.id}`, '-w', '%{http_code} %{size_download} %{speed_download}', originUrl], (_e, out) => {
+          const [code, size, speed] = String(out).trim().split(' ').map(Number);
+          resolve(code === 200 && size === GEO_BYTES ? speed / (1024 * 1024) : NaN);
+        });
+      });
+    // The session and the routes reach the nodes with their next state.
+    for (let i = 0; i < 100 && !Number.isFinite(await download('-cc-AU')); i++) await sleep(200);
+    const relayed: number[] = [];
+    const direct: number[] = [];
+    const cpu = { relayedSao: [] as number[], relayedSyd: [] as number[], directSao: [] as number[] };
+    /** One download, with the CPU seconds per GiB each node spent on it. */
+    const measured = async (target: string, speeds: number[], sao$: number[], syd$?: number[]) => {
+      const before = [cpuOf(sao.child.pid), cpuOf(syd.child.pid)];
+      speeds.push(await download(target));
+      const gib = GEO_BYTES / 2 ** 30;
+      sao$.push((cpuOf(sao.child.pid) - before[0]) / gib);
+      syd$?.push((cpuOf(syd.child.pid) - before[1]) / gib);
+    };
+    console.log(`  measuring: São Paulo node pid ${sao.child.pid}, Sydney node pid ${syd.child.pid}`);
+    const window = [process.hrtime.bigint() / 1000n];
+    for (let i = 0; i < GEO_RUNS; i++) {
+      if (ONLY !== 'relayed') await measured('-cc-BR', direct, cpu.directSao);
+      if (ONLY !== 'direct') await measured('-cc-AU', relayed, cpu.relayedSao, cpu.relayedSyd);
+    }
+    window.push(process.hrtime.bigint() / 1000n);
+    if (PROF) console.log(`  profiled window (µs, monotonic): ${window.join(' ')}`);
+    console.log(`  runs, MiB/s: relayed ${relayed.map((x) => fmt(x, 0)).join(' ')} | direct ${direct.map((x) => fmt(x, 0)).join(' ')}`);
+    const r = median(relayed);
+    const d = median(direct);
+    console.log(`  CPU s per GiB, median: relayed São Paulo ${fmt(median(cpu.relayedSao), 2)} + Sydney ${fmt(median(cpu.relayedSyd), 2)} | direct São Paulo ${fmt(median(cpu.directSao), 2)}`);
+    console.log(`geo proxy, ${GEO_BYTES >> 20} MiB through the São Paulo node (CONNECT), median of ${GEO_RUNS}: -cc-AU relayed to the Sydney node ${fmt(r)} MiB/s | baseline -cc-BR leaving from São Paulo ${fmt(d)} MiB/s | ratio ${fmt(r / d, 2)}`);
+  } finally {
+    for (const c of cleanup.reverse()) await Promise.resolve().then(c).catch(() => {});
+    for (const d of dirs) removeDir(d);
+  }
+}
+
+await main();
+process.exit(0);
