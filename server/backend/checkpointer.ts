@@ -45,7 +45,6 @@ parentPort.on('message', () => {
 export function startCheckpointer(db: DatabaseSync, file: string, log: Logger, everyMs = CHECKPOINT_MS): () => Promise<void> {
   db.exec(`PRAGMA wal_autocheckpoint = ${BACKSTOP_PAGES}`);
   const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { file, everyMs } });
-  worker.unref();
   let warned = false;
   worker.on('message', (m: { failed?: string }) => {
     if (m.failed && !warned) {
@@ -62,6 +61,9 @@ export function startCheckpointer(db: DatabaseSync, file: string, log: Logger, e
     }
   });
   const ended = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
+  // After the listeners: adding a 'message' listener refs the worker's port again, and a worker
+  // that is not unref'd keeps the process alive.
+  worker.unref();
   return async () => {
     // Held while it ends: a process closing its server must not exit before the rest of its close.
     worker.ref();

@@ -202,13 +202,20 @@ export async function serve(argv: string[], usage: string): Promise<void> {
 
 type Started = Awaited<ReturnType<typeof import('../serve.ts').startServer>>;
 
-/** SIGINT and SIGTERM close the server once, then exit (1 when closing failed). */
+/** How long a clean stop may take before the process exits anyway (its counts are in the journal or the database by then). */
+const STOP_DEADLINE_MS = 15_000;
+
+/** SIGINT and SIGTERM close the server once, then exit (1 when closing failed or outlived STOP_DEADLINE_MS). */
 function stopOnSignals(server: Started, log: Logger): void {
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
     log.info(`${signal}: shutting down`);
+    setTimeout(() => {
+      log.error(`shutdown did not finish within ${STOP_DEADLINE_MS / 1000} s; exiting`);
+      process.exit(1);
+    }, STOP_DEADLINE_MS).unref();
     server.close().then(
       () => process.exit(0),
       (err: unknown) => {

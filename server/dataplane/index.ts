@@ -96,6 +96,8 @@ function startSweep(deps: DataPlaneDeps, open: Set<Connection>): NodeJS.Timeout 
 class Listeners {
   readonly servers: Server[] = [];
   readonly tlsServers: TlsServer[] = [];
+  /** Every TCP socket the listeners accepted and that is not closed yet (a TLS handshake or a half-closed one included). */
+  readonly accepted = new Set<Socket>();
   private readonly deps: DataPlaneDeps;
   private readonly handshakeTimeout: number;
 
@@ -129,6 +131,10 @@ class Listeners {
       server = createTcpServer(opts, onSocket);
     }
     server.on('error', (err) => this.deps.log.error({ err: String(err) }, 'data plane listener error'));
+    server.on('connection', (sock: Socket) => {
+      this.accepted.add(sock);
+      sock.once('close', () => this.accepted.delete(sock));
+    });
     if (cfg.tls) server.on('tlsClientError', () => { /* bad handshakes are dropped */ });
     this.servers.push(server);
     return server;
@@ -236,6 +242,9 @@ export function createDataPlane(deps: DataPlaneDeps): DataPlane {
       runtime.shutdown();
       for (const c of [...open]) c.close('shutdown');
       for (const s of rawSockets) s.destroy();
+      // What no connection holds (a TLS handshake under way, a socket its peer half-closed) would
+      // keep the listeners from closing: gone too.
+      for (const s of listeners.accepted) s.destroy();
       wss.close();
       await Promise.all(done);
     },

@@ -1,5 +1,6 @@
 // Transport options: TLS on the raw TCP inbound (real v2ray, security tls) and on the proxy
-// (curl to an HTTPS proxy), and WebSocket early data in Sec-WebSocket-Protocol.
+// (curl to an HTTPS proxy), and WebSocket early data in Sec-WebSocket-Protocol; closing with
+// sockets no connection holds yet (a handshake under way, a half-closed one).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -12,6 +13,7 @@ import { startFileServer, startTcpEcho, sha256, type FileServer } from './helper
 import { startV2rayClient, curlSocks, curl, requireV2ray } from './helpers/v2ray.ts';
 import { buildVlessHeader } from '../../server/dataplane/vless-header.ts';
 import { connect as tlsConnect } from 'node:tls';
+import { connect as connectTcp } from 'node:net';
 import { closed, readReply, socksAddress, socksAuth } from './helpers/socks5-client.ts';
 
 let h: Harness;
@@ -87,4 +89,22 @@ test('WebSocket early data in Sec-WebSocket-Protocol is taken as the first VLESS
   } finally {
     await echo.close();
   }
+});
+
+test('close() ends at once while TLS ports hold a socket before its handshake and one its peer half-closed before the VLESS header', async () => {
+  const tls = { cert: readFileSync(join(dir, 'cert.pem'), 'utf8'), key: readFileSync(join(dir, 'key.pem'), 'utf8') };
+  const own = await startHarness({ tls, headerTimeoutMs: 60_000 });
+  const ports = [own.vlessTcpPort!, own.proxyPort!];
+  // A plain TCP connect that says nothing, and a TLS handshake then a half-close: what a port probe leaves.
+  const raw = ports.map((port) => connectTcp(port, '127.0.0.1'));
+  await Promise.all(raw.map((s) => new Promise((r) => s.once('connect', r))));
+  const probes = await Promise.all(ports.map((port) => new Promise<ReturnType<typeof tlsConnect>>((resolve) => {
+    const s = tlsConnect({ port, host: '127.0.0.1', rejectUnauthorized: false, allowHalfOpen: true }, () => resolve(s));
+  })));
+  for (const s of probes) s.end();
+  await new Promise((r) => setTimeout(r, 200));
+  const t0 = Date.now();
+  await Promise.race([own.close(), new Promise((_, reject) => setTimeout(() => reject(new Error('close() still waits after 5 s')), 5000))]);
+  assert.ok(Date.now() - t0 < 5000);
+  for (const s of [...raw, ...probes]) s.destroy();
 });

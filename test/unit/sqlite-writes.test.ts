@@ -1,7 +1,8 @@
 // The SQLite backend's write path: creations asked for together share one commit
 // (backend/group-commit.ts), and WAL checkpoints run in a worker thread (backend/checkpointer.ts).
 import assert from 'node:assert/strict';
-import { statSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { test } from 'node:test';
@@ -95,6 +96,27 @@ test('the checkpoint worker copies the WAL into the database file, and stops whe
     assert.equal(store.listSessions(customer, {}, 5).rows.length, 5);
   } finally {
     store.db.close();
+    removeDir(dir);
+  }
+});
+
+test('the checkpoint worker does not keep a process alive: one that started it and has nothing else to do exits', () => {
+  const dir = tempDir('vad-writes-exit-');
+  try {
+    const script = join(dir, 'start.ts');
+    writeFileSync(script, [
+      `import { DatabaseSync } from 'node:sqlite';`,
+      `import { startCheckpointer } from ${JSON.stringify(new URL('../../server/backend/checkpointer.ts', import.meta.url).pathname)};`,
+      `const db = new DatabaseSync(${JSON.stringify(join(dir, 'x.db'))});`,
+      `db.exec('PRAGMA journal_mode = WAL; CREATE TABLE t (x)');`,
+      `startCheckpointer(db, ${JSON.stringify(join(dir, 'x.db'))}, { warn() {}, info() {}, error() {}, debug() {} } as never);`,
+      `console.log('started');`,
+    ].join('\n'));
+    const r = spawnSync(process.execPath, [script], { timeout: 10_000, encoding: 'utf8' });
+    assert.equal(r.stdout.trim(), 'started', r.stderr);
+    assert.equal(r.signal, null, 'the process had to be killed: the worker kept it alive');
+    assert.equal(r.status, 0, r.stderr);
+  } finally {
     removeDir(dir);
   }
 });
