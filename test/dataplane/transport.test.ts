@@ -99,7 +99,7 @@ test('close() ends at once while TLS ports hold a socket before its handshake an
   const raw = ports.map((port) => connectTcp(port, '127.0.0.1'));
   await Promise.all(raw.map((s) => new Promise((r) => s.once('connect', r))));
   const probes = await Promise.all(ports.map((port) => new Promise<ReturnType<typeof tlsConnect>>((resolve) => {
-    const s = tlsConnect({ port, host: '127.0.0.1', rejectUnauthorized: false, allowHalfOpen: true }, () => resolve(s));
+    const s = tlsConnect({ port, host: '127.0.0.1', rejectUnauthorized: false }, () => resolve(s));
   })));
   for (const s of probes) s.end();
   await new Promise((r) => setTimeout(r, 200));
