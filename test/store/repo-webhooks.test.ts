@@ -101,10 +101,16 @@ eachDialect('webhooks: while one copies the event log, another copies nothing (P
   const holding = db.run(
     tx(function* () {
       yield* get('SELECT last_event_id FROM webhook_cursor WHERE id = 1 FOR UPDATE');
-      yield* get('SELECT pg_sleep(0.5)');
+      yield* get('SELECT pg_sleep(1.5)');
     })(),
   );
-  await new Promise((r) => setTimeout(r, 100));
+  // The lock is held once that transaction sleeps (its FOR UPDATE returned): a fixed wait here
+  // was too short on a loaded machine.
+  for (let i = 0; i < 250; i++) {
+    const [row] = await db.sql<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE state = 'active' AND query LIKE 'SELECT pg_sleep(1.5)%'`);
+    if (Number(row.n) > 0) break;
+    await new Promise((r) => setTimeout(r, 20));
+  }
   assert.equal(await s.fanOut(toQueued, 10, 1000, 100), 0, 'skipped, not waited for');
   await holding;
   assert.equal(await s.fanOut(toQueued, 10, 1000, 100), 1);
