@@ -14,8 +14,6 @@ import type { LimitsRecord } from './contract/schemas.ts';
 
 export interface LimitsDeps {
   data: ControlStore;
-  /** The session service's cache of limits. */
-  sessions: { limitsChanged(customerId: string): void };
   dataPlane: () => Pick<DataPlane, 'limitsChanged'> | null;
   webhooks: { emitQuietly(customerId: string, kind: WebhookEventKind, data: Record<string, unknown>): Promise<void> } | null;
   changes: ChangeFeed;
@@ -59,7 +57,6 @@ export class LimitsService {
 
   /** Everything that holds or carries the customer's limits hears of the change. */
   private async changed(customerId: string, webhook: Record<string, unknown>): Promise<void> {
-    this.deps.sessions.limitsChanged(customerId);
     this.deps.dataPlane()?.limitsChanged(customerId);
     await this.deps.webhooks?.emitQuietly(customerId, 'limits_changed', webhook);
     this.deps.changes.emit();

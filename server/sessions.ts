@@ -6,14 +6,14 @@ import { randomUUID } from 'node:crypto';
 import { ApiError } from './contract/errors.ts';
 import type { Session, SessionCreateRequest, SessionList, SessionListQuery, SessionStatusResponse } from './contract/schemas.ts';
 import type { DataPlane } from './dataplane/api.ts';
-import type { LimitValues, Logger, SessionRow } from './domain.ts';
+import type { ClientControl, LimitValues, Logger, SessionRow } from './domain.ts';
 import { baseKeyOf, isPeriodic, periodOf } from './contract/period.ts';
 import { clientBlock, mergeClientLimits, withUsageReset } from './contract/client-limits.ts';
 import { recordQuotaBases } from './quota/job.ts';
 import { buildConfiguration, buildLink, type LinkSettings } from './links.ts';
 import { LINK_ALPN, LINK_FP } from './tls/index.ts';
 import type { ControlStore } from './store/control.ts';
-import type { AuditInsert, NewSession, NodeInfo } from './store/store.ts';
+import type { AllLimits, AuditInsert, NewSession, NodeInfo, SessionStatusRead } from './store/store.ts';
 import type { ZonePlacement } from './cluster/placement.ts';
 import type { ChangeFeed } from './events/changes.ts';
 import { isoNow, wallClock } from './time.ts';
@@ -42,10 +42,26 @@ export function nodeLink(local: LinkSettings, node: NodeInfo): LinkSettings {
   };
 }
 
-/** How long a customer's periodic limits are reused by status reads (changes on other instances show within it). */
-const PERIODIC_CACHE_MS = 1000;
 /** The furthest a session's expires_at may be. */
 const MAX_LIFETIME_MS = 10 * 365 * 86_400_000;
+
+/**
+ * When a new session ends by itself: the expires_at it names (in the future, at most ten years
+ * ahead), else now plus the session limits' default_lifetime_seconds, else never (null).
+ */
+function expiryOf(sessionLimits: LimitValues | undefined, requested: string | undefined): string | null {
+  const now = wallClock();
+  if (requested !== undefined) {
+    const at = Date.parse(requested);
+    if (!Number.isFinite(at) || at <= now) {
+      throw new ApiError('invalid_request', 'expires_at must be a time in the future.', { field: 'expires_at', value: requested });
+    }
+    if (at > now + MAX_LIFETIME_MS) throw new ApiError('invalid_request', 'expires_at may be at most ten years ahead.', { field: 'expires_at', value: requested });
+    return new Date(at).toISOString();
+  }
+  const lifetime = sessionLimits?.default_lifetime_seconds;
+  return lifetime ? new Date(now + lifetime * 1000).toISOString() : null;
+}
 
 export class SessionService {
   private readonly store: ControlStore;
@@ -53,7 +69,6 @@ export class SessionService {
   private readonly link: LinkSettings;
   private readonly dataPlane: () => DataPlane | null;
   private readonly changes: ChangeFeed;
-  private readonly periodicCache = new Map<string, { at: number; values: Partial<Record<'global' | 'client' | 'session', LimitValues>> }>();
 
   constructor(deps: { store: ControlStore; zones: ZonePlacement; link: LinkSettings; dataPlane: () => DataPlane | null; changes: ChangeFeed }) {
     this.changes = deps.changes;
@@ -75,9 +90,11 @@ export class SessionService {
       });
     }
     // 422: well-formed, but the client it names may not connect (enabled again, or its expiry moved, it may).
-    const block = clientBlock(await this.store.getClient(customerId, body.client_id), wallClock());
+    // One read (one round trip on PostgreSQL) brings what the checks and the bases need.
+    const { client, limits } = await this.store.getClientAndLimits(customerId, body.client_id);
+    const block = clientBlock(client, wallClock());
     if (block) throw new ApiError(block, `Client "${body.client_id}" is ${block === 'client_disabled' ? 'disabled' : 'past its expires_at'}: it may not connect, so no session is made for it.`, { client_id: body.client_id });
-    const expiresAt = await this.expiryOf(customerId, body.expires_at);
+    const expiresAt = expiryOf(limits.session, body.expires_at);
     const placement = await this.zones.place(zone);
     if (!placement) {
       throw new ApiError('zone_unavailable', `Zone "${zone.code}" has no active nodes right now.`, { zone: zone.code });
@@ -85,48 +102,8 @@ export class SessionService {
     const made: NewSession = { id: randomUUID(), customer_id: customerId, client_id: body.client_id, zone: zone.code, reusable: body.reusable ?? false, created_at: isoNow(), expires_at: expiresAt };
     const row = await this.store.createSession(made, placement.kind === 'node' ? placement.node.id : null, audit ? audit(made) : null);
     // Periodic caps: the new session's (and a new client's) bases, before it can move a byte.
-    await recordQuotaBases(this.store, customerId);
+    await recordQuotaBases(this.store, customerId, undefined, limits);
     return this.view(row, placement.kind === 'node' ? placement.node : undefined);
-  }
-
-  /**
-   * When a new session ends by itself: the expires_at it names (in the future, at most ten years
-   * ahead), else now plus the session limits' default_lifetime_seconds, else never (null).
-   */
-  private async expiryOf(customerId: string, requested: string | undefined): Promise<string | null> {
-    const now = wallClock();
-    if (requested !== undefined) {
-      const at = Date.parse(requested);
-      if (!Number.isFinite(at) || at <= now) {
-        throw new ApiError('invalid_request', 'expires_at must be a time in the future.', { field: 'expires_at', value: requested });
-      }
-      if (at > now + MAX_LIFETIME_MS) throw new ApiError('invalid_request', 'expires_at may be at most ten years ahead.', { field: 'expires_at', value: requested });
-      return new Date(at).toISOString();
-    }
-    const lifetime = (await this.store.getLimits(customerId, 'session'))?.default_lifetime_seconds;
-    return lifetime ? new Date(now + lifetime * 1000).toISOString() : null;
-  }
-
-  /**
-   * The customer's limits records whose caps renew, read at most once a second per customer (a
-   * status read must not cost three more queries for the many customers without any).
-   */
-  private async periodicLimitsOf(customerId: string): Promise<Partial<Record<'global' | 'client' | 'session', LimitValues>>> {
-    const cached = this.periodicCache.get(customerId);
-    if (cached && performance.now() - cached.at < PERIODIC_CACHE_MS) return cached.values;
-    const values: Partial<Record<'global' | 'client' | 'session', LimitValues>> = {};
-    const read = await Promise.all((['global', 'client', 'session'] as const).map((scope) => this.store.getLimits(customerId, scope)));
-    (['global', 'client', 'session'] as const).forEach((scope, i) => {
-      if (isPeriodic(read[i])) values[scope] = read[i];
-    });
-    if (this.periodicCache.size > 10_000) this.periodicCache.clear();
-    this.periodicCache.set(customerId, { at: performance.now(), values });
-    return values;
-  }
-
-  /** A limits change made here: the next status read sees it at once. */
-  limitsChanged(customerId: string): void {
-    this.periodicCache.delete(customerId);
   }
 
   /** The row with counters and status from live connections, when the data plane has them. */
@@ -172,10 +149,17 @@ export class SessionService {
     return row;
   }
 
+  /** The session with its client's control and the customer's limits, in one read. */
+  private async read(customerId: string, id: string): Promise<SessionStatusRead> {
+    const read = await this.store.getSessionStatusOf(customerId, id);
+    if (!read) throw new ApiError('session_not_found', 'Session not found.', {});
+    return read;
+  }
+
   async getView(customerId: string, id: string): Promise<Session> {
-    const row = await this.get(customerId, id);
+    const { row, control, limits } = await this.read(customerId, id);
     const view = (await this.views([row]))[0];
-    return { ...view, ...(await this.quotaOf({ ...row, uploaded_bytes: view.uploaded_bytes, downloaded_bytes: view.downloaded_bytes })) };
+    return { ...view, ...(await this.quotaOf({ ...row, uploaded_bytes: view.uploaded_bytes, downloaded_bytes: view.downloaded_bytes }, control, limits)) };
   }
 
   /**
@@ -183,14 +167,12 @@ export class SessionService {
    * until when (the period's end; none for a rolling window): what was counted since the
    * period's recorded base (server/quota/job.ts) against the cap.
    */
-  private async quotaOf(row: SessionRow): Promise<{ over_quota?: true; over_quota_until?: string }> {
+  private async quotaOf(row: SessionRow, control: ClientControl | undefined, limits: AllLimits): Promise<{ over_quota?: true; over_quota_until?: string }> {
     const now = wallClock();
     let over: { over_quota?: true; over_quota_until?: string } = {};
-    const periodic = await this.periodicLimitsOf(row.customer_id);
-    // Clients (extension): the client's override holds over the template, counted from its usage reset.
-    const control = await this.store.getClientControl(row.customer_id, row.client_id);
     for (const scope of ['session', 'client', 'global'] as const) {
-      const values = scope === 'client' && control ? mergeClientLimits(await this.store.getLimits(row.customer_id, 'client'), control) : periodic[scope];
+      // Clients (extension): the client's override holds over the template, counted from its usage reset.
+      const values = scope === 'client' && control ? mergeClientLimits(limits.client, control) : limits[scope];
       if (!values) continue;
       const period = periodOf(values, now);
       if (!period || !isPeriodic(values)) continue;
@@ -213,8 +195,9 @@ export class SessionService {
   }
 
   async status(customerId: string, id: string): Promise<SessionStatusResponse> {
-    const row = this.withLive(await this.get(customerId, id));
-    const quota = await this.quotaOf(row);
+    const read = await this.read(customerId, id);
+    const row = this.withLive(read.row);
+    const quota = await this.quotaOf(row, read.control, read.limits);
     return {
       ...quota,
       client_id: row.client_id,

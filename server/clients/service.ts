@@ -132,7 +132,6 @@ export class ClientsService {
 
   /** Everything that holds or carries the customer's limits hears of the change. */
   private async changed(customerId: string, kind: WebhookEventKind, webhook: Record<string, unknown>): Promise<void> {
-    this.deps.sessions.limitsChanged(customerId);
     this.deps.dataPlane()?.limitsChanged(customerId);
     await this.deps.webhooks?.emitQuietly(customerId, kind, webhook);
     this.deps.changes.emit();

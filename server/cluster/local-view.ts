@@ -199,8 +199,8 @@ export class LocalView implements Pick<DataPlaneDeps['store'], 'getSession' | 's
   }
 
   private async readLimits(customerId: string): Promise<void> {
-    const values = await Promise.all(SCOPES.map((scope) => this.store.getLimits(customerId, scope)));
-    this.limits.set(customerId, Object.fromEntries(SCOPES.map((scope, i) => [scope, values[i]])));
+    const values = await this.store.getAllLimits(customerId);
+    this.limits.set(customerId, Object.fromEntries(SCOPES.map((scope) => [scope, values[scope]])));
   }
 
   /** A session's pause flag changed somewhere: re-read it; cut its connections here if paused. */

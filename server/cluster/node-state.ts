@@ -58,8 +58,8 @@ export const quotaBaseKey = (customerId: string, scope: LimitScope, entityId: st
 
 /** A customer's three limits records as the node gets them (null: not set). */
 export async function limitsOf(data: NodeChannelDeps['data'], customerId: string): Promise<NodeState['limits'][string]> {
-  const values = await Promise.all(SCOPES.map((scope) => data.getLimits(customerId, scope)));
-  return Object.fromEntries(SCOPES.map((scope, i) => [scope, values[i] ?? null]));
+  const values = await data.getAllLimits(customerId);
+  return Object.fromEntries(SCOPES.map((scope) => [scope, values[scope] ?? null]));
 }
 
 /** The limits and counter sums of every customer (and client) with a session on the node. */

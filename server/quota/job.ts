@@ -14,6 +14,7 @@ import type { LimitValues, Logger } from '../domain.ts';
 import { clientLimitsInForce } from '../contract/client-limits.ts';
 import { periodOf, ROLLING_KEY, ROLLING_MS } from '../contract/period.ts';
 import type { ControlStore } from '../store/control.ts';
+import type { AllLimits } from '../store/store.ts';
 import { wallClock } from '../time.ts';
 
 const PRUNE_AFTER_MS = 120 * 86_400_000;
@@ -21,16 +22,18 @@ const PRUNE_AFTER_MS = 120 * 86_400_000;
 /**
  * Records the bases of the customer's periodic scopes now (those of `scope` only, when given):
  * called when a session is created (its client's and its own base exist before it can move a
- * byte) and when a periodic cap is set (the period counts from then).
+ * byte) and when a periodic cap is set (the period counts from then). `known`: the customer's
+ * limits when the caller has just read them (a creation), else each scope is read here.
  */
 export async function recordQuotaBases(
   store: Pick<ControlStore, 'getLimits' | 'snapshotQuotaBases'>,
   customerId: string,
   scope?: 'global' | 'client' | 'session',
+  known?: AllLimits,
 ): Promise<void> {
   const t = wallClock();
   for (const s of scope ? [scope] : (['global', 'client', 'session'] as const)) {
-    const values = await store.getLimits(customerId, s);
+    const values = known ? known[s] : await store.getLimits(customerId, s);
     const period = periodOf(values, t);
     if (!period) continue;
     if (period.kind === 'rolling_30d') await store.snapshotQuotaBases(customerId, s, ROLLING_KEY, t - ROLLING_MS);

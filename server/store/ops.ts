@@ -13,6 +13,7 @@ import { placementOps } from './repos/placements.ts';
 import { quotaOps } from './repos/quota.ts';
 import { repairOps } from './repos/repair.ts';
 import { reportOps } from './repos/reports.ts';
+import { requestReadOps } from './repos/request-reads.ts';
 import { retentionOps } from './repos/retention.ts';
 import { sessionOps } from './repos/sessions.ts';
 import { supportAnswerOps } from './repos/support-answers.ts';
@@ -23,6 +24,7 @@ import { usageOps } from './repos/usage.ts';
 export const STORE_OPS = {
   ...tokenOps,
   ...sessionOps,
+  ...requestReadOps,
   ...limitOps,
   ...eventOps,
   ...retentionOps,

@@ -11,4 +11,6 @@ export type { AuditInsert, AuditEntry } from './repos/audit.ts';
 export type { NewSession } from './repos/sessions.ts';
 export type { EventInsert } from '../domain.ts';
 export type { ClientRow, ClientSessions } from './repos/clients.ts';
+export type { AllLimits } from './repos/limits.ts';
+export type { SessionStatusRead } from './repos/request-reads.ts';
 export type { ThresholdCrossing, QueuedWith } from './repos/thresholds.ts';

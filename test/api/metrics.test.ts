@@ -272,8 +272,8 @@ test('on PostgreSQL: a cluster instance serves its metrics, store latency of Pos
     assert.equal((await callApi(pgSrv.baseUrl, token, 'GET', `/sessions/${made.json.id}`)).status, 200);
     const { samples } = await scrape(pgSrv.origin);
     assert.equal(valueOf(samples, 'vad_http_requests_total', { method: 'POST', route: '/v2/sessions', status: '201' }), 1);
-    assert.ok(valueOf(samples, 'vad_db_query_duration_seconds_count', { op: 'getSessionOf', outcome: 'ok' }) >= 1);
-    assert.ok(valueOf(samples, 'vad_db_query_duration_seconds_sum', { op: 'getSessionOf' }) > 0, 'a PostgreSQL round trip takes time');
+    assert.ok(valueOf(samples, 'vad_db_query_duration_seconds_count', { op: 'getSessionStatusOf', outcome: 'ok' }) >= 1);
+    assert.ok(valueOf(samples, 'vad_db_query_duration_seconds_sum', { op: 'getSessionStatusOf' }) > 0, 'a PostgreSQL round trip takes time');
   } finally {
     await pgSrv.close();
     removeDir(d);

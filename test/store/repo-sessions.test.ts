@@ -129,4 +129,12 @@ eachDialect('createSession: the row, its placement and its audit record in one t
   await assert.rejects(db.run(placementOps.createSession(session(c, 3), 'no-such-node', entry(session(c, 3).id))));
   assert.equal(await db.run(sessionOps.getSession(session(c, 3).id)), undefined);
   assert.equal((await db.run(auditOps.auditEntries(c, {}, 10))).rows.length, 1);
+
+  // Local and audited; placed and not audited (PostgreSQL writes each mix as one statement).
+  const localAudited = await db.run(placementOps.createSession(session(c, 4), null, entry(session(c, 4).id)));
+  assert.equal(await db.run(placementOps.placementOf(localAudited.id)), undefined);
+  const placedQuiet = await db.run(placementOps.createSession(session(c, 5), node.id, null));
+  assert.equal(await db.run(placementOps.placementOf(placedQuiet.id)), node.id);
+  assert.deepEqual((await db.run(auditOps.auditEntries(c, {}, 10))).rows.map((r) => r.target.id), [localAudited.id, placed.id]);
+  for (const made of [placed, local, localAudited, placedQuiet]) assert.deepEqual(made, await db.run(sessionOps.getSession(made.id)), 'the row returned is the row stored');
 });

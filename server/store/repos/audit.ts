@@ -2,7 +2,7 @@
 // line, who made it (token id and role, never the token), what, and the values before and
 // after as JSON. One SQL text for both databases; ids are the table's own (newest highest).
 import type { AuditPage } from '../../contract/audit.ts';
-import { all, get, marks, run, Where, type Op } from '../sql/op.ts';
+import { all, get, marks, run, Where, type Op, type Param } from '../sql/op.ts';
 
 /** One change to record in the audit trail (server/audit.ts). */
 export interface AuditInsert {
@@ -69,14 +69,16 @@ const AUDIT_COLUMNS = 'id, created_at, actor_token_id, actor_role, action, targe
 const AUDIT_INSERT_COLUMNS = 'customer_id, created_at, actor_token_id, actor_role, action, target_type, target_id, session_id, client_id, before_json, after_json';
 const json = (v: unknown): string | null => (v === undefined ? null : JSON.stringify(v));
 
-const AUDIT_INSERT = `INSERT INTO audit_log (${AUDIT_INSERT_COLUMNS}) VALUES (${marks(11)}) RETURNING id`;
+/** The INSERT of one change (no RETURNING), and its values in order. */
+export const INSERT_AUDIT = `INSERT INTO audit_log (${AUDIT_INSERT_COLUMNS}) VALUES (${marks(11)})`;
+export const insertAuditValues = (a: AuditInsert): Param[] =>
+  [a.customer_id, a.created_at, a.actor_token_id, a.actor_role, a.action, a.target_type, a.target_id, a.session_id, a.client_id, json(a.before), json(a.after)];
+
+const RECORD_AUDIT = `${INSERT_AUDIT} RETURNING id`;
 
 /** Records one change; returns its id. */
 function* recordAudit(a: AuditInsert): Op<number> {
-  const r = yield* get<{ id: number }>(
-    AUDIT_INSERT,
-    a.customer_id, a.created_at, a.actor_token_id, a.actor_role, a.action, a.target_type, a.target_id, a.session_id, a.client_id, json(a.before), json(a.after),
-  );
+  const r = yield* get<{ id: number }>(RECORD_AUDIT, ...insertAuditValues(a));
   return r!.id;
 }
 

@@ -39,11 +39,11 @@ export interface ClientSessions {
 }
 
 const NOTICE = { channel: CHANNELS.limits, expr: "customer_id || ':client'" };
-const COLUMNS = 'client_id, disabled, expires_at, limits_id, limits, limits_created_at, limits_updated_at, reset_at, reset_up, reset_down';
+export const CLIENT_COLUMNS = 'client_id, disabled, expires_at, limits_id, limits, limits_created_at, limits_updated_at, reset_at, reset_up, reset_down';
 
-type Raw = Record<'client_id' | 'expires_at' | 'limits_id' | 'limits' | 'limits_created_at' | 'limits_updated_at' | 'reset_at', string | null> & { disabled: unknown; reset_up: number | null; reset_down: number | null };
+export type RawClient = Record<'client_id' | 'expires_at' | 'limits_id' | 'limits' | 'limits_created_at' | 'limits_updated_at' | 'reset_at', string | null> & { disabled: unknown; reset_up: number | null; reset_down: number | null };
 
-function toClientRow(r: Raw): ClientRow {
+export function toClientRow(r: RawClient): ClientRow {
   return {
     client_id: r.client_id!,
     disabled: bool(r.disabled),
@@ -53,19 +53,23 @@ function toClientRow(r: Raw): ClientRow {
   };
 }
 
-const CLIENT_OF = `SELECT ${COLUMNS} FROM clients WHERE customer_id = ? AND client_id = ?`;
+const CLIENT_OF = `SELECT ${CLIENT_COLUMNS} FROM clients WHERE customer_id = ? AND client_id = ?`;
 
 function* getClient(customerId: string, clientId: string): Op<ClientRow | undefined> {
-  const r = yield* getCached<Raw>(CLIENT_OF, customerId, clientId);
+  const r = yield* getCached<RawClient>(CLIENT_OF, customerId, clientId);
   return r ? toClientRow(r) : undefined;
 }
 
-const listClientRows = (customerId: string) => allAs(toClientRow, `SELECT ${COLUMNS} FROM clients WHERE customer_id = ? ORDER BY client_id`, customerId);
+const listClientRows = (customerId: string) => allAs(toClientRow, `SELECT ${CLIENT_COLUMNS} FROM clients WHERE customer_id = ? ORDER BY client_id`, customerId);
 
 /** The client's record as a data plane enforces it (undefined: nothing set, the template alone). */
 function* getClientControl(customerId: string, clientId: string): Op<ClientControl | undefined> {
   const row = yield* getClient(customerId, clientId);
-  if (!row) return undefined;
+  return row && toClientControl(row);
+}
+
+/** A client's row as a data plane enforces it. */
+export function toClientControl(row: ClientRow): ClientControl {
   return {
     disabled: row.disabled,
     expires_at: row.expires_at,

@@ -8,6 +8,29 @@ import { CHANNELS } from '../sql/channels.ts';
 import { all, getCached, lock, run, runNotifying, tx, type Op } from '../sql/op.ts';
 
 const LIMITS_NOTICE = { channel: CHANNELS.limits, expr: "customer_id || ':' || scope" };
+const SCOPES: readonly LimitScope[] = ['global', 'client', 'session'];
+
+/** A customer's limits of every scope (a scope not set: absent). */
+export type AllLimits = Partial<Record<LimitScope, LimitValues>>;
+
+/** The three records' fields as columns `limits_<scope>` of one row, for a customer given as an SQL expression. */
+export const scopeFields = (customer: string): string =>
+  SCOPES.map((s) => `(SELECT fields FROM limits WHERE customer_id = ${customer} AND scope = '${s}') AS limits_${s}`).join(', ');
+
+/** The `limits_<scope>` columns of a row read with scopeFields. */
+export function toAllLimits(r: Partial<Record<`limits_${LimitScope}`, string | null>>): AllLimits {
+  const out: AllLimits = {};
+  for (const s of SCOPES) {
+    const fields = r[`limits_${s}`];
+    if (fields != null) out[s] = JSON.parse(fields) as LimitValues;
+  }
+  return out;
+}
+
+/** Every scope's limits of the customer in one statement. */
+function* getAllLimits(customerId: string): Op<AllLimits> {
+  return toAllLimits((yield* getCached<Record<`limits_${LimitScope}`, string | null>>(`SELECT ${scopeFields('?')}`, customerId, customerId, customerId))!);
+}
 
 function* getLimitsRecord(customerId: string, scope: LimitScope): Op<LimitsRecord | undefined> {
   const r = yield* getCached<{ id: string; fields: string; created_at: string; updated_at: string }>(
@@ -60,4 +83,4 @@ function* periodicLimits(): Op<Array<{ customer_id: string; scope: LimitScope; v
     .filter((r) => r.values.reset_period && r.values.reset_period !== 'none');
 }
 
-export const limitOps = { getLimitsRecord, getLimits, patchLimits, deleteLimits, periodicLimits };
+export const limitOps = { getLimitsRecord, getLimits, getAllLimits, patchLimits, deleteLimits, periodicLimits };

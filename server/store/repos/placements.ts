@@ -1,17 +1,34 @@
 // Where each session is placed: the catalogue node carrying it (none: the control plane's own
 // data plane), and the node it was moved away from by crash repair (its late reports still count).
 import type { SessionRow } from '../../domain.ts';
-import { SESSION_COLUMNS_S, sessionOps, toSessionRow, type NewSession } from './sessions.ts';
+import { INSERT_SESSION, insertSessionValues, SESSION_COLUMNS, SESSION_COLUMNS_S, sessionOps, toSessionRow, type NewSession, type RawSession } from './sessions.ts';
 import { isoNow } from '../../time.ts';
-import { all, allAs, getAs, marks, run, tx, type Op } from '../sql/op.ts';
+import { all, allAs, dialect, get, getAs, marks, run, tx, type Op } from '../sql/op.ts';
 import { nodeColumns, toNode, type NodeInfo, type RawNode } from './nodes.ts';
-import { auditOps, type AuditInsert } from './audit.ts';
+import { auditOps, INSERT_AUDIT, insertAuditValues, type AuditInsert } from './audit.ts';
 
 /**
- * A new session in one transaction: its row, its placement on a node (none: the local data
- * plane) and its audit record (none: not audited), so creating one costs a single commit.
+ * A new session at once: its row, its placement on a node (none: the local data plane) and its
+ * audit record (none: not audited), all or nothing, so creating one costs a single commit. On
+ * PostgreSQL one statement (data-modifying WITH parts: one round trip, atomic as any statement
+ * is); SQLite, which has no such statement but no round trips either, runs one transaction.
  */
-const createSession = tx(function* (s: NewSession, nodeId: string | null, audit: AuditInsert | null): Op<SessionRow> {
+function* createSession(s: NewSession, nodeId: string | null, audit: AuditInsert | null): Op<SessionRow> {
+  if ((yield* dialect()) === 'sqlite') return yield* createSessionTx(s, nodeId, audit);
+  const parts = [`s AS (${INSERT_SESSION} RETURNING ${SESSION_COLUMNS})`];
+  const args = insertSessionValues(s);
+  if (nodeId !== null) {
+    parts.push('p AS (INSERT INTO session_placements (session_id, node_id, placed_at) SELECT id, ?, ? FROM s)');
+    args.push(nodeId, isoNow());
+  }
+  if (audit) {
+    parts.push(`a AS (${INSERT_AUDIT})`);
+    args.push(...insertAuditValues(audit));
+  }
+  return toSessionRow((yield* get<RawSession>(`WITH ${parts.join(', ')} SELECT ${SESSION_COLUMNS} FROM s`, ...args))!);
+}
+
+const createSessionTx = tx(function* (s: NewSession, nodeId: string | null, audit: AuditInsert | null): Op<SessionRow> {
   const row = yield* sessionOps.insertSession(s);
   if (nodeId !== null) yield* placeSession(row.id, nodeId);
   if (audit) yield* auditOps.recordAudit(audit);

@@ -1,7 +1,7 @@
 // Sessions: their rows, paging, pause flag and the counters the data planes save.
 import type { RuntimePatch, SessionRow } from '../../domain.ts';
 import { CHANNELS } from '../sql/channels.ts';
-import { all, assignments, bool, get, getAs, getCached, run, runNotifying, Where, type Op } from '../sql/op.ts';
+import { all, assignments, bool, get, getAs, getCached, run, runNotifying, Where, type Op, type Param } from '../sql/op.ts';
 
 export type SessionFilter = Partial<Pick<SessionRow, 'client_id' | 'status' | 'zone'>>;
 
@@ -21,18 +21,13 @@ export function toSessionRow({ seq: _seq, ...r }: RawSession): SessionRow {
 /** A session to insert: the row's given fields (the rest start at their defaults). */
 export type NewSession = Pick<SessionRow, 'id' | 'customer_id' | 'client_id' | 'zone' | 'reusable' | 'created_at'> & { expires_at?: string | null };
 
+/** The INSERT of a new session (no RETURNING), and its values in order. */
+export const INSERT_SESSION = `INSERT INTO sessions (id, customer_id, client_id, zone, connection_type, reusable, created_at, expires_at)
+     VALUES (?, ?, ?, ?, 'vless', ?, ?, ?)`;
+export const insertSessionValues = (s: NewSession): Param[] => [s.id, s.customer_id, s.client_id, s.zone, s.reusable, s.created_at, s.expires_at ?? null];
+
 function* insertSession(s: NewSession): Op<SessionRow> {
-  const r = yield* get<RawSession>(
-    `INSERT INTO sessions (id, customer_id, client_id, zone, connection_type, reusable, created_at, expires_at)
-     VALUES (?, ?, ?, ?, 'vless', ?, ?, ?) RETURNING ${SESSION_COLUMNS}`,
-    s.id,
-    s.customer_id,
-    s.client_id,
-    s.zone,
-    s.reusable,
-    s.created_at,
-    s.expires_at ?? null,
-  );
+  const r = yield* get<RawSession>(`${INSERT_SESSION} RETURNING ${SESSION_COLUMNS}`, ...insertSessionValues(s));
   return toSessionRow(r!);
 }
 
