@@ -16,12 +16,12 @@
 //    (bench/node-kill.ts).
 // Servers and the node are child processes (`vpn-access serve` / `node run`), PostgreSQL a
 // throwaway server (test/helpers/postgres.ts). Env: BENCH_SECONDS (6), BENCH_PAUSES (20), BENCH_LAGS (10).
-import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { createServer as createHttpServer } from 'node:http';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { connect, createServer, type Socket } from 'node:net';
 import autocannon from 'autocannon';
 import { buildVlessHeader } from '../server/dataplane/vless-header.ts';
 import { nodeKillFigure } from './node-kill.ts';
+import { geoDownload as downloadThrough, zeroOrigin } from './fixtures/geo-download.ts';
 import { serve, type ServeProcess } from '../test/helpers/cli.ts';
 import { startPostgres } from '../test/helpers/postgres.ts';
 import { CLI, NODE, ROOT, removeDir, tempDir } from '../test/helpers/server.ts';
@@ -190,30 +190,11 @@ async function main(): Promise<void> {
     const sydToken = cli(['node', 'add', '--name', 'syd-bench', '--zone', 'au-syd', '--public-host', '127.0.0.3', '--database', url]);
     const syd = await runNode(sydToken, [b.baseUrl.replace(/\/v2$/, '')], dir('vad-bench-syd-'), '127.0.0.3');
     cleanup.push(() => syd.child.kill('SIGKILL'));
-    const zeros = Buffer.alloc(1024 * 1024);
-    const origin = createHttpServer((_req, res) => {
-      res.writeHead(200, { 'content-length': String(GEO_BYTES) });
-      let left = GEO_BYTES;
-      const pump = () => {
-        while (left > 0) {
-          left -= zeros.length;
-          if (!res.write(zeros)) return void res.once('drain', pump);
-        }
-        res.end();
-      };
-      pump();
-    });
-    await new Promise<void>((r) => origin.listen(0, '127.0.0.1', () => r()));
+    const origin = await zeroOrigin(GEO_BYTES);
     cleanup.push(() => origin.close());
-    const originUrl = `http://127.0.0.1:${(origin.address() as { port: number }).port}/big`;
+    const originUrl = origin.url;
     /** One download through the São Paulo node's proxy: MiB/s, or NaN when it did not complete. */
-    const geoDownload = (target: string) =>
-      new Promise<number>((resolve) => {
-        execFile('curl', ['-s', '-o', '/dev/null', '--max-time', '60', '-p', '-x', `http://127.0.0.2:${node.proxyPort}`, '-U', `${session.id}${target}:${session.id}`, '-w', '%{http_code} %{size_download} %{speed_download}', originUrl], (_e, out) => {
-          const [code, size, speed] = String(out).trim().split(' ').map(Number);
-          resolve(code === 200 && size === GEO_BYTES ? speed / (1024 * 1024) : NaN);
-        });
-      });
+    const geoDownload = (target: string) => downloadThrough(`127.0.0.2:${node.proxyPort}`, session.id, target, originUrl, GEO_BYTES);
     for (let i = 0; i < 100 && !Number.isFinite(await geoDownload('-cc-AU').catch(() => NaN)); i++) await sleep(200);
     const relayed: number[] = [];
     const direct: number[] = [];

@@ -9,9 +9,9 @@
 // BENCH_GEO_ONLY=relayed (or direct) makes only those downloads (a profile of one path alone).
 // Beside the speeds: the CPU time each node spent per GiB (Linux /proc, median over the runs), the
 // figure a busy shared machine disturbs least.
-import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { createServer as createHttpServer } from 'node:http';
+import { geoDownload, zeroOrigin } from './fixtures/geo-download.ts';
 import { serve, type ServeProcess } from '../test/helpers/cli.ts';
 import { CLI, NODE, ROOT, removeDir, tempDir } from '../test/helpers/server.ts';
 
@@ -100,30 +100,11 @@ async function main(): Promise<void> {
     const session = await api(cp.baseUrl, token, 'POST', '/sessions', { client_id: 'bench-geo', zone: 'br-sao', reusable: true });
     if (!session?.id) throw new Error(`creating the session failed: ${JSON.stringify(session)}`);
 
-    const zeros = Buffer.alloc(1024 * 1024);
-    const origin = createHttpServer((_req, res) => {
-      res.writeHead(200, { 'content-length': String(GEO_BYTES) });
-      let left = GEO_BYTES;
-      const pump = () => {
-        while (left > 0) {
-          left -= zeros.length;
-          if (!res.write(zeros)) return void res.once('drain', pump);
-        }
-        res.end();
-      };
-      pump();
-    });
-    await new Promise<void>((r) => origin.listen(0, '127.0.0.1', () => r()));
+    const origin = await zeroOrigin(GEO_BYTES);
     cleanup.push(() => origin.close());
-    const originUrl = `http://127.0.0.1:${(origin.address() as { port: number }).port}/big`;
+    const originUrl = origin.url;
     /** One download through the São Paulo node's proxy: MiB/s, or NaN when it did not complete. */
-    const download = (target: string) =>
-      new Promise<number>((resolve) => {
-        execFile('curl', ['-s', '-o', '/dev/null', '--max-time', '60', '-p', '-x', `http://127.0.0.2:${sao.proxyPort}`, '-U', `${session.id}${target}:${session.id}`, '-w', '%{http_code} %{size_download} %{speed_download}', originUrl], (_e, out) => {
-          const [code, size, speed] = String(out).trim().split(' ').map(Number);
-          resolve(code === 200 && size === GEO_BYTES ? speed / (1024 * 1024) : NaN);
-        });
-      });
+    const download = (target: string) => geoDownload(`127.0.0.2:${sao.proxyPort}`, session.id, target, originUrl, GEO_BYTES);
     // The session and the routes reach the nodes with their next state.
     for (let i = 0; i < 100 && !Number.isFinite(await download('-cc-AU')); i++) await sleep(200);
     const relayed: number[] = [];
