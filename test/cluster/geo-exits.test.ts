@@ -9,14 +9,13 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { startServer, type RunningServer } from '../../server/serve.ts';
 import { runNode, type RunningNode } from '../../server/node/run.ts';
 import { silentLogger } from '../../server/log.ts';
 import { callApi } from '../helpers/http.ts';
 import { startPostgres, type PgServer } from '../helpers/postgres.ts';
 import { removeDir, tempDir, waitFor } from '../helpers/server.ts';
+import { writeZonesFile } from '../helpers/zones-file.ts';
 
 let pg: PgServer;
 let srv: RunningServer;
@@ -32,13 +31,7 @@ before(async () => {
   pg = await startPostgres();
   const dir = tempDir('vad-exits-cp-');
   dirs.push(dir);
-  const zonesFile = join(dir, 'zones.json');
-  writeFileSync(zonesFile, JSON.stringify({
-    zones: [
-      { code: 'de-fra', name: 'Frankfurt', country: 'DE', cities: ['frankfurt'], nodes: ['local'] },
-      { code: 'nl-ams', name: 'Amsterdam', country: 'NL', cities: ['amsterdam'], nodes: [] },
-    ],
-  }));
+  const zonesFile = writeZonesFile(dir, ['nl-ams', 'Amsterdam', 'NL', 'amsterdam']);
   srv = await startServer({ zonesFile, dataDir: dir, database: pg.url(), port: 0, vlessTcpPort: null, proxyPort: 0, egress: 'allow-all', rateLimit: { max: 100_000, windowMs: 60_000 } });
   owner = (await srv.services.data.createToken('exits', 'owner')).token;
   const node = async (name: string, host: string, egressAddresses: string[]) => {

@@ -9,8 +9,6 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { connect as tlsConnect } from 'node:tls';
 import { startServer, type RunningServer } from '../../server/serve.ts';
 import { runNode, type RunningNode } from '../../server/node/run.ts';
@@ -18,6 +16,7 @@ import { silentLogger } from '../../server/log.ts';
 import { callApi } from '../helpers/http.ts';
 import { removeDir, tempDir, waitFor } from '../helpers/server.ts';
 import { keyExpiry, relayKey, signRelayRequest } from '../../server/dataplane/relay-grant.ts';
+import { writeZonesFile } from '../helpers/zones-file.ts';
 
 let srv: RunningServer;
 let sao: RunningNode;
@@ -32,17 +31,10 @@ before(async () => {
   const dir = tempDir('vad-geo-cp-');
   dirs.push(dir);
   // Only Frankfurt is the serve process's own (`local`); the other zones are served by nodes alone.
-  const zonesFile = join(dir, 'zones.json');
-  writeFileSync(zonesFile, JSON.stringify({
-    zones: [
-      { code: 'de-fra', name: 'Frankfurt', country: 'DE', cities: ['frankfurt'], nodes: ['local'] },
-      { code: 'br-sao', name: 'São Paulo', country: 'BR', cities: ['sao paulo'], nodes: [] },
-      { code: 'nl-ams', name: 'Amsterdam', country: 'NL', cities: ['amsterdam'], nodes: [] },
-      { code: 'us-nyc', name: 'New York', country: 'US', cities: ['new york'], nodes: [] },
-      { code: 'us-lax', name: 'Los Angeles', country: 'US', cities: ['los angeles'], nodes: [] },
-      { code: 'jp-tyo', name: 'Tokyo', country: 'JP', cities: ['tokyo'], nodes: [] },
-    ],
-  }));
+  const zonesFile = writeZonesFile(dir,
+    ['br-sao', 'São Paulo', 'BR', 'sao paulo'], ['nl-ams', 'Amsterdam', 'NL', 'amsterdam'], ['us-nyc', 'New York', 'US', 'new york'],
+    ['us-lax', 'Los Angeles', 'US', 'los angeles'], ['jp-tyo', 'Tokyo', 'JP', 'tokyo'],
+  );
   srv = await startServer({ zonesFile, dataDir: dir, port: 0, vlessTcpPort: null, proxyPort: 0, egress: 'allow-all', rateLimit: { max: 100_000, windowMs: 60_000 } });
   owner = (await srv.services.data.createToken('geo', 'owner')).token;
   const node = async (name: string, zone: string, host: string) => {

@@ -5,12 +5,11 @@
 // events are stored, and the claims are refused.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import WebSocket from 'ws';
 import { startServer, type RunningServer } from '../../server/serve.ts';
 import { callApi } from '../helpers/http.ts';
 import { removeDir, tempDir, waitFor } from '../helpers/server.ts';
+import { writeZonesFile } from '../helpers/zones-file.ts';
 
 let srv: RunningServer;
 let owner: string;
@@ -19,14 +18,7 @@ const sockets: WebSocket[] = [];
 
 before(async () => {
   dir = tempDir('vad-node-scope-');
-  const zonesFile = join(dir, 'zones.json');
-  writeFileSync(zonesFile, JSON.stringify({
-    zones: [
-      { code: 'de-fra', name: 'Frankfurt', country: 'DE', cities: ['frankfurt'], nodes: ['local'] },
-      { code: 'br-sao', name: 'São Paulo', country: 'BR', cities: ['sao paulo'], nodes: [] },
-      { code: 'au-syd', name: 'Sydney', country: 'AU', cities: ['sydney'], nodes: [] },
-    ],
-  }));
+  const zonesFile = writeZonesFile(dir, ['br-sao', 'São Paulo', 'BR', 'sao paulo'], ['au-syd', 'Sydney', 'AU', 'sydney']);
   srv = await startServer({ zonesFile, dataDir: dir, port: 0, vlessTcpPort: null, proxyPort: null, rateLimit: { max: 100_000, windowMs: 60_000 } });
   owner = (await srv.services.data.createToken('scope', 'owner')).token;
 });

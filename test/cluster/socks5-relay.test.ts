@@ -8,8 +8,6 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { startServer, type RunningServer } from '../../server/serve.ts';
 import { runNode, type RunningNode } from '../../server/node/run.ts';
 import { silentLogger } from '../../server/log.ts';
@@ -17,6 +15,7 @@ import { callApi } from '../helpers/http.ts';
 import { removeDir, tempDir, waitFor } from '../helpers/server.ts';
 import { closed, socksRequest, udpClient } from '../dataplane/helpers/socks5-client.ts';
 import { createSocket, type Socket as UdpSocket } from 'node:dgram';
+import { writeZonesFile } from '../helpers/zones-file.ts';
 
 let srv: RunningServer;
 let ams: RunningNode;
@@ -32,15 +31,7 @@ const dirs: string[] = [];
 before(async () => {
   const dir = tempDir('vad-s5-cp-');
   dirs.push(dir);
-  const zonesFile = join(dir, 'zones.json');
-  writeFileSync(zonesFile, JSON.stringify({
-    zones: [
-      { code: 'de-fra', name: 'Frankfurt', country: 'DE', cities: ['frankfurt'], nodes: ['local'] },
-      { code: 'nl-ams', name: 'Amsterdam', country: 'NL', cities: ['amsterdam'], nodes: [] },
-      { code: 'fr-par', name: 'Paris', country: 'FR', cities: ['paris'], nodes: [] },
-      { code: 'jp-tyo', name: 'Tokyo', country: 'JP', cities: ['tokyo'], nodes: [] },
-    ],
-  }));
+  const zonesFile = writeZonesFile(dir, ['nl-ams', 'Amsterdam', 'NL', 'amsterdam'], ['fr-par', 'Paris', 'FR', 'paris'], ['jp-tyo', 'Tokyo', 'JP', 'tokyo']);
   srv = await startServer({ zonesFile, dataDir: dir, port: 0, vlessTcpPort: null, proxyPort: 0, egress: 'allow-all', rateLimit: { max: 100_000, windowMs: 60_000 } });
   owner = (await srv.services.data.createToken('s5geo', 'owner')).token;
   const added = await srv.services.data.addNode({ name: 'ams-1', zone: 'nl-ams', public_host: '127.0.0.3' });

@@ -5,14 +5,13 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type Server, type Socket } from 'node:net';
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { startServer, type RunningServer } from '../../server/serve.ts';
 import { callApi } from '../helpers/http.ts';
 import { removeDir, tempDir, waitFor } from '../helpers/server.ts';
 import { startUdpEcho } from './helpers/targets.ts';
 import { closed, open, readN, socksRequest, udpClient } from './helpers/socks5-client.ts';
+import { writeZonesFile } from '../helpers/zones-file.ts';
 
 let srv: RunningServer;
 let owner: string;
@@ -27,8 +26,7 @@ const BODY = randomBytes(12_345);
 
 before(async () => {
   dir = tempDir('vad-meter-');
-  const zonesFile = join(dir, 'zones.json');
-  writeFileSync(zonesFile, JSON.stringify({ zones: [{ code: 'de-fra', name: 'Frankfurt', country: 'DE', cities: ['frankfurt'], nodes: ['local'] }] }));
+  const zonesFile = writeZonesFile(dir);
   srv = await startServer({ zonesFile, dataDir: dir, port: 0, vlessTcpPort: null, proxyPort: 0, egress: 'allow-all', rateLimit: { max: 100_000, windowMs: 60_000 } });
   owner = (await srv.services.data.createToken('meter', 'owner')).token;
   // An HTTP request (a head starting with GET) gets an answer whose head the proxy rewrites
@@ -94,32 +92,31 @@ test('HTTP absolute-URI GET: up = the request as relayed to the destination, dow
   assert.deepEqual(c, { up: seen.read, down: got.length });
 });
 
+/** n random bytes through the open tunnel `s` to the echo and back, then closed: the session counts exactly the payload both ways. */
+async function echoCounted(s: Socket, id: string, n: number): Promise<void> {
+  const sent = randomBytes(n);
+  s.write(sent);
+  const back = await readN(s, sent.length);
+  assert.ok(back.equals(sent));
+  s.end();
+  await closed(s);
+  assert.deepEqual(await countersOf(id), { up: sent.length, down: back.length });
+}
+
 test('HTTP CONNECT: the tunnel bytes both ways, not the CONNECT request nor its 200 answer', async () => {
   const id = await newSession();
   const s = await open(srv.proxyPort!);
   s.write(`CONNECT 127.0.0.1:${targetPort} HTTP/1.1\r\nHost: 127.0.0.1:${targetPort}\r\n${basic(id)}\r\n\r\n`);
   const established = Buffer.from('HTTP/1.1 200 Connection Established\r\n\r\n');
   assert.ok((await readN(s, established.length)).equals(established));
-  const sent = randomBytes(5000);
-  s.write(sent);
-  const back = await readN(s, sent.length);
-  assert.ok(back.equals(sent));
-  s.end();
-  await closed(s);
-  assert.deepEqual(await countersOf(id), { up: sent.length, down: back.length });
+  await echoCounted(s, id, 5000);
 });
 
 test('SOCKS5 CONNECT: the payload both ways, not the handshake', async () => {
   const id = await newSession();
   const { s, reply } = await socksRequest(srv.proxyPort!, `${id}-cc-DE`, id, 1, '127.0.0.1', targetPort);
   assert.equal(reply.rep, 0);
-  const sent = randomBytes(7000);
-  s.write(sent);
-  const back = await readN(s, sent.length);
-  assert.ok(back.equals(sent));
-  s.end();
-  await closed(s);
-  assert.deepEqual(await countersOf(id), { up: sent.length, down: back.length });
+  await echoCounted(s, id, 7000);
 });
 
 test('SOCKS5 UDP: the datagrams\' payload both ways, not the SOCKS UDP header', async () => {
