@@ -2,7 +2,10 @@
 // acme-client library and the http-01 challenge: while an order is open, a small HTTP listener
 // on the challenge port (80 unless told) answers /.well-known/acme-challenge/<token>. The account
 // key and the certificate are kept in DATA_DIR/acme/ (0600); a certificate is renewed once less
-// than a third of its lifetime is left (30 days of Let's Encrypt's 90).
+// than a third of its lifetime is left (30 days of Let's Encrypt's 90). Once a certificate is
+// stored, the order's authorizations are deactivated: a CA may otherwise reuse a valid one for
+// weeks, so a leaked account key could issue for the name without proving control, and a
+// renewal would not show that the challenge still works.
 import { X509Certificate, createPrivateKey } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -101,6 +104,7 @@ export class AcmeIssuer {
     const client = new acme.Client({ directoryUrl: this.opts.directoryUrl ?? LETS_ENCRYPT_DIRECTORY, accountKey: await this.accountKey() });
     const [key, csr] = await acme.crypto.createCsr({ commonName: this.opts.domain, altNames: [this.opts.domain] }, await acme.crypto.createPrivateEcdsaKey('P-256'));
     const answers = new Map<string, string>();
+    const used: acme.Authorization[] = [];
     const listener = await this.challengeListener(answers);
     try {
       const cert = await client.auto({
@@ -110,7 +114,8 @@ export class AcmeIssuer {
         challengePriority: ['http-01'],
         // The CA validates for real; a local pre-check would need this host to resolve its own name.
         skipChallengeVerification: true,
-        challengeCreateFn: async (_authz, challenge, keyAuthorization) => {
+        challengeCreateFn: async (authz, challenge, keyAuthorization) => {
+          used.push(authz);
           answers.set(challenge.token, keyAuthorization);
         },
         challengeRemoveFn: async (_authz, challenge) => {
@@ -121,9 +126,21 @@ export class AcmeIssuer {
       writePrivate(this.paths.key, pair.key);
       writePrivate(this.paths.cert, pair.cert);
       this.log.info(`ACME: certificate issued for ${this.opts.domain}`);
+      await this.deactivate(client, used);
       return pair;
     } finally {
       await new Promise<void>((r) => listener.close(() => r()));
+    }
+  }
+
+  /** A failed deactivation costs nothing but the reuse window, so it is only logged. */
+  private async deactivate(client: acme.Client, used: acme.Authorization[]): Promise<void> {
+    for (const authz of used) {
+      try {
+        await client.deactivateAuthorization(authz);
+      } catch (err) {
+        this.log.warn(`ACME: could not deactivate the authorization for ${authz.identifier.value}: ${err instanceof Error ? err.message : String(err)}`);
+      }
     }
   }
 

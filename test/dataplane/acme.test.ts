@@ -99,7 +99,8 @@ test('issue with real http-01 validation, serve it everywhere, renew, and reuse 
     const p = acmePaths(dataDir);
     for (const f of [p.account, p.key, p.cert]) assert.equal(statSync(f).mode & 0o777, 0o600, f);
 
-    // Renewal: a new order, validated again (authorizations are not reused), swapped in live.
+    // Renewal: a new order, validated again (the first order deactivated its authorizations, so
+    // the CA has none to reuse), swapped in live.
     const before = st.fingerprint_sha256;
     const asked1 = pebble.dns.asked.length;
     assert.equal(await s.services.tls.renewAcme(true), true, pebble.output());
