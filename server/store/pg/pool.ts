@@ -77,6 +77,27 @@ export function releaseClient(client: pg.PoolClient, err: unknown): void {
   client.release(err instanceof Error && !('severity' in err) ? err : undefined);
 }
 
+/**
+ * Runs `fn` on one pooled connection in one transaction: committed when it resolves, rolled back
+ * when it throws; a lost database surfaces as DatabaseUnavailable, a failed connection is destroyed.
+ */
+export async function inTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect().catch(mapDatabaseError);
+  let broken: unknown;
+  try {
+    await client.query('BEGIN');
+    const out = await fn(client);
+    await client.query('COMMIT');
+    return out;
+  } catch (err) {
+    broken = err;
+    await client.query('ROLLBACK').catch(() => {});
+    return mapDatabaseError(err);
+  } finally {
+    releaseClient(client, broken);
+  }
+}
+
 export function openPool(url: string, opts: PoolOptions = {}): pg.Pool {
   const queryTimeoutMs = opts.queryTimeoutMs ?? 10_000;
   const pool = new pg.Pool({

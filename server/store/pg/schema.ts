@@ -8,6 +8,7 @@
 // and the others, once they get the lock, find nothing left to do.
 import type pg from 'pg';
 import { MIGRATIONS, migrationSql, pendingVersions } from '../migrations/index.ts';
+import { inTransaction } from './pool.ts';
 
 export { MIGRATIONS };
 
@@ -20,10 +21,8 @@ export const MIGRATION_LOCK_KEY = 0x7661645f6d6967n; // "vad_mig"
  * pending version is applied in the one transaction (DDL is transactional in PostgreSQL), so a
  * crash mid-way leaves the previous version intact.
  */
-export async function migrate(pool: pg.Pool): Promise<number> {
-  const client = await pool.connect();
-  try {
-    await client.query('BEGIN');
+export function migrate(pool: pg.Pool): Promise<number> {
+  return inTransaction(pool, async (client) => {
     await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY.toString()]);
     await client.query(
       `CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -36,12 +35,6 @@ export async function migrate(pool: pg.Pool): Promise<number> {
       await client.query(migrationSql(v, 'postgres'));
       await client.query('INSERT INTO schema_migrations (version) VALUES ($1)', [v]);
     }
-    await client.query('COMMIT');
     return MIGRATIONS.length;
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => {});
-    throw err;
-  } finally {
-    client.release();
-  }
+  });
 }

@@ -8,7 +8,7 @@ import type pg from 'pg';
 import type { AsyncOps } from '../sql/op.ts';
 import { bindAsync, PgRunner } from '../sql/pg-runner.ts';
 import { STORE_OPS, type StoreOps } from '../ops.ts';
-import { mapDatabaseError, openPool, releaseClient, type PoolOptions } from './pool.ts';
+import { inTransaction, openPool, type PoolOptions } from './pool.ts';
 import { migrate } from './schema.ts';
 
 export { CHANNELS } from '../sql/channels.ts';
@@ -36,7 +36,7 @@ export class PgStore {
   static async open(url: string, opts: PoolOptions = {}): Promise<PgStore> {
     const pool = openPool(url, opts);
     try {
-      await migrate(pool).catch(mapDatabaseError);
+      await migrate(pool);
     } catch (err) {
       await pool.end().catch(() => {});
       throw err;
@@ -53,21 +53,9 @@ export class PgStore {
    * work that must interleave other awaits; an operation's own transaction needs none of this).
    */
   async transaction<T>(fn: (tx: PgStore) => Promise<T>): Promise<T> {
-    const client = await this.pool.connect().catch(mapDatabaseError);
-    const tx = new PgStore(this.pool, client);
-    let broken: unknown;
-    try {
-      await client.query('BEGIN');
-      const out = await fn(tx);
-      await client.query('COMMIT');
-      this.tokenGeneration += tx.tokenGeneration;
-      return out;
-    } catch (err) {
-      broken = err;
-      await client.query('ROLLBACK').catch(() => {});
-      return mapDatabaseError(err);
-    } finally {
-      releaseClient(client, broken);
-    }
+    let tx!: PgStore;
+    const out = await inTransaction(this.pool, (client) => fn((tx = new PgStore(this.pool, client))));
+    this.tokenGeneration += tx.tokenGeneration;
+    return out;
   }
 }
