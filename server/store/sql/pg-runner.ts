@@ -56,10 +56,7 @@ export class PgRunner {
       return r.value;
     } finally {
       // Only reached with a connection still held when the operation itself threw mid-transaction.
-      if (state.client && state.client !== this.joined) {
-        await state.client.query('ROLLBACK').catch(() => {});
-        this.release(state);
-      }
+      if (state.client !== this.joined) await this.rollback(state);
     }
   }
 
@@ -87,6 +84,11 @@ export class PgRunner {
     state.client = null;
   }
 
+  private async rollback(state: Run): Promise<void> {
+    await state.client?.query('ROLLBACK').catch(() => {});
+    this.release(state);
+  }
+
   private async step(s: Step, state: Run): Promise<unknown> {
     if (s.k === 'all' || s.k === 'get' || s.k === 'run') {
       const res = await this.query(state, this.text(s.sql, s.notify), s.params);
@@ -109,10 +111,7 @@ export class PgRunner {
         }
         return undefined;
       case 'rollback':
-        if (--state.depth === 0 && state.client) {
-          await state.client.query('ROLLBACK').catch(() => {});
-          this.release(state);
-        }
+        if (--state.depth === 0) await this.rollback(state);
         return undefined;
       case 'lock':
         await this.query(state, 'SELECT pg_advisory_xact_lock(hashtext($1))', [s.key]);

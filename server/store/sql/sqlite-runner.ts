@@ -57,8 +57,8 @@ export class SqliteRunner {
   }
 
   /**
-   * The compiled statement of an SQL text, for the few statements outside operations: one that
-   * writes a table cached reads read drops the read cache now (it is run right after).
+   * The compiled statement of an SQL text, run right after (a step's, or one of the few statements
+   * outside operations): one that writes a table cached reads read drops the read cache now.
    */
   statement(sql: string): StatementSync {
     this.cache.ran(sql);
@@ -93,22 +93,17 @@ export class SqliteRunner {
   private step(s: Step): unknown {
     switch (s.k) {
       case 'all':
-        this.cache.ran(s.sql);
-        return this.prepared(s.sql).all(...args(s.params)).map(plain);
+        return this.statement(s.sql).all(...args(s.params)).map(plain);
       case 'get': {
-        if (s.cached && this.depth === 0 && !this.db.isTransaction) {
-          const hit = this.cache.lookup(s.sql, s.params);
-          if (hit !== null) return hit;
-          const row = plain(this.prepared(s.sql).get(...args(s.params)));
-          this.cache.store(s.sql, s.params, row);
-          return row;
-        }
-        this.cache.ran(s.sql);
-        return plain(this.prepared(s.sql).get(...args(s.params)));
+        if (!s.cached || this.depth > 0 || this.db.isTransaction) return plain(this.statement(s.sql).get(...args(s.params)));
+        const hit = this.cache.lookup(s.sql, s.params);
+        if (hit !== null) return hit;
+        const row = plain(this.prepared(s.sql).get(...args(s.params)));
+        this.cache.store(s.sql, s.params, row);
+        return row;
       }
       case 'run':
-        this.cache.ran(s.sql);
-        return Number(this.prepared(s.sql).run(...args(s.params)).changes);
+        return Number(this.statement(s.sql).run(...args(s.params)).changes);
       case 'begin':
         if (this.depth === 0) {
           this.owned = !this.db.isTransaction;
@@ -150,11 +145,5 @@ export function bindSync<T extends OpTable>(table: T, runner: SqliteRunner): Syn
  * (the async seam on SQLite: no thread hop); a statement's error becomes a rejection.
  */
 export function bindSettled<T extends OpTable>(table: T, runner: SqliteRunner): AsyncOps<T> {
-  return bindOps(table, (op) => {
-    try {
-      return Promise.resolve(runner.run(op));
-    } catch (err) {
-      return Promise.reject(err);
-    }
-  }) as unknown as AsyncOps<T>;
+  return bindOps(table, (op) => new Promise((resolve) => resolve(runner.run(op)))) as unknown as AsyncOps<T>;
 }
