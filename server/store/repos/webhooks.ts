@@ -8,7 +8,7 @@
 // failing at once count both failures, and only one disables).
 import type { Webhook } from '../../contract/webhooks.ts';
 import type { AsyncOps } from '../sql/op.ts';
-import { allAs, bool, get, getAs, run, tx, type Op } from '../sql/op.ts';
+import { allAs, assignments, bool, get, getAs, run, tx, type Op } from '../sql/op.ts';
 import { deliveryOps, failPending, rowLock } from './webhook-deliveries.ts';
 
 export type { DeliveryOutcome, DeliveryRow, DueDelivery, LoggedEvent, QueuedEvent } from './webhook-deliveries.ts';
@@ -90,12 +90,18 @@ const update = tx(function* (customerId: string, id: string, patch: WebhookPatch
   if (!cur) return undefined;
   const next = { ...cur, ...patch, updated_at: now };
   if (patch.enabled === true && !cur.enabled) Object.assign(next, { consecutive_failures: 0, failing_since: null, disabled_reason: null, disabled_at: null });
-  yield* run(
-    'UPDATE webhooks SET url = ?, events = ?, enabled = ?, updated_at = ?, consecutive_failures = ?, failing_since = ?, disabled_reason = ?, disabled_at = ? WHERE customer_id = ? AND id = ?',
-    next.url, JSON.stringify(next.events), next.enabled, now, next.consecutive_failures, next.failing_since, next.disabled_reason, next.disabled_at, customerId, id,
-  );
+  yield* save(next);
   return next;
 });
+
+/** What a patch or an attempt changes of an endpoint. */
+const SAVED = ['url', 'events', 'enabled', 'updated_at', 'consecutive_failures', 'failing_since', 'disabled_reason', 'disabled_at', 'last_error', 'last_error_at'] as const;
+
+/** Writes an endpoint's SAVED columns (its row read and locked before). */
+function* save(r: WebhookRow): Op<void> {
+  const { sets, args } = assignments({ ...r, events: JSON.stringify(r.events) }, SAVED);
+  yield* run(`UPDATE webhooks SET ${sets.join(', ')} WHERE id = ?`, ...args, r.id);
+}
 
 function* deleteWebhook(customerId: string, id: string): Op<boolean> {
   return (yield* run('DELETE FROM webhooks WHERE customer_id = ? AND id = ?', customerId, id)) > 0;
@@ -118,16 +124,13 @@ function* recordSuccess(webhookId: string): Op<void> {
 const recordFailure = tx(function* (webhookId: string, now: Date, rule: DisableRule, error: string): Op<WebhookRow | undefined> {
   const cur = yield* getAs(toWebhook, `SELECT ${COLUMNS} FROM webhooks WHERE id = ? AND enabled = ?${yield* rowLock()}`, webhookId, true);
   if (!cur) return undefined;
-  const h = afterFailure(cur, now, rule);
-  const at = h.disabledReason ? now.toISOString() : null;
-  yield* run(
-    'UPDATE webhooks SET consecutive_failures = ?, failing_since = ?, enabled = ?, disabled_reason = ?, disabled_at = ?, last_error = ?, last_error_at = ? WHERE id = ?',
-    h.consecutive_failures, h.failing_since, !h.disabledReason, h.disabledReason, at, error, now.toISOString(), webhookId,
-  );
-  if (!h.disabledReason) return undefined;
+  const { disabledReason, ...h } = afterFailure(cur, now, rule);
+  const at = now.toISOString();
+  const next = { ...cur, ...h, enabled: !disabledReason, disabled_reason: disabledReason, disabled_at: disabledReason ? at : null, last_error: error, last_error_at: at };
+  yield* save(next);
+  if (!disabledReason) return undefined;
   yield* failPending(webhookId);
-  const health = { consecutive_failures: h.consecutive_failures, failing_since: h.failing_since, last_error: error, last_error_at: now.toISOString() };
-  return { ...cur, ...health, enabled: false, disabled_reason: h.disabledReason, disabled_at: at };
+  return next;
 });
 
 /** Every webhook operation: endpoints, health and the outbox. */
