@@ -83,13 +83,9 @@ export class PgListener {
       for (const ch of this.channels) await client.query(`LISTEN ${pg.escapeIdentifier(ch)}`);
     } catch (err) {
       fail(err as Error);
-      return;
     }
+    if (this.closed) fail(new Error('LISTEN connection closed'));
     if (failed) return;
-    if (this.closed) {
-      await client.end().catch(() => {});
-      return;
-    }
     this.client = client;
     this.backoff = this.opts.minBackoffMs ?? 100;
     if (this.connectedOnce) {
@@ -112,7 +108,7 @@ export class PgListener {
 
   async close(): Promise<void> {
     this.closed = true;
-    if (this.timer) clearTimeout(this.timer);
+    clearTimeout(this.timer);
     this.timer = undefined;
     const c = this.client;
     this.client = undefined;
