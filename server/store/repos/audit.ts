@@ -65,12 +65,12 @@ export function auditWhere(customerId: string, f: AuditFilter, beforeId?: number
     .and('id < ?', beforeId);
 }
 
-const AUDIT_COLUMNS = 'id, created_at, actor_token_id, actor_role, action, target_type, target_id, session_id, client_id, before_json, after_json';
-const AUDIT_INSERT_COLUMNS = 'customer_id, created_at, actor_token_id, actor_role, action, target_type, target_id, session_id, client_id, before_json, after_json';
+/** A change's columns (reads add its id, the insert its customer). */
+const AUDIT_FIELDS = 'created_at, actor_token_id, actor_role, action, target_type, target_id, session_id, client_id, before_json, after_json';
 const json = (v: unknown): string | null => (v === undefined ? null : JSON.stringify(v));
 
 /** The INSERT of one change (no RETURNING), and its values in order. */
-export const INSERT_AUDIT = `INSERT INTO audit_log (${AUDIT_INSERT_COLUMNS}) VALUES (${marks(11)})`;
+export const INSERT_AUDIT = `INSERT INTO audit_log (customer_id, ${AUDIT_FIELDS}) VALUES (${marks(11)})`;
 export const insertAuditValues = (a: AuditInsert): Param[] =>
   [a.customer_id, a.created_at, a.actor_token_id, a.actor_role, a.action, a.target_type, a.target_id, a.session_id, a.client_id, json(a.before), json(a.after)];
 
@@ -85,7 +85,7 @@ function* recordAudit(a: AuditInsert): Op<number> {
 /** Newest first; `beforeId` pages on (the id of the last entry of the previous page). */
 function* auditEntries(customerId: string, filter: AuditFilter, limit: number, beforeId?: number): Op<{ rows: AuditEntry[]; nextId: number | null }> {
   const { where, args } = auditWhere(customerId, filter, beforeId);
-  const raw = yield* all<RawAudit>(`SELECT ${AUDIT_COLUMNS} FROM audit_log WHERE ${where} ORDER BY id DESC LIMIT ?`, ...args, limit + 1);
+  const raw = yield* all<RawAudit>(`SELECT id, ${AUDIT_FIELDS} FROM audit_log WHERE ${where} ORDER BY id DESC LIMIT ?`, ...args, limit + 1);
   const more = raw.length > limit;
   const rows = raw.slice(0, limit).map(toAuditEntry);
   return { rows, nextId: more ? rows[rows.length - 1].id : null };

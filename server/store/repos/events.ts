@@ -20,7 +20,7 @@ export interface EventFilter {
   types?: string[];
 }
 
-const EVENT_COLUMNS = 'id, session_id, event_type, created_at, duration, downloaded_bytes, uploaded_bytes';
+export const EVENT_COLUMNS = 'id, session_id, event_type, created_at, duration, downloaded_bytes, uploaded_bytes';
 
 /** The event's own fields (PostgreSQL's insert returns its customer and a count besides; they come last). */
 type Inserted = SessionEvent & { customer_id: string; _woke: number };
@@ -50,10 +50,7 @@ export function* insertEvents(batch: EventInsert[]): Op<SessionEvent[]> {
     return rows.map(toEvent);
   }
   const out: SessionEvent[] = [];
-  for (const e of batch) {
-    const r = yield* get<SessionEvent>(SQLITE_INSERT, e.customer_id, e.session_id, e.event_type, e.created_at, e.duration, e.downloaded_bytes, e.uploaded_bytes);
-    out.push(r!);
-  }
+  for (const e of batch) out.push((yield* get<SessionEvent>(SQLITE_INSERT, e.customer_id, e.session_id, e.event_type, e.created_at, e.duration, e.downloaded_bytes, e.uploaded_bytes))!);
   return out;
 }
 

@@ -12,6 +12,7 @@
 import { randomUUID } from 'node:crypto';
 import type { EventInsert } from '../../domain.ts';
 import { all, dialect, get, marks, run, tx, type Op } from '../sql/op.ts';
+import { EVENT_COLUMNS } from './events.ts';
 
 export interface DeliveryRow {
   seq: number;
@@ -117,11 +118,7 @@ const copyEvents = tx(function* (toQueued: (e: LoggedEvent) => QueuedEvent, limi
   // SKIP LOCKED: while another instance copies (or queues), this one has nothing to do.
   const cursor = yield* holdCursor('FOR UPDATE SKIP LOCKED');
   if (cursor === undefined) return 0;
-  const events = yield* all<LoggedEvent>(
-    'SELECT id, customer_id, session_id, event_type, created_at, duration, downloaded_bytes, uploaded_bytes FROM events WHERE id > ? ORDER BY id LIMIT ?',
-    cursor,
-    limit,
-  );
+  const events = yield* all<LoggedEvent>(`SELECT ${EVENT_COLUMNS}, customer_id FROM events WHERE id > ? ORDER BY id LIMIT ?`, cursor, limit);
   if (!events.length) return 0;
   for (const e of events) yield* insertFor(toQueued(e), now, maxPending);
   yield* run('UPDATE webhook_cursor SET last_event_id = ? WHERE id = 1', events[events.length - 1]!.id);
