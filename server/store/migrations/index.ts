@@ -9,7 +9,7 @@
 // The legacy versions also use `{bigint}`, `{serial}`, `{false}` and `{true}`, to expand to
 // exactly the text they were released with; a new entry writes BIGINT, false and true, which
 // both accept. Never change what a released entry expands to; append a new one.
-import { dialect, get, type Dialect, type Op } from '../sql/op.ts';
+import { scalar, type Dialect } from '../sql/op.ts';
 import { LEGACY } from './legacy.ts';
 import { JOURNAL_SEQS } from './legacy-changes.ts';
 
@@ -130,9 +130,6 @@ export function pendingVersions(current: number): number[] {
 }
 
 /** The schema version the migrations brought the database to (0 before the first): SQLite's user_version, PostgreSQL's schema_migrations. */
-function* schemaVersion(): Op<number> {
-  if ((yield* dialect()) === 'sqlite') return (yield* get<{ user_version: number }>('PRAGMA user_version'))!.user_version;
-  return (yield* get<{ v: number }>('SELECT COALESCE(MAX(version), 0) AS v FROM schema_migrations'))!.v;
-}
+const schemaVersion = () => scalar({ sqlite: 'PRAGMA user_version', postgres: 'SELECT COALESCE(MAX(version), 0) AS v FROM schema_migrations' });
 
 export const migrationOps = { schemaVersion };

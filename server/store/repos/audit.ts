@@ -2,7 +2,7 @@
 // line, who made it (token id and role, never the token), what, and the values before and
 // after as JSON. One SQL text for both databases; ids are the table's own (newest highest).
 import type { AuditPage } from '../../contract/audit.ts';
-import { all, get, marks, run, Where, type Op, type Param } from '../sql/op.ts';
+import { all, marks, run, scalar, Where, type Op, type Param } from '../sql/op.ts';
 
 /** One change to record in the audit trail (server/audit.ts). */
 export interface AuditInsert {
@@ -77,10 +77,7 @@ export const insertAuditValues = (a: AuditInsert): Param[] =>
 const RECORD_AUDIT = `${INSERT_AUDIT} RETURNING id`;
 
 /** Records one change; returns its id. */
-function* recordAudit(a: AuditInsert): Op<number> {
-  const r = yield* get<{ id: number }>(RECORD_AUDIT, ...insertAuditValues(a));
-  return r!.id;
-}
+const recordAudit = (a: AuditInsert) => scalar(RECORD_AUDIT, ...insertAuditValues(a));
 
 /** Newest first; `beforeId` pages on (the id of the last entry of the previous page). */
 function* auditEntries(customerId: string, filter: AuditFilter, limit: number, beforeId?: number): Op<{ rows: AuditEntry[]; nextId: number | null }> {

@@ -13,7 +13,7 @@
 import type { EventInsert } from '../../domain.ts';
 import type { SessionEvent } from '../../contract/schemas.ts';
 import { CHANNELS } from '../sql/channels.ts';
-import { all, dialect, get, Where, type Op } from '../sql/op.ts';
+import { all, dialect, get, scalar, Where, type Op } from '../sql/op.ts';
 
 export interface EventFilter {
   sessionIds?: string[];
@@ -82,9 +82,6 @@ function* idBeforeNewest(customerId: string, filter: EventFilter, count: number)
  * The newest committed event id of the whole log (0 when empty): where a live-only stream
  * starts. On PostgreSQL an insert still in flight holds the next id uncommitted, so it is delivered.
  */
-function* lastEventId(): Op<number> {
-  const sql = (yield* dialect()) === 'postgres' ? 'SELECT last_id AS id FROM event_counter' : 'SELECT COALESCE(MAX(id), 0) AS id FROM events';
-  return (yield* get<{ id: number }>(sql))!.id;
-}
+const lastEventId = () => scalar({ postgres: 'SELECT last_id AS id FROM event_counter', sqlite: 'SELECT COALESCE(MAX(id), 0) AS id FROM events' });
 
 export const eventOps = { insertEvent, insertEvents, eventsAfter, idBeforeNewest, lastEventId };

@@ -5,7 +5,7 @@ import type { LimitScope, LimitValues } from '../../domain.ts';
 import type { LimitsRecord } from '../../contract/schemas.ts';
 import { isoNow } from '../../time.ts';
 import { CHANNELS } from '../sql/channels.ts';
-import { all, getCached, lock, run, runNotifying, tx, type Op } from '../sql/op.ts';
+import { all, changedAny, getCached, lock, run, runNotifying, tx, type Op } from '../sql/op.ts';
 
 const LIMITS_NOTICE = { channel: CHANNELS.limits, expr: "customer_id || ':' || scope" };
 const SCOPES: readonly LimitScope[] = ['global', 'client', 'session'];
@@ -71,9 +71,8 @@ const patchLimits = tx(function* (customerId: string, scope: LimitScope, patch: 
   return (yield* getLimitsRecord(customerId, scope))!;
 });
 
-function* deleteLimits(customerId: string, scope: LimitScope): Op<boolean> {
-  return (yield* runNotifying(LIMITS_NOTICE, 'DELETE FROM limits WHERE customer_id = ? AND scope = ?', customerId, scope)) > 0;
-}
+const deleteLimits = (customerId: string, scope: LimitScope) =>
+  changedAny(runNotifying(LIMITS_NOTICE, 'DELETE FROM limits WHERE customer_id = ? AND scope = ?', customerId, scope));
 
 /** Every limits record whose caps renew (reset_period set and not none): the quota job's work. */
 function* periodicLimits(): Op<Array<{ customer_id: string; scope: LimitScope; values: LimitValues }>> {

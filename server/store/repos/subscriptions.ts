@@ -4,7 +4,7 @@
 // `serve` instance, so a subscription URL made on one instance works on all of them.
 import { isoNow } from '../../time.ts';
 import type { AsyncOps } from '../sql/op.ts';
-import { allAs, get, run, type Op } from '../sql/op.ts';
+import { allAs, changedAny, get, run, type Op } from '../sql/op.ts';
 import { SESSION_COLUMNS, toSessionRow } from './sessions.ts';
 import { subscriptionSettingsOps } from './subscription-settings.ts';
 
@@ -35,9 +35,8 @@ function* upsert(customerId: string, clientId: string, nonce: string, secretHash
   ))!;
 }
 
-function* deleteSubscription(customerId: string, clientId: string): Op<boolean> {
-  return (yield* run('DELETE FROM subscriptions WHERE customer_id = ? AND client_id = ?', customerId, clientId)) > 0;
-}
+const deleteSubscription = (customerId: string, clientId: string) =>
+  changedAny(run('DELETE FROM subscriptions WHERE customer_id = ? AND client_id = ?', customerId, clientId));
 
 /** Sessions of the client that may still carry traffic as stored: not ended, not paused; newest first. */
 const usableSessions = (customerId: string, clientId: string, limit = 200) => allAs(

@@ -1,7 +1,7 @@
 // Customers and API tokens. A token is shown once, in plain text; only its SHA-256 is stored.
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { isoNow } from '../../time.ts';
-import { all, dialect, get, lock, run, tokensChanged, tx, type Op } from '../sql/op.ts';
+import { all, get, lock, run, scalar, tokensChanged, tx, type Op } from '../sql/op.ts';
 
 export type Role = 'owner' | 'agent';
 export interface TokenInfo {
@@ -23,9 +23,7 @@ export function hashToken(token: string): string {
 const TOKEN_SELECT = `SELECT t.id, t.customer_id, c.name AS customer_name, t.role, t.prefix, t.created_at, t.revoked_at
   FROM tokens t JOIN customers c ON c.id = t.customer_id`;
 
-function* countCustomers(): Op<number> {
-  return (yield* get<{ n: number }>('SELECT COUNT(*) AS n FROM customers'))!.n;
-}
+const countCustomers = () => scalar('SELECT COUNT(*) AS n FROM customers');
 
 /** Race-free across instances: two first requests of a new customer create one row. */
 function* ensureCustomer(name: string): Op<{ id: string; created: boolean }> {
@@ -78,9 +76,6 @@ const revokeToken = tx(function* (ref: string): Op<TokenInfo | undefined> {
  * it): PostgreSQL's token version, bumped with every token change of any instance; SQLite's
  * data_version, which changes when another connection (another process: the CLI) commits.
  */
-function* dataVersion(): Op<number> {
-  if ((yield* dialect()) === 'postgres') return (yield* get<{ version: number }>('SELECT version FROM token_version'))!.version;
-  return (yield* get<{ data_version: number }>('PRAGMA data_version'))!.data_version;
-}
+const dataVersion = () => scalar({ postgres: 'SELECT version FROM token_version', sqlite: 'PRAGMA data_version' });
 
 export const tokenOps = { countCustomers, ensureCustomer, createToken, findToken, listTokens, isTokenActive, revokeToken, dataVersion };

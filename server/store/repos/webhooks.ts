@@ -8,7 +8,7 @@
 // failing at once count both failures, and only one disables).
 import type { Webhook } from '../../contract/webhooks.ts';
 import type { AsyncOps } from '../sql/op.ts';
-import { allAs, assignments, bool, get, getAs, run, tx, type Op } from '../sql/op.ts';
+import { allAs, assignments, bool, changedAny, getAs, run, scalar, tx, type Op } from '../sql/op.ts';
 import { deliveryOps, failPending, rowLock } from './webhook-deliveries.ts';
 
 export type { DeliveryOutcome, DeliveryRow, DueDelivery, LoggedEvent, QueuedEvent } from './webhook-deliveries.ts';
@@ -103,13 +103,9 @@ function* save(r: WebhookRow): Op<void> {
   yield* run(`UPDATE webhooks SET ${sets.join(', ')} WHERE id = ?`, ...args, r.id);
 }
 
-function* deleteWebhook(customerId: string, id: string): Op<boolean> {
-  return (yield* run('DELETE FROM webhooks WHERE customer_id = ? AND id = ?', customerId, id)) > 0;
-}
+const deleteWebhook = (customerId: string, id: string) => changedAny(run('DELETE FROM webhooks WHERE customer_id = ? AND id = ?', customerId, id));
 
-function* count(customerId: string): Op<number> {
-  return (yield* get<{ n: number }>('SELECT COUNT(*) AS n FROM webhooks WHERE customer_id = ?', customerId))!.n;
-}
+const count = (customerId: string) => scalar('SELECT COUNT(*) AS n FROM webhooks WHERE customer_id = ?', customerId);
 
 /** An attempt to the endpoint succeeded: its failure count starts again. */
 function* recordSuccess(webhookId: string): Op<void> {

@@ -59,6 +59,12 @@ export function* getAs<R, T>(map: (r: R) => T, sql: string, ...params: Param[]):
   return r === undefined ? undefined : map(r);
 }
 
+/** The first column of a query's first row (a count, an id, a version): one SQL text, or each database's own. */
+export function* scalar<T = number>(sql: string | Record<Dialect, string>, ...params: Param[]): Op<T> {
+  const r = yield* get<Record<string, T>>(typeof sql === 'string' ? sql : sql[yield* dialect()], ...params);
+  return Object.values(r!)[0];
+}
+
 /** Runs a statement; returns how many rows it changed. */
 export function* run(sql: string, ...params: Param[]): Op<number> {
   return (yield { k: 'run', sql, params }) as number;
@@ -67,6 +73,11 @@ export function* run(sql: string, ...params: Param[]): Op<number> {
 /** Runs a statement that announces its change (PostgreSQL: one NOTIFY per changed row, on commit). */
 export function* runNotifying(notice: Notice, sql: string, ...params: Param[]): Op<number> {
   return (yield { k: 'run', sql, params, notify: notice }) as number;
+}
+
+/** Whether a statement (run, runNotifying) changed any row. */
+export function* changedAny(statement: Op<number>): Op<boolean> {
+  return (yield* statement) > 0;
 }
 
 /** Serialises transactions on `key` (PostgreSQL advisory lock; nothing to do on SQLite). */
