@@ -32,7 +32,9 @@ export interface NodeInfo {
   tls_pcs: string | null;
 }
 
-export type NodePorts = Partial<Pick<NodeInfo, 'vless_ws_port' | 'vless_tcp_port' | 'proxy_port'>>;
+/** The listener ports a node is added with and reports (touchNode). */
+const PORTS = ['vless_ws_port', 'vless_tcp_port', 'proxy_port'] as const;
+export type NodePorts = Partial<Pick<NodeInfo, (typeof PORTS)[number]>>;
 
 /** What a node reports of its listeners beyond their ports (setNodeListeners). */
 export type NodeListeners = Pick<NodeInfo, 'tls' | 'tls_pcs'> & { relay_port: number | null; relay_pcs: string | null };
@@ -72,14 +74,12 @@ function* addNode(n: { name: string; zone: string; public_host: string } & NodeP
   const id = randomUUID();
   yield* runNotifying(
     NODES_NOTICE,
-    `INSERT INTO nodes (id, name, zone, public_host, vless_ws_port, vless_tcp_port, proxy_port, token_hash, token_prefix, created_at) VALUES (${marks(10)})`,
+    `INSERT INTO nodes (id, name, zone, public_host, ${PORTS.join(', ')}, token_hash, token_prefix, created_at) VALUES (${marks(10)})`,
     id,
     n.name,
     n.zone,
     n.public_host,
-    n.vless_ws_port ?? null,
-    n.vless_tcp_port ?? null,
-    n.proxy_port ?? null,
+    ...PORTS.map((c) => n[c] ?? null),
     hashToken(token),
     token.slice(0, NODE_TOKEN_PREFIX.length + 6),
     isoNow(),
@@ -119,8 +119,6 @@ const relayNodes = () => all<RelayNode>(
 
 /** Zones with at least one up node. */
 const activeNodeZones = () => allAs((r: { zone: string }) => r.zone, `SELECT DISTINCT n.zone FROM nodes n WHERE ${UP_SQL('n')} ORDER BY n.zone`);
-
-const PORTS = ['vless_ws_port', 'vless_tcp_port', 'proxy_port'] as const;
 
 /** Records a node's contact, by the database clock (and the ports it reports). */
 function* touchNode(id: string, ports: NodePorts = {}): Op<boolean> {
