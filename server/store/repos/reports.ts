@@ -28,6 +28,11 @@ const ADD_USED = `INSERT INTO node_grants (node_id, customer_id, client_id, used
   ON CONFLICT (customer_id, client_id, node_id) DO UPDATE SET
     used_up = node_grants.used_up + excluded.used_up, used_down = node_grants.used_down + excluded.used_down`;
 
+/** The journal's last applied seq moved to `seq`: a row only when `seq` is newer. */
+const JOURNAL_SEQ = `INSERT INTO journal_seqs (journal_id, seq) VALUES (?, ?)
+    ON CONFLICT (journal_id) DO UPDATE SET seq = excluded.seq WHERE journal_seqs.seq < excluded.seq
+  RETURNING journal_id`;
+
 /** Adds one session's counters; a node's report (nodeId set) only to sessions placed on it or moved from it. */
 function* addReported(a: NodeReportAdd, nodeId: string | null): Op<void> {
   const fields = [a.uploaded_bytes, a.downloaded_bytes, a.status ?? null, a.duration ?? null, a.connections ?? null, a.id];
@@ -55,14 +60,7 @@ const applyNodeReport = tx(function* (nodeId: string, seq: number, adds: NodeRep
  * the seq was applied already (nothing is done).
  */
 const applyJournalReport = tx(function* (journalId: string, seq: number, adds: NodeReportAdd[], events: EventInsert[] = []): Op<SessionEvent[] | false> {
-  const done = yield* get<{ journal_id: string }>(
-    `INSERT INTO journal_seqs (journal_id, seq) VALUES (?, ?)
-       ON CONFLICT (journal_id) DO UPDATE SET seq = excluded.seq WHERE journal_seqs.seq < excluded.seq
-     RETURNING journal_id`,
-    journalId,
-    seq,
-  );
-  if (!done) return false;
+  if (!(yield* get(JOURNAL_SEQ, journalId, seq))) return false;
   for (const a of adds) yield* addReported(a, null);
   return yield* insertEvents(events);
 });
