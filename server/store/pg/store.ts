@@ -35,12 +35,10 @@ export class PgStore {
   /** Opens a pool on `url`, brings the schema up to date, and returns the store. */
   static async open(url: string, opts: PoolOptions = {}): Promise<PgStore> {
     const pool = openPool(url, opts);
-    try {
-      await migrate(pool);
-    } catch (err) {
+    await migrate(pool).catch(async (err: unknown) => {
       await pool.end().catch(() => {});
       throw err;
-    }
+    });
     return new PgStore(pool);
   }
 

@@ -42,12 +42,10 @@ function* ensureCustomer(name: string): Op<{ id: string; created: boolean }> {
 const createToken = tx(function* (customerName: string, role: Role): Op<{ token: string; info: TokenInfo }> {
   const customer = yield* ensureCustomer(customerName);
   const token = TOKEN_PREFIX + randomBytes(32).toString('base64url');
-  const id = randomUUID();
-  const prefix = token.slice(0, TOKEN_PREFIX.length + 6);
-  const created_at = isoNow();
-  yield* run('INSERT INTO tokens (id, customer_id, role, hash, prefix, created_at) VALUES (?, ?, ?, ?, ?, ?)', id, customer.id, role, hashToken(token), prefix, created_at);
+  const info: TokenInfo = { id: randomUUID(), customer_id: customer.id, customer_name: customerName, role, prefix: token.slice(0, TOKEN_PREFIX.length + 6), created_at: isoNow(), revoked_at: null };
+  yield* run('INSERT INTO tokens (id, customer_id, role, hash, prefix, created_at) VALUES (?, ?, ?, ?, ?, ?)', info.id, info.customer_id, role, hashToken(token), info.prefix, info.created_at);
   yield* tokensChanged();
-  return { token, info: { id, customer_id: customer.id, customer_name: customerName, role, prefix, created_at, revoked_at: null } };
+  return { token, info };
 });
 
 const findToken = (token: string) => get<TokenInfo>(`${TOKEN_SELECT} WHERE t.hash = ? AND t.revoked_at IS NULL`, hashToken(token));
