@@ -31,9 +31,7 @@ export function isConnectionLoss(err: unknown): boolean {
   if (err instanceof DatabaseUnavailable) return true;
   if (!err || typeof err !== 'object') return false;
   const e = err as { code?: unknown; message?: unknown; errors?: unknown };
-  if (typeof e.code === 'string') {
-    if (e.code.startsWith('08') || LOST_SQLSTATES.has(e.code) || LOST_ERRNOS.has(e.code)) return true;
-  }
+  if (typeof e.code === 'string' && (e.code.startsWith('08') || LOST_SQLSTATES.has(e.code) || LOST_ERRNOS.has(e.code))) return true;
   // An AggregateError of a dual-stack connect attempt.
   if (Array.isArray(e.errors) && e.errors.some(isConnectionLoss)) return true;
   return typeof e.message === 'string' && LOST_MESSAGES.test(e.message);

@@ -83,9 +83,8 @@ const recordAudit = (a: AuditInsert) => scalar(RECORD_AUDIT, ...insertAuditValue
 function* auditEntries(customerId: string, filter: AuditFilter, limit: number, beforeId?: number): Op<{ rows: AuditEntry[]; nextId: number | null }> {
   const { where, args } = auditWhere(customerId, filter, beforeId);
   const raw = yield* all<RawAudit>(`SELECT id, ${AUDIT_FIELDS} FROM audit_log WHERE ${where} ORDER BY id DESC LIMIT ?`, ...args, limit + 1);
-  const more = raw.length > limit;
   const rows = raw.slice(0, limit).map(toAuditEntry);
-  return { rows, nextId: more ? rows[rows.length - 1].id : null };
+  return { rows, nextId: raw.length > limit ? rows[rows.length - 1].id : null };
 }
 
 /** Deletes at most `limit` of the oldest entries older than the cutoff; returns how many. */

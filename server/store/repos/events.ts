@@ -13,7 +13,7 @@
 import type { EventInsert } from '../../domain.ts';
 import type { SessionEvent } from '../../contract/schemas.ts';
 import { CHANNELS } from '../sql/channels.ts';
-import { all, dialect, get, scalar, Where, type Op } from '../sql/op.ts';
+import { all, allAs, dialect, get, scalar, Where, type Op } from '../sql/op.ts';
 
 export interface EventFilter {
   sessionIds?: string[];
@@ -46,8 +46,7 @@ const SQLITE_INSERT = `INSERT INTO events (customer_id, session_id, event_type, 
 export function* insertEvents(batch: EventInsert[]): Op<SessionEvent[]> {
   if (batch.length === 0) return [];
   if ((yield* dialect()) === 'postgres') {
-    const rows = yield* all<Inserted>(PG_INSERT, batch.length, batch.length, JSON.stringify(batch.map((e, i) => ({ ...e, ord: i + 1 }))));
-    return rows.map(toEvent);
+    return yield* allAs(toEvent, PG_INSERT, batch.length, batch.length, JSON.stringify(batch.map((e, i) => ({ ...e, ord: i + 1 }))));
   }
   const out: SessionEvent[] = [];
   for (const e of batch) out.push((yield* get<SessionEvent>(SQLITE_INSERT, e.customer_id, e.session_id, e.event_type, e.created_at, e.duration, e.downloaded_bytes, e.uploaded_bytes))!);

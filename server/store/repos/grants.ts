@@ -25,8 +25,7 @@ const grantBytes = tx(function* (nodeId: string, customerId: string, clientId: s
   yield* lock(limitsLockKey(customerId));
   const rows = yield* all<GrantRow>(`SELECT ${GRANT_COLUMNS} FROM node_grants WHERE customer_id = ? AND client_id = ?`, customerId, clientId);
   const sums = yield* sessionOps.sumCounters(customerId, clientId === '' ? undefined : clientId);
-  const total = { up: sums.uploaded_bytes, down: sums.downloaded_bytes };
-  const { row, grant } = allocate(rows, nodeId, total, req);
+  const { row, grant } = allocate(rows, nodeId, { up: sums.uploaded_bytes, down: sums.downloaded_bytes }, req);
   yield* saveGrant(customerId, clientId, row);
   return grant;
 });

@@ -11,7 +11,7 @@ import { isoNow } from '../../time.ts';
 import { CHANNELS } from '../sql/channels.ts';
 import { all, bool, dialect, get, marks, run, runNotifying, tx, type Op, type Param } from '../sql/op.ts';
 import { insertEvents } from './events.ts';
-import { NODE_UP_SECONDS, nodeOps, UP_SQL, type NodeInfo } from './nodes.ts';
+import { nodeOps, UP_SQL, type NodeInfo } from './nodes.ts';
 
 /** How long without any report a node is taken for dead: its sessions are repaired and moved. */
 export const NODE_SILENT_SECONDS = 15;
@@ -51,12 +51,9 @@ function* repairWhere(set: string, where: string, ...args: Param[]): Op<Repaired
 
 /** The active sessions placed on a node go idle or end, with their events; claims before `claimsBefore` (epoch ms) are released. */
 export function* repairPlaced(nodeId: string, claimsBefore: number): Op<RepairedEvent[]> {
-  const events = yield* repairWhere('claimed_at = NULL', 'id IN (SELECT session_id FROM session_placements WHERE node_id = ?)', nodeId);
-  yield* run(
-    'UPDATE sessions SET claimed_at = NULL WHERE claimed_at < ? AND id IN (SELECT session_id FROM session_placements WHERE node_id = ?)',
-    Number.isFinite(claimsBefore) ? claimsBefore : Number.MAX_SAFE_INTEGER,
-    nodeId,
-  );
+  const placed = 'id IN (SELECT session_id FROM session_placements WHERE node_id = ?)';
+  const events = yield* repairWhere('claimed_at = NULL', placed, nodeId);
+  yield* run(`UPDATE sessions SET claimed_at = NULL WHERE claimed_at < ? AND ${placed}`, Number.isFinite(claimsBefore) ? claimsBefore : Number.MAX_SAFE_INTEGER, nodeId);
   return events;
 }
 
@@ -111,7 +108,7 @@ const repairRestartedNode = tx(function* (nodeId: string, boot: string, claimsBe
 const silentNodes = () => all<{ id: string; zone: string }>(
   `SELECT DISTINCT n.id, n.zone FROM nodes n JOIN session_placements p ON p.node_id = n.id JOIN sessions s ON s.id = p.session_id
    WHERE n.last_contact < {ago:${NODE_SILENT_SECONDS}} AND (s.status = 'active' OR s.claimed_at IS NOT NULL OR (s.status <> 'ended' AND EXISTS (
-     SELECT 1 FROM nodes u WHERE u.zone = n.zone AND u.id <> n.id AND u.last_contact > {ago:${NODE_UP_SECONDS}})))`,
+     SELECT 1 FROM nodes u WHERE u.zone = n.zone AND u.id <> n.id AND ${UP_SQL('u')})))`,
 );
 
 const sweep = tx(function* (): Op<RepairedEvent[]> {

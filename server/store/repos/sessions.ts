@@ -53,9 +53,8 @@ function* getSessionOf(customerId: string, id: string): Op<SessionRow | undefine
 function* listSessions(customerId: string, filter: SessionFilter, limit: number, beforeSeq?: number): Op<{ rows: SessionRow[]; nextSeq: number | null }> {
   const { where, args } = new Where().and('customer_id = ?', customerId).equal(filter, ['client_id', 'status', 'zone']).and('seq < ?', beforeSeq);
   const raw = yield* all<RawSession>(`SELECT ${SESSION_COLUMNS} FROM sessions WHERE ${where} ORDER BY seq DESC LIMIT ?`, ...args, limit + 1);
-  const more = raw.length > limit;
-  const page = more ? raw.slice(0, limit) : raw;
-  return { rows: page.map(toSessionRow), nextSeq: more ? page[page.length - 1].seq : null };
+  const page = raw.slice(0, limit);
+  return { rows: page.map(toSessionRow), nextSeq: raw.length > limit ? page[page.length - 1].seq : null };
 }
 
 /** Also tells every instance (and through them the node carrying the session) at once. */

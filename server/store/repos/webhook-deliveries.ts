@@ -84,9 +84,8 @@ function* insertFor(event: QueuedEvent, now: number, maxPending: number): Op<num
     true,
     event.createdAt,
   );
-  let n = 0;
-  for (const h of hooks) {
-    if (!(JSON.parse(h.events) as string[]).includes(event.kind)) continue;
+  const subscribed = hooks.filter((h) => (JSON.parse(h.events) as string[]).includes(event.kind));
+  for (const h of subscribed) {
     const id = randomUUID();
     yield* run(
       `INSERT INTO webhook_deliveries (id, webhook_id, customer_id, event_type, order_key, body, next_attempt_at, created_at) VALUES (${marks(8)})`,
@@ -94,9 +93,8 @@ function* insertFor(event: QueuedEvent, now: number, maxPending: number): Op<num
     );
     const dropped = yield* run(TRIM, h.id, h.id, maxPending);
     if (dropped > 0) yield* run('UPDATE webhooks SET dropped = dropped + ? WHERE id = ?', dropped, h.id);
-    n++;
   }
-  return n;
+  return subscribed.length;
 }
 
 /** Holds the cursor row until the commit: inserts into the outbox one transaction at a time. */
