@@ -71,7 +71,8 @@ export async function sessionRoutes(app: FastifyInstance, ctx: Services): Promis
       params: SessionIdParams,
       response: responses({ 200: SessionStatusResponse }, 400, 401, 404, 429, 500),
     },
-    handler: async (request) => ctx.sessions.status(callerOf(request).customerId, request.params.id),
+    // Not async: the service's promise is the answer (no second promise per read).
+    handler: (request) => ctx.sessions.status(callerOf(request).customerId, request.params.id),
   });
 
   for (const action of ['pause', 'resume'] as const) {
