@@ -78,11 +78,10 @@ export class V2Guard {
         v2.decorateRequest('auth', null);
         v2.decorateRequest('tokenFound', null);
         // Added per route after the rate-limit hook, so 401 and 403 answers carry the rate headers too.
-        const auth = authenticate(tokens);
         const known: { method: string; pattern: RegExp }[] = [];
         v2.addHook('onRoute', (route) => {
           const hooks = route.onRequest ? (Array.isArray(route.onRequest) ? route.onRequest : [route.onRequest]) : [];
-          route.onRequest = [...hooks, auth];
+          route.onRequest = [...hooks, authenticate(tokens, route.config)];
           const pattern = new RegExp('^' + route.url.replace(/:[^/]+/g, '[^/]+').replace(/\/$/, '') + '/?$');
           for (const method of Array.isArray(route.method) ? route.method : [route.method]) known.push({ method, pattern });
         });

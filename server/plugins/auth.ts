@@ -1,6 +1,6 @@
 // Token authentication for the /v2 subtree. Both `Authorization: Bearer <token>` (scheme
 // case-insensitive) and `Authorization: <token>` are accepted; tokens are looked up by hash.
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyContextConfig, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../contract/errors.ts';
 import type { Role, Store, TokenInfo } from '../store/store.ts';
 
@@ -28,13 +28,20 @@ declare module 'fastify' {
 
 const TOKEN_SHAPE = /^[A-Za-z0-9._~+/=-]{1,512}$/;
 
+/** The last header read and its token: a client's requests repeat the same header (compared by value). */
+let lastHeader: string | undefined;
+let lastToken: string | undefined;
+
 /** The token from an Authorization header, or undefined when the header is missing or malformed. */
 export function extractToken(header: string | string[] | undefined): string | undefined {
   if (typeof header !== 'string') return undefined;
+  if (header === lastHeader) return lastToken;
   const value = header.trim();
   const m = /^bearer\s+(.+)$/i.exec(value);
   const token = (m ? m[1] : value).trim();
-  return TOKEN_SHAPE.test(token) ? token : undefined;
+  lastToken = TOKEN_SHAPE.test(token) ? token : undefined;
+  lastHeader = header;
+  return lastToken;
 }
 
 /**
@@ -93,13 +100,17 @@ export interface TokenFinder {
   find(token: string): TokenInfo | undefined | Promise<TokenInfo | undefined>;
 }
 
-export function authenticate(tokens: TokenFinder) {
+/**
+ * The auth hook of one route, its config (public, ownerOnly) read when the route is added: fastify's
+ * request.routeOptions builds a new object on every read.
+ */
+export function authenticate(tokens: TokenFinder, config: FastifyContextConfig | undefined) {
+  const isPublic = config?.public === true;
+  const ownerOnly = config?.ownerOnly;
   // A callback hook, not an async one: on SQLite the look-up answers at once and the request
   // goes on without a promise and a turn of the microtask queue; PostgreSQL's look-up is awaited.
   return function authHook(request: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void): void {
-    // routeOptions is built anew on every read: read once.
-    const config = request.routeOptions.config;
-    if (config?.public) return done();
+    if (isPublic) return done();
     const header = request.headers.authorization;
     // The limiter's look-up of this very header (its token already extracted), else our own.
     const looked = request.tokenFound;
@@ -109,10 +120,10 @@ export function authenticate(tokens: TokenFinder) {
     }
     const found = looked && looked.token === token ? looked.found : tokens.find(token);
     if (found instanceof Promise) {
-      found.then((info) => done(admit(request, info, config?.ownerOnly)), done);
+      found.then((info) => done(admit(request, info, ownerOnly)), done);
       return;
     }
-    done(admit(request, found, config?.ownerOnly));
+    done(admit(request, found, ownerOnly));
   };
 }
 
