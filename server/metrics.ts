@@ -101,7 +101,7 @@ export class Metrics {
   private readonly db: HotSeries;
   private readonly openSources: Array<() => OpenConnections[]> = [];
   private subscriberSource: () => number = () => 0;
-  private readonly requestChildren = new Map<string, { count: { add(v: number): void }; time: { add(v: number): void } }>();
+  private readonly requestChildren = new Map<string, Map<string, Map<number, { count: { add(v: number): void }; time: { add(v: number): void } }>>>();
   private readonly dbChildren = new Map<string, { add(v: number): void }>();
   /** Stops sampling the event loop (the server closed). */
   private readonly stopRuntime: () => void;
@@ -140,13 +140,17 @@ export class Metrics {
   }
 
   request(method: string, route: string, status: number, seconds: number): void {
-    // The series, looked up once per (method, route, status): no label hashing per request.
-    const key = `${method} ${route} ${status}`;
-    let child = this.requestChildren.get(key);
+    // The series, looked up by route, then method, then status: no label hashing and no key
+    // string built per request (the route's pattern and the method are the same strings every time).
+    let byMethod = this.requestChildren.get(route);
+    if (!byMethod) this.requestChildren.set(route, (byMethod = new Map()));
+    let byStatus = byMethod.get(method);
+    if (!byStatus) byMethod.set(method, (byStatus = new Map()));
+    let child = byStatus.get(status);
     if (!child) {
       const labels = { method, route, status: String(status) };
       child = { count: this.requests.child(labels), time: this.durations.child(labels) };
-      this.requestChildren.set(key, child);
+      byStatus.set(status, child);
     }
     child.count.add(1);
     child.time.add(seconds);
