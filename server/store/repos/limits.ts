@@ -27,9 +27,10 @@ export function toAllLimits(r: Partial<Record<`limits_${LimitScope}`, string | n
   return out;
 }
 
+const ALL_LIMITS = `SELECT ${scopeFields('?')}`;
 /** Every scope's limits of the customer in one statement. */
 function* getAllLimits(customerId: string): Op<AllLimits> {
-  return toAllLimits((yield* getCached<Record<`limits_${LimitScope}`, string | null>>(`SELECT ${scopeFields('?')}`, customerId, customerId, customerId))!);
+  return toAllLimits((yield* getCached<Record<`limits_${LimitScope}`, string | null>>(ALL_LIMITS, customerId, customerId, customerId))!);
 }
 
 function* getLimitsRecord(customerId: string, scope: LimitScope): Op<LimitsRecord | undefined> {

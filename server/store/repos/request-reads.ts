@@ -14,6 +14,12 @@ const CLIENT_C = CLIENT_KEYS.map((k) => `c.${k} AS c_${k}`).join(', ');
 
 type Row = Record<string, unknown>;
 
+// The texts are made once: a read's text is also the read cache's key, hashed on every look-up.
+const STATUS_OF = `SELECT ${SESSION_COLUMNS_S}, ${CLIENT_C}, ${scopeFields('s.customer_id')}
+  FROM sessions s LEFT JOIN clients c ON c.customer_id = s.customer_id AND c.client_id = s.client_id
+  WHERE s.id = ? AND s.customer_id = ?`;
+const CLIENT_AND_LIMITS = `SELECT ${CLIENT_C}, ${scopeFields('?')} FROM (SELECT 1 AS one) k LEFT JOIN clients c ON c.customer_id = ? AND c.client_id = ?`;
+
 /** The client's record in a joined row; undefined when the client has none (the LEFT JOIN found nothing). */
 function clientOf(r: Row): ClientRow | undefined {
   if (r.c_client_id == null) return undefined;
@@ -29,13 +35,7 @@ export interface SessionStatusRead {
 
 /** A status read's inputs; undefined when the session is not this customer's (another customer's id is "not found"). */
 function* getSessionStatusOf(customerId: string, id: string): Op<SessionStatusRead | undefined> {
-  const r = yield* getCached<Row>(
-    `SELECT ${SESSION_COLUMNS_S}, ${CLIENT_C}, ${scopeFields('s.customer_id')}
-     FROM sessions s LEFT JOIN clients c ON c.customer_id = s.customer_id AND c.client_id = s.client_id
-     WHERE s.id = ? AND s.customer_id = ?`,
-    id,
-    customerId,
-  );
+  const r = yield* getCached<Row>(STATUS_OF, id, customerId);
   if (!r) return undefined;
   const client = clientOf(r);
   const session = Object.fromEntries(SESSION_KEYS.map((k) => [k, r[k]])) as RawSession;
@@ -45,7 +45,7 @@ function* getSessionStatusOf(customerId: string, id: string): Op<SessionStatusRe
 /** What a session creation checks before its insert: the client's record (undefined: none) and the customer's limits. */
 function* getClientAndLimits(customerId: string, clientId: string): Op<{ client: ClientRow | undefined; limits: AllLimits }> {
   const r = (yield* getCached<Row>(
-    `SELECT ${CLIENT_C}, ${scopeFields('?')} FROM (SELECT 1 AS one) k LEFT JOIN clients c ON c.customer_id = ? AND c.client_id = ?`,
+    CLIENT_AND_LIMITS,
     customerId,
     customerId,
     customerId,
