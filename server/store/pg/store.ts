@@ -3,12 +3,14 @@
 // advisory lock, caller-held transactions, and the token version every instance watches.
 // Change notices (pg_notify, delivered on commit in commit order) wake the other instances:
 // `vad_events` (customer_id:id), `vad_sessions` (a session's pause flag changed: its id),
-// `vad_limits` (customer_id:scope), `vad_tokens`, `vad_nodes`.
+// `vad_limits` (customer_id:scope), `vad_tokens`, `vad_nodes`, `vad_reads` (a table cached reads
+// read was written: read-cache.ts, live once `reads.follow(listener)` is called).
 import type pg from 'pg';
 import type { AsyncOps } from '../sql/op.ts';
 import { bindAsync, PgRunner } from '../sql/pg-runner.ts';
 import { STORE_OPS, type StoreOps } from '../ops.ts';
 import { mapDatabaseError, openPool, releaseClient, type PoolOptions } from './pool.ts';
+import { PgReadCache } from './read-cache.ts';
 import { migrate } from './schema.ts';
 
 export { CHANNELS } from '../sql/channels.ts';
@@ -24,11 +26,14 @@ export class PgStore {
   readonly runner: PgRunner;
   /** Bumped whenever this PgStore creates or revokes a token (as in the SQLite Store). */
   tokenGeneration = 0;
+  /** The cache of getCached reads, shared with transaction()'s stores; bypassed until it follows a listener. */
+  readonly reads: PgReadCache;
 
   /** With `client`, every operation joins the transaction the caller holds on it (transaction()). */
-  constructor(pool: pg.Pool, client?: pg.PoolClient) {
+  constructor(pool: pg.Pool, client?: pg.PoolClient, reads = new PgReadCache()) {
     this.pool = pool;
-    this.runner = new PgRunner(pool, () => this.tokenGeneration++, client ?? null);
+    this.reads = reads;
+    this.runner = new PgRunner(pool, () => this.tokenGeneration++, client ?? null, reads);
     Object.assign(this, bindAsync(STORE_OPS, this.runner));
   }
 
@@ -54,7 +59,7 @@ export class PgStore {
    */
   async transaction<T>(fn: (tx: PgStore) => Promise<T>): Promise<T> {
     const client = await this.pool.connect().catch(mapDatabaseError);
-    const tx = new PgStore(this.pool, client);
+    const tx = new PgStore(this.pool, client, this.reads);
     let broken: unknown;
     try {
       await client.query('BEGIN');
@@ -67,6 +72,7 @@ export class PgStore {
       await client.query('ROLLBACK').catch(() => {});
       return mapDatabaseError(err);
     } finally {
+      tx.runner.committed();
       releaseClient(client, broken);
     }
   }

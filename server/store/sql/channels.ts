@@ -9,4 +9,12 @@ export const CHANNELS = {
   supportAsk: 'vad_support_ask',
   /** An instance wrote its answer to support_answers; payload: the request id and the instance id. */
   supportAnswers: 'vad_support_answers',
+  /**
+   * A statement committed on a table cached reads read (READ_TABLES); payload: the table's name.
+   * Sent by a statement-level trigger (migration 18), once per table and transaction.
+   */
+  reads: 'vad_reads',
 } as const;
+
+/** The tables with the `vad_reads` trigger: on PostgreSQL only reads of these are cached (pg/read-cache.ts). */
+export const READ_TABLES: readonly string[] = ['sessions', 'clients', 'limits'];

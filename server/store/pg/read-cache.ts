@@ -1,0 +1,47 @@
+// PostgreSQL's cache of getCached reads (a session's status read, a creation's checks, limits, a
+// client's record): the one ReadCache (../sql/read-cache.ts) of this process, shared by every
+// runner on its pool, answered and filled only while the LISTEN connection (listener.ts) is up.
+//
+// What drops an entry:
+//   - a write of this instance to a table it read, at its commit (pg-runner.ts), before the
+//     write is acknowledged: a read on this instance after its own write sees it;
+//   - the `vad_reads` notification (payload: the table), sent by a statement-level trigger on
+//     each table cached reads read (migration 18, READ_TABLES) when any instance commits a write;
+//   - every (re)connection of the LISTEN connection (notifications sent while it was down are
+//     lost): the cache starts empty, and while it is down reads go to the database.
+// A read's answer is stored only when no table it read was invalidated between the query being
+// sent and its answer arriving (ReadCache's generations).
+//
+// Staleness across instances: a read on instance B right after a write committed on instance A
+// can still answer the old row until B receives the notification, which PostgreSQL sends at the
+// commit (typically well under a millisecond on one network; longer when B's LISTEN connection is
+// slow, and up to the time the loss of a broken LISTEN connection takes to be noticed).
+import { CHANNELS, READ_TABLES } from '../sql/channels.ts';
+import { ReadCache } from '../sql/read-cache.ts';
+import type { PgListener } from './listener.ts';
+
+export class PgReadCache {
+  readonly cache = new ReadCache({ tables: READ_TABLES });
+  private listener: PgListener | undefined;
+
+  /** True while the cache may answer and be filled: the LISTEN connection carrying `vad_reads` is up. */
+  get live(): boolean {
+    return this.listener?.connected ?? false;
+  }
+
+  /** Starts following `listener` (the cache is bypassed until then); returns the stop. */
+  follow(listener: PgListener): () => void {
+    this.listener = listener;
+    this.cache.clear();
+    const offNotice = listener.onNotification((channel, payload) => {
+      if (channel === CHANNELS.reads) this.cache.invalidate(payload || '*');
+    });
+    const offReconnect = listener.onReconnect(() => this.cache.clear());
+    return () => {
+      offNotice();
+      offReconnect();
+      this.listener = undefined;
+      this.cache.clear();
+    };
+  }
+}
