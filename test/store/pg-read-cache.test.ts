@@ -220,3 +220,17 @@ test('every table a cached read reads has the vad_reads trigger', async () => {
   await s.runner.run(getCached('SELECT id FROM customers WHERE id = ?', customer));
   assert.equal(s.reads.cache.count, reads.length, 'a read of customers is not cached');
 });
+
+test("a session creation drops this instance's cached reads of sessions, not those of clients and limits", async () => {
+  const { a, customer } = await cluster([CHANNELS.events]); // only its own writes drop entries
+  const s = a.store;
+  await s.patchLimits(customer, 'global', { max_sessions: 5 });
+  await s.getClientAndLimits(customer, 'k');
+  assert.equal(s.reads.cache.count, 1);
+  await s.createSession(sessionOf(customer, SID), null, null);
+  assert.equal(s.reads.cache.count, 1, "a creation's checks stay cached across creations");
+  assert.equal((await s.getSessionStatusOf(customer, SID))?.row.id, SID);
+  assert.equal(s.reads.cache.count, 2);
+  await s.createSession(sessionOf(customer, 'f0e1d2c3-0000-4000-8000-00000000c0c2'), null, null);
+  assert.equal(s.reads.cache.count, 1, 'the status read (of sessions) dropped by the insert into sessions');
+});

@@ -18,10 +18,15 @@ import type { Param } from './op.ts';
 /** More entries than this start the cache afresh (many customers, each with a few rows). */
 const MAX_ENTRIES = 5000;
 
-/** The tables a statement writes: its target, or '*' when it is not a plain INSERT/UPDATE/DELETE. */
+/**
+ * The tables a statement writes: its target; every INSERT, UPDATE and DELETE target of a WITH
+ * statement (data-modifying CTEs; a word after ON CONFLICT DO UPDATE or FOR UPDATE may be named
+ * too, which drops nothing); '*' when it is none of these (DDL, anything unknown).
+ */
 export function writtenTables(sql: string): string[] {
   const text = sql.trimStart();
   if (/^(SELECT|PRAGMA|BEGIN|COMMIT|ROLLBACK)\b/i.test(text)) return [];
+  if (/^WITH\b/i.test(text)) return [...new Set([...text.matchAll(/\b(?:INSERT(?:\s+OR\s+\w+)?\s+INTO|REPLACE\s+INTO|UPDATE(?:\s+OR\s+\w+)?|DELETE\s+FROM)\s+(\w+)/gi)].map((m) => m[1].toLowerCase()))];
   const m = /^(?:INSERT(?:\s+OR\s+\w+)?\s+INTO|REPLACE\s+INTO|UPDATE|DELETE\s+FROM)\s+(\w+)/i.exec(text);
   return m ? [m[1].toLowerCase()] : ['*'];
 }
