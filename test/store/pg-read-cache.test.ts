@@ -6,6 +6,7 @@
 // writes show at once in its own reads; and every table a cached read reads has the trigger.
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
+import { createServer, connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { PgListener } from '../../server/store/pg/listener.ts';
@@ -233,4 +234,54 @@ test("a session creation drops this instance's cached reads of sessions, not tho
   assert.equal(s.reads.cache.count, 2);
   await s.createSession(sessionOf(customer, 'f0e1d2c3-0000-4000-8000-00000000c0c2'), null, null);
   assert.equal(s.reads.cache.count, 1, 'the status read (of sessions) dropped by the insert into sessions');
+});
+
+/** A TCP relay to the server that can go silent (a network cut: nothing passes, nothing is closed). */
+async function relay(port: number): Promise<{ port: number; cut(): void; close(): void }> {
+  const sockets: Socket[] = [];
+  let cut = false;
+  const srv = createServer((inbound) => {
+    const outbound = connect(port, '127.0.0.1');
+    sockets.push(inbound, outbound);
+    for (const [from, to] of [[inbound, outbound], [outbound, inbound]] as const) {
+      from.on('data', (d) => cut || to.write(d));
+      from.on('error', () => to.destroy());
+      from.on('close', () => cut || to.end());
+    }
+  });
+  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (srv.address() as { port: number }).port,
+    cut: () => (cut = true),
+    close: () => {
+      srv.close();
+      for (const s of sockets) s.destroy();
+    },
+  };
+}
+
+test('a LISTEN connection cut without a word is given up by its heartbeat: the cache stops answering', async () => {
+  const { a, b, customer } = await cluster();
+  // A's listener, this time through the relay to the same database.
+  const net = await relay(server.port);
+  const url = new URL(a.store.pool.options.connectionString!);
+  url.port = String(net.port);
+  const listener = new PgListener(url.toString(), Object.values(CHANNELS), { heartbeatMs: 100, minBackoffMs: 60_000, maxBackoffMs: 60_000 });
+  await listener.ready;
+  const stop = a.store.reads.follow(listener);
+  try {
+    const seen = notified({ ...a, listener }, 'limits');
+    await b.patchLimits(customer, 'global', { max_sessions: 1 });
+    await seen;
+    assert.equal((await a.store.getAllLimits(customer)).global?.max_sessions, 1);
+    assert.equal(a.store.reads.cache.count, 1);
+    net.cut(); // B's next notification never arrives, and nothing tells the listener
+    await b.patchLimits(customer, 'global', { max_sessions: 2 });
+    await until('the silent listener given up', async () => listener.connected, (up) => !up);
+    assert.equal((await a.store.getAllLimits(customer)).global?.max_sessions, 2, 'read from the database, not the cached 1');
+  } finally {
+    stop();
+    await listener.close();
+    net.close();
+  }
 });

@@ -6,6 +6,11 @@
 // Notifications are lost while the connection is down (PostgreSQL keeps no backlog for a
 // listener that is gone), so after every reconnection the listener calls `onReconnect`: the
 // consumers then re-read what they follow from the tables, which are the truth.
+//
+// A connection that breaks without a word (a network cut: no reset reaches either side) would
+// only be noticed when TCP gives up, hours later. So a heartbeat (SELECT 1) runs on it every
+// heartbeatMs; one left unanswered for three of those ends the connection and reconnects, so
+// `connected` is false within a few seconds of a silent break (the read cache relies on it).
 import pg from 'pg';
 import { clientConfig, type PoolOptions } from './pool.ts';
 
@@ -15,6 +20,8 @@ export interface ListenerOptions extends PoolOptions {
   /** First delay before reconnecting; doubles up to maxBackoffMs. */
   minBackoffMs?: number;
   maxBackoffMs?: number;
+  /** How often the heartbeat runs (1 s); unanswered for 3 of these: the connection is given up. */
+  heartbeatMs?: number;
   onError?: (err: Error) => void;
 }
 
@@ -26,6 +33,7 @@ export class PgListener {
   private readonly reconnectHandlers = new Set<() => void>();
   private client: pg.Client | undefined;
   private timer: NodeJS.Timeout | undefined;
+  private beat: NodeJS.Timeout | undefined;
   private backoff: number;
   private closed = false;
   private connectedOnce = false;
@@ -65,7 +73,10 @@ export class PgListener {
     const fail = (err: Error) => {
       if (failed) return;
       failed = true;
-      if (this.client === client) this.client = undefined;
+      if (this.client === client) {
+        this.client = undefined;
+        clearInterval(this.beat);
+      }
       client.removeAllListeners('notification');
       client.end().catch(() => {});
       if (!this.closed) {
@@ -91,12 +102,32 @@ export class PgListener {
       return;
     }
     this.client = client;
+    this.heartbeat(client, fail);
     this.backoff = this.opts.minBackoffMs ?? 100;
     if (this.connectedOnce) {
       for (const fn of this.reconnectHandlers) fn();
     }
     this.connectedOnce = true;
     this.markReady();
+  }
+
+  /** SELECT 1 every heartbeatMs; `fail` when one has waited three of them. */
+  private heartbeat(client: pg.Client, fail: (err: Error) => void): void {
+    const every = this.opts.heartbeatMs ?? 1_000;
+    let sent = 0;
+    clearInterval(this.beat);
+    this.beat = setInterval(() => {
+      if (sent) {
+        if (performance.now() - sent >= 3 * every) fail(new Error(`LISTEN connection unanswered for ${3 * every} ms`));
+        return;
+      }
+      sent = performance.now();
+      client.query('SELECT 1').then(
+        () => (sent = 0),
+        () => {},
+      );
+    }, every);
+    this.beat.unref();
   }
 
   private schedule(): void {
@@ -112,6 +143,7 @@ export class PgListener {
 
   async close(): Promise<void> {
     this.closed = true;
+    clearInterval(this.beat);
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     const c = this.client;

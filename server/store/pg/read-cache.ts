@@ -15,7 +15,7 @@
 // Staleness across instances: a read on instance B right after a write committed on instance A
 // can still answer the old row until B receives the notification, which PostgreSQL sends at the
 // commit (typically well under a millisecond on one network; longer when B's LISTEN connection is
-// slow, and up to the time the loss of a broken LISTEN connection takes to be noticed).
+// slow, and, for a connection cut without a word, up to the 3 s its heartbeat takes to give it up).
 import { CHANNELS, READ_TABLES } from '../sql/channels.ts';
 import { ReadCache } from '../sql/read-cache.ts';
 import type { PgListener } from './listener.ts';
