@@ -53,9 +53,7 @@ export async function openPostgres({ url, dataDir, metrics, log, changes }: Post
   let waited: NodeJS.Timeout | undefined;
   await Promise.race([listener.ready, new Promise<void>((resolve) => (waited = setTimeout(resolve, LISTEN_WAIT_MS)))]);
   clearTimeout(waited);
-  // getCached reads (a status read, a creation's checks) answered from this instance's cache while
-  // the LISTEN connection is up, dropped by vad_reads (store/pg/read-cache.ts).
-  const stopReads = pg.reads.follow(listener);
+  const stopReads = pg.reads.follow(listener); // the read cache, live while the listener is up
 
   const feed = new PgEventFeed(data, listener, { onError: (err) => log.warn({ err: String(err) }, 'reading events failed; retrying') });
   const tokenLookup = new PgTokenCache(data, listener);
