@@ -11,7 +11,8 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { PgListener } from '../../server/store/pg/listener.ts';
 import { CHANNELS, PgStore } from '../../server/store/pg/store.ts';
-import { READ_TABLES } from '../../server/store/sql/channels.ts';
+import { INSERT_SILENT, READ_TABLES } from '../../server/store/sql/channels.ts';
+import { readTables } from '../../server/store/sql/read-cache.ts';
 import { getCached } from '../../server/store/sql/op.ts';
 import { startPostgres, type PgServer } from '../helpers/postgres.ts';
 
@@ -74,9 +75,7 @@ const SID = 'f0e1d2c3-0000-4000-8000-00000000c0c1';
 
 test("a write on another instance reaches this instance's cached reads once its notification has arrived", async () => {
   const { a, b, customer } = await cluster();
-  const inserted = notified(a, 'sessions'); // not during the first read: that read would not be kept
-  await b.insertSession(sessionOf(customer, SID));
-  await inserted;
+  await b.insertSession(sessionOf(customer, SID)); // an INSERT into sessions notifies nothing (INSERT_SILENT)
   const status = () => a.store.getSessionStatusOf(customer, SID);
   const first = (await status())!;
   assert.deepEqual([first.limits, first.control, first.row.paused], [{}, undefined, false]);
@@ -148,14 +147,23 @@ test('an invalidation between sending a read and receiving its answer keeps the 
   assert.equal(await during('clients'), 1);
   assert.equal(cache.count, 1, 'stored: only a table it does not read changed');
   // Within a status read's tables, any one of them keeps it out.
-  seen = notified(a, 'sessions');
   await b.insertSession(sessionOf(customer, SID));
-  await seen;
   a.store.pool.once('acquire', () => cache.invalidate('clients'));
   assert.equal((await a.store.getSessionStatusOf(customer, SID))?.row.id, SID);
   assert.equal(cache.count, 1, 'the status read (it reads clients) not stored; the limits read still cached');
   assert.equal(await during('sessions'), 1);
   assert.equal(cache.count, 1, 'a hit takes no round trip: nothing to keep out');
+});
+
+test('a read that found no session is not kept: a session created on another instance is found at once', async () => {
+  const { a, b, customer } = await cluster();
+  assert.equal(await a.store.getSessionStatusOf(customer, SID), undefined);
+  assert.equal(await a.store.getSessionOf(customer, SID), undefined);
+  assert.equal(a.store.reads.cache.count, 0, 'nothing kept: the INSERT that makes it will not be notified');
+  await b.insertSession(sessionOf(customer, SID));
+  assert.equal((await a.store.getSessionStatusOf(customer, SID))?.row.id, SID, 'found on the next read, no notification needed');
+  assert.equal((await a.store.getSessionOf(customer, SID))?.id, SID);
+  assert.equal(a.store.reads.cache.count, 2, 'kept once found');
 });
 
 test("an instance's own writes show at once in its own cached reads, without the notification", async () => {
@@ -199,9 +207,7 @@ test('every table a cached read reads has the vad_reads trigger', async () => {
   // cached, which the cache allows only when every table it reads is one of READ_TABLES.
   const dir = join(import.meta.dirname, '../../server/store/repos');
   const sites = readdirSync(dir).flatMap((f) => readFileSync(join(dir, f), 'utf8').match(/\bgetCached\s*[<(]/g) ?? []);
-  const inserted = notified(a, 'sessions');
   await b.insertSession(sessionOf(customer, SID));
-  await inserted;
   const s = a.store;
   const reads = [
     () => s.getSessionStatusOf(customer, SID),
@@ -217,6 +223,11 @@ test('every table a cached read reads has the vad_reads trigger', async () => {
     await read();
     assert.equal(s.reads.cache.count, i + 1, `cached read ${i} was cached`);
   }
+  // INSERTs into sessions are not notified: every cached read of sessions must read one session
+  // by its id (a new row cannot change what it found; what found nothing is not kept).
+  const ofSessions = s.reads.cache.texts.filter((sql) => readTables(sql).some((t) => INSERT_SILENT.includes(t)));
+  assert.equal(ofSessions.length, 2, 'the status read and getSessionOf');
+  for (const sql of ofSessions) assert.match(sql, /\bWHERE\s+(?:\w+\.)?id = \?/, `a read of one session by id: ${sql}`);
   // A cached read of a table without the trigger is never cached (it could go stale).
   await s.runner.run(getCached('SELECT id FROM customers WHERE id = ?', customer));
   assert.equal(s.reads.cache.count, reads.length, 'a read of customers is not cached');

@@ -111,6 +111,9 @@ const SHARED: Migration[] = [
   // clients, limits: READ_TABLES in sql/channels.ts) notifies `vad_reads` with the table's name,
   // once per table and transaction (identical notifications fold), so each instance drops its
   // cached reads of it (pg/read-cache.ts). SQLite sees other writers through data_version.
+  // INSERTs into sessions notify nothing (a creation would pay the notification, and PostgreSQL
+  // serialises notifying commits): the cached reads of sessions are reads of one session by its
+  // id, kept only when they found it, which a new row cannot change (INSERT_SILENT).
   {
     sqlite: 'SELECT 1;',
     postgres: `CREATE OR REPLACE FUNCTION vad_notify_reads() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -118,7 +121,7 @@ const SHARED: Migration[] = [
       PERFORM pg_notify('vad_reads', TG_TABLE_NAME);
       RETURN NULL;
     END $$;
-    CREATE TRIGGER vad_reads_sessions AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON sessions
+    CREATE TRIGGER vad_reads_sessions AFTER UPDATE OR DELETE OR TRUNCATE ON sessions
       FOR EACH STATEMENT EXECUTE FUNCTION vad_notify_reads();
     CREATE TRIGGER vad_reads_clients AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON clients
       FOR EACH STATEMENT EXECUTE FUNCTION vad_notify_reads();

@@ -6,7 +6,8 @@
 //   - a write of this instance to a table it read, at its commit (pg-runner.ts), before the
 //     write is acknowledged: a read on this instance after its own write sees it;
 //   - the `vad_reads` notification (payload: the table), sent by a statement-level trigger on
-//     each table cached reads read (migration 18, READ_TABLES) when any instance commits a write;
+//     each table cached reads read (migration 18, READ_TABLES) when any instance commits a write
+//     (but an INSERT into sessions: INSERT_SILENT, a read of it that found nothing is not kept);
 //   - every (re)connection of the LISTEN connection (notifications sent while it was down are
 //     lost): the cache starts empty, and while it is down reads go to the database.
 // A read's answer is stored only when no table it read was invalidated between the query being
@@ -16,12 +17,12 @@
 // can still answer the old row until B receives the notification, which PostgreSQL sends at the
 // commit (typically well under a millisecond on one network; longer when B's LISTEN connection is
 // slow, and, for a connection cut without a word, up to the 3 s its heartbeat takes to give it up).
-import { CHANNELS, READ_TABLES } from '../sql/channels.ts';
+import { CHANNELS, INSERT_SILENT, READ_TABLES } from '../sql/channels.ts';
 import { ReadCache } from '../sql/read-cache.ts';
 import type { PgListener } from './listener.ts';
 
 export class PgReadCache {
-  readonly cache = new ReadCache({ tables: READ_TABLES });
+  readonly cache = new ReadCache({ tables: READ_TABLES, insertSilent: INSERT_SILENT });
   private listener: PgListener | undefined;
 
   /** True while the cache may answer and be filled: the LISTEN connection carrying `vad_reads` is up. */

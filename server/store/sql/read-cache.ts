@@ -47,6 +47,8 @@ export interface ReadCacheOptions {
   dataVersion?: () => number;
   /** The only tables a read may read to be cached (PostgreSQL: those whose writes are notified). */
   tables?: readonly string[];
+  /** Tables whose INSERTs are not notified: a read of one is kept only when it found a row. */
+  insertSilent?: readonly string[];
 }
 
 export class ReadCache {
@@ -57,6 +59,7 @@ export class ReadCache {
   private readonly reads = new Map<string, string[] | null>();
   private readonly dataVersion: (() => number) | undefined;
   private readonly allowed: ReadonlySet<string> | undefined;
+  private readonly insertSilent: ReadonlySet<string>;
   private version = -1;
   /** Bumped by every invalidation; `bumped` holds its value at each table's last one ('*': all). */
   private generation = 0;
@@ -65,6 +68,7 @@ export class ReadCache {
   constructor(opts: ReadCacheOptions = {}) {
     this.dataVersion = opts.dataVersion;
     this.allowed = opts.tables && new Set(opts.tables);
+    this.insertSilent = new Set(opts.insertSilent);
   }
 
   private key(params: Param[]): string {
@@ -120,6 +124,7 @@ export class ReadCache {
   store(sql: string, params: Param[], row: object | undefined, since = this.generation): void {
     const tables = this.tablesOf(sql);
     if (!tables) return;
+    if (row === undefined && tables.some((t) => this.insertSilent.has(t))) return;
     if ((this.bumped.get('*') ?? -1) > since) return;
     for (const t of tables) if ((this.bumped.get(t) ?? -1) > since) return;
     if (this.size >= MAX_ENTRIES) this.clearEntries();
@@ -166,6 +171,11 @@ export class ReadCache {
   private clearEntries(): void {
     this.entries.clear();
     this.size = 0;
+  }
+
+  /** The statement texts with rows cached. */
+  get texts(): string[] {
+    return [...this.entries.keys()];
   }
 
   /** How many rows are cached. */
