@@ -5,11 +5,12 @@
 // row instead of a statement (a round trip on PostgreSQL).
 //
 // Two sources drop entries:
-//   - this process's own writes (`ran`, the runners call it for every statement; on PostgreSQL
-//     at the commit): the reads of the tables a statement writes ('*': anything it may write);
+//   - this process's own writes: the reads of the tables a statement writes ('*': anything it
+//     may write), SQLite's runner at each statement (`ran`), PostgreSQL's at its commit
+//     (`written`, then `invalidate` per table);
 //   - the other writers: SQLite's data_version (another connection committed; checked on every
-//     lookup, everything dropped), or PostgreSQL's `vad_reads` notification (`invalidate`,
-//     pg-read-cache.ts), named after the table a committed statement wrote.
+//     lookup, everything dropped), or PostgreSQL's `vad_reads` notification (`invalidate`, from
+//     ../pg/read-cache.ts), named after the table a committed statement wrote.
 // A read whose answer arrives later than it was asked (PostgreSQL) is stored only when no table
 // it reads was invalidated meanwhile (`since`/`store`): otherwise an invalidation that arrived
 // during its round trip would be overwritten by the older row.
