@@ -35,6 +35,8 @@ export class PgListener {
   private timer: NodeJS.Timeout | undefined;
   private beat: NodeJS.Timeout | undefined;
   private backoff: number;
+  private syncing: Promise<boolean> | undefined;
+  private queued: Promise<boolean> | undefined;
   private closed = false;
   private connectedOnce = false;
   /** Resolves when the first LISTEN is in place (never, if close() comes first). */
@@ -58,6 +60,40 @@ export class PgListener {
   onNotification(fn: NotificationHandler): () => void {
     this.handlers.add(fn);
     return () => this.handlers.delete(fn);
+  }
+
+  /**
+   * Resolves true once a round trip on the LISTEN connection that began after this call has come
+   * back. PostgreSQL hands a listening session the notifications pending for it before it says a
+   * statement is done, and a transaction signals its listeners before its COMMIT is answered, so
+   * by then the handlers have seen every notification of each transaction committed before this
+   * call. Calls made while a round trip is under way share the next one. False when the
+   * connection is down, fails, or is replaced meanwhile, or after timeoutMs (the caller reads the
+   * database instead).
+   */
+  sync(timeoutMs = 500): Promise<boolean> {
+    if (!this.syncing) {
+      this.syncing = this.roundTrip(timeoutMs).finally(() => (this.syncing = undefined));
+      return this.syncing;
+    }
+    this.queued ??= this.syncing.then(() => {
+      this.queued = undefined;
+      return this.sync(timeoutMs);
+    });
+    return this.queued;
+  }
+
+  private roundTrip(timeoutMs: number): Promise<boolean> {
+    const client = this.client;
+    if (!client) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => resolve(false), timeoutMs);
+      const done = (ok: boolean) => {
+        clearTimeout(timer);
+        resolve(ok && this.client === client);
+      };
+      client.query('SELECT 1').then(() => done(true), () => done(false));
+    });
   }
 
   /** Called after each reconnection (not the first connection): notifications may have been missed. */

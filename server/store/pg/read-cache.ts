@@ -13,10 +13,13 @@
 // A read's answer is stored only when no table it read was invalidated between the query being
 // sent and its answer arriving (ReadCache's generations).
 //
-// Staleness across instances: a read on instance B right after a write committed on instance A
-// can still answer the old row until B receives the notification, which PostgreSQL sends at the
-// commit (typically well under a millisecond on one network; longer when B's LISTEN connection is
-// slow, and, for a connection cut without a word, up to the 3 s its heartbeat takes to give it up).
+// Across instances: a cached row is answered only after a fence (PgListener.sync), a round trip
+// on the LISTEN connection begun after the read was asked for. PostgreSQL delivers a listener's
+// pending notifications before it answers a statement, so a write committed on another instance
+// before the read began has dropped the entry by then: a read on instance B after a write was
+// acknowledged on instance A sees it. A fence is shared by every read waiting for it, so under
+// load it costs one trivial statement per batch instead of one query per read; a fence that
+// fails or takes over 500 ms sends the read to the database.
 import { CHANNELS, INSERT_SILENT, READ_TABLES } from '../sql/channels.ts';
 import { ReadCache } from '../sql/read-cache.ts';
 import type { PgListener } from './listener.ts';
@@ -28,6 +31,11 @@ export class PgReadCache {
   /** True while the cache may answer and be filled: the LISTEN connection carrying `vad_reads` is up. */
   get live(): boolean {
     return this.listener?.connected ?? false;
+  }
+
+  /** True once every notification committed before the call has been handled (PgListener.sync). */
+  fence(): Promise<boolean> {
+    return this.listener?.sync() ?? Promise.resolve(false);
   }
 
   /** Starts following `listener` (the cache is bypassed until then); returns the stop. */

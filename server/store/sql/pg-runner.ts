@@ -121,8 +121,11 @@ export class PgRunner {
 
   /** A getCached read outside a transaction: the cached row, or the database's, kept unless invalidated meanwhile. */
   private async cachedGet(sql: string, params: Param[], reads: PgReadCache): Promise<unknown> {
-    const hit = reads.cache.lookup(sql, params);
-    if (hit !== null) return hit;
+    // A hit counts only after a fence: what another instance committed before now has dropped it.
+    if (reads.cache.lookup(sql, params) !== null && (await reads.fence())) {
+      const hit = reads.cache.lookup(sql, params);
+      if (hit !== null) return hit;
+    }
     const since = reads.cache.since();
     const row = (await this.query({ client: null }, this.text(sql), params)).rows[0] as object | undefined;
     if (reads.live) reads.cache.store(sql, params, row, since);
