@@ -102,6 +102,43 @@ test("a write on another instance reaches this instance's cached reads once its 
   await until('a deletion on A', () => a.store.getAllLimits(customer), (l) => l.global === undefined);
 });
 
+test('read after write across instances: the read right after another instance acknowledged a write sees it, however late the notification (the fence)', async () => {
+  // A's own listener hears no vad_reads; the one its cache follows gets everything 40 ms late,
+  // so only the fence (whose answer comes after the notifications on the same connection) can
+  // keep A from answering the row it cached before B's write.
+  const { a, b, customer } = await cluster([CHANNELS.tokens]);
+  const net = await relay(server.port, 40);
+  const url = new URL(a.store.pool.options.connectionString!);
+  url.port = String(net.port);
+  const listener = new PgListener(url.toString(), Object.values(CHANNELS));
+  await listener.ready;
+  const stop = a.store.reads.follow(listener);
+  try {
+    await b.insertSession(sessionOf(customer, SID));
+    const status = () => a.store.getSessionStatusOf(customer, SID);
+    let unannounced = 0;
+    for (let i = 1; i <= 20; i++) {
+      await status();
+      await status(); // the second one from the cache
+      const cached = a.store.reads.cache.count;
+      await b.setPaused(SID, i % 2 === 1);
+      await b.patchLimits(customer, 'global', { max_sessions: i });
+      if (a.store.reads.cache.count === cached) unannounced++;
+      const s = (await status())!;
+      assert.equal(s.row.paused, i % 2 === 1, `round ${i}: the pause`);
+      assert.equal(s.limits.global?.max_sessions, i, `round ${i}: the limits`);
+    }
+    assert.ok(unannounced > 0, 'the writes were acknowledged before A heard of them (else this proves nothing)');
+    // Reads asked for at once share fences.
+    const many = await Promise.all(Array.from({ length: 50 }, () => status()));
+    assert.ok(many.every((s) => s?.limits.global?.max_sessions === 20));
+  } finally {
+    stop();
+    await listener.close();
+    net.close();
+  }
+});
+
 test('while the LISTEN connection is down reads go to the database, and the cache starts empty when it is back', async () => {
   const { a, b, customer } = await cluster(Object.values(CHANNELS), 3_000);
   const seen = notified(a, 'limits');
@@ -252,15 +289,19 @@ test("a session creation drops this instance's cached reads of sessions, not tho
   assert.equal(s.reads.cache.count, 1, 'the status read (of sessions) dropped by the insert into sessions');
 });
 
-/** A TCP relay to the server that can go silent (a network cut: nothing passes, nothing is closed). */
-async function relay(port: number): Promise<{ port: number; cut(): void; close(): void }> {
+/**
+ * A TCP relay to the server that can go silent (a network cut: nothing passes, nothing is
+ * closed); `lateMs` holds what the server sends for that long (in order) before passing it on.
+ */
+async function relay(port: number, lateMs = 0): Promise<{ port: number; cut(): void; close(): void }> {
   const sockets: Socket[] = [];
   let cut = false;
   const srv = createServer((inbound) => {
     const outbound = connect(port, '127.0.0.1');
     sockets.push(inbound, outbound);
     for (const [from, to] of [[inbound, outbound], [outbound, inbound]] as const) {
-      from.on('data', (d) => cut || to.write(d));
+      const late = lateMs > 0 && from === outbound;
+      from.on('data', (d) => cut || (late ? setTimeout(() => cut || to.write(d), lateMs) : to.write(d)));
       from.on('error', () => to.destroy());
       from.on('close', () => cut || to.end());
     }
