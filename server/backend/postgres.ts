@@ -5,6 +5,8 @@
 //   - tokenLookup: PgTokenCache, dropped on every instance by the vad_tokens notification;
 //   - the local data plane reads the LocalView (cluster/local-view.ts): sessions loaded before
 //     admission, pause and limit changes pushed by vad_sessions / vad_limits, counters added;
+//   - getCached reads: PgReadCache (store/pg/read-cache.ts), dropped by vad_reads, bypassed
+//     while the LISTEN connection is down;
 //   - one LISTEN connection (PgListener) carries the notifications to all of these, and to the
 //     instance's change feed (a pause, limits change or node removal on any instance).
 // Loaded only when `database` is given, so the SQLite mode never loads the PostgreSQL client.
@@ -43,7 +45,7 @@ export async function openPostgres({ url, dataDir, metrics, log, changes }: Post
     onIdleError: (err) => log.warn({ err: err.message }, 'database connection lost'),
   });
   const data = timedStore(pg, metrics);
-  const runner = new PgRunner(pg.pool);
+  const runner = new PgRunner(pg.pool, undefined, null, pg.reads);
   const listener = new PgListener(url, Object.values(CHANNELS), {
     applicationName: 'vpn-access listen',
     onError: (err) => log.warn({ err: err.message }, 'database notifications interrupted; reconnecting'),
@@ -51,6 +53,7 @@ export async function openPostgres({ url, dataDir, metrics, log, changes }: Post
   let waited: NodeJS.Timeout | undefined;
   await Promise.race([listener.ready, new Promise<void>((resolve) => (waited = setTimeout(resolve, LISTEN_WAIT_MS)))]);
   clearTimeout(waited);
+  const stopReads = pg.reads.follow(listener); // the read cache, live while the listener is up
 
   const feed = new PgEventFeed(data, listener, { onError: (err) => log.warn({ err: String(err) }, 'reading events failed; retrying') });
   const tokenLookup = new PgTokenCache(data, listener);
@@ -109,6 +112,7 @@ export async function openPostgres({ url, dataDir, metrics, log, changes }: Post
     close: async () => {
       await feed.close();
       tokenLookup.close();
+      stopReads();
       await listener.close();
       await data.close();
     },

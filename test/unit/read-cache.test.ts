@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { openDatabase } from '../../server/store/db.ts';
+import { readTables, writtenTables } from '../../server/store/sql/read-cache.ts';
 import { Store } from '../../server/store/store.ts';
 import { removeDir, tempDir, withStore } from '../helpers/server.ts';
 
@@ -80,4 +81,17 @@ test('reads inside a transaction see its own uncommitted writes, and a rollback 
     );
     assert.equal(store.getLimits(c, 'client'), undefined);
   });
+});
+
+test('the tables a statement writes, as the caches drop them', () => {
+  assert.deepEqual(writtenTables('SELECT fields FROM limits WHERE customer_id = ?'), []);
+  assert.deepEqual(writtenTables('UPDATE sessions SET paused = ? WHERE id = ?'), ['sessions']);
+  assert.deepEqual(writtenTables('INSERT OR IGNORE INTO clients (customer_id) VALUES (?)'), ['clients']);
+  // A session creation on PostgreSQL: data-modifying WITH parts, each target named.
+  const create = 'WITH s AS (INSERT INTO sessions (id) VALUES (?) RETURNING id), p AS (INSERT INTO session_placements (session_id) SELECT id FROM s), a AS (INSERT INTO audit_log (x) VALUES (?)) SELECT id FROM s';
+  assert.deepEqual(writtenTables(create), ['sessions', 'session_placements', 'audit_log']);
+  assert.deepEqual(writtenTables('WITH d AS (DELETE FROM limits WHERE scope = ? RETURNING 1) SELECT COUNT(*) FROM d'), ['limits']);
+  assert.deepEqual(writtenTables('WITH x AS (SELECT 1) SELECT * FROM x'), [], 'a WITH that writes nothing');
+  assert.deepEqual(writtenTables('CREATE TABLE t (a INTEGER)'), ['*'], 'anything else: every table');
+  assert.deepEqual(readTables(`SELECT a FROM sessions s LEFT JOIN clients c ON c.id = s.id, (SELECT fields FROM limits) AS l FROM limits`), ['sessions', 'clients', 'limits']);
 });

@@ -13,10 +13,10 @@ import { scalar, type Dialect } from '../sql/op.ts';
 import { LEGACY } from './legacy.ts';
 import { JOURNAL_SEQS } from './legacy-changes.ts';
 
-/** One version: the same DDL for both, or (legacy only) each database's own. */
+/** One version: the same DDL for both, or each database's own (legacy, and what only one of them has). */
 export type Migration = string | { sqlite: string; postgres: string };
 
-const SHARED: string[] = [
+const SHARED: Migration[] = [
   // 13: the last report applied of each instance's counter journal (cluster/journal.ts), on
   // SQLite too (PostgreSQL made it at its version 10), so one report operation serves both.
   JOURNAL_SEQS.trim().replace('CREATE TABLE', 'CREATE TABLE IF NOT EXISTS'),
@@ -107,6 +107,27 @@ const SHARED: string[] = [
     PRIMARY KEY (request_id, instance_id)
   );
   CREATE INDEX IF NOT EXISTS support_answers_created ON support_answers (created_at);`,
+  // 21 (PostgreSQL only): every statement that writes a table the cached reads read (sessions,
+  // clients, limits: READ_TABLES in sql/channels.ts) notifies `vad_reads` with the table's name,
+  // once per table and transaction (identical notifications fold), so each instance drops its
+  // cached reads of it (pg/read-cache.ts). SQLite sees other writers through data_version.
+  // INSERTs into sessions notify nothing (a creation would pay the notification, and PostgreSQL
+  // serialises notifying commits): the cached reads of sessions are reads of one session by its
+  // id, kept only when they found it, which a new row cannot change (INSERT_SILENT).
+  {
+    sqlite: 'SELECT 1;',
+    postgres: `CREATE OR REPLACE FUNCTION vad_notify_reads() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      PERFORM pg_notify('vad_reads', TG_TABLE_NAME);
+      RETURN NULL;
+    END $$;
+    CREATE TRIGGER vad_reads_sessions AFTER UPDATE OR DELETE OR TRUNCATE ON sessions
+      FOR EACH STATEMENT EXECUTE FUNCTION vad_notify_reads();
+    CREATE TRIGGER vad_reads_clients AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON clients
+      FOR EACH STATEMENT EXECUTE FUNCTION vad_notify_reads();
+    CREATE TRIGGER vad_reads_limits AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON limits
+      FOR EACH STATEMENT EXECUTE FUNCTION vad_notify_reads();`,
+  },
 ];
 
 export const MIGRATIONS: readonly Migration[] = [...LEGACY, ...SHARED];

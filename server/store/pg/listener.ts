@@ -6,6 +6,11 @@
 // Notifications are lost while the connection is down (PostgreSQL keeps no backlog for a
 // listener that is gone), so after every reconnection the listener calls `onReconnect`: the
 // consumers then re-read what they follow from the tables, which are the truth.
+//
+// A connection that breaks without a word (a network cut: no reset reaches either side) would
+// only be noticed when TCP gives up, hours later. So a heartbeat (SELECT 1) runs on it every
+// heartbeatMs; one left unanswered for three of those ends the connection and reconnects, so
+// `connected` is false within a few seconds of a silent break (the read cache relies on it).
 import pg from 'pg';
 import { clientConfig, type PoolOptions } from './pool.ts';
 
@@ -15,6 +20,8 @@ export interface ListenerOptions extends PoolOptions {
   /** First delay before reconnecting; doubles up to maxBackoffMs. */
   minBackoffMs?: number;
   maxBackoffMs?: number;
+  /** How often the heartbeat runs (1 s); unanswered for 3 of these: the connection is given up. */
+  heartbeatMs?: number;
   onError?: (err: Error) => void;
 }
 
@@ -26,7 +33,10 @@ export class PgListener {
   private readonly reconnectHandlers = new Set<() => void>();
   private client: pg.Client | undefined;
   private timer: NodeJS.Timeout | undefined;
+  private beat: NodeJS.Timeout | undefined;
   private backoff: number;
+  private syncing: Promise<boolean> | undefined;
+  private queued: Promise<boolean> | undefined;
   private closed = false;
   private connectedOnce = false;
   /** Resolves when the first LISTEN is in place (never, if close() comes first). */
@@ -52,6 +62,40 @@ export class PgListener {
     return () => this.handlers.delete(fn);
   }
 
+  /**
+   * Resolves true once a round trip on the LISTEN connection that began after this call has come
+   * back. PostgreSQL hands a listening session the notifications pending for it before it says a
+   * statement is done, and a transaction signals its listeners before its COMMIT is answered, so
+   * by then the handlers have seen every notification of each transaction committed before this
+   * call. Calls made while a round trip is under way share the next one. False when the
+   * connection is down, fails, or is replaced meanwhile, or after timeoutMs (the caller reads the
+   * database instead).
+   */
+  sync(timeoutMs = 500): Promise<boolean> {
+    if (!this.syncing) {
+      this.syncing = this.roundTrip(timeoutMs).finally(() => (this.syncing = undefined));
+      return this.syncing;
+    }
+    this.queued ??= this.syncing.then(() => {
+      this.queued = undefined;
+      return this.sync(timeoutMs);
+    });
+    return this.queued;
+  }
+
+  private roundTrip(timeoutMs: number): Promise<boolean> {
+    const client = this.client;
+    if (!client) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => resolve(false), timeoutMs);
+      const done = (ok: boolean) => {
+        clearTimeout(timer);
+        resolve(ok && this.client === client);
+      };
+      client.query('SELECT 1').then(() => done(true), () => done(false));
+    });
+  }
+
   /** Called after each reconnection (not the first connection): notifications may have been missed. */
   onReconnect(fn: () => void): () => void {
     this.reconnectHandlers.add(fn);
@@ -65,7 +109,10 @@ export class PgListener {
     const fail = (err: Error) => {
       if (failed) return;
       failed = true;
-      if (this.client === client) this.client = undefined;
+      if (this.client === client) {
+        this.client = undefined;
+        clearInterval(this.beat);
+      }
       client.removeAllListeners('notification');
       client.end().catch(() => {});
       if (!this.closed) {
@@ -87,12 +134,32 @@ export class PgListener {
     if (this.closed) fail(new Error('LISTEN connection closed'));
     if (failed) return;
     this.client = client;
+    this.heartbeat(client, fail);
     this.backoff = this.opts.minBackoffMs ?? 100;
     if (this.connectedOnce) {
       for (const fn of this.reconnectHandlers) fn();
     }
     this.connectedOnce = true;
     this.markReady();
+  }
+
+  /** SELECT 1 every heartbeatMs; `fail` when one has waited three of them. */
+  private heartbeat(client: pg.Client, fail: (err: Error) => void): void {
+    const every = this.opts.heartbeatMs ?? 1_000;
+    let sent = 0;
+    clearInterval(this.beat);
+    this.beat = setInterval(() => {
+      if (sent) {
+        if (performance.now() - sent >= 3 * every) fail(new Error(`LISTEN connection unanswered for ${3 * every} ms`));
+        return;
+      }
+      sent = performance.now();
+      client.query('SELECT 1').then(
+        () => (sent = 0),
+        () => {},
+      );
+    }, every);
+    this.beat.unref();
   }
 
   private schedule(): void {
@@ -108,6 +175,7 @@ export class PgListener {
 
   async close(): Promise<void> {
     this.closed = true;
+    clearInterval(this.beat);
     clearTimeout(this.timer);
     this.timer = undefined;
     const c = this.client;

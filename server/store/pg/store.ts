@@ -3,12 +3,14 @@
 // advisory lock, caller-held transactions, and the token version every instance watches.
 // Change notices (pg_notify, delivered on commit in commit order) wake the other instances:
 // `vad_events` (customer_id:id), `vad_sessions` (a session's pause flag changed: its id),
-// `vad_limits` (customer_id:scope), `vad_tokens`, `vad_nodes`.
+// `vad_limits` (customer_id:scope), `vad_tokens`, `vad_nodes`, `vad_reads` (a table cached reads
+// read was written: read-cache.ts, live once `reads.follow(listener)` is called).
 import type pg from 'pg';
 import type { AsyncOps } from '../sql/op.ts';
 import { bindAsync, PgRunner } from '../sql/pg-runner.ts';
 import { STORE_OPS, type StoreOps } from '../ops.ts';
 import { inTransaction, openPool, type PoolOptions } from './pool.ts';
+import { PgReadCache } from './read-cache.ts';
 import { migrate } from './schema.ts';
 
 export { CHANNELS } from '../sql/channels.ts';
@@ -24,11 +26,14 @@ export class PgStore {
   readonly runner: PgRunner;
   /** Bumped whenever this PgStore creates or revokes a token (as in the SQLite Store). */
   tokenGeneration = 0;
+  /** The cache of getCached reads, shared with transaction()'s stores; bypassed until it follows a listener. */
+  readonly reads: PgReadCache;
 
   /** With `client`, every operation joins the transaction the caller holds on it (transaction()). */
-  constructor(pool: pg.Pool, client?: pg.PoolClient) {
+  constructor(pool: pg.Pool, client?: pg.PoolClient, reads = new PgReadCache()) {
     this.pool = pool;
-    this.runner = new PgRunner(pool, () => this.tokenGeneration++, client ?? null);
+    this.reads = reads;
+    this.runner = new PgRunner(pool, () => this.tokenGeneration++, client ?? null, reads);
     Object.assign(this, bindAsync(STORE_OPS, this.runner));
   }
 
@@ -51,9 +56,14 @@ export class PgStore {
    * work that must interleave other awaits; an operation's own transaction needs none of this).
    */
   async transaction<T>(fn: (tx: PgStore) => Promise<T>): Promise<T> {
-    let tx!: PgStore;
-    const out = await inTransaction(this.pool, (client) => fn((tx = new PgStore(this.pool, client))));
-    this.tokenGeneration += tx.tokenGeneration;
-    return out;
+    let tx: PgStore | undefined;
+    try {
+      const out = await inTransaction(this.pool, (client) => fn((tx = new PgStore(this.pool, client, this.reads))));
+      this.tokenGeneration += tx!.tokenGeneration;
+      return out;
+    } finally {
+      // Even a failed COMMIT may have committed: the cached reads of what it wrote go either way.
+      tx?.runner.committed();
+    }
   }
 }

@@ -9,4 +9,20 @@ export const CHANNELS = {
   supportAsk: 'vad_support_ask',
   /** An instance wrote its answer to support_answers; payload: the request id and the instance id. */
   supportAnswers: 'vad_support_answers',
+  /**
+   * A statement committed on a table cached reads read (READ_TABLES); payload: the table's name.
+   * Sent by a statement-level trigger (migration 21), once per table and transaction.
+   */
+  reads: 'vad_reads',
 } as const;
+
+/** The tables with the `vad_reads` trigger: on PostgreSQL only reads of these are cached (pg/read-cache.ts). */
+export const READ_TABLES: readonly string[] = ['sessions', 'clients', 'limits'];
+
+/**
+ * Those of READ_TABLES whose INSERTs the trigger leaves out (a session creation notifies nothing):
+ * a cached read of one must read one row by its key, and is kept only when it found it (a new
+ * row cannot change that answer; a read that found nothing is not kept). The test of the cache
+ * (test/store/pg-read-cache.test.ts) checks that every cached read of sessions reads it by id.
+ */
+export const INSERT_SILENT: readonly string[] = ['sessions'];

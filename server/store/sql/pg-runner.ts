@@ -2,11 +2,18 @@
 // pooled connection; a transaction holds one connection from its BEGIN to its COMMIT. A lost
 // database surfaces as DatabaseUnavailable (pool.ts), and a connection that failed mid-way is
 // destroyed rather than reused.
+//
+// `getCached` reads are answered from the process's read cache (pg/read-cache.ts) outside
+// transactions while it is live; every statement that may write a table (INSERT, UPDATE, DELETE,
+// or anything else but a SELECT) drops the cached reads of that table when it has committed: at
+// once for a statement on its own, at the COMMIT for one in a transaction, before the result is
+// handed back either way (read-your-writes on this instance).
 import type pg from 'pg';
 import { sqlFor } from './dialect.ts';
-import { bindOps, type AsyncOps, type Op, type OpTable, type Step } from './op.ts';
+import { bindOps, type AsyncOps, type Op, type OpTable, type Param, type Step } from './op.ts';
 import { mapDatabaseError, releaseClient } from '../pg/pool.ts';
 import { CHANNELS } from './channels.ts';
+import type { PgReadCache } from '../pg/read-cache.ts';
 
 const BUMP_TOKENS = `UPDATE token_version SET version = version + 1 RETURNING pg_notify('${CHANNELS.tokens}', version::text)`;
 
@@ -24,6 +31,8 @@ interface Run {
   depth: number;
   broken: unknown;
   tokens: boolean;
+  /** Tables written in the open transaction, dropped from the read cache at its commit. */
+  written: Set<string>;
 }
 
 export class PgRunner {
@@ -32,15 +41,43 @@ export class PgRunner {
   private readonly onTokens: () => void;
   /** A connection inside a transaction the caller opened: every operation joins it. */
   private readonly joined: pg.PoolClient | null;
+  /** The process's cache of getCached reads, if any (shared by its runners). */
+  readonly reads: PgReadCache | null;
+  /** Joined: the tables written in the caller's transaction, for committed() at its COMMIT. */
+  private readonly pending = new Set<string>();
 
-  constructor(pool: pg.Pool, onTokens: () => void = () => {}, joined: pg.PoolClient | null = null) {
+  constructor(pool: pg.Pool, onTokens: () => void = () => {}, joined: pg.PoolClient | null = null, reads: PgReadCache | null = null) {
     this.pool = pool;
     this.onTokens = onTokens;
     this.joined = joined;
+    this.reads = reads;
+  }
+
+  /** Joined: the caller's transaction has ended (committed, or maybe): drops the reads of what it wrote. */
+  committed(): void {
+    this.invalidate(this.pending);
+  }
+
+  private invalidate(tables: Set<string>): void {
+    if (this.reads) for (const t of tables) this.reads.cache.invalidate(t);
+    tables.clear();
+  }
+
+  /** A statement ran: its tables are dropped now, or at the commit of the transaction it is in. */
+  private wrote(state: Run, sql: string): void {
+    if (!this.reads) return;
+    const tables = this.reads.cache.written(sql);
+    if (tables.length === 0) return;
+    if (!state.client) {
+      for (const t of tables) this.reads.cache.invalidate(t);
+      return;
+    }
+    const into = this.joined ? this.pending : state.written;
+    for (const t of tables) into.add(t);
   }
 
   async run<T>(op: Op<T>): Promise<T> {
-    const state: Run = { client: this.joined, depth: this.joined ? 1 : 0, broken: undefined, tokens: false };
+    const state: Run = { client: this.joined, depth: this.joined ? 1 : 0, broken: undefined, tokens: false, written: new Set() };
     try {
       let r = op.next();
       while (!r.done) {
@@ -60,7 +97,7 @@ export class PgRunner {
     }
   }
 
-  private query(state: Run, sql: string, params: unknown[]): Promise<pg.QueryResult> {
+  private query(state: Pick<Run, 'client'>, sql: string, params: unknown[]): Promise<pg.QueryResult> {
     const name = params.length ? this.nameOf(sql) : undefined;
     const target = state.client ?? this.pool;
     return (name ? target.query({ name, text: sql, values: params }) : target.query(sql, params)).catch(mapDatabaseError);
@@ -79,6 +116,19 @@ export class PgRunner {
     return name;
   }
 
+  /** A getCached read outside a transaction: the cached row, or the database's, kept unless invalidated meanwhile. */
+  private async cachedGet(sql: string, params: Param[], reads: PgReadCache): Promise<unknown> {
+    // A hit counts only after a fence: what another instance committed before now has dropped it.
+    if (reads.cache.lookup(sql, params) !== null && (await reads.fence())) {
+      const hit = reads.cache.lookup(sql, params);
+      if (hit !== null) return hit;
+    }
+    const since = reads.cache.since();
+    const row = (await this.query({ client: null }, this.text(sql), params)).rows[0] as object | undefined;
+    if (reads.live) reads.cache.store(sql, params, row, since);
+    return row;
+  }
+
   private release(state: Run): void {
     if (state.client) releaseClient(state.client, state.broken);
     state.client = null;
@@ -90,8 +140,15 @@ export class PgRunner {
   }
 
   private async step(s: Step, state: Run): Promise<unknown> {
+    if (s.k === 'get' && s.cached && !state.client && this.reads?.live) return this.cachedGet(s.sql, s.params, this.reads);
     if (s.k === 'all' || s.k === 'get' || s.k === 'run') {
-      const res = await this.query(state, this.text(s.sql, s.notify), s.params);
+      let res: pg.QueryResult;
+      try {
+        res = await this.query(state, this.text(s.sql, s.notify), s.params);
+      } finally {
+        // Even a failed statement may have committed (a connection lost after the commit).
+        this.wrote(state, s.sql);
+      }
       return s.k === 'all' ? res.rows : s.k === 'get' ? res.rows[0] : (res.rowCount ?? 0);
     }
     switch (s.k) {
@@ -106,7 +163,11 @@ export class PgRunner {
         return undefined;
       case 'commit':
         if (--state.depth === 0) {
-          await this.query(state, 'COMMIT', []);
+          try {
+            await this.query(state, 'COMMIT', []);
+          } finally {
+            this.invalidate(state.written);
+          }
           this.release(state);
         }
         return undefined;

@@ -1,39 +1,75 @@
-// SQLite's cache of rarely written rows: the results of the reads an operation marks `cached`
-// (op.ts getCached: a customer's limits, a client's record), kept until a statement of this
-// process writes one of the tables they read, or another process commits anything (SQLite's
-// data_version, checked on every cached read). Inside a transaction nothing is cached or
-// answered from it. A hit costs a Map look-up and a copy of the row instead of a statement.
+// The cache of rarely written rows, one class for both databases: the results of the reads an
+// operation marks `cached` (op.ts getCached: a customer's limits, a client's record, a session's
+// status read), each dropped when a table it read may have changed. Inside a transaction nothing
+// is cached or answered from it (the runners' rule). A hit costs a Map look-up and a copy of the
+// row instead of a statement (a round trip on PostgreSQL).
+//
+// Two sources drop entries:
+//   - this process's own writes: the reads of the tables a statement writes ('*': anything it
+//     may write), SQLite's runner at each statement (`ran`), PostgreSQL's at its commit
+//     (`written`, then `invalidate` per table);
+//   - the other writers: SQLite's data_version (another connection committed; checked on every
+//     lookup, everything dropped), or PostgreSQL's `vad_reads` notification (`invalidate`, from
+//     ../pg/read-cache.ts), named after the table a committed statement wrote.
+// A read whose answer arrives later than it was asked (PostgreSQL) is stored only when no table
+// it reads was invalidated meanwhile (`since`/`store`): otherwise an invalidation that arrived
+// during its round trip would be overwritten by the older row.
 import type { Param } from './op.ts';
 
 /** More entries than this start the cache afresh (many customers, each with a few rows). */
 const MAX_ENTRIES = 5000;
 
-/** The tables a statement writes: its target, or '*' when it is not a plain INSERT/UPDATE/DELETE. */
-function writtenTables(sql: string): string[] {
+/**
+ * The tables a statement writes: its target; every INSERT, UPDATE and DELETE target of a WITH
+ * statement (data-modifying CTEs; a word after ON CONFLICT DO UPDATE or FOR UPDATE may be named
+ * too, which drops nothing); '*' when it is none of these (DDL, anything unknown).
+ */
+export function writtenTables(sql: string): string[] {
   const text = sql.trimStart();
   if (/^(SELECT|PRAGMA|BEGIN|COMMIT|ROLLBACK)\b/i.test(text)) return [];
+  if (/^WITH\b/i.test(text)) return [...new Set([...text.matchAll(/\b(?:INSERT(?:\s+OR\s+\w+)?\s+INTO|REPLACE\s+INTO|UPDATE(?:\s+OR\s+\w+)?|DELETE\s+FROM)\s+(\w+)/gi)].map((m) => m[1].toLowerCase()))];
   const m = /^(?:INSERT(?:\s+OR\s+\w+)?\s+INTO|REPLACE\s+INTO|UPDATE|DELETE\s+FROM)\s+(\w+)/i.exec(text);
   return m ? [m[1].toLowerCase()] : ['*'];
 }
 
 /** The tables a cached read reads (FROM and JOIN). */
-function readTables(sql: string): string[] {
-  return [...sql.matchAll(/\b(?:FROM|JOIN)\s+(\w+)/gi)].map((m) => m[1].toLowerCase());
+export function readTables(sql: string): string[] {
+  return [...new Set([...sql.matchAll(/\b(?:FROM|JOIN)\s+(\w+)/gi)].map((m) => m[1].toLowerCase()))];
+}
+
+/** The rows of one statement text, by parameters, and the tables the text reads. */
+interface Entry {
+  tables: string[];
+  rows: Map<string, object | undefined>;
+}
+
+export interface ReadCacheOptions {
+  /** SQLite's PRAGMA data_version (changes when another connection commits): a change drops everything. */
+  dataVersion?: () => number;
+  /** The only tables a read may read to be cached (PostgreSQL: those whose writes are notified). */
+  tables?: readonly string[];
+  /** Tables whose INSERTs are not notified: a read of one is kept only when it found a row. */
+  insertSilent?: readonly string[];
 }
 
 export class ReadCache {
-  /** By statement text, then by parameters: the text (the same string every call) hashes once. */
-  private readonly entries = new Map<string, Map<string, object | undefined>>();
+  /** By statement text (the same string every call: it hashes once), then by parameters. */
+  private readonly entries = new Map<string, Entry>();
   private size = 0;
-  /** Tables some cached entry read: a write to one of them drops the cache. */
-  private readonly watched = new Set<string>();
   private readonly writes = new Map<string, string[]>();
-  private readonly dataVersion: () => number;
+  private readonly reads = new Map<string, string[] | null>();
+  private readonly dataVersion: (() => number) | undefined;
+  private readonly allowed: ReadonlySet<string> | undefined;
+  private readonly insertSilent: ReadonlySet<string>;
   private version = -1;
+  /** Bumped by every invalidation; `bumped` holds its value at each table's last one ('*': all). */
+  private generation = 0;
+  private readonly bumped = new Map<string, number>();
 
-  /** `dataVersion`: SQLite's PRAGMA data_version (changes when another connection commits). */
-  constructor(dataVersion: () => number) {
-    this.dataVersion = dataVersion;
+  constructor(opts: ReadCacheOptions = {}) {
+    this.dataVersion = opts.dataVersion;
+    this.allowed = opts.tables && new Set(opts.tables);
+    this.insertSilent = new Set(opts.insertSilent);
   }
 
   private key(params: Param[]): string {
@@ -42,15 +78,34 @@ export class ReadCache {
     return k;
   }
 
+  /** The tables `sql` reads; null when one of them is not allowed (such a read is never cached). */
+  private tablesOf(sql: string): string[] | null {
+    let tables = this.reads.get(sql);
+    if (tables === undefined) {
+      const found = readTables(sql);
+      tables = this.allowed && !found.every((t) => this.allowed!.has(t)) ? null : found;
+      if (this.reads.size >= MAX_ENTRIES) this.reads.clear();
+      this.reads.set(sql, tables);
+    }
+    return tables;
+  }
+
+  /** Whether a read of `sql` may be cached at all. */
+  cacheable(sql: string): boolean {
+    return this.tablesOf(sql) !== null;
+  }
+
   /** The cached row (a copy), `null` when not cached. */
   lookup(sql: string, params: Param[]): object | undefined | null {
-    const version = this.dataVersion();
-    if (version !== this.version) {
-      this.version = version;
-      this.clear();
-      return null;
+    if (this.dataVersion) {
+      const version = this.dataVersion();
+      if (version !== this.version) {
+        this.version = version;
+        this.clear();
+        return null;
+      }
     }
-    const rows = this.entries.get(sql);
+    const rows = this.entries.get(sql)?.rows;
     if (!rows) return null;
     const k = this.key(params);
     if (!rows.has(k)) return null;
@@ -58,36 +113,74 @@ export class ReadCache {
     return row && { ...row };
   }
 
-  store(sql: string, params: Param[], row: object | undefined): void {
-    if (this.size >= MAX_ENTRIES) this.clear();
-    for (const t of readTables(sql)) this.watched.add(t);
-    let rows = this.entries.get(sql);
-    if (!rows) this.entries.set(sql, (rows = new Map()));
-    const k = this.key(params);
-    if (!rows.has(k)) this.size++;
-    rows.set(k, row && { ...row });
+  /** The generation to give `store` for a read sent now. */
+  since(): number {
+    return this.generation;
   }
 
-  /** A statement of this process ran: drops the cache when it may have written a watched table. */
+  /**
+   * Keeps `row` as the answer of `sql` with `params`, unless a table it reads was invalidated
+   * after `since` (the generation when the read was sent; the current one by default).
+   */
+  store(sql: string, params: Param[], row: object | undefined, since = this.generation): void {
+    const tables = this.tablesOf(sql);
+    if (!tables) return;
+    if (row === undefined && tables.some((t) => this.insertSilent.has(t))) return;
+    if ((this.bumped.get('*') ?? -1) > since) return;
+    for (const t of tables) if ((this.bumped.get(t) ?? -1) > since) return;
+    if (this.size >= MAX_ENTRIES) this.clearEntries();
+    let entry = this.entries.get(sql);
+    if (!entry) this.entries.set(sql, (entry = { tables, rows: new Map() }));
+    const k = this.key(params);
+    if (!entry.rows.has(k)) this.size++;
+    entry.rows.set(k, row && { ...row });
+  }
+
+  /** A statement of this process ran (committed, on PostgreSQL): drops the reads of what it may have written. */
   ran(sql: string): void {
-    if (this.size === 0) return;
+    for (const t of this.written(sql)) this.invalidate(t);
+  }
+
+  /** The tables `sql` may write ('*': any), remembered by text. */
+  written(sql: string): string[] {
     let tables = this.writes.get(sql);
     if (!tables) {
       tables = writtenTables(sql);
       if (this.writes.size >= MAX_ENTRIES) this.writes.clear();
       this.writes.set(sql, tables);
     }
-    for (const t of tables) {
-      if (t === '*' || this.watched.has(t)) {
-        this.clear();
-        return;
-      }
+    return tables;
+  }
+
+  /** `table` changed ('*' or no table: anything may have): drops every read of it. */
+  invalidate(table = '*'): void {
+    this.bumped.set(table, ++this.generation);
+    if (this.size === 0) return;
+    if (table === '*') return this.clearEntries();
+    for (const [sql, entry] of this.entries) {
+      if (!entry.tables.includes(table)) continue;
+      this.size -= entry.rows.size;
+      this.entries.delete(sql);
     }
   }
 
+  /** Drops everything, including the answers of reads still on their way. */
   clear(): void {
+    this.invalidate('*');
+  }
+
+  private clearEntries(): void {
     this.entries.clear();
     this.size = 0;
-    this.watched.clear();
+  }
+
+  /** The statement texts with rows cached. */
+  get texts(): string[] {
+    return [...this.entries.keys()];
+  }
+
+  /** How many rows are cached. */
+  get count(): number {
+    return this.size;
   }
 }

@@ -53,7 +53,7 @@ export class SqliteRunner {
   constructor(db: DatabaseSync, onTokens: () => void = () => {}) {
     this.db = db;
     this.onTokens = onTokens;
-    this.cache = new ReadCache(turnVersion(() => (this.prepared('PRAGMA data_version').get() as { data_version: number }).data_version));
+    this.cache = new ReadCache({ dataVersion: turnVersion(() => (this.prepared('PRAGMA data_version').get() as { data_version: number }).data_version) });
   }
 
   /**
