@@ -119,7 +119,7 @@ export class PgRunner {
   /** A getCached read outside a transaction: the cached row, or the database's, kept unless invalidated meanwhile. */
   private async cachedGet(sql: string, params: Param[], reads: PgReadCache): Promise<unknown> {
     // A hit counts only after a fence: what another instance committed before now has dropped it.
-    if (reads.cache.lookup(sql, params) !== null && (await reads.fence())) {
+    if (reads.cache.has(sql, params) && (await reads.fence())) {
       const hit = reads.cache.lookup(sql, params);
       if (hit !== null) return hit;
     }

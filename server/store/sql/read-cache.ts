@@ -113,6 +113,11 @@ export class ReadCache {
     return row && { ...row };
   }
 
+  /** Whether a row is kept for `sql` with `params` (no copy: PostgreSQL's fence comes before the lookup). */
+  has(sql: string, params: Param[]): boolean {
+    return this.entries.get(sql)?.rows.has(this.key(params)) ?? false;
+  }
+
   /** The generation to give `store` for a read sent now. */
   since(): number {
     return this.generation;
