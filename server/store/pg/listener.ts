@@ -25,6 +25,9 @@ export interface ListenerOptions extends PoolOptions {
   onError?: (err: Error) => void;
 }
 
+/** The least time between the beginnings of two fences (sync). */
+const FENCE_GAP_MS = 1;
+
 export class PgListener {
   private readonly url: string;
   private readonly channels: string[];
@@ -35,8 +38,11 @@ export class PgListener {
   private timer: NodeJS.Timeout | undefined;
   private beat: NodeJS.Timeout | undefined;
   private backoff: number;
-  private syncing: Promise<boolean> | undefined;
-  private queued: Promise<boolean> | undefined;
+  private nextFence: Promise<boolean> | undefined;
+  private fenceInFlight: Promise<boolean> | undefined;
+  private fenceBegan = -Infinity;
+  /** Fences begun (sync's round trips), for tests and diagnostics. */
+  fences = 0;
   private closed = false;
   private connectedOnce = false;
   /** Resolves when the first LISTEN is in place (never, if close() comes first). */
@@ -67,20 +73,26 @@ export class PgListener {
    * back. PostgreSQL hands a listening session the notifications pending for it before it says a
    * statement is done, and a transaction signals its listeners before its COMMIT is answered, so
    * by then the handlers have seen every notification of each transaction committed before this
-   * call. Calls made while a round trip is under way share the next one. False when the
-   * connection is down, fails, or is replaced meanwhile, or after timeoutMs (the caller reads the
-   * database instead).
+   * call. Calls share the next round trip until it begins; it begins once the one before is back
+   * and at least FENCE_GAP_MS after that one began (under load a few fences a millisecond would
+   * cost the database more than the reads they spare). False when the connection is down, fails,
+   * or is replaced meanwhile, or after timeoutMs (the caller reads the database instead).
    */
   sync(timeoutMs = 500): Promise<boolean> {
-    if (!this.syncing) {
-      this.syncing = this.roundTrip(timeoutMs).finally(() => (this.syncing = undefined));
-      return this.syncing;
-    }
-    this.queued ??= this.syncing.then(() => {
-      this.queued = undefined;
-      return this.sync(timeoutMs);
-    });
-    return this.queued;
+    this.nextFence ??= this.beginFence(timeoutMs);
+    return this.nextFence;
+  }
+
+  private async beginFence(timeoutMs: number): Promise<boolean> {
+    await this.fenceInFlight;
+    const wait = this.fenceBegan + FENCE_GAP_MS - performance.now();
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    // From here on, a caller needs a later fence: this one may not have seen its writers' commits.
+    this.nextFence = undefined;
+    this.fenceBegan = performance.now();
+    this.fences++;
+    this.fenceInFlight = this.roundTrip(timeoutMs);
+    return this.fenceInFlight;
   }
 
   private roundTrip(timeoutMs: number): Promise<boolean> {
