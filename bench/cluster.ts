@@ -1,8 +1,9 @@
 // Cluster benchmark (not a test): `node bench/cluster.ts`, also `npm run bench -- cluster`.
 // Each figure beside its baseline measured in the same run:
 //  - authenticated reads (GET /v2/sessions/{id}/status) and session creation (POST /v2/sessions)
-//    on SQLite (the baseline), on one `serve --database` instance, and on two instances at once
-//    (the load split between them): the scale-out ratio is two over one. On a 2-core machine the
+//    on SQLite (the baseline), on one `serve --database --read-cache on` instance, and on two
+//    instances at once (the load split between them): the scale-out ratio is two over one; reads
+//    are also measured on an instance without the read cache. On a 2-core machine the
 //    two instances, PostgreSQL and the load generator share the same cores, so the ratio here is a
 //    floor, not what separate machines give;
 //  - pause on instance B to the cut of a connection carried by a node connected to instance A
@@ -96,8 +97,9 @@ async function main(): Promise<void> {
     const url = await pg.createDatabase('bench');
     const quiet = ['--quiet', '--rate-limit', '100000000/60', '--egress', 'allow-all'];
     const sqlite: ServeProcess = await serve(dir('vad-bench-sqlite-'), quiet);
-    const [a, b]: ServeProcess[] = await Promise.all([serve(dir('vad-bench-a-'), ['--database', url, ...quiet]), serve(dir('vad-bench-b-'), ['--database', url, ...quiet])]);
-    for (const p of [sqlite, a, b]) cleanup.push(() => p.kill('SIGKILL'));
+    const cached = ['--database', url, '--read-cache', 'on', ...quiet];
+    const [a, b, c]: ServeProcess[] = await Promise.all([serve(dir('vad-bench-a-'), cached), serve(dir('vad-bench-b-'), cached), serve(dir('vad-bench-c-'), ['--database', url, ...quiet])]);
+    for (const p of [sqlite, a, b, c]) cleanup.push(() => p.kill('SIGKILL'));
     const sqliteToken = (/^\s+(vad_[A-Za-z0-9_-]+)\s*$/m.exec(sqlite.stdout()) ?? [])[1]!;
     const pgToken = cli(['token', 'create', '--customer', 'bench', '--role', 'owner', '--database', url]);
 
@@ -107,6 +109,7 @@ async function main(): Promise<void> {
     const create = JSON.stringify({ client_id: 'bench-load', zone: 'de-fra', reusable: true });
 
     const readsSqlite = await rps([{ url: `${sqlite.baseUrl}/sessions/${sqliteId}/status` }], sqliteToken);
+    const readsUncached = await rps([{ url: `${c.baseUrl}/sessions/${pgId}/status` }], pgToken);
     const readsOne = await rps([{ url: `${a.baseUrl}/sessions/${pgId}/status` }], pgToken);
     const readsTwo = await rps([{ url: `${a.baseUrl}/sessions/${pgId}/status` }, { url: `${b.baseUrl}/sessions/${pgId}/status` }], pgToken);
     const createsSqlite = await rps([{ url: `${sqlite.baseUrl}/sessions`, method: 'POST', body: create }], sqliteToken);
@@ -115,6 +118,7 @@ async function main(): Promise<void> {
     const row = (name: string, v: number, base: number, baseName: string) =>
       console.log(`${name.padEnd(46)} ${fmt(v).padStart(9)} req/s | baseline ${baseName} ${fmt(base)} req/s | ratio ${fmt(v / base, 2)}`);
     console.log(`${'authenticated reads, SQLite (baseline)'.padEnd(46)} ${fmt(readsSqlite).padStart(9)} req/s`);
+    row('authenticated reads, PostgreSQL, --read-cache off', readsUncached, readsSqlite, 'SQLite');
     row('authenticated reads, PostgreSQL, 1 instance', readsOne, readsSqlite, 'SQLite');
     row('authenticated reads, PostgreSQL, 2 instances', readsTwo, readsOne, '1 instance');
     console.log(`${'session creation, SQLite (baseline)'.padEnd(46)} ${fmt(createsSqlite).padStart(9)} req/s`);

@@ -101,6 +101,7 @@ export class Metrics {
   private readonly db: HotSeries;
   private readonly openSources: Array<() => OpenConnections[]> = [];
   private subscriberSource: () => number = () => 0;
+  private readCacheSource: () => number = () => 0;
   private readonly requestChildren = new Map<string, Map<string, Map<number, { count: { add(v: number): void }; time: { add(v: number): void } }>>>();
   private readonly dbChildren = new Map<string, { add(v: number): void }>();
   /** Stops sampling the event loop (the server closed). */
@@ -129,6 +130,17 @@ export class Metrics {
     });
     this.stopRuntime = runtimeGauges(registers);
     const self = this;
+    let hitsSeen = 0;
+    new Counter({
+      name: 'vad_read_cache_hits_total',
+      help: 'Reads answered from this instance\'s read cache (PostgreSQL with --read-cache on).',
+      registers,
+      collect() {
+        const hits = self.readCacheSource();
+        if (hits > hitsSeen) this.inc(hits - hitsSeen);
+        hitsSeen = hits;
+      },
+    });
     new Gauge({
       name: 'vad_event_stream_subscribers',
       help: 'Event streams (Server-Sent Events) open on this instance.',
@@ -187,6 +199,11 @@ export class Metrics {
 
   subscribers(source: () => number): void {
     this.subscriberSource = source;
+  }
+
+  /** The read cache's hit count (PostgreSQL with --read-cache on), read at each scrape. */
+  readCacheHits(source: () => number): void {
+    this.readCacheSource = source;
   }
 
   /** Stops what samples in the background (the event-loop delay); the server closed. */

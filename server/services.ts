@@ -103,7 +103,7 @@ export interface Services {
 async function openBackend(opts: ServerOptions, metrics: Metrics, log: Logger, changes: ChangeFeed): Promise<Backend> {
   if (!opts.database) return openSqlite(opts.dataDir, metrics, log);
   const { openPostgres } = await import('./backend/postgres.ts');
-  return openPostgres({ url: opts.database, dataDir: opts.dataDir, metrics, log, changes });
+  return openPostgres({ url: opts.database, dataDir: opts.dataDir, metrics, log, changes, readCache: opts.readCache });
 }
 
 /** Opens the store, loads the zones and builds the data plane (unless the options replace or

@@ -36,9 +36,20 @@ export interface PostgresOptions {
   metrics: Metrics;
   log: Logger;
   changes: ChangeFeed;
+  /** Answer the cached reads from memory (pg/read-cache.ts); off: every read asks the database. */
+  readCache?: boolean;
 }
 
-export async function openPostgres({ url, dataDir, metrics, log, changes }: PostgresOptions): Promise<Backend> {
+/**
+ * The read cache, live while the listener is up (pg/read-cache.ts). Without --read-cache on it
+ * never follows one, so it is never live and every read goes to the database. Returns the stop.
+ */
+function startReadCache(pg: PgStore, listener: PgListener, metrics: Metrics, on: boolean): () => void {
+  metrics.readCacheHits(() => pg.reads.cache.hits);
+  return on ? pg.reads.follow(listener) : () => {};
+}
+
+export async function openPostgres({ url, dataDir, metrics, log, changes, readCache = false }: PostgresOptions): Promise<Backend> {
   // Migrations run here, under an advisory lock: several instances may start at once.
   const pg = await PgStore.open(url, {
     applicationName: 'vpn-access serve',
@@ -53,7 +64,7 @@ export async function openPostgres({ url, dataDir, metrics, log, changes }: Post
   let waited: NodeJS.Timeout | undefined;
   await Promise.race([listener.ready, new Promise<void>((resolve) => (waited = setTimeout(resolve, LISTEN_WAIT_MS)))]);
   clearTimeout(waited);
-  const stopReads = pg.reads.follow(listener); // the read cache, live while the listener is up
+  const stopReads = startReadCache(pg, listener, metrics, readCache);
 
   const feed = new PgEventFeed(data, listener, { onError: (err) => log.warn({ err: String(err) }, 'reading events failed; retrying') });
   const tokenLookup = new PgTokenCache(data, listener);

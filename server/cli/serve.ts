@@ -45,11 +45,20 @@ function parseTrustProxy(value: string): string[] {
   return items;
 }
 
+/** --read-cache on|off (PostgreSQL only; SQLite always answers those reads from memory). */
+function parseReadCache(text: string | undefined, database: string | undefined): boolean {
+  if (text === undefined) return false;
+  if (text !== 'on' && text !== 'off') fail(`--read-cache takes on or off, not "${text}"`);
+  if (!database) fail('--read-cache applies to --database (PostgreSQL); on SQLite those reads always come from memory');
+  return text === 'on';
+}
+
 export const SERVE_OPTIONS = {
   host: { type: 'string' },
   port: { type: 'string' },
   'data-dir': { type: 'string' },
   database: { type: 'string' },
+  'read-cache': { type: 'string' },
   zones: { type: 'string' },
   'rate-limit': { type: 'string' },
   'public-host': { type: 'string' },
@@ -150,6 +159,7 @@ export async function serve(argv: string[], usage: string): Promise<void> {
   const host = values.host ?? env.VPN_ACCESS_HOST ?? '127.0.0.1';
   const dataDir = resolve(values['data-dir'] ?? defaultDataDir());
   const database = databaseUrl(values.database ?? env.VPN_ACCESS_DATABASE);
+  const readCache = parseReadCache(values['read-cache'] ?? env.VPN_ACCESS_READ_CACHE, database);
   const tls = tlsOptions(values);
   const { egress, idleSeconds, linkNetwork } = dataPlaneOptions(values);
   const rendererDir = join(ROOT, 'dist', 'renderer');
@@ -164,6 +174,7 @@ export async function serve(argv: string[], usage: string): Promise<void> {
     port: port(values.port ?? env.VPN_ACCESS_PORT, 8787, '--port') ?? 8787,
     dataDir,
     database,
+    readCache,
     zonesFile: values.zones ?? env.VPN_ACCESS_ZONES,
     rateLimit: rateText ? parseRate(rateText) : undefined,
     metricsToken: values['metrics-token'] ?? env.VPN_ACCESS_METRICS_TOKEN ?? undefined,

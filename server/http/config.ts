@@ -16,6 +16,11 @@ export interface ServerOptions extends ServerTlsOptions {
    * processes may share it); absent: the embedded SQLite store in `dataDir` (the default).
    */
   database?: string;
+  /**
+   * PostgreSQL only: answer the hot reads (status, creation checks, limits, a client's record)
+   * from this instance's cache behind a fence (store/pg/read-cache.ts). Default off.
+   */
+  readCache?: boolean;
   zonesFile?: string;
   /** Requests per token in a fixed window. Default 600 per 60 s. */
   rateLimit?: { max: number; windowMs: number };

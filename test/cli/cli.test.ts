@@ -229,6 +229,8 @@ describe('vpn-access serve', () => {
     try {
       await assert.rejects(serve(d, ['--rate-limit', 'lots']), /exited early[\s\S]*rate-limit/);
       await assert.rejects(serve(d, ['--link-network', 'udp']), /exited early[\s\S]*link-network/);
+      await assert.rejects(serve(d, ['--read-cache', 'yes']), /exited early[\s\S]*--read-cache takes on or off/);
+      await assert.rejects(serve(d, ['--read-cache', 'on']), /exited early[\s\S]*--read-cache applies to --database/);
     } finally {
       removeDir(d);
     }

@@ -62,6 +62,8 @@ export class ReadCache {
   private readonly allowed: ReadonlySet<string> | undefined;
   private readonly insertSilent: ReadonlySet<string>;
   private version = -1;
+  /** Reads answered from the cache since it was made (a metric). */
+  hits = 0;
   /** Bumped by every invalidation; `bumped` holds its value at each table's last one ('*': all). */
   private generation = 0;
   private readonly bumped = new Map<string, number>();
@@ -110,6 +112,7 @@ export class ReadCache {
     const k = this.key(params);
     if (!rows.has(k)) return null;
     const row = rows.get(k);
+    this.hits++;
     return row && { ...row };
   }
 
