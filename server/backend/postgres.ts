@@ -40,6 +40,15 @@ export interface PostgresOptions {
   readCache?: boolean;
 }
 
+/** The LISTEN connection; its heartbeat serves the read cache (a silently cut connection must stop it answering). */
+function openListener(url: string, log: Logger, readCache: boolean): PgListener {
+  return new PgListener(url, Object.values(CHANNELS), {
+    applicationName: 'vpn-access listen',
+    heartbeatMs: readCache ? undefined : 0,
+    onError: (err) => log.warn({ err: err.message }, 'database notifications interrupted; reconnecting'),
+  });
+}
+
 /**
  * The read cache, live while the listener is up (pg/read-cache.ts). Without --read-cache on it
  * never follows one, so it is never live and every read goes to the database. Returns the stop.
@@ -57,10 +66,7 @@ export async function openPostgres({ url, dataDir, metrics, log, changes, readCa
   });
   const data = timedStore(pg, metrics);
   const runner = new PgRunner(pg.pool, undefined, null, pg.reads);
-  const listener = new PgListener(url, Object.values(CHANNELS), {
-    applicationName: 'vpn-access listen',
-    onError: (err) => log.warn({ err: err.message }, 'database notifications interrupted; reconnecting'),
-  });
+  const listener = openListener(url, log, readCache);
   let waited: NodeJS.Timeout | undefined;
   await Promise.race([listener.ready, new Promise<void>((resolve) => (waited = setTimeout(resolve, LISTEN_WAIT_MS)))]);
   clearTimeout(waited);

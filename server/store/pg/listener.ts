@@ -20,7 +20,7 @@ export interface ListenerOptions extends PoolOptions {
   /** First delay before reconnecting; doubles up to maxBackoffMs. */
   minBackoffMs?: number;
   maxBackoffMs?: number;
-  /** How often the heartbeat runs (1 s); unanswered for 3 of these: the connection is given up. */
+  /** How often the heartbeat runs (1 s; 0: none); unanswered for 3 of these: the connection is given up. */
   heartbeatMs?: number;
   onError?: (err: Error) => void;
 }
@@ -160,6 +160,7 @@ export class PgListener {
     const every = this.opts.heartbeatMs ?? 1_000;
     let sent = 0;
     clearInterval(this.beat);
+    if (every <= 0) return;
     this.beat = setInterval(() => {
       if (sent) {
         if (performance.now() - sent >= 3 * every) fail(new Error(`LISTEN connection unanswered for ${3 * every} ms`));
