@@ -146,7 +146,10 @@ test('events acknowledged by the internal publisher before kill -9 are replayed 
     child.stderr.setEncoding('utf8').on('data', (c: string) => (err += c));
     const exited = new Promise<NodeJS.Signals | null>((r) => child.once('exit', (_c, s) => r(s)));
     try {
-      await waitFor(() => (out.match(/^E \d+$/gm)?.length ?? 0) >= 3000, 30_000, `3000 acknowledged events (${err})`);
+      await waitFor(() => {
+        if (child.exitCode !== null) throw new Error(`the publishing child exited (${child.exitCode}): ${err}`);
+        return (out.match(/^E \d+$/gm)?.length ?? 0) >= 3000;
+      }, 30_000, '3000 acknowledged events');
     } finally {
       child.kill('SIGKILL');
     }
