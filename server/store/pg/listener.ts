@@ -99,7 +99,7 @@ export class PgListener {
     const client = this.client;
     if (!client) return Promise.resolve(false);
     return new Promise((resolve) => {
-      const timer = setTimeout(() => resolve(false), timeoutMs);
+      const timer = setTimeout(() => resolve(false), timeoutMs).unref();
       const done = (ok: boolean) => {
         clearTimeout(timer);
         resolve(ok && this.client === client);

@@ -33,6 +33,11 @@ export class PgReadCache {
     return this.listener?.connected ?? false;
   }
 
+  /** True once follow() was called (until its stop): only then can anything be cached. */
+  get following(): boolean {
+    return this.listener !== undefined;
+  }
+
   /** True once every notification committed before the call has been handled (PgListener.sync). */
   fence(): Promise<boolean> {
     return this.listener?.sync() ?? Promise.resolve(false);

@@ -65,15 +65,11 @@ export class PgRunner {
 
   /** A statement ran: its tables are dropped now, or at the commit of the transaction it is in. */
   private wrote(state: Run, sql: string): void {
-    if (!this.reads) return;
-    const tables = this.reads.cache.written(sql);
-    if (tables.length === 0) return;
-    if (!state.client) {
-      for (const t of tables) this.reads.cache.invalidate(t);
-      return;
-    }
+    // Not following a listener (--read-cache off): nothing is cached, and follow() starts empty.
+    if (!this.reads?.following) return;
+    if (!state.client) return this.reads.cache.ran(sql);
     const into = this.joined ? this.pending : state.written;
-    for (const t of tables) into.add(t);
+    for (const t of this.reads.cache.written(sql)) into.add(t);
   }
 
   async run<T>(op: Op<T>): Promise<T> {
