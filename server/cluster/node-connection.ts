@@ -129,7 +129,10 @@ export class NodeConnection {
     const [customer, client = ''] = key.split('\u0000');
     const prev = chains.get(node.id) ?? Promise.resolve();
     chains.set(node.id, prev.then(async () => {
-      if (this.guard.next() && await data.releaseGrant(node.id, customer, client, gen)) log.debug({ node: node.name }, 'a node gave back an unused grant');
+      if (!this.guard.next() || !(await data.releaseGrant(node.id, customer, client, gen))) return;
+      log.debug({ node: node.name }, 'a node gave back an unused grant');
+      // The other nodes on this instance may be granted it now (others hear of it from the store's notice).
+      services.changes.emit();
     }).catch((err: unknown) => log.warn({ node: node.name, err: String(err) }, 'releasing a node grant failed; the node asks again')));
   }
 

@@ -271,6 +271,21 @@ test('several instances: races, token versions, nodes and placement', async (t) 
   assert.equal((await a.removeNode('fra-2'))?.id, n2.node.id);
   assert.equal(await b.placementOf(s1.id), undefined);
   assert.equal((await b.getSession(s1.id))?.id, s1.id, 'the session itself stays');
+
+  // A grant given back is announced to every instance: a node holding a final grant of the same
+  // client hears of what it may have now from its channel's next state, sent at once.
+  const listener = new PgListener(url, [CHANNELS.limits]);
+  await listener.ready;
+  t.after(() => listener.close());
+  const heard: string[] = [];
+  listener.onNotification((channel, payload) => heard.push(`${channel} ${payload}`));
+  const n3 = (await a.addNode({ name: 'fra-3', zone: 'de-fra', public_host: 'fra3.example.net' })).node;
+  const grant = await a.grantBytes(n3.id, cust, 'c', { cap: { up: null, down: 64 << 20 }, base: null, want: { up: 1 << 20, down: 8 << 20 } });
+  assert.equal(await b.releaseGrant(n3.id, cust, 'c', grant.gen + 1), false);
+  assert.equal(await b.releaseGrant(n3.id, cust, 'c', grant.gen), true);
+  const until = Date.now() + 5000;
+  while (!heard.length && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+  assert.deepEqual(heard, [`${CHANNELS.limits} ${cust}:grants`], 'one notice, for the release only (not the top-up, nor a release of another generation)');
 });
 
 test('token caches: a revocation on one instance reaches the other\'s cache by notification, or by version check without one', async (t) => {

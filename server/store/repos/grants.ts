@@ -2,18 +2,25 @@
 // and claims of a session's first connection (central max_sessions). Both run under the
 // customer's lock, so the grants and claims of every instance are ordered.
 import { allocate, CLAIM_WINDOW_MS, limitsLockKey, releaseRow, type Grant, type GrantRequest, type GrantRow } from '../grants.ts';
-import { all, get, lock, run, tx, type Op } from '../sql/op.ts';
+import { all, get, lock, run, runNotifying, tx, type Notice, type Op } from '../sql/op.ts';
+import { CHANNELS } from '../sql/channels.ts';
 import { sessionOps } from './sessions.ts';
 
 const GRANT_COLUMNS = 'node_id, used_up, used_down, granted_up, granted_down, gen';
+const SAVE_GRANT = `INSERT INTO node_grants (customer_id, client_id, ${GRANT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+  ON CONFLICT (customer_id, client_id, node_id) DO UPDATE SET granted_up = excluded.granted_up, granted_down = excluded.granted_down, gen = excluded.gen`;
+
+/**
+ * What a released grant gives back may be granted to the other nodes at once: a node whose last
+ * grant was final refuses connections until its next state, so every instance's node channels
+ * send theirs now (a change of the customer's limits, as far as they are concerned).
+ */
+const RELEASED: Notice = { channel: CHANNELS.limits, expr: "customer_id || ':grants'" };
 
 /** Writes what a node is granted (under the customer's lock: its used bytes are as read). */
-function* saveGrant(customerId: string, clientId: string, r: GrantRow): Op<void> {
-  yield* run(
-    `INSERT INTO node_grants (customer_id, client_id, ${GRANT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-     ON CONFLICT (customer_id, client_id, node_id) DO UPDATE SET granted_up = excluded.granted_up, granted_down = excluded.granted_down, gen = excluded.gen`,
-    customerId, clientId, r.node_id, r.used_up, r.used_down, r.granted_up, r.granted_down, r.gen,
-  );
+function* saveGrant(customerId: string, clientId: string, r: GrantRow, notice?: Notice): Op<void> {
+  const params = [customerId, clientId, r.node_id, r.used_up, r.used_down, r.granted_up, r.granted_down, r.gen];
+  yield* notice ? runNotifying(notice, SAVE_GRANT, ...params) : run(SAVE_GRANT, ...params);
 }
 
 /**
@@ -39,7 +46,7 @@ const releaseGrant = tx(function* (nodeId: string, customerId: string, clientId:
   yield* lock(limitsLockKey(customerId));
   const found = yield* get<GrantRow>(`SELECT ${GRANT_COLUMNS} FROM node_grants WHERE customer_id = ? AND client_id = ? AND node_id = ?`, customerId, clientId, nodeId);
   if (!found || found.gen !== gen) return false;
-  yield* saveGrant(customerId, clientId, releaseRow(found));
+  yield* saveGrant(customerId, clientId, releaseRow(found), RELEASED);
   return true;
 });
 
