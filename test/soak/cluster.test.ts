@@ -59,7 +59,8 @@ test('cluster soak: kill -9 of a node, a control plane and PostgreSQL under chur
   const zonesFile = join(work, 'zones.json');
   writeFileSync(zonesFile, JSON.stringify({ zones: ZONES.map(({ code, name, country, cities }) => ({ code, name, country, cities, nodes: [] })) }));
   const common = ['--database', url, '--zones', zonesFile, '--rate-limit', '1000000/60', '--egress', 'allow-all'];
-  const a = await controlPlane('A', common);
+  // A caches its reads (--read-cache on), B does not: a read on either after a write on the other.
+  const a = await controlPlane('A', [...common, '--read-cache', 'on']);
   const b = await controlPlane('B', [...common, '--link-network', 'tcp']);
   const cps = [a, b];
   const nodes = new Map<string, NodeProcess>();
@@ -281,6 +282,10 @@ test('cluster soak: kill -9 of a node, a control plane and PostgreSQL under chur
   }
 
   loopDelay.disable();
+  // What A's read cache answered since its restart (a figure: counter reports update sessions
+  // all the time, and each update drops the cached reads of sessions on every instance).
+  const metrics = await (await fetch(`${a.baseUrl.replace(/\/v2$/, '')}/metrics`)).text();
+  console.log(`  A's read cache since its restart: ${/^vad_read_cache_hits_total (\d+)/m.exec(metrics)?.[1] ?? 'no figure'} hits`);
   const failures = soakFigures({
     sessions, counters, kills, windows, answers, traffic, marginMs: MARGIN_MS,
     followers: cps.map((cp, i) => ({ name: cp.name, ids: followers[i].ids(), connections: followers[i].connections() })),
