@@ -38,6 +38,8 @@ export class NodeConnection {
   private closed = false;
   private helloSeen = false;
   private building = false;
+  /** A change came while a state was being built (it may have read before the change): build again after it. */
+  private changedWhileBuilding = false;
 
   constructor(shared: ChannelShared, ws: WebSocket, node: NodeInfo, guard: ChannelGuard) {
     this.shared = shared;
@@ -62,7 +64,7 @@ export class NodeConnection {
       (err: unknown) => log.warn({ node: node.name, err: String(err) }, 'reading a node\'s last report failed'),
     );
     const timer = setInterval(() => void this.sendState(), STATE_MS);
-    const stopSignal = services.changes.on(() => void this.sendState());
+    const stopSignal = services.changes.on(() => void this.sendState(true));
     // Support's questions (node-inspect.ts) go to this node while its channel is open.
     const detach = services.inspect?.attach(node.id, node.name, (m) => ws.send(JSON.stringify(m)));
     void this.sendState();
@@ -78,9 +80,15 @@ export class NodeConnection {
     ws.on('error', () => ws.terminate());
   }
 
-  private async sendState(): Promise<void> {
-    if (this.closed || this.building) return;
+  private async sendState(changed = false): Promise<void> {
+    if (this.closed) return;
+    if (this.building) {
+      // The timer's turn is skipped; a change is not (a pause, a limits change, a released grant).
+      if (changed) this.changedWhileBuilding = true;
+      return;
+    }
     this.building = true;
+    this.changedWhileBuilding = false;
     const { data, log } = this.shared.services;
     try {
       if (!(await data.getNode(this.node.id))) {
@@ -97,6 +105,7 @@ export class NodeConnection {
       log.warn({ node: this.node.name, err: String(err) }, 'building a node\'s state failed');
     } finally {
       this.building = false;
+      if (this.changedWhileBuilding) void this.sendState(true);
     }
   }
 
