@@ -1,9 +1,9 @@
 // Cluster benchmark (not a test): `node bench/cluster.ts`, also `npm run bench -- cluster`.
 // Each figure beside its baseline measured in the same run:
 //  - authenticated reads (GET /v2/sessions/{id}/status) and session creation (POST /v2/sessions)
-//    on SQLite (the baseline), on one `serve --database --read-cache on` instance, and on two
-//    instances at once (the load split between them): the scale-out ratio is two over one; reads
-//    are also measured on an instance without the read cache. On a 2-core machine the
+//    on SQLite (the baseline), on one `serve --database` instance (its read cache on, the
+//    default), and on two instances at once (the load split between them): the scale-out ratio is
+//    two over one; reads are also measured on an instance with `--read-cache off`. On a 2-core machine the
 //    two instances, PostgreSQL and the load generator share the same cores, so the ratio here is a
 //    floor, not what separate machines give;
 //  - pause on instance B to the cut of a connection carried by a node connected to instance A
@@ -98,7 +98,7 @@ async function main(): Promise<void> {
     const quiet = ['--quiet', '--rate-limit', '100000000/60', '--egress', 'allow-all'];
     const sqlite: ServeProcess = await serve(dir('vad-bench-sqlite-'), quiet);
     const cached = ['--database', url, '--read-cache', 'on', ...quiet];
-    const [a, b, c]: ServeProcess[] = await Promise.all([serve(dir('vad-bench-a-'), cached), serve(dir('vad-bench-b-'), cached), serve(dir('vad-bench-c-'), ['--database', url, ...quiet])]);
+    const [a, b, c]: ServeProcess[] = await Promise.all([serve(dir('vad-bench-a-'), cached), serve(dir('vad-bench-b-'), cached), serve(dir('vad-bench-c-'), ['--database', url, '--read-cache', 'off', ...quiet])]);
     for (const p of [sqlite, a, b, c]) cleanup.push(() => p.kill('SIGKILL'));
     const sqliteToken = (/^\s+(vad_[A-Za-z0-9_-]+)\s*$/m.exec(sqlite.stdout()) ?? [])[1]!;
     const pgToken = cli(['token', 'create', '--customer', 'bench', '--role', 'owner', '--database', url]);

@@ -49,7 +49,7 @@ serve options (environment variable in brackets):
                          instead of SQLite in the data folder            [VPN_ACCESS_DATABASE]
   --read-cache on|off    with --database: answer status reads, creation checks and limits from
                          this instance's cache, each hit after a fence on the LISTEN connection
-                         (docs/cluster.md, "Cached reads"); default off  [VPN_ACCESS_READ_CACHE]
+                         (docs/cluster.md, "Cached reads"); default on   [VPN_ACCESS_READ_CACHE]
   --zones FILE           zone catalogue JSON, default the built-in one    [VPN_ACCESS_ZONES]
   --rate-limit N/S       requests per token per window, default 600/60    [VPN_ACCESS_RATE_LIMIT]
   --public-host HOST     host written into session configurations, default the bind host  [VPN_ACCESS_PUBLIC_HOST]

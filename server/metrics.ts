@@ -133,7 +133,7 @@ export class Metrics {
     let hitsSeen = 0;
     new Counter({
       name: 'vad_read_cache_hits_total',
-      help: 'Reads answered from this instance\'s read cache (PostgreSQL with --read-cache on).',
+      help: 'Reads answered from this instance\'s read cache (PostgreSQL; 0 with --read-cache off).',
       registers,
       collect() {
         const hits = self.readCacheSource();
@@ -201,7 +201,7 @@ export class Metrics {
     this.subscriberSource = source;
   }
 
-  /** The read cache's hit count (PostgreSQL with --read-cache on), read at each scrape. */
+  /** The read cache's hit count (PostgreSQL), read at each scrape. */
   readCacheHits(source: () => number): void {
     this.readCacheSource = source;
   }

@@ -50,7 +50,7 @@ function openListener(url: string, log: Logger, readCache: boolean): PgListener 
 }
 
 /**
- * The read cache, live while the listener is up (pg/read-cache.ts). Without --read-cache on it
+ * The read cache, live while the listener is up (pg/read-cache.ts). With --read-cache off it
  * never follows one, so it is never live and every read goes to the database. Returns the stop.
  */
 function startReadCache(pg: PgStore, listener: PgListener, metrics: Metrics, on: boolean): () => void {
@@ -58,7 +58,7 @@ function startReadCache(pg: PgStore, listener: PgListener, metrics: Metrics, on:
   return on ? pg.reads.follow(listener) : () => {};
 }
 
-export async function openPostgres({ url, dataDir, metrics, log, changes, readCache = false }: PostgresOptions): Promise<Backend> {
+export async function openPostgres({ url, dataDir, metrics, log, changes, readCache = true }: PostgresOptions): Promise<Backend> {
   // Migrations run here, under an advisory lock: several instances may start at once.
   const pg = await PgStore.open(url, {
     applicationName: 'vpn-access serve',

@@ -47,7 +47,7 @@ function parseTrustProxy(value: string): string[] {
 
 /** --read-cache on|off (PostgreSQL only; SQLite always answers those reads from memory). */
 function parseReadCache(text: string | undefined, database: string | undefined): boolean {
-  if (text === undefined) return false;
+  if (text === undefined) return true; // on PostgreSQL; SQLite has no use for it
   if (text !== 'on' && text !== 'off') fail(`--read-cache takes on or off, not "${text}"`);
   if (!database) fail('--read-cache applies to --database (PostgreSQL); on SQLite those reads always come from memory');
   return text === 'on';

@@ -18,7 +18,7 @@ export interface ServerOptions extends ServerTlsOptions {
   database?: string;
   /**
    * PostgreSQL only: answer the hot reads (status, creation checks, limits, a client's record)
-   * from this instance's cache behind a fence (store/pg/read-cache.ts). Default off.
+   * from this instance's cache behind a fence (store/pg/read-cache.ts). Default on.
    */
   readCache?: boolean;
   zonesFile?: string;

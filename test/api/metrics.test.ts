@@ -264,7 +264,7 @@ test('on PostgreSQL: a cluster instance serves its metrics, store latency of Pos
   const pg = await startPostgres(t);
   const url = await pg.createDatabase('metrics');
   const d = tempDir('vad-metrics-pg-');
-  const pgSrv = await startServer({ dataDir: d, database: url, port: 0, vlessTcpPort: null, proxyPort: null, rateLimit: { max: 100_000, windowMs: 60_000 } });
+  const pgSrv = await startServer({ dataDir: d, database: url, readCache: false, port: 0, vlessTcpPort: null, proxyPort: null, rateLimit: { max: 100_000, windowMs: 60_000 } });
   try {
     const token = (await pgSrv.services.data.createToken('pgco', 'owner')).token;
     const made = await callApi(pgSrv.baseUrl, token, 'POST', '/sessions', { client_id: 'pg-metrics', zone: 'de-fra' });
@@ -274,18 +274,18 @@ test('on PostgreSQL: a cluster instance serves its metrics, store latency of Pos
     assert.equal(valueOf(samples, 'vad_http_requests_total', { method: 'POST', route: '/v2/sessions', status: '201' }), 1);
     assert.ok(valueOf(samples, 'vad_db_query_duration_seconds_count', { op: 'getSessionStatusOf', outcome: 'ok' }) >= 1);
     assert.ok(valueOf(samples, 'vad_db_query_duration_seconds_sum', { op: 'getSessionStatusOf' }) > 0, 'a PostgreSQL round trip takes time');
-    assert.equal(valueOf(samples, 'vad_read_cache_hits_total'), 0, 'no read cache unless asked for');
+    assert.equal(valueOf(samples, 'vad_read_cache_hits_total'), 0, 'no read cache with readCache false (serve --read-cache off)');
   } finally {
     await pgSrv.close();
     removeDir(d);
   }
 });
 
-test('on PostgreSQL with readCache (serve --read-cache on): repeated status reads come from the cache, and a pause shows at once', async (t) => {
+test('on PostgreSQL with the read cache (the default): repeated status reads come from the cache, and a pause shows at once', async (t) => {
   const pg = await startPostgres(t);
   const url = await pg.createDatabase('metrics_cache');
   const d = tempDir('vad-metrics-pgc-');
-  const pgSrv = await startServer({ dataDir: d, database: url, readCache: true, port: 0, vlessTcpPort: null, proxyPort: null, rateLimit: { max: 100_000, windowMs: 60_000 } });
+  const pgSrv = await startServer({ dataDir: d, database: url, port: 0, vlessTcpPort: null, proxyPort: null, rateLimit: { max: 100_000, windowMs: 60_000 } });
   try {
     const token = (await pgSrv.services.data.createToken('pgcache', 'owner')).token;
     const made = await callApi(pgSrv.baseUrl, token, 'POST', '/sessions', { client_id: 'pg-cache', zone: 'de-fra', reusable: true });

@@ -59,9 +59,9 @@ test('cluster soak: kill -9 of a node, a control plane and PostgreSQL under chur
   const zonesFile = join(work, 'zones.json');
   writeFileSync(zonesFile, JSON.stringify({ zones: ZONES.map(({ code, name, country, cities }) => ({ code, name, country, cities, nodes: [] })) }));
   const common = ['--database', url, '--zones', zonesFile, '--rate-limit', '1000000/60', '--egress', 'allow-all'];
-  // A caches its reads (--read-cache on), B does not: a read on either after a write on the other.
-  const a = await controlPlane('A', [...common, '--read-cache', 'on']);
-  const b = await controlPlane('B', [...common, '--link-network', 'tcp']);
+  // A caches its reads (the default), B does not (--read-cache off): a read on either after a write on the other.
+  const a = await controlPlane('A', common);
+  const b = await controlPlane('B', [...common, '--link-network', 'tcp', '--read-cache', 'off']);
   const cps = [a, b];
   const nodes = new Map<string, NodeProcess>();
   const sessions: SoakSession[] = [];
