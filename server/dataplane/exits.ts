@@ -4,7 +4,8 @@
 // plane from one of its source addresses (`--egress-address`, a comma-separated list), or an up
 // node's geo relay (which leaves from one of ITS source addresses, chosen by the `slot` the entry
 // sends: the same slot, the same address). Without a session key each connection takes the next
-// exit round-robin (per place). With `sessid` the customer's key holds its exit (node and source
+// exit round-robin (per place), and a relay the next slot each time it comes round, so that the
+// node's source addresses take turns too. With `sessid` the customer's key holds its exit (node and source
 // address) for `sesstime` minutes (default 10) from its first connection, or until 60 s pass
 // without a new connection; a key whose exit has gone moves to another (`moved`, which the proxy
 // announces with `X-Proxy-Session-Moved: 1`), or with `strict` fails (`sticky_exit_gone`).
@@ -128,12 +129,16 @@ export class ExitSelector {
     return { ok: true, exit: s.exit, moved };
   }
 
-  /** Round-robin over a place's exits (the list is sorted, so the turn survives a change of order). */
+  /**
+   * Round-robin over a place's exits (the list is sorted, so the turn survives a change of order);
+   * a relay's slot is the round, so its node's source addresses take turns as well.
+   */
   private next(place: string, exits: Exit[]): Exit {
     const sorted = [...exits].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
     const i = this.turn.get(place) ?? 0;
     this.turn.set(place, (i + 1) % SLOTS);
-    return sorted[i % sorted.length];
+    const exit = sorted[i % sorted.length];
+    return exit.route.via === 'relay' ? { ...exit, route: { ...exit.route, slot: Math.floor(i / sorted.length) } } : exit;
   }
 
   private sweep(now: number): void {

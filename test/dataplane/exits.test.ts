@@ -22,6 +22,9 @@ describe('exits', () => {
     const seen = Array.from({ length: 6 }, () => id(s.pick('c1', 'US', [HERE, relay('b')], ADDRS)));
     assert.deepEqual([...seen.slice(0, 3)].sort(), ['here@127.0.0.1', 'here@127.0.0.2', 'relay:b']);
     assert.deepEqual(seen.slice(3), seen.slice(0, 3), 'round-robin');
+    // A relay's slot (the node leaves from slot modulo its addresses) moves on each time it comes round.
+    const slots = Array.from({ length: 6 }, () => s.pick('c1', 'NL', [relay('a'), relay('b')], [])).map((c) => (c.ok && c.exit.route.via === 'relay' ? `${c.exit.route.node}#${c.exit.route.slot}` : '?'));
+    assert.deepEqual(slots, ['a#0', 'b#0', 'a#1', 'b#1', 'a#2', 'b#2']);
     assert.equal(id(s.pick('c1', 'US', [], ADDRS)), 'location_unavailable');
     assert.equal(id(s.pick('c1', 'any', [HERE], [])), 'here@any');
     assert.equal(s.size(), 0, 'no sticky state without a key');
