@@ -6,8 +6,8 @@
 //
 // Two sources drop entries:
 //   - this process's own writes: the reads of the tables a statement writes ('*': anything it
-//     may write), SQLite's runner at each statement (`ran`), PostgreSQL's at its commit
-//     (`written`, then `invalidate` per table);
+//     may write): SQLite's runner at each statement, PostgreSQL's after a statement on its own
+//     (`ran`) or at the COMMIT of a transaction (`written`, then `invalidate` per table);
 //   - the other writers: SQLite's data_version (another connection committed; checked on every
 //     lookup, everything dropped), or PostgreSQL's `vad_reads` notification (`invalidate`, from
 //     ../pg/read-cache.ts), named after the table a committed statement wrote.
