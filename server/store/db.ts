@@ -1,18 +1,14 @@
-// Opens the SQLite database (node:sqlite, no native addon) and applies the migrations of both
-// databases' one list (migrations/index.ts) that it has not applied yet.
+// Opens the SQLite database (node:sqlite, no native addon) and applies pending migrations/index.ts.
 import { DatabaseSync } from 'node:sqlite';
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import { migrationSql, pendingVersions } from './migrations/index.ts';
 
-/** The database file's name inside the data folder. */
 export const DB_FILE = 'vpn-access.db';
 
 /**
- * The folder holds session ids (VLESS secrets) and token hashes: 0700 for the folder and 0600
- * for the database files, applied on every open (also to a folder or files that already
- * existed with looser modes). The database file is created 0600 before SQLite opens it, and
- * SQLite creates its -wal and -shm files with the database file's mode.
+ * The folder holds session ids (VLESS secrets) and token hashes: 0700 for it, 0600 for the database
+ * files, reapplied on every open. The file is made 0600 before SQLite opens it; -wal/-shm get its mode.
  */
 function secureDataDir(dataDir: string): void {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });

@@ -1,19 +1,16 @@
-// The exclusive lock of a data folder: one server per folder (two would overwrite each other's
-// counters). It is an advisory lock the kernel holds for the process (SQLite's file lock on
-// `serve-lock.db`: fcntl on Unix, LockFileEx on Windows), so it goes away with the process
-// however it ends: a restart right after kill -9 (the killed process still a zombie) or after
-// a reboot is never refused, and no pid is ever judged alive or dead. The file also records
-// who holds it (pid, host, start time), read only to say so in the refusal. It is never
-// deleted (deleting a lock file lets two starters lock two different files). In the process
-// that holds it, open the file only through SQLite: closing any other descriptor of it would
-// drop the process's fcntl locks on it.
+// One server per data folder (two would overwrite each other's counters), by SQLite's file lock on
+// `serve-lock.db` (fcntl on Unix, LockFileEx on Windows). The kernel holds it for the process, so it goes
+// however the process ends: a restart after kill -9 (zombie still there) or a reboot is never refused,
+// and no pid is judged alive or dead. The file names the holder (pid, host, start) for the refusal only.
+// Never delete it (two starters could lock two different files). In the holding process open it only
+// through SQLite: closing any other descriptor of it drops the process's fcntl locks.
 import { unlinkSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 
 export const LOCK_FILE = 'serve-lock.db';
-/** The pid file earlier versions left; it locks nothing and is removed once the lock is taken. */
+/** An older pid file; it locks nothing and is removed once the lock is taken. */
 const LEGACY_LOCK_FILE = 'serve.lock';
 
 /** Folders this process holds (a second server in the same process is refused too). */
@@ -40,18 +37,14 @@ function refusal(dataDir: string, who: Holder | undefined): DataDirLocked {
   return new DataDirLocked(`the data folder ${dataDir} is in use by ${by}; stop it first, or choose another folder with --data-dir`);
 }
 
-/**
- * Takes the exclusive lock of a data folder. Returns the release function; throws
- * DataDirLocked while another process (or this one) holds the folder.
- */
+/** Returns the release function; throws DataDirLocked while another process (or this one) holds the folder. */
 export function lockDataDir(dataDir: string): () => void {
   if (held.has(dataDir)) throw refusal(dataDir, { pid: process.pid, host: hostname(), since: 'earlier in this process' });
   const db = new DatabaseSync(join(dataDir, LOCK_FILE), { timeout: 0 });
   try {
     db.exec('CREATE TABLE IF NOT EXISTS holder (id INTEGER PRIMARY KEY CHECK (id = 1), pid INTEGER NOT NULL, host TEXT NOT NULL, since TEXT NOT NULL)');
-    // RESERVED: no other connection can start a write transaction while this one is open,
-    // while it can still read who holds the lock. Record the holder, then hold the lock; a
-    // starter that slips in between wins, and this one is refused below.
+    // RESERVED: no other connection can start a write while it is open, but can read the holder.
+    // Record the holder, then hold; a starter slipping in between wins, and this one is refused below.
     db.exec('BEGIN IMMEDIATE');
     db.prepare('INSERT OR REPLACE INTO holder (id, pid, host, since) VALUES (1, ?, ?, ?)').run(process.pid, hostname(), new Date().toISOString());
     db.exec('COMMIT');

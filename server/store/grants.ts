@@ -1,22 +1,16 @@
-// Byte grants of the cluster: how a customer's or a client's byte caps hold while
-// several data-plane nodes carry its traffic. Each node may move at most what it was granted:
-// per node and capped entity, `granted` and `used` are cumulative byte counts (used grows with
-// every report the node's channel applies, in the same transaction), and the node moves at most
-// `granted - used` more. The control plane tops a node's grant up (in a transaction holding the
-// customer's lock) only from what no node holds yet:
+// Byte grants: how a customer's or client's byte caps hold while several data-plane nodes carry its
+// traffic. Per node and capped entity, `granted` and `used` are cumulative bytes (used grows in the
+// transaction applying each report of the node's channel); the node moves at most `granted - used`
+// more. The control plane tops grants up, holding the customer's lock, only from what no node holds:
 //
 //   available = room − Σ over nodes max(0, granted − used),   room = cap + base − total moved
 //
-// so the grants of all nodes together never exceed the cap, whichever instance granted them and
-// however late a node learns of another's grant. A node whose grant is spent waits for more; once
-// nothing is available (`final`), a spent grant is the cap itself and the node cuts.
-//
-// A node that no longer moves an entity's bytes gives back what it holds beyond KEEP_IDLE
-// (releaseRow), so that an idle node does not keep other nodes short of the cap. Only the node
-// can know it moves nothing more, so it asks, naming the generation of the grant it holds; the
-// release bumps the generation, and the node ignores shares of the older one (built before the
-// release, they still count the bytes given back).
-// The pure arithmetic is here; each store runs it inside its own transaction.
+// so all grants together never exceed the cap, whichever instance granted them and however late a
+// node learns of another's. A spent grant waits for more; once nothing is available (`final`), it is
+// the cap and the node cuts. An idle node gives back all but KEEP_IDLE (releaseRow) so others are not
+// kept short; only the node knows it is idle, so it asks, naming its grant's generation. The release
+// bumps it and the node ignores shares of the older one (they still count the bytes given back).
+// Pure arithmetic; each store runs it inside its own transaction.
 
 export interface GrantRow {
   node_id: string;
@@ -48,7 +42,6 @@ export interface Grant {
   final: { up: boolean; down: boolean };
   /** The node's used bytes the grant was measured from. */
   used: { up: number; down: number };
-  /** The row's generation (GrantRow.gen). */
   gen: number;
 }
 
@@ -66,9 +59,8 @@ export function releaseRow(row: GrantRow, keep = KEEP_IDLE): GrantRow {
 }
 
 /**
- * Tops up one node's row from what is available. `rows` are every node's rows of the entity,
- * read before `total` (the entity's moved bytes, all nodes and the serve data planes), so that a
- * report applied between the two reads makes `available` smaller, never larger.
+ * Tops up one node's row. `rows` (every node's, of the entity) are read before `total` (moved bytes, all
+ * nodes and serve data planes): a report applied between the reads can only make `available` smaller.
  */
 export function allocate(rows: GrantRow[], nodeId: string, total: { up: number; down: number }, req: GrantRequest): { row: GrantRow; grant: Grant } {
   const own = rows.find((r) => r.node_id === nodeId) ?? { node_id: nodeId, used_up: 0, used_down: 0, granted_up: 0, granted_down: 0, gen: 0 };

@@ -1,6 +1,5 @@
-// The one store: every storage operation, written once (repos/), in one table. The SQLite Store
-// (store.ts), PostgreSQL's PgStore (pg/store.ts) and the control plane's async seam (control.ts)
-// are this table bound to a runner; nothing else lists the operations.
+// Every storage operation, written once (repos/), in one table. The SQLite Store (store.ts), PgStore
+// (pg/store.ts) and the async seam (control.ts) bind it to a runner; nothing else lists the operations.
 import { migrationOps } from './migrations/index.ts';
 import { auditOps } from './repos/audit.ts';
 import { deviceOps } from './repos/devices.ts';

@@ -1,7 +1,5 @@
-// What a server does to its data folder before it serves: take the folder's lock (two servers
-// on one folder would overwrite each other's counters; server/store/folder-lock.ts), and
-// repair what a process that died (kill -9, power loss) left behind: sessions still `active`,
-// closed as the data plane would have closed them (store.repairAbandonedSessions).
+// Before serving: lock the data folder (folder-lock.ts), then close the sessions a dead process (kill -9,
+// power loss) left `active`, as the data plane would have (store.repairAbandonedSessions).
 import type { Logger } from '../domain.ts';
 import { lockDataDir } from './folder-lock.ts';
 import type { Store } from './store.ts';

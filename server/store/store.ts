@@ -1,8 +1,7 @@
-// The store on SQLite: every operation of the one store (ops.ts), run synchronously on
-// node:sqlite (sql/sqlite-runner.ts). Every operation is one statement or one transaction,
-// committed before it returns, so an acknowledged write survives a crash. The data plane reads
-// and counts through it directly (no thread hop, one prepared statement a call); the control
-// plane reaches it through the async seam (control.ts).
+// The store on SQLite: the operations of ops.ts run synchronously (sql/sqlite-runner.ts), each one
+// statement or transaction committed before it returns (an acknowledged write survives a crash). The
+// data plane calls it directly (no thread hop, one prepared statement a call); the control plane via
+// the async seam (control.ts).
 import type { DatabaseSync } from 'node:sqlite';
 import type { SyncOps } from './sql/op.ts';
 import { bindSync, SqliteRunner } from './sql/sqlite-runner.ts';
@@ -17,7 +16,7 @@ export interface Store extends SyncOps<StoreOps> {}
 export class Store {
   readonly db: DatabaseSync;
   readonly runner: SqliteRunner;
-  /** Bumped whenever this Store creates or revokes a token (caches of token look-ups watch it). */
+  /** Bumped whenever this Store creates or revokes a token (token look-up caches watch it). */
   tokenGeneration = 0;
 
   constructor(db: DatabaseSync) {

@@ -1,5 +1,4 @@
-// The shapes the store's operations take and give, re-exported from the repositories that own
-// them, for callers that import them from the store.
+// The shapes of the store's operations, re-exported from their repositories for callers of the store.
 export type { Role, TokenInfo } from './repos/tokens.ts';
 export { hashToken } from './repos/tokens.ts';
 export type { EventFilter } from './repos/events.ts';

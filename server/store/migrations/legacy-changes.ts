@@ -1,18 +1,13 @@
-// The changes of versions 1 to 12 (legacy.ts) made after the first tables: each written once
-// for both databases (or for the one that made it), with the fragments of index.ts.
+// Versions 1 to 12's changes after the first tables (legacy.ts), written once with index.ts's fragments.
 
-/**
- * The last report (by sequence number) applied per node (`node run`), so that a report resent
- * after a lost acknowledgement is not counted twice, whichever process receives it.
- */
+/** Per node (`node run`), the last report seq applied: a report resent after a lost ack counts once. */
 export const REPORT_SEQ = `ALTER TABLE nodes ADD COLUMN report_seq {bigint} NOT NULL DEFAULT 0;`;
 
 /**
- * Usage history: traffic per session and node in time buckets (server/usage/history.ts).
- * `step` is minute, hour or day; `start` the bucket's start in epoch milliseconds (UTC). The
- * writer adds to minute buckets; compaction rolls minutes older than a day into hours, hours
- * older than 90 days into days, and prunes days past the retention. customer, client and zone
- * are copied from the session so that the dashboards filter and group without a join.
+ * Usage history (server/usage/history.ts): bytes per session and node per bucket; `start` in epoch ms
+ * (UTC). Writes go to minute buckets; compaction rolls minutes older than a day into hours, hours older
+ * than 90 days into days, and prunes days past retention. Customer, client and zone are copied from the
+ * session so dashboards need no join.
  */
 export const USAGE_BUCKETS = `
   CREATE TABLE usage_buckets (
@@ -31,10 +26,7 @@ export const USAGE_BUCKETS = `
   CREATE INDEX usage_by_client ON usage_buckets (customer_id, client_id, step, start);
   CREATE INDEX usage_by_age ON usage_buckets (step, start);`;
 
-/**
- * Audit trail: every change made through the API or the command line, with who made it (token
- * id and role, never the token), what, and the values before and after (JSON).
- */
+/** Every API or CLI change: who (token id and role, never the token), what, values before and after (JSON). */
 export const AUDIT_LOG = `
   CREATE TABLE audit_log (
     id {serial},
@@ -59,10 +51,7 @@ export const SESSION_EXPIRY = `
   ALTER TABLE sessions ADD COLUMN expires_at TEXT;
   CREATE INDEX sessions_by_expiry ON sessions (expires_at) WHERE expires_at IS NOT NULL;`;
 
-/**
- * Periodic caps: each entity's lifetime totals at the start of its current period
- * (server/quota/*): global (entity: the customer), client (client_id) or session (id).
- */
+/** Periodic caps (server/quota/*): an entity's lifetime totals when its period began (global: the customer). */
 export const QUOTA_BASES = `
   CREATE TABLE quota_bases (
     customer_id TEXT NOT NULL,
@@ -76,9 +65,8 @@ export const QUOTA_BASES = `
   CREATE INDEX quota_bases_by_age ON quota_bases (period_start);`;
 
 /**
- * Webhooks: the endpoints (secret AES-GCM encrypted, server/webhooks/secret.ts), the durable
- * outbox of deliveries (times in epoch ms; one lease per sender), and the cursor of the event
- * log the outbox has read up to (starting at the newest event: nothing older is sent).
+ * Webhooks: endpoints (secret AES-GCM encrypted: server/webhooks/secret.ts), the durable delivery outbox
+ * (epoch ms; one lease per sender), and its event-log cursor (starts at the newest: nothing older is sent).
  */
 export const WEBHOOKS = `
   CREATE TABLE webhooks (
@@ -116,12 +104,10 @@ export const WEBHOOKS = `
   INSERT INTO webhook_cursor (id, last_event_id) SELECT 1, COALESCE(MAX(id), 0) FROM events;`;
 
 /**
- * Cluster limits and node TLS: byte grants per node and capped entity (server/store/grants.ts:
- * a node moves at most `granted - used` more bytes of a customer, or of one client with
- * client_id set; both cumulative per node, never reset), what a node reported of its listeners'
- * TLS (its certificate's SHA-256 when it is self-signed, for links' pcs), when a node last
- * claimed a session's first connection (epoch ms: central max_sessions), and its geo relay
- * listener (port, and its self-signed certificate's SHA-256: server/cluster/geo.ts).
+ * Cluster limits and node TLS: cumulative, never reset byte grants per node and customer (or client, with
+ * client_id; rules in server/store/grants.ts); each node's listener TLS and geo relay port, with self-signed
+ * certificates' SHA-256 (links' pcs; server/cluster/geo.ts); when a node last claimed a session's first
+ * connection (epoch ms: central max_sessions).
  */
 export const CLUSTER_LIMITS = `
   CREATE TABLE node_grants (
@@ -141,21 +127,14 @@ export const CLUSTER_LIMITS = `
   ALTER TABLE nodes ADD COLUMN relay_pcs TEXT;
   ALTER TABLE sessions ADD COLUMN claimed_at {bigint};`;
 
-/**
- * PostgreSQL only (SQLite: shared version 13): the last report applied of each instance's
- * counter journal (cluster/journal.ts), so a report resent after a crash or an outage is
- * applied exactly once.
- */
+/** PostgreSQL only (SQLite: version 13): each counter journal's last applied report, so resends apply once. */
 export const JOURNAL_SEQS = `
   CREATE TABLE journal_seqs (
     journal_id TEXT PRIMARY KEY,
     seq BIGINT NOT NULL
   );`;
 
-/**
- * Webhook health: failed attempts in a row and since when, why and when the server disabled an
- * endpoint, the pending deliveries dropped over the cap (server/store/repos/webhooks.ts).
- */
+/** Webhook health (repos/webhooks.ts): failure streak and start, why/when auto-disabled, pending dropped over cap. */
 export const WEBHOOK_HEALTH = `
   ALTER TABLE webhooks ADD COLUMN consecutive_failures INTEGER NOT NULL DEFAULT 0;
   ALTER TABLE webhooks ADD COLUMN failing_since TEXT;
@@ -165,10 +144,9 @@ export const WEBHOOK_HEALTH = `
   CREATE INDEX webhook_deliveries_pending ON webhook_deliveries (webhook_id, status, seq);`;
 
 /**
- * Crash repair (server/cluster/crash-repair.ts): the random id of the node's running process
- * (sent on its channel's first report; another one means the node restarted), and whether the
- * sessions of that process were repaired already because the node fell silent; and the node a
- * session was moved away from (its late reports still count their bytes).
+ * Crash repair (server/cluster/crash-repair.ts): the node's random process id (sent in its channel's first
+ * report; a new one means a restart) and whether that process's sessions were repaired when the node fell
+ * silent; and the node a session moved from (its late reports still count).
  */
 export const CRASH_REPAIR = `
   ALTER TABLE nodes ADD COLUMN boot_id TEXT;

@@ -1,13 +1,9 @@
-// Versions 1 to 12 of the schema, as released before one migration list served both databases
-// (index.ts): each database made the same tables, but in its own order, so version N is not
-// the same change on both. Each table or change both made is written once (the first tables
-// below, later changes in legacy-changes.ts), with the fragments of index.ts for what differs in
-// kind, and each database's list names the pieces in the order it released them.
-//
-// Existing databases never run these versions again (each records the versions it applied), so
-// an entry may be re-expressed, but only when it expands to exactly the DDL released: the same
-// text on SQLite (which stores it; test/store/legacy-ddl.test.ts pins it) and the same catalog
-// on PostgreSQL.
+// Schema versions 1 to 12 as released before one list served both databases (index.ts). Both made the
+// same tables in their own order, so version N is not the same change on both: each table or change is
+// written once (first tables here, later ones in legacy-changes.ts, with index.ts's fragments) and each
+// database's list names the pieces in its release order. Databases never rerun applied versions, so an
+// entry may be re-expressed only if it expands to exactly the released DDL: the same text on SQLite
+// (which stores it; test/store/legacy-ddl.test.ts pins it), the same catalog on PostgreSQL.
 import { AUDIT_LOG, CLUSTER_LIMITS, CRASH_REPAIR, JOURNAL_SEQS, QUOTA_BASES, REPORT_SEQ, SESSION_EXPIRY, USAGE_BUCKETS, WEBHOOKS, WEBHOOK_HEALTH } from './legacy-changes.ts';
 
 const CUSTOMERS = `
@@ -17,7 +13,7 @@ const CUSTOMERS = `
     created_at TEXT NOT NULL
   );`;
 
-/** PostgreSQL's tokens also have `seq`: insertion order, like SQLite's rowid (listings of tokens made in the same millisecond agree). */
+/** PostgreSQL's tokens also get `seq`, insertion order like SQLite's rowid (same-millisecond listings agree). */
 const tokens = (seq: string) => `
   CREATE TABLE tokens (
     id TEXT PRIMARY KEY,${seq}
@@ -102,14 +98,14 @@ const SUBSCRIPTIONS = `
     PRIMARY KEY (customer_id, client_id)
   );`;
 
-/** PostgreSQL only: the cluster's key the URL secrets are derived from (repos/cluster-keys.ts; on SQLite a file in the data folder). */
+/** PostgreSQL only: the cluster's shared keys (repos/cluster-keys.ts; on SQLite, files in the data folder). */
 const CLUSTER_KEYS = `
   CREATE TABLE cluster_keys (
     name TEXT PRIMARY KEY,
     value TEXT NOT NULL
   );`;
 
-/** The catalogue's data-plane nodes and where each session is placed. A node is "up" when its last contact is within 10 s of now. */
+/** Data-plane nodes and each session's placement. A node is "up" when its last contact is within 10 s. */
 const NODES = `
   CREATE TABLE nodes (
     id TEXT PRIMARY KEY,

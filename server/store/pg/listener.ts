@@ -1,16 +1,10 @@
-// One dedicated PostgreSQL connection per process that LISTENs on the control plane's
-// channels (see CHANNELS in store.ts) and hands each notification to the local subscribers.
-// It wakes the event streams of this instance when another instance writes an event, and
-// will carry pause, limit, token and node changes to whoever must act on them.
-//
-// Notifications are lost while the connection is down (PostgreSQL keeps no backlog for a
-// listener that is gone), so after every reconnection the listener calls `onReconnect`: the
-// consumers then re-read what they follow from the tables, which are the truth.
-//
-// A connection that breaks without a word (a network cut: no reset reaches either side) would
-// only be noticed when TCP gives up, hours later. So a heartbeat (SELECT 1) runs on it every
-// heartbeatMs; one left unanswered for three of those ends the connection and reconnects, so
-// `connected` is false within a few seconds of a silent break (the read cache relies on it).
+// One dedicated PostgreSQL connection per process LISTENs on the control plane's channels (CHANNELS
+// in store.ts) and hands each notification to local subscribers: event, pause, limit, token and node
+// changes made by other instances. Notifications sent while it is down are lost (PostgreSQL keeps no
+// backlog), so after each reconnection `onReconnect` handlers re-read the tables, which are the truth.
+// A silent break (a network cut: no reset reaches either side) would only surface when TCP gives up,
+// hours later, so a heartbeat (SELECT 1) runs every heartbeatMs; one unanswered for three of those
+// reconnects, so `connected` is false within seconds of a silent break (the read cache relies on it).
 import pg from 'pg';
 import { clientConfig, type PoolOptions } from './pool.ts';
 
@@ -58,7 +52,6 @@ export class PgListener {
     void this.connect();
   }
 
-  /** True while the LISTEN connection is up. */
   get connected(): boolean {
     return this.client !== undefined;
   }
@@ -69,14 +62,13 @@ export class PgListener {
   }
 
   /**
-   * Resolves true once a round trip on the LISTEN connection that began after this call has come
-   * back. PostgreSQL hands a listening session the notifications pending for it before it says a
-   * statement is done, and a transaction signals its listeners before its COMMIT is answered, so
-   * by then the handlers have seen every notification of each transaction committed before this
-   * call. Calls share the next round trip until it begins; it begins once the one before is back
-   * and at least FENCE_GAP_MS after that one began (under load a few fences a millisecond would
-   * cost the database more than the reads they spare). False when the connection is down, fails,
-   * or is replaced meanwhile, or after timeoutMs (the caller reads the database instead).
+   * Resolves true once a round trip on the LISTEN connection, begun after this call, is back. PostgreSQL
+   * delivers a session's pending notifications before it answers a statement, and a transaction signals
+   * listeners before its COMMIT is answered, so by then the handlers have seen every transaction
+   * committed before this call. Calls share the next round trip until it begins: once the previous one
+   * is back and at least FENCE_GAP_MS after it began (a few fences a millisecond would cost the database
+   * more than the reads they spare). False when the connection is down, fails or is replaced meanwhile,
+   * or after timeoutMs (the caller reads the database instead).
    */
   sync(timeoutMs = 500): Promise<boolean> {
     this.nextFence ??= this.beginFence(timeoutMs);

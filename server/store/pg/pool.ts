@@ -1,9 +1,8 @@
-// The connection pool of the PostgreSQL control plane, and what a lost database looks like to
-// the rest of the server. While PostgreSQL is down every query fails fast with
-// DatabaseUnavailable (the API's `service_unavailable`, 500 with Retry-After): a refused
-// connection fails at once, a black-holed one within `connectTimeoutMs`, a query whose server
+// The PostgreSQL control plane's connection pool, and what a lost database looks like to the server:
+// every query fails fast with DatabaseUnavailable (`service_unavailable`, 500 with Retry-After): a
+// refused connection at once, a black-holed one within `connectTimeoutMs`, a query whose server
 // vanished mid-way within `queryTimeoutMs`. Nothing needs restarting: the pool drops broken
-// connections and opens new ones on the next query, so the service recovers by itself.
+// connections and opens new ones on the next query.
 import pg from 'pg';
 import { ApiError } from '../../contract/errors.ts';
 
@@ -19,9 +18,8 @@ export class DatabaseUnavailable extends ApiError {
   }
 }
 
-// SQLSTATE classes and codes that mean "the server or the connection went away", not "your
-// statement is wrong": 08 connection exception, 57P01-57P03 shutdown/crash/starting up,
-// 53300 too many connections.
+// "The server or connection went away", not "the statement is wrong": SQLSTATE class 08 (connection
+// exception), 57P01-57P03 (shutdown, crash, starting up), 53300 (too many connections).
 const LOST_SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300']);
 const LOST_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
 const LOST_MESSAGES = /Connection terminated|Client was closed and is not queryable|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error|Connection terminated due to connection timeout|the database system is (starting up|shutting down|in recovery mode)/i;
@@ -59,9 +57,8 @@ export interface PoolOptions {
 const NUMBER_OIDS = new Set([20, 1700]);
 
 /**
- * bigint columns (ids, byte counters, counts) and sums come back as JS numbers, as the SQLite
- * store returns them, so no operation converts them: every value the service stores is far
- * below 2^53 (no column is numeric: only aggregates are).
+ * bigint columns (ids, byte counters, counts) and sums come back as JS numbers, as on SQLite, so no
+ * operation converts them: every stored value is far below 2^53 (no column is numeric; aggregates are).
  */
 const types = {
   getTypeParser(oid: number, format?: 'text' | 'binary') {
@@ -70,15 +67,12 @@ const types = {
   },
 } as unknown as pg.CustomTypesConfig;
 
-/** Gives a transaction's connection back; one that failed (not a statement's error: those carry a severity) is destroyed. */
+/** Gives a connection back; a failed one (not a statement's error: those carry a severity) is destroyed. */
 export function releaseClient(client: pg.PoolClient, err: unknown): void {
   client.release(err instanceof Error && !('severity' in err) ? err : undefined);
 }
 
-/**
- * Runs `fn` on one pooled connection in one transaction: committed when it resolves, rolled back
- * when it throws; a lost database surfaces as DatabaseUnavailable, a failed connection is destroyed.
- */
+/** Runs `fn` in one transaction on one pooled connection; a lost database throws DatabaseUnavailable. */
 export async function inTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect().catch(mapDatabaseError);
   let broken: unknown;
@@ -109,10 +103,9 @@ export function openPool(url: string, opts: PoolOptions = {}): pg.Pool {
   });
   // Without a listener an idle connection's error (the server was killed) would crash the process.
   pool.on('error', (err) => opts.onIdleError?.(err));
-  // A connection that is checked out has no pool listener: one whose server goes away between two
-  // queries of a transaction (PostgreSQL killed or restarted) would emit an unhandled 'error' and
-  // crash the process. Its next query fails instead (service_unavailable), and the pool drops it
-  // when it is released (it is no longer queryable).
+  // A checked-out connection has no pool listener: if its server dies between two queries of a
+  // transaction, an unhandled 'error' would crash the process. Its next query fails instead
+  // (service_unavailable), and the pool drops it on release (it is no longer queryable).
   pool.on('connect', (client) => client.on('error', () => {}));
   return pool;
 }

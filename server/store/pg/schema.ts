@@ -1,11 +1,7 @@
-// Applies the migrations of both databases' one list (../migrations/index.ts) to PostgreSQL.
-// The tables are SQLite's column for column (test/store/schema-parity.test.ts), so one set of
-// operations serves both; times the service writes are ISO-8601 text, while node contact times
-// are the database's own clock (timestamptz) so that every instance judges "up within 10 s" alike.
-//
-// Several `serve` processes may start at once on an empty database: migrate() takes a
-// transaction-scoped advisory lock first, so exactly one of them applies the pending versions
-// and the others, once they get the lock, find nothing left to do.
+// Applies the migrations of both databases' one list (../migrations/index.ts) to PostgreSQL. Tables
+// match SQLite's column for column (test/store/schema-parity.test.ts), so one set of operations serves
+// both; the service's times are ISO-8601 text, but node contact times use the database's own clock
+// (timestamptz) so every instance judges "up within 10 s" alike.
 import type pg from 'pg';
 import { MIGRATIONS, migrationSql, pendingVersions } from '../migrations/index.ts';
 import { inTransaction } from './pool.ts';
@@ -16,10 +12,10 @@ export { MIGRATIONS };
 export const MIGRATION_LOCK_KEY = 0x7661645f6d6967n; // "vad_mig"
 
 /**
- * Brings the schema up to date and returns its version. Safe when several processes call it at
- * once: the advisory lock serialises them and the version is read only under the lock. Every
- * pending version is applied in the one transaction (DDL is transactional in PostgreSQL), so a
- * crash mid-way leaves the previous version intact.
+ * Brings the schema up to date and returns its version. Several `serve` processes may start at once on
+ * an empty database: a transaction-scoped advisory lock serialises them and the version is read under
+ * it, so one applies the pending versions and the rest find nothing to do. All are applied in one
+ * transaction (DDL is transactional in PostgreSQL): a crash mid-way leaves the previous version intact.
  */
 export function migrate(pool: pg.Pool): Promise<number> {
   return inTransaction(pool, async (client) => {

@@ -1,10 +1,9 @@
-// The store on PostgreSQL: every operation of the one store (../ops.ts), run over a pool
-// (../sql/pg-runner.ts), plus what only a shared database has: opening with migrations under an
-// advisory lock, caller-held transactions, and the token version every instance watches.
-// Change notices (pg_notify, delivered on commit in commit order) wake the other instances:
-// `vad_events` (customer_id:id), `vad_sessions` (a session's pause flag changed: its id),
-// `vad_limits` (customer_id:scope), `vad_tokens`, `vad_nodes`, `vad_reads` (a table cached reads
-// read was written: read-cache.ts, live once `reads.follow(listener)` is called).
+// The store on PostgreSQL: every operation of ../ops.ts run over a pool (../sql/pg-runner.ts), plus
+// what only a shared database has: migrations under an advisory lock, caller-held transactions, and the
+// token version every instance watches. Change notices (pg_notify, delivered on commit in commit order)
+// wake other instances: `vad_events` (customer_id:id), `vad_sessions` (pause flag changed: session id),
+// `vad_limits` (customer_id:scope), `vad_tokens`, `vad_nodes`, `vad_reads` (a cached table was written:
+// read-cache.ts, live once `reads.follow(listener)` is called).
 import type pg from 'pg';
 import type { AsyncOps } from '../sql/op.ts';
 import { bindAsync, PgRunner } from '../sql/pg-runner.ts';
@@ -37,7 +36,7 @@ export class PgStore {
     Object.assign(this, bindAsync(STORE_OPS, this.runner));
   }
 
-  /** Opens a pool on `url`, brings the schema up to date, and returns the store. */
+  /** Opens a pool and migrates the schema (the pool is ended if that fails). */
   static async open(url: string, opts: PoolOptions = {}): Promise<PgStore> {
     const pool = openPool(url, opts);
     await migrate(pool).catch(async (err: unknown) => {
@@ -51,10 +50,7 @@ export class PgStore {
     await this.pool.end();
   }
 
-  /**
-   * Runs `fn` in one transaction on one connection, with a store whose operations join it (for
-   * work that must interleave other awaits; an operation's own transaction needs none of this).
-   */
+  /** Runs `fn` in one transaction via a store that joins it (only for work interleaving other awaits). */
   async transaction<T>(fn: (tx: PgStore) => Promise<T>): Promise<T> {
     let tx: PgStore | undefined;
     try {

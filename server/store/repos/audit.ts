@@ -4,7 +4,6 @@
 import type { AuditPage } from '../../contract/audit.ts';
 import { all, marks, run, scalar, Where, type Op, type Param } from '../sql/op.ts';
 
-/** One change to record in the audit trail (server/audit.ts). */
 export interface AuditInsert {
   customer_id: string;
   created_at: string;
@@ -35,7 +34,7 @@ export interface AuditFilter {
   to?: string;
 }
 
-/** A row of audit_log: the change as recorded, its values as JSON text. */
+/** An audit_log row: the values as JSON text. */
 type RawAudit = Omit<AuditInsert, 'before' | 'after'> & { id: number; before_json: string | null; after_json: string | null };
 
 const parseJson = (t: string | null): unknown => (t === null ? null : JSON.parse(t));
@@ -54,7 +53,6 @@ export function toAuditEntry(r: RawAudit): AuditEntry {
   };
 }
 
-/** The WHERE clause of an audit read, with `?` placeholders, and its arguments in order. */
 export function auditWhere(customerId: string, f: AuditFilter, beforeId?: number): Where {
   return new Where()
     .and('customer_id = ?', customerId)

@@ -1,8 +1,7 @@
 // Clients as records: what the owner set for one client_id of a customer (disabled, expiry, an
-// override of the client limits template, the last usage reset), and what its sessions add up
-// to. A row exists only once something was set; a client is also every client_id its sessions
-// name. Every change announces itself on the limits channel (`<customer>:client`), so each
-// instance's data plane re-reads the client like a changed limits record.
+// override of the client limits template, the last usage reset), and what its sessions add up to.
+// A row exists only once something was set; a client is also any client_id its sessions name. Every
+// change is announced on the limits channel (`<customer>:client`): each data plane re-reads the client.
 import { randomUUID } from 'node:crypto';
 import type { ClientControl, LimitValues } from '../../domain.ts';
 import { isoNow } from '../../time.ts';
@@ -12,7 +11,6 @@ import { sessionOps } from './sessions.ts';
 import { snapshotQuotaBases } from './quota.ts';
 import { USAGE_STEP_MS, type UsageStep } from './usage.ts';
 
-/** A clients row as the service reads it. */
 export interface ClientRow {
   client_id: string;
   disabled: boolean;
@@ -68,7 +66,6 @@ function* getClientControl(customerId: string, clientId: string): Op<ClientContr
   return row && toClientControl(row);
 }
 
-/** A client's row as a data plane enforces it. */
 export function toClientControl(row: ClientRow): ClientControl {
   return {
     disabled: row.disabled,
@@ -128,8 +125,7 @@ const resetClientUsage = tx(function* (customerId: string, clientId: string): Op
 
 const STEPS = Object.keys(USAGE_STEP_MS) as UsageStep[];
 
-// The last traffic is read from the usage history (index seeks on usage_by_client), not from the
-// event log, which has no index by client.
+// Last traffic is read from the usage history (index seeks on usage_by_client): the event log has no client index.
 const SESSIONS_BY_CLIENT = `SELECT s.client_id,
     SUM(CASE WHEN s.status <> 'ended' THEN 1 ELSE 0 END) AS live,
     SUM(CASE WHEN s.status = 'active' THEN 1 ELSE 0 END) AS active,

@@ -1,9 +1,8 @@
-// The devices of a client, written once for both databases: one row per (customer, client,
-// hwid), made when an app fetches the client's subscription feed with an `x-hwid` header and
-// touched (last_seen) on each fetch after. The client's max_devices (a client limit) decides
-// whether a new device is let in (server/subscriptions/devices.ts); registering happens under
-// the client's lock, so concurrent fetches of several instances never pass the limit together,
-// and the rows of one client never grow past the limit (or DEVICE_CAP without one).
+// A client's devices, one SQL text for both databases: one row per (customer, client, hwid), made when
+// an app fetches the subscription feed with an `x-hwid` header, last_seen touched on later fetches.
+// max_devices (a client limit) decides whether a new device gets in (server/subscriptions/devices.ts).
+// Registering runs under the client's lock, so concurrent fetches on several instances never pass the
+// limit together, and a client's rows never exceed it (or DEVICE_CAP without one).
 import { isoNow } from '../../time.ts';
 import { all, get, lock, marks, run, tx, type Op } from '../sql/op.ts';
 
@@ -33,9 +32,8 @@ export type DeviceOutcome = 'known' | 'added' | 'refused' | 'unrecorded';
 const COLUMNS = 'hwid, device_os, os_version, device_model, user_agent, first_seen, last_seen';
 
 /**
- * Registers the device of one fetch. `max`: the client's max_devices, null for none. A known
- * device is always let in (lowering the limit removes nobody: the owner removes devices); a new
- * one only while fewer than `max` are registered.
+ * Registers one fetch's device; `max`: the client's max_devices, null for none. A known device always
+ * gets in (lowering the limit removes nobody; the owner does); a new one only while fewer than `max` are.
  */
 const registerDevice = tx(function* (customerId: string, clientId: string, device: DeviceInfo, max: number | null): Op<DeviceOutcome> {
   yield* lock(`devices:${customerId}:${clientId}`);

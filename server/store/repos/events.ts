@@ -1,15 +1,11 @@
-// The event log. Ids are the one thing the two databases allocate differently:
-// - SQLite: AUTOINCREMENT; one writer at a time, so ids become visible in order.
-// - PostgreSQL: no gap that is later filled. A reader polling `id > last` must never see id N
-//   and afterwards find an id below N appear, which a sequence allows (two transactions take 7
-//   and 8, 8 commits first, a reader moves past 7 before it commits). Every insert takes its
-//   ids by updating the single event_counter row in the same statement; the row lock is held
-//   until the inserting transaction ends, so the next writer anywhere in the cluster waits for
-//   that commit (or rollback) before it gets the following id: ids are handed out and become
-//   visible strictly in order (a rolled-back id is reused). The price: event inserts are
-//   serialised cluster-wide for one short statement; a batch takes its ids under one hold. The
-//   lock is released only after the transaction is visible to new snapshots, so the waiter's
-//   own commit cannot overtake it. The statement's pg_notify wakes the readers on commit.
+// The event log. Readers poll `id > last`, so an id below one already seen must never appear later:
+// - SQLite: AUTOINCREMENT; one writer at a time makes ids visible in order.
+// - PostgreSQL: with a sequence, 8 may commit before 7 and a reader skips 7. So each insert takes its
+//   ids by updating the single event_counter row in the same statement; the row lock is held until
+//   the transaction ends (released only once it is visible, so the waiter's commit cannot overtake),
+//   and the next writer anywhere in the cluster waits: ids are handed out and visible strictly in
+//   order (a rolled-back id is reused). Cost: event inserts are serialised cluster-wide for one short
+//   statement (a batch under one hold). The statement's pg_notify wakes the readers on commit.
 import type { EventInsert } from '../../domain.ts';
 import type { SessionEvent } from '../../contract/schemas.ts';
 import { CHANNELS } from '../sql/channels.ts';

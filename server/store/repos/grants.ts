@@ -11,9 +11,8 @@ const SAVE_GRANT = `INSERT INTO node_grants (customer_id, client_id, ${GRANT_COL
   ON CONFLICT (customer_id, client_id, node_id) DO UPDATE SET granted_up = excluded.granted_up, granted_down = excluded.granted_down, gen = excluded.gen`;
 
 /**
- * What a released grant gives back may be granted to the other nodes at once: a node whose last
- * grant was final refuses connections until its next state, so every instance's node channels
- * send theirs now (a change of the customer's limits, as far as they are concerned).
+ * A release's bytes may go to other nodes at once (a node whose last grant was final refuses connections
+ * until its next state): every instance's node channels send theirs now, as for a limits change.
  */
 const RELEASED: Notice = { channel: CHANNELS.limits, expr: "customer_id || ':grants'" };
 
@@ -24,9 +23,8 @@ function* saveGrant(customerId: string, clientId: string, r: GrantRow, notice?: 
 }
 
 /**
- * Tops up a node's byte grant for a customer (clientId '') or one client, and says what it may
- * still move. Every node's rows are read before the totals, so a report applied between the two
- * reads makes what is available smaller, never larger.
+ * Tops up a node's byte grant for a customer (clientId '') or one client; returns what it may still move.
+ * Rows are read before the totals, so a report applied in between makes less available, never more.
  */
 const grantBytes = tx(function* (nodeId: string, customerId: string, clientId: string, req: GrantRequest): Op<Grant> {
   yield* lock(limitsLockKey(customerId));

@@ -7,7 +7,6 @@ import { CHANNELS } from '../sql/channels.ts';
 import { all, allAs, bool, getAs, marks, run, runNotifying, type Op } from '../sql/op.ts';
 import { hashToken } from './tokens.ts';
 
-/** Node tokens look different from API tokens and live in another table: never interchangeable. */
 export const NODE_TOKEN_PREFIX = 'vadn_';
 /** A zone has active nodes when one of its nodes was in contact within this many seconds. */
 export const NODE_UP_SECONDS = 10;
@@ -68,7 +67,7 @@ const NODES_NOTICE = { channel: CHANNELS.nodes, expr: 'id' };
 const nodeWhere = (column: 'id' | 'name' | 'token_hash', value: string) =>
   getAs(toNode, `SELECT ${nodeColumns('n')} FROM nodes n WHERE n.${column} = ?`, value);
 
-/** Adds a node and returns its token in plain text once; only its SHA-256 is stored. Every instance hears of it. */
+/** Adds a node; returns its token in plain text, this once. Every instance hears of it. */
 function* addNode(n: { name: string; zone: string; public_host: string } & NodePorts): Op<{ token: string; node: NodeInfo }> {
   const token = NODE_TOKEN_PREFIX + randomBytes(32).toString('base64url');
   const id = randomUUID();
@@ -90,7 +89,7 @@ function* addNode(n: { name: string; zone: string; public_host: string } & NodeP
 const getNode = (id: string) => nodeWhere('id', id);
 const getNodeByName = (name: string) => nodeWhere('name', name);
 
-/** The node a node token belongs to (API tokens never match: another table, another prefix). */
+/** The node a node token belongs to (API tokens never match). */
 function* findNodeByToken(token: string): Op<NodeInfo | undefined> {
   if (!token.startsWith(NODE_TOKEN_PREFIX)) return undefined;
   return yield* nodeWhere('token_hash', hashToken(token));

@@ -8,10 +8,9 @@ import { nodeColumns, toNode, type NodeInfo, type RawNode } from './nodes.ts';
 import { auditOps, INSERT_AUDIT, insertAuditValues, type AuditInsert } from './audit.ts';
 
 /**
- * A new session at once: its row, its placement on a node (none: the local data plane) and its
- * audit record (none: not audited), all or nothing, so creating one costs a single commit. On
- * PostgreSQL one statement (data-modifying WITH parts: one round trip, atomic as any statement
- * is); SQLite, which has no such statement but no round trips either, runs one transaction.
+ * A new session, its placement on a node (none: the local data plane) and its audit record (none: not
+ * audited), all or nothing in a single commit. PostgreSQL: one statement (data-modifying WITH parts,
+ * one round trip); SQLite has no such statement but no round trips either: one transaction.
  */
 function* createSession(s: NewSession, nodeId: string | null, audit: AuditInsert | null): Op<SessionRow> {
   if ((yield* dialect()) === 'sqlite') return yield* createSessionTx(s, nodeId, audit);

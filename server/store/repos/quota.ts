@@ -1,7 +1,6 @@
-// Periodic caps (server/quota/*): each entity's lifetime totals at the start of its current
-// period (its quota base), so that what it used in the period is its totals minus the base.
-// Entities are per scope: global (the customer), client (client_id) or session (id). One SQL
-// text for both databases.
+// Periodic caps (server/quota/*): each entity's lifetime totals at the start of its current period (its
+// quota base); its use in the period is its totals minus the base. Entities per scope: global (the
+// customer), client (client_id), session (id). One SQL text for both databases.
 import type { LimitScope } from '../../domain.ts';
 import { get, run, type Op } from '../sql/op.ts';
 
@@ -11,12 +10,7 @@ export interface QuotaBase {
   down: number;
 }
 
-/**
- * The INSERT that records quota bases (QuotaBase) for every entity of a scope of one customer:
- * its stored lifetime totals, minus, for a rolling window, its traffic in the usage history since
- * the window's start (`oneClient`: only the client named after the customer). Fixed periods keep
- * the first base recorded; rolling windows overwrite it.
- */
+/** The INSERT of snapshotQuotaBases (`oneClient`: only the client named after the customer). */
 function quotaSnapshotSql(scope: LimitScope, rolling: boolean, oneClient: boolean): string {
   const entity = scope === 'global' ? 's.customer_id' : scope === 'client' ? 's.client_id' : 's.id';
   const match = scope === 'global' ? '' : scope === 'client' ? ' AND u.client_id = s.client_id' : ' AND u.session_id = s.id';
@@ -38,10 +32,10 @@ const quotaBase = (customerId: string, scope: LimitScope, entityId: string, peri
 );
 
 /**
- * Records the bases of the period starting at `periodStart` for every entity of the scope that
- * has none yet (their stored totals now); with `usedSince` (rolling windows) every base is
- * rewritten as the totals minus the traffic of the usage history since then. With `clientId`,
- * only that client's (scope client). Returns the rows written.
+ * Records the bases of the period starting at `periodStart` for every entity of the scope that has none
+ * yet (their stored totals now; fixed periods keep the first). With `usedSince` (rolling windows) every
+ * base is rewritten as the totals minus the usage history's traffic since then. With `clientId`, only
+ * that client's (scope client). Returns the rows written.
  */
 export function* snapshotQuotaBases(customerId: string, scope: LimitScope, periodStart: number, usedSince?: number, clientId?: string): Op<number> {
   const sql = quotaSnapshotSql(scope, usedSince !== undefined, clientId !== undefined);

@@ -1,10 +1,8 @@
-// Crash repair (server/cluster/crash-repair.ts has the rules): a node restarted as a new
-// process, a node silent for NODE_SILENT_SECONDS, a node detached, and the sessions an
-// instance's own data plane carried when its previous process died. A repaired session becomes
-// what its last connection closing would have made it, with its session_stats and session_end.
-// Each repair is conditional on what it changes (a session still `active`, a placement still on
-// the old node, a boot id not yet recorded), so instances racing to repair the same node repair
-// each session once.
+// Crash repair (server/cluster/crash-repair.ts has the rules) of a node restarted as a new process, a
+// node silent for NODE_SILENT_SECONDS, a detached node, and what this instance's data plane carried when
+// its previous process died. A repaired session becomes what its last connection closing would have made
+// it, with session_stats and session_end. Each repair is conditional on what it changes (session still
+// `active`, placement still on the old node, boot id not yet recorded): racing instances repair it once.
 import type { SessionEvent } from '../../contract/schemas.ts';
 import { eventInsert, type EventInsert, type SessionRow } from '../../domain.ts';
 import { isoNow } from '../../time.ts';
@@ -25,13 +23,12 @@ export interface RepairedEvent {
 /** What a node said of its process in its channel's first report (store.nodeHello). */
 export type NodeHello = 'same' | 'new' | 'new_after_repair';
 
-/** An arbitrary constant naming "the silent-node repair sweep" among PostgreSQL's advisory locks. */
+/** The silent-node repair sweep's PostgreSQL advisory lock key (arbitrary). */
 const REPAIR_LOCK_KEY = 0x7661645f726570n; // "vad_rep"
 
 /**
- * The active sessions `where` names go idle or end, as their last connection closing would (and
- * `set` besides), with session_stats then session_end of each (in creation order, with its
- * stored counters), stored in the repair's transaction.
+ * The active sessions `where` names go idle or end as their last connection closing would (plus `set`),
+ * each with session_stats then session_end (creation order, stored counters) in the same transaction.
  */
 function* repairWhere(set: string, where: string, ...args: Param[]): Op<RepairedEvent[]> {
   type Repaired = Pick<SessionRow, 'id' | 'customer_id' | 'duration' | 'uploaded_bytes' | 'downloaded_bytes'> & { seq: number };
@@ -79,11 +76,7 @@ export function* replaceFrom(nodeId: string, zone: string): Op<void> {
   }
 }
 
-/**
- * A node's channel opened with the process id `boot`: the same process as last time
- * ('same'; a repair made while it was silent is forgotten: it carries its sessions again),
- * another one ('new'), or another one after the previous one's sessions were repaired.
- */
+/** A node's channel opened by process `boot`. 'same' forgets a silent-time repair: it carries its sessions again. */
 function* nodeHello(nodeId: string, boot: string): Op<NodeHello> {
   const r = yield* get<{ boot_id: string | null; boot_repaired: unknown }>('SELECT boot_id, boot_repaired FROM nodes WHERE id = ?', nodeId);
   if (r?.boot_id === boot) {
@@ -94,9 +87,8 @@ function* nodeHello(nodeId: string, boot: string): Op<NodeHello> {
 }
 
 /**
- * A node runs as a new process `boot`: records it and repairs, once (the first caller to record
- * it: a conditional UPDATE), the sessions the previous process carried; claims made before
- * `claimsBefore` (epoch ms) are released. False: `boot` was recorded already.
+ * Records a node's new process `boot`; the first caller to record it (conditional UPDATE) repairs what the
+ * previous process carried, releasing claims before `claimsBefore` (epoch ms). False: already recorded.
  */
 const repairRestartedNode = tx(function* (nodeId: string, boot: string, claimsBefore: number): Op<RepairedEvent[] | false> {
   const recorded = yield* run('UPDATE nodes SET boot_id = ?, boot_repaired = ? WHERE id = ? AND (boot_id IS NULL OR boot_id <> ?)', boot, false, nodeId, boot);
@@ -127,11 +119,7 @@ const sweep = tx(function* (): Op<RepairedEvent[]> {
   return out;
 });
 
-/**
- * Nodes without contact for NODE_SILENT_SECONDS: their active sessions are repaired (idle or
- * ended, with session_stats and session_end; claims released) and their sessions that did not
- * end move to an up node of the zone when there is one. Returns the events stored.
- */
+/** Silent nodes: repairs their active sessions (claims released), moves the rest to an up node of the zone if any. */
 function* repairSilentNodes(): Op<RepairedEvent[]> {
   if ((yield* silentNodes()).length === 0) return []; // no write lock taken when there is nothing to do
   return yield* sweep();
@@ -143,30 +131,20 @@ const repairUnplaced = tx(function* (ids: string[] | null): Op<RepairedEvent[]> 
   return yield* repairWhere('connections = 0', ids ? `id IN (${marks(ids.length)}) AND ${placed}` : placed, ...(ids ?? []));
 });
 
-/**
- * Sessions this instance's own data plane had connections of when its previous process died
- * (its counter journal lists them): those still `active` and placed on no node become idle or
- * ended, with session_stats and session_end, as their last connection closing would have made them.
- */
+/** Repairs those of `ids` still active on no node: what this data plane carried when its last process died. */
 function* repairCarriedSessions(ids: string[]): Op<RepairedEvent[]> {
   if (ids.length === 0) return [];
   return yield* repairUnplaced(ids);
 }
 
 /**
- * Every session left `active` and placed on no node, on a database one process serves (SQLite,
- * with the data folder's lock held, before serving): the process that died (kill -9, power loss)
- * had connections of them open. Each becomes what its last connection closing would have made
- * it (the last saved duration and counters are kept), with session_stats and session_end.
- * Sessions placed on a data-plane node are the node's (`node run` keeps carrying them).
+ * On a database one process serves (SQLite, folder lock held, before serving): every session left `active`
+ * on no node had connections in the process that died (kill -9, power loss); each is repaired, keeping its
+ * last saved duration and counters. Sessions placed on a node stay the node's (`node run` carries them).
  */
 const repairAbandonedSessions = () => repairUnplaced(null);
 
-/**
- * Detaches a node: what it carried is repaired (its active sessions go idle or end, with their
- * events), its sessions move to an up node of its zone where there is one, the other placements
- * go with it. Every instance hears of it at once.
- */
+/** Detaches a node: repairs its active sessions, moves the rest to an up node of its zone; all instances hear at once. */
 const removeNode = tx(function* (name: string): Op<NodeInfo | undefined> {
   const node = yield* nodeOps.getNodeByName(name);
   if (!node) return undefined;

@@ -1,9 +1,7 @@
-// Reports of the data planes, applied exactly once: a node's (`node run`, numbered per node) and
-// an instance's own counter journal (cluster/journal.ts, numbered per journal). A report's byte
-// counts are ADDED to the sessions' counters, never written over (several data planes may carry
-// one session), its events stored, and its number kept, all in one transaction: a report resent
-// after a lost acknowledgement (or a crash before it) adds neither bytes nor events twice, and
-// none is lost.
+// Reports of the data planes, applied exactly once: a node's (`node run`, numbered per node) and an
+// instance's own counter journal (cluster/journal.ts, numbered per journal). In one transaction its
+// byte counts are ADDED to the sessions' counters (several data planes may carry one session), its
+// events stored and its number kept: a report resent (lost ack, crash) counts once, and none is lost.
 import type { EventInsert, SessionRow } from '../../domain.ts';
 import type { SessionEvent } from '../../contract/schemas.ts';
 import { get, run, tx, type Op } from '../sql/op.ts';
@@ -18,10 +16,7 @@ const ADD = `UPDATE sessions SET uploaded_bytes = uploaded_bytes + ?, downloaded
 /** A node's report counts only for the sessions placed on it, or moved away from it. */
 const ADD_PLACED = `${ADD} AND id IN (SELECT session_id FROM session_placements WHERE node_id = ? OR moved_from = ?)`;
 
-/**
- * What a node used of its grants (server/store/grants.ts): the client's row and the customer's
- * (client_id ''), both from one statement.
- */
+/** What a node used of its grants (server/store/grants.ts): client and customer (client_id '') rows at once. */
 const ADD_USED = `INSERT INTO node_grants (node_id, customer_id, client_id, used_up, used_down)
     SELECT ?, s.customer_id, CASE WHEN k.whole = 1 THEN '' ELSE s.client_id END, ?, ?
     FROM sessions s CROSS JOIN (SELECT 0 AS whole UNION ALL SELECT 1) k WHERE s.id = ?
@@ -41,9 +36,8 @@ function* addReported(a: NodeReportAdd, nodeId: string | null): Op<void> {
 }
 
 /**
- * Applies one report of a node at most once: its counter additions (and what they used of the
- * node's grants), its events and the node's last applied seq in one transaction. Returns the
- * stored events (to wake the readers), or false when the seq was already applied.
+ * Applies a node's report at most once (see the header), with what it used of the node's grants.
+ * Returns the stored events (to wake the readers), or false when the seq was already applied.
  */
 const applyNodeReport = tx(function* (nodeId: string, seq: number, adds: NodeReportAdd[], events: EventInsert[] = []): Op<SessionEvent[] | false> {
   if ((yield* run('UPDATE nodes SET report_seq = ? WHERE id = ? AND report_seq < ?', seq, nodeId, seq)) === 0) return false;
@@ -54,11 +48,7 @@ const applyNodeReport = tx(function* (nodeId: string, seq: number, adds: NodeRep
   return yield* insertEvents(events);
 });
 
-/**
- * Applies one report of an instance's counter journal at most once: the counters added, the
- * events stored, and the journal's last applied seq kept in the same transaction; false when
- * the seq was applied already (nothing is done).
- */
+/** Applies an instance's counter-journal report at most once, as applyNodeReport (false: already applied). */
 const applyJournalReport = tx(function* (journalId: string, seq: number, adds: NodeReportAdd[], events: EventInsert[] = []): Op<SessionEvent[] | false> {
   if (!(yield* get(JOURNAL_SEQ, journalId, seq))) return false;
   for (const a of adds) yield* addReported(a, null);

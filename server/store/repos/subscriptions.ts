@@ -1,7 +1,6 @@
-// Subscriptions, written once for both databases: one row per (customer, client_id) while the
-// subscription is on. `nonce` is random; the URL secret is HMAC(server key, nonce) and only its
-// SHA-256 is stored (server/subscriptions/secret.ts). On PostgreSQL the rows are shared by every
-// `serve` instance, so a subscription URL made on one instance works on all of them.
+// Subscriptions, one SQL text for both databases: one row per (customer, client_id) while on. The URL
+// secret is HMAC(server key, random `nonce`); only its SHA-256 is stored (server/subscriptions/secret.ts).
+// On PostgreSQL every `serve` instance shares the rows, so a subscription URL works on all of them.
 import { isoNow } from '../../time.ts';
 import type { AsyncOps } from '../sql/op.ts';
 import { allAs, changedAny, get, run, type Op } from '../sql/op.ts';

@@ -1,11 +1,10 @@
-// Support reads across the control-plane instances of a cluster (cluster/instance-ask.ts),
-// written once for both databases (a single SQLite process never uses them; the schema matches):
-//   - control_instances: each instance marks itself seen every few seconds; those seen within
-//     the last minute are the ones asked, and named when they do not answer;
-//   - the question itself is a NOTIFY on vad_support_ask (PostgreSQL; nothing on SQLite);
-//   - support_answers: one row per request and answering instance (an answer can exceed NOTIFY's
-//     8000 bytes), announced on vad_support_answers with the request id, read and deleted by the
-//     asker, and swept after a minute when nobody read it.
+// Support reads across a cluster's control-plane instances (cluster/instance-ask.ts), one SQL text for
+// both databases (a single SQLite process never uses them; the schema matches):
+//   - control_instances: each instance marks itself seen every few seconds; those seen within the last
+//     minute are asked, and named when they do not answer;
+//   - the question is a NOTIFY on vad_support_ask (PostgreSQL only);
+//   - support_answers: one row per request and answering instance (an answer can exceed NOTIFY's 8000
+//     bytes), announced on vad_support_answers, read and deleted by the asker, swept after a minute unread.
 import { CHANNELS } from '../sql/channels.ts';
 import { all, allAs, dialect, run, runNotifying, tx, type Op } from '../sql/op.ts';
 

@@ -1,9 +1,7 @@
-// Usage thresholds (50, 80 and 100 % of a byte cap in force) crossed, written once for both
-// databases. A crossing is recorded by an INSERT only one caller wins: the unique key is
-// (customer, scope, entity, direction, threshold, period key), so however many instances or
-// nodes see the same crossing, and however often a restart sees it again, one row is made, and
-// the usage_threshold webhook is queued in the same transaction as that row (the outbox:
-// webhook-deliveries.ts), never without it and never twice.
+// Usage thresholds crossed (50, 80 and 100 % of a byte cap in force), one SQL text for both databases.
+// The unique KEY lets one INSERT win however many instances or nodes see a crossing and however often
+// restarts see it again; the usage_threshold webhook is queued in the winner's transaction (the outbox:
+// webhook-deliveries.ts), never without the row and never twice.
 import { all, get, marks, run, tx, type Op } from '../sql/op.ts';
 import { deliveryOps, type QueuedEvent } from './webhook-deliveries.ts';
 
@@ -18,7 +16,7 @@ export interface ThresholdCrossing {
   entity_id: string;
   direction: 'download' | 'upload';
   threshold: Threshold;
-  /** Names the period the cap counts in and what it counts against (server/quota/thresholds.ts keyOf). */
+  /** Names the period the cap counts in and what it counts against (server/quota/thresholds.ts). */
   period_key: string;
   /** The fixed period's start (epoch ms), 0 for lifetime caps and the rolling window: old rows are pruned by it. */
   period_start: number;
@@ -34,13 +32,9 @@ export interface QueuedWith {
   maxPending: number;
 }
 
-/** A crossing's key: one row, whoever sees it and however often. */
 const KEY = 'customer_id, scope, entity_id, direction, threshold, period_key';
 
-/**
- * Records a crossing unless it is recorded already; the winner also queues `queued` (when
- * webhooks are on) in the same transaction. Returns whether this call made the row.
- */
+/** Records a crossing once; the winner also queues `queued` (webhooks on). Returns whether it won. */
 const recordThreshold = tx(function* (c: ThresholdCrossing, queued: QueuedWith | null): Op<boolean> {
   const won = yield* get<{ threshold: number }>(
     `INSERT INTO usage_thresholds (${KEY}, period_start, used_bytes, cap_bytes, crossed_at) VALUES (${marks(10)})

@@ -38,7 +38,6 @@ function* ensureCustomer(name: string): Op<{ id: string; created: boolean }> {
   return { id: found!.id, created: false };
 }
 
-/** Issues a token and returns it in plain text; only its SHA-256 is stored. */
 const createToken = tx(function* (customerName: string, role: Role): Op<{ token: string; info: TokenInfo }> {
   const customer = yield* ensureCustomer(customerName);
   const token = TOKEN_PREFIX + randomBytes(32).toString('base64url');

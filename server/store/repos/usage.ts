@@ -1,10 +1,7 @@
-// Usage history: traffic buckets per session, node and minute, rolled up into hours and days
-// as they age (server/usage/history.ts writes and compacts them; routes/usage.ts reads them).
-// Reads and the row counts are one SQL text on both databases. The writes differ in kind: a
-// batch of additions is one jsonb_to_recordset statement on PostgreSQL (several instances add
-// to one row safely) and a compiled INSERT per entry on SQLite; a roll-up is one statement with
-// FOR UPDATE SKIP LOCKED on PostgreSQL (two instances compacting take different rows) and three
-// statements over rowids in one transaction on SQLite.
+// Usage history: traffic buckets per session, node and minute, rolled up into hours and days as they
+// age (server/usage/history.ts writes and compacts them; routes/usage.ts reads them). Reads are one
+// SQL text for both databases. Each write is one statement on PostgreSQL, safe across instances (adds
+// to one row all count; compacting instances take different rows), and one transaction on SQLite.
 import { all, dialect, get, run, tx, Where, type Op } from '../sql/op.ts';
 
 export type UsageStep = 'minute' | 'hour' | 'day';
@@ -117,9 +114,8 @@ const rollupRowids = tx(function* (from: UsageStep, to: UsageStep, olderThan: nu
 });
 
 /**
- * Rolls at most `limit` of the oldest `from` rows starting before `olderThan` up into `to`
- * buckets (added to what is there) and deletes them, all or none; returns how many rows it
- * moved. Any subset of rows may be moved at a time: the sums stay the same.
+ * Moves at most `limit` of the oldest `from` rows starting before `olderThan` into `to` buckets, all
+ * or none; returns how many. Any subset may move at a time: the sums stay the same.
  */
 function* rollupUsage(from: UsageStep, to: UsageStep, olderThan: number, limit: number): Op<number> {
   if ((yield* dialect()) === 'sqlite') return yield* rollupRowids(from, to, olderThan, limit);

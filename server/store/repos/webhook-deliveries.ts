@@ -1,14 +1,10 @@
-// The durable outbox of webhook deliveries, written once for both databases. It is filled in two
-// ways, each one transaction: the session events are copied from the event log after a cursor
-// (fanOut: the events are already persisted, so a crash between an event and its delivery loses
-// nothing; the cursor moves in the same transaction as the inserts, so nothing is queued twice),
-// and the other kinds (pause, resume, limits, caps) are queued by enqueue(). Every insert into
-// the outbox holds the cursor row (PostgreSQL: its row lock, cluster-wide; SQLite: the single
-// writer), so a delivery's seq order is its commit order and a sender never sends seq N+1 and
-// then sees N appear behind it. A delivery is taken with a lease (claimDue), at most one in
-// flight per (endpoint, order key), so one sender at a time holds it; a sender that dies leaves
-// a lease that runs out, and the row is sent again with the same id. An endpoint keeps at most
-// `maxPending` pending deliveries: the oldest beyond are dropped and counted on the endpoint.
+// The durable outbox of webhook deliveries, for both databases. Each fill is one transaction:
+// fanOut copies session events logged after a cursor (already persisted, so a crash loses nothing;
+// the cursor moves with the inserts, so nothing is queued twice); enqueue() queues the other kinds
+// (pause, resume, limits, caps). Every insert holds the cursor row (PostgreSQL: its row lock,
+// cluster-wide; SQLite: the single writer), so seq order is commit order: a sender never sends
+// seq N+1 and then sees N appear behind it. claimDue leases deliveries, at most one in flight per
+// (endpoint, order key); a dead sender's lease runs out and the row is resent with the same id.
 import { randomUUID } from 'node:crypto';
 import type { EventInsert } from '../../domain.ts';
 import { all, dialect, get, marks, run, tx, type Op } from '../sql/op.ts';
@@ -57,10 +53,7 @@ export type DeliveryOutcome =
 /** The error of the pending deliveries of an endpoint the server disabled. */
 export const NOT_SENT_DISABLED = 'not sent: the endpoint was disabled after failing';
 
-/**
- * A row lock clause for a SELECT inside a transaction: PostgreSQL's `FOR UPDATE ...` (several
- * instances share the rows); nothing on SQLite, whose BEGIN IMMEDIATE already admits one writer.
- */
+/** A SELECT's row lock in tx(): `FOR UPDATE ...` on PostgreSQL; none on SQLite (BEGIN IMMEDIATE: one writer). */
 export function* rowLock(clause = 'FOR UPDATE'): Op<string> {
   return (yield* dialect()) === 'postgres' ? ` ${clause}` : '';
 }
@@ -103,10 +96,7 @@ function* holdCursor(clause = 'FOR UPDATE'): Op<number | undefined> {
   return cur?.id;
 }
 
-/**
- * Queues one event for every enabled endpoint of its customer subscribed to its kind; an
- * endpoint with more than `maxPending` pending deliveries loses its oldest (counted in `dropped`).
- */
+/** Queues one event (insertFor). An endpoint keeps the newest `maxPending` pending; `dropped` counts the rest. */
 const enqueue = tx(function* (event: QueuedEvent, now: number, maxPending: number): Op<number> {
   yield* holdCursor();
   return yield* insertFor(event, now, maxPending);
@@ -163,10 +153,7 @@ function* complete(seq: number, o: DeliveryOutcome): Op<void> {
 const deliveries = (customerId: string, webhookId: string, limit: number) =>
   all<DeliveryRow>(`SELECT ${COLUMNS} FROM webhook_deliveries d WHERE d.customer_id = ? AND d.webhook_id = ? ORDER BY d.seq DESC LIMIT ?`, customerId, webhookId, limit);
 
-/**
- * Drops every lease at start on SQLite (one process per data folder: no lease can be live).
- * On PostgreSQL other instances may hold live leases: there leases only run out.
- */
+/** Drops all leases at start on SQLite (one process per folder); PostgreSQL's may be live: they only run out. */
 function* releaseLeases(): Op<void> {
   if ((yield* dialect()) === 'postgres') return;
   yield* run('UPDATE webhook_deliveries SET lease_until = NULL WHERE lease_until IS NOT NULL');

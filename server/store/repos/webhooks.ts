@@ -1,11 +1,8 @@
-// Webhook endpoints and their health, written once for both databases (the outbox of their
-// deliveries: webhook-deliveries.ts). An endpoint's secret is stored only encrypted
-// (server/webhooks/secret.ts). Its health: failed attempts in a row and since when, what the
-// outbox dropped for it. An endpoint that keeps failing is disabled by the server (enabled =
-// false, disabled_reason set) and its pending deliveries are marked failed, so a dead endpoint's
-// backlog neither grows nor holds a sender; enabling it again (PATCH enabled: true) starts a new
-// count. The endpoint's row is locked while it is read and written (PostgreSQL: two instances
-// failing at once count both failures, and only one disables).
+// Webhook endpoints and their health, for both databases (their outbox: webhook-deliveries.ts).
+// The secret is stored only encrypted (server/webhooks/secret.ts). An endpoint that keeps failing is
+// disabled (enabled = false, disabled_reason set) and its pending deliveries marked failed, so a dead
+// endpoint's backlog neither grows nor holds a sender; PATCH enabled: true starts a new count. The row
+// is locked while read and written (PostgreSQL: two instances failing at once count both; one disables).
 import type { Webhook } from '../../contract/webhooks.ts';
 import type { AsyncOps } from '../sql/op.ts';
 import { allAs, assignments, bool, changedAny, getAs, run, scalar, tx, type Op } from '../sql/op.ts';
@@ -15,9 +12,8 @@ export type { DeliveryOutcome, DeliveryRow, DueDelivery, LoggedEvent, QueuedEven
 export { NOT_SENT_DISABLED } from './webhook-deliveries.ts';
 
 /**
- * An endpoint as stored: the API's record (contract/webhooks.ts, where each field is described)
- * with its customer and its secret, only encrypted. `last_error` is the error as the owner may
- * read it; `next_retry_at` is in epoch ms (the earliest pending delivery tried before), read only.
+ * An endpoint as stored: the API record (fields in contract/webhooks.ts), its customer and encrypted
+ * secret. `last_error` is readable by the owner; `next_retry_at` is epoch ms, read only (READ_COLUMNS).
  */
 export type WebhookRow = Omit<Webhook, 'events' | 'next_retry_at'> & {
   customer_id: string;
@@ -113,9 +109,8 @@ function* recordSuccess(webhookId: string): Op<void> {
 }
 
 /**
- * An attempt to the endpoint failed with `error`: counted and kept as the last error; when `rule`
- * says so the endpoint is disabled and its pending deliveries marked failed. Returns the endpoint
- * when this failure disabled it.
+ * A failed attempt: counted and `error` kept as the last error; per `rule` it may disable the endpoint
+ * and fail its pending deliveries. Returns the endpoint only when this failure disabled it.
  */
 const recordFailure = tx(function* (webhookId: string, now: Date, rule: DisableRule, error: string): Op<WebhookRow | undefined> {
   const cur = yield* getAs(toWebhook, `SELECT ${COLUMNS} FROM webhooks WHERE id = ? AND enabled = ?${yield* rowLock()}`, webhookId, true);

@@ -20,9 +20,8 @@ export const CHANNELS = {
 export const READ_TABLES: readonly string[] = ['sessions', 'clients', 'limits'];
 
 /**
- * Those of READ_TABLES whose INSERTs the trigger leaves out (a session creation notifies nothing):
- * a cached read of one must read one row by its key, and is kept only when it found it (a new
- * row cannot change that answer; a read that found nothing is not kept). The test of the cache
- * (test/store/pg-read-cache.test.ts) checks that every cached read of sessions reads it by id.
+ * Those of READ_TABLES whose INSERTs the trigger skips (a session creation notifies nothing): a cached
+ * read of one must read one row by its key, and is kept only when it found it (a new row cannot change
+ * that answer). test/store/pg-read-cache.test.ts checks every cached read of sessions reads it by id.
  */
 export const INSERT_SILENT: readonly string[] = ['sessions'];

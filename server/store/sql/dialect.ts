@@ -1,8 +1,7 @@
-// The SQL text of an operation, made ready for one dialect. Operations write `?` placeholders
-// and three fragments; the text of each is translated once and cached:
-// - `{now}`: the database's clock as an ISO time (SQLite) or a timestamptz (PostgreSQL), for
-//   node contact times, which every instance must judge against the same clock;
-// - `{ago:N}`: that clock N seconds ago;
+// An operation's SQL text made ready for one dialect (translated once, cached). Operations write `?`
+// placeholders and these fragments:
+// - `{now}`: the database's clock, ISO text (SQLite) or timestamptz (PostgreSQL), for node contact
+//   times, which every instance must judge by the same clock; `{ago:N}`: that clock N seconds ago;
 // - `{iso:col}`: a contact time read back as ISO text with milliseconds;
 // - `{seq:alias}`: a table's insertion order (SQLite's rowid; an identity column on PostgreSQL).
 import type { Dialect, Notice } from './op.ts';

@@ -1,14 +1,10 @@
-// One storage operation, written once for both databases. An operation is a generator that
-// yields the statements it needs and gets each one's result back; a runner executes them:
-// synchronously on node:sqlite (sqlite-runner.ts: the data plane's hot reads never wait) or
-// over a PostgreSQL pool (pg-runner.ts). The rule inside an operation (a claim, a grant, a
-// report applied once) is therefore one piece of code whatever database carries it.
-//
-// SQL is written once in the subset both dialects accept, with `?` placeholders; dialect.ts
-// turns it into PostgreSQL's `$n` and expands the few fragments that differ ({now}, {ago:N},
-// {iso:col}). What truly differs in kind is a step of its own: a lock (PostgreSQL's advisory
-// lock; SQLite's single writer already orders transactions), a change notice (PostgreSQL's
-// NOTIFY, delivered on commit) and the dialect itself, for the rare operation that must branch.
+// One storage operation, written once for both databases: a generator that yields the statements
+// it needs and gets each result back, so its rule (a claim, a grant, a report applied once) is one
+// piece of code. A runner executes it: synchronously on node:sqlite (sqlite-runner.ts: the data
+// plane's hot reads never wait) or over a PostgreSQL pool (pg-runner.ts). SQL uses `?` and the subset
+// both dialects accept (dialect.ts translates). What differs in kind is a step of its own: a lock
+// (PostgreSQL advisory lock; SQLite's single writer already orders transactions), a change notice
+// (NOTIFY, delivered on commit), and the dialect, for the rare operation that must branch.
 
 export type Dialect = 'sqlite' | 'postgres';
 export type Param = string | number | boolean | null | bigint;
@@ -27,39 +23,31 @@ export interface Notice {
   expr: string;
 }
 
-/** What an operation is: a generator of steps returning T. */
 export type Op<T> = Generator<Step, T, unknown>;
 
-/** Rows of a query. */
 export function* all<T>(sql: string, ...params: Param[]): Op<T[]> {
   return (yield { k: 'all', sql, params }) as T[];
 }
 
-/** The first row of a query, if any. */
 export function* get<T>(sql: string, ...params: Param[]): Op<T | undefined> {
   return (yield { k: 'get', sql, params }) as T | undefined;
 }
 
-/**
- * The first row of a read of rows that rarely change (limits, a client's record): a runner may
- * answer it from a cache it drops whenever those tables change (SQLite: sql/read-cache.ts).
- */
+/** A read of rarely changing rows (limits, a client's record): runners may answer it from sql/read-cache.ts. */
 export function* getCached<T>(sql: string, ...params: Param[]): Op<T | undefined> {
   return (yield { k: 'get', sql, params, cached: true }) as T | undefined;
 }
 
-/** Rows of a query, each as `map` makes it. */
 export function* allAs<R, T>(map: (r: R) => T, sql: string, ...params: Param[]): Op<T[]> {
   return (yield* all<R>(sql, ...params)).map(map);
 }
 
-/** The first row of a query, if any, as `map` makes it. */
 export function* getAs<R, T>(map: (r: R) => T, sql: string, ...params: Param[]): Op<T | undefined> {
   const r = yield* get<R>(sql, ...params);
   return r === undefined ? undefined : map(r);
 }
 
-/** The first column of a query's first row (a count, an id, a version): one SQL text, or each database's own. */
+/** The first column of the first row (a count, an id, a version): one SQL text, or each database's own. */
 export function* scalar<T = number>(sql: string | Record<Dialect, string>, ...params: Param[]): Op<T> {
   const r = yield* get<Record<string, T>>(typeof sql === 'string' ? sql : sql[yield* dialect()], ...params);
   return Object.values(r!)[0];
@@ -75,7 +63,6 @@ export function* runNotifying(notice: Notice, sql: string, ...params: Param[]): 
   return (yield { k: 'run', sql, params, notify: notice }) as number;
 }
 
-/** Whether a statement (run, runNotifying) changed any row. */
 export function* changedAny(statement: Op<number>): Op<boolean> {
   return (yield* statement) > 0;
 }
@@ -85,7 +72,6 @@ export function* lock(key: string): Op<void> {
   yield { k: 'lock', key };
 }
 
-/** The database the operation runs on, for what truly differs in kind. */
 export function* dialect(): Op<Dialect> {
   return (yield { k: 'dialect' }) as Dialect;
 }
@@ -95,10 +81,7 @@ export function* tokensChanged(): Op<void> {
   yield { k: 'tokens' };
 }
 
-/**
- * Makes an operation one transaction: committed before its result is returned, rolled back
- * when it throws. Inside another transaction it joins the outer one.
- */
+/** One transaction: committed before the result returns, rolled back on a throw; nested, joins the outer. */
 export function tx<A extends unknown[], T>(body: (...args: A) => Op<T>): (...args: A) => Op<T> {
   return function* (...args: A): Op<T> {
     yield { k: 'begin' };
@@ -130,7 +113,6 @@ export class Where {
     return this;
   }
 
-  /** `col = ?` for each of `cols` that `filter` sets. */
   equal<F extends object>(filter: F, cols: readonly (keyof F & string)[]): this {
     for (const c of cols) this.and(`${c} = ?`, filter[c] as Param | undefined);
     return this;
@@ -144,7 +126,6 @@ export class Where {
     return this;
   }
 
-  /** The terms joined with AND. */
   get where(): string {
     return this.terms.join(' AND ');
   }

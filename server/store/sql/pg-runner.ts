@@ -1,13 +1,9 @@
-// Runs operations (op.ts) on a PostgreSQL pool. Outside a transaction each statement takes any
-// pooled connection; a transaction holds one connection from its BEGIN to its COMMIT. A lost
-// database surfaces as DatabaseUnavailable (pool.ts), and a connection that failed mid-way is
-// destroyed rather than reused.
-//
-// `getCached` reads are answered from the process's read cache (pg/read-cache.ts) outside
-// transactions while it is live; every statement that may write a table (INSERT, UPDATE, DELETE,
-// or anything else but a SELECT) drops the cached reads of that table when it has committed: at
-// once for a statement on its own, at the COMMIT for one in a transaction, before the result is
-// handed back either way (read-your-writes on this instance).
+// Runs operations (op.ts) on a PostgreSQL pool. Outside a transaction each statement takes any pooled
+// connection; a transaction holds one from BEGIN to COMMIT. A lost database surfaces as
+// DatabaseUnavailable (pool.ts); a connection that failed mid-way is destroyed, not reused.
+// Outside transactions, `getCached` reads are answered from the read cache (pg/read-cache.ts) while it
+// is live. Any statement but a SELECT drops the cached reads of its tables once committed (at once, or
+// at its transaction's COMMIT), before the result is handed back: read-your-writes on this instance.
 import type pg from 'pg';
 import { sqlFor } from './dialect.ts';
 import { bindOps, type AsyncOps, type Op, type OpTable, type Param, type Step } from './op.ts';
@@ -19,10 +15,7 @@ const BUMP_TOKENS = `UPDATE token_version SET version = version + 1 RETURNING pg
 
 /** Distinct statement texts prepared by name; later ones run unnamed. */
 const NAMED_MAX = 500;
-/**
- * Shared by every runner of the process: a name means one text on whatever pooled connection
- * prepares it (a transaction's runner joined to a connection uses the same names).
- */
+/** Text -> name, shared by every runner of the process (joined ones too): a name means one text anywhere. */
 const PREPARED = new Map<string, string>();
 
 /** One operation's run: the connection of its transaction, if one is open. */
@@ -99,10 +92,7 @@ export class PgRunner {
     return (name ? target.query({ name, text: sql, values: params }) : target.query(sql, params)).catch(mapDatabaseError);
   }
 
-  /**
-   * The name a statement text is prepared under (each connection parses it once, then only binds
-   * and executes); none past NAMED_MAX distinct texts (IN lists of many lengths stay unnamed).
-   */
+  /** Each connection parses a named text once, then only binds; none past NAMED_MAX (long IN lists stay unnamed). */
   private nameOf(sql: string): string | undefined {
     let name = PREPARED.get(sql);
     if (name === undefined && PREPARED.size < NAMED_MAX) {
@@ -183,7 +173,6 @@ export class PgRunner {
   }
 }
 
-/** Every operation of `table`, bound to run on `runner`. */
 export function bindAsync<T extends OpTable>(table: T, runner: PgRunner): AsyncOps<T> {
   return bindOps(table, (op) => runner.run(op)) as unknown as AsyncOps<T>;
 }

@@ -1,28 +1,20 @@
-// The cache of rarely written rows, one class for both databases: the results of the reads an
-// operation marks `cached` (op.ts getCached: a customer's limits, a client's record, a session's
-// status read), each dropped when a table it read may have changed. Inside a transaction nothing
-// is cached or answered from it (the runners' rule). A hit costs a Map look-up and a copy of the
-// row instead of a statement (a round trip on PostgreSQL).
-//
-// Two sources drop entries:
-//   - this process's own writes: the reads of the tables a statement writes ('*': anything it
-//     may write): SQLite's runner at each statement, PostgreSQL's after a statement on its own
-//     (`ran`) or at the COMMIT of a transaction (`written`, then `invalidate` per table);
-//   - the other writers: SQLite's data_version (another connection committed; checked on every
-//     lookup, everything dropped), or PostgreSQL's `vad_reads` notification (`invalidate`, from
-//     ../pg/read-cache.ts), named after the table a committed statement wrote.
-// A read whose answer arrives later than it was asked (PostgreSQL) is stored only when no table
-// it reads was invalidated meanwhile (`since`/`store`): otherwise an invalidation that arrived
-// during its round trip would be overwritten by the older row.
+// The cache of rarely written rows, one class for both databases: the results of `cached` reads (op.ts
+// getCached: a customer's limits, a client's record, a session's status read), each dropped when a
+// table it read may have changed. Nothing is cached or answered inside a transaction (the runners'
+// rule). A hit costs a Map look-up and a row copy instead of a statement (a round trip on PostgreSQL).
+// Entries are dropped by this process's own writes (SQLite: at each statement; PostgreSQL: `ran` after
+// a statement on its own, `written` then `invalidate` at a transaction's COMMIT) and by other writers
+// (SQLite's data_version, checked on every lookup, drops everything; PostgreSQL's `vad_reads` notice
+// names the table: ../pg/read-cache.ts). A late answer (PostgreSQL) is stored only if no table it reads
+// was invalidated meanwhile (`since`/`store`); else it would overwrite that invalidation with an older row.
 import type { Param } from './op.ts';
 
 /** More entries than this start the cache afresh (many customers, each with a few rows). */
 const MAX_ENTRIES = 5000;
 
 /**
- * The tables a statement writes: its target; every INSERT, UPDATE and DELETE target of a WITH
- * statement (data-modifying CTEs; a word after ON CONFLICT DO UPDATE or FOR UPDATE may be named
- * too, which drops nothing); '*' when it is none of these (DDL, anything unknown).
+ * The tables a statement writes: its target, or every INSERT/UPDATE/DELETE target of a WITH (a word after
+ * ON CONFLICT DO UPDATE or FOR UPDATE may be named too, harmlessly); '*' for anything else (DDL, unknown).
  */
 export function writtenTables(sql: string): string[] {
   const text = sql.trimStart();
@@ -92,7 +84,6 @@ export class ReadCache {
     return tables;
   }
 
-  /** Whether a read of `sql` may be cached at all. */
   cacheable(sql: string): boolean {
     return this.tablesOf(sql) !== null;
   }
@@ -126,10 +117,7 @@ export class ReadCache {
     return this.generation;
   }
 
-  /**
-   * Keeps `row` as the answer of `sql` with `params`, unless a table it reads was invalidated
-   * after `since` (the generation when the read was sent; the current one by default).
-   */
+  /** Keeps `row` unless a table it reads was invalidated after `since` (the generation when it was read). */
   store(sql: string, params: Param[], row: object | undefined, since = this.generation): void {
     const tables = this.tablesOf(sql);
     if (!tables) return;
@@ -182,7 +170,6 @@ export class ReadCache {
     this.size = 0;
   }
 
-  /** The statement texts with rows cached. */
   get texts(): string[] {
     return [...this.entries.keys()];
   }

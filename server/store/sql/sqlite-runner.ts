@@ -1,7 +1,6 @@
-// Runs operations (op.ts) on node:sqlite, synchronously: each statement text is compiled once
-// and reused, so an operation costs what its statements cost. A transaction is BEGIN IMMEDIATE
-// (one writer at a time, across processes too); inside a transaction the caller opened, an
-// operation joins it.
+// Runs operations (op.ts) on node:sqlite, synchronously; each statement text is compiled once and
+// reused. A transaction is BEGIN IMMEDIATE (one writer at a time, across processes too); inside a
+// transaction the caller opened, an operation joins it.
 import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite';
 import { sqlFor } from './dialect.ts';
 import { ReadCache } from './read-cache.ts';
@@ -19,10 +18,9 @@ const args = (params: Param[]): SQLInputValue[] => (params.some((p) => typeof p 
 const plain = <T extends object>(row: T | undefined): T | undefined => row && { ...row };
 
 /**
- * The read cache's check of data_version, read once per turn of the event loop (and at most 1 ms
- * apart): a request that arrives after another process's commit is handled in a later turn and
- * sees it, as with a check on every hit, while the many cached reads of one turn share one
- * statement (it was the largest store cost of a status read and of a creation).
+ * The read cache's data_version check, read once per event-loop turn (at most 1 ms apart): a request
+ * after another process's commit runs in a later turn and sees it, yet a turn's many cached reads
+ * share one statement (a check per hit was the largest store cost of a status read).
  */
 function turnVersion(read: () => number): () => number {
   let version: number | undefined;
@@ -56,10 +54,7 @@ export class SqliteRunner {
     this.cache = new ReadCache({ dataVersion: turnVersion(() => (this.prepared('PRAGMA data_version').get() as { data_version: number }).data_version) });
   }
 
-  /**
-   * The compiled statement of an SQL text, run right after (a step's, or one of the few statements
-   * outside operations): one that writes a table cached reads read drops the read cache now.
-   */
+  /** The compiled statement of `sql`, about to run: drops now the cached reads of the tables it writes. */
   statement(sql: string): StatementSync {
     this.cache.ran(sql);
     return this.prepared(sql);
@@ -135,15 +130,11 @@ export class SqliteRunner {
   }
 }
 
-/** Every operation of `table`, bound to run synchronously on `runner`. */
 export function bindSync<T extends OpTable>(table: T, runner: SqliteRunner): SyncOps<T> {
   return bindOps(table, (op) => runner.run(op)) as unknown as SyncOps<T>;
 }
 
-/**
- * Every operation of `table`, run synchronously on `runner` behind an already-settled promise
- * (the async seam on SQLite: no thread hop); a statement's error becomes a rejection.
- */
+/** The async seam on SQLite: runs synchronously behind a settled promise (no thread hop); errors reject. */
 export function bindSettled<T extends OpTable>(table: T, runner: SqliteRunner): AsyncOps<T> {
   return bindOps(table, (op) => new Promise((resolve) => resolve(runner.run(op)))) as unknown as AsyncOps<T>;
 }
