@@ -32,6 +32,12 @@ const LINGER_MS = 1000;
 const DIAL_TIMEOUT_MS = 10_000;
 const IDLE_MS = 300_000;
 const MAX_HEAD = 4096;
+/**
+ * TLS 1.3 suites in the relay's order: AES-128-GCM first (OpenSSL's default puts AES-256 first). It
+ * is a standard suite with 128-bit security, and it cut the relay's CPU per GiB by about 15 % on
+ * each side (`npm run bench -- geo`); the entry is our own node, which offers all three.
+ */
+export const RELAY_CIPHERS = 'TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256';
 /** Relayed connections open at once (dialling or piping); over it new ones are refused. */
 const MAX_OPEN = 4096;
 /**
@@ -242,7 +248,7 @@ function relay(l: Listener, sock: TLSSocket, req: Request & { host: string; port
 export function createRelayServer(opts: RelayServerOptions): Server & { shutdown(): Promise<void>; takeCarried(): Carried } {
   const l: Listener = {
     opts,
-    secureContext: createSecureContext({ cert: opts.cert, key: opts.key }),
+    secureContext: createSecureContext({ cert: opts.cert, key: opts.key, ciphers: RELAY_CIPHERS, honorCipherOrder: true }),
     guard: new RelayGuard(opts.log),
     nonces: new RelayNonces(),
     entries: opts.entries ?? (() => new Set<string>()),

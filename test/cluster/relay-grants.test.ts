@@ -72,6 +72,14 @@ const keyFor = (from: string, tokenHash = TOKEN_HASH, exp = keyExpiry()) => ({ f
 const request = (key: ReturnType<typeof keyFor>, port = destPort, now = Date.now()) => ({ ...signRelayRequest(key, 'session-one', '127.0.0.1', port, now), host: '127.0.0.1', port });
 const refusal = (answer: string) => (JSON.parse(answer.trim()) as { error: string }).error;
 
+test('the relay negotiates TLS 1.3 with AES-128-GCM', async () => {
+  const s = tlsConnect({ host: '127.0.0.1', port: relayPort, rejectUnauthorized: false });
+  await new Promise<void>((resolve, reject) => s.once('secureConnect', () => resolve()).once('error', reject));
+  assert.equal(s.getProtocol(), 'TLSv1.3');
+  assert.equal(s.getCipher().standardName, 'TLS_AES_128_GCM_SHA256');
+  s.destroy();
+});
+
 test('a grant opens one connection to its destination; used a second time it is refused', async () => {
   const line = request(keyFor('node-a'));
   assert.equal(await ask(line, 'ping\n'), 'OK\nhello\nping\n');
