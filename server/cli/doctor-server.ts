@@ -1,8 +1,6 @@
 // The doctor's view of a running service: its listeners as serve's options set them, and what the
 // service answers (GET /v2/server-info with --url and --token; else its public OpenAPI document at
 // the configured API port), with the answer's HTTP Date for the clock. 2 s per request.
-import { request as httpRequest } from 'node:http';
-import { request as httpsRequest } from 'node:https';
 import type { TlsFacts } from '../doctor/certificate.ts';
 import type { PortSpec } from '../doctor/ports.ts';
 import { messageOf, PROBE_TIMEOUT_MS } from '../doctor/report.ts';
@@ -43,11 +41,13 @@ export function cliPorts(values: ServeValues, tls = false): PortSpec[] {
 }
 
 /** One GET; TLS is not verified here (the TLS checks compare the certificate instead). */
-function get(url: string, token?: string): Promise<ServerAnswer & { body?: unknown }> {
+async function get(url: string, token?: string): Promise<ServerAnswer & { body?: unknown }> {
+  // Imported here, not at the top: every command loads this file, and Node 24's ESM view of
+  // node:http loads its WebSocket client (a tenth of a `serve` start-up).
+  const { request: send } = url.startsWith('https:') ? await import('node:https') : await import('node:http');
   const sentAt = Date.now();
   return new Promise((resolve) => {
     const done = (a: Omit<ServerAnswer, 'sentAt' | 'receivedAt'> & { body?: unknown }) => resolve({ ...a, sentAt, receivedAt: Date.now() });
-    const send = url.startsWith('https:') ? httpsRequest : httpRequest;
     const req = send(url, { headers: token ? { authorization: `Bearer ${token}` } : {}, timeout: PROBE_TIMEOUT_MS, rejectUnauthorized: false }, (res) => {
       let text = '';
       res.setEncoding('utf8').on('data', (c: string) => (text += c));

@@ -6,7 +6,6 @@ import { X509Certificate, createPrivateKey } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { join } from 'node:path';
-import { generate as generateSelfSigned } from 'selfsigned';
 
 export const SELF_SIGNED_DAYS = 825;
 /** A stored certificate this close to expiry is replaced at start. */
@@ -44,6 +43,8 @@ function usable(pair: PemPair, host: string): boolean {
 }
 
 async function generate(host: string): Promise<PemPair> {
+  // Loaded on first use: the generator and its X.509 library are a tenth of a start-up otherwise.
+  const { generate: generateSelfSigned } = await import('selfsigned');
   const h = bareHost(host);
   const notBeforeDate = new Date(Date.now() - 3_600_000); // an hour of slack for clients with a slow clock
   const notAfterDate = new Date(notBeforeDate.getTime() + SELF_SIGNED_DAYS * 86_400_000);

@@ -5,8 +5,6 @@
 // What the owner reads of a failure (the deliveries API, the UI) names no address: the address a
 // name resolved to on the server, or that a policy refused, would make the endpoint URL an
 // oracle of the server's DNS and network. The full story (`detail`) is for the server log only.
-import { request as httpRequest } from 'node:http';
-import { request as httpsRequest } from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
 import { type EgressPolicy, EgressRefused, resolveDestination } from '../dataplane/egress.ts';
 import { signatureHeader } from './secret.ts';
@@ -61,7 +59,11 @@ export function shownError(stored: string | null): string | null {
 
 const MAX_ANSWER_BYTES = 4096;
 
-export function postDelivery(url: string, headers: Record<string, string>, body: string, timeoutMs: number, egress: EgressPolicy): Promise<SendResult> {
+export async function postDelivery(url: string, headers: Record<string, string>, body: string, timeoutMs: number, egress: EgressPolicy): Promise<SendResult> {
+  const target = new URL(url);
+  // Imported at the first delivery: Node 24's ESM view of node:http loads its WebSocket client
+  // (undici), a tenth of a `serve` start-up that sends no webhook.
+  const { request: send } = target.protocol === 'https:' ? await import('node:https') : await import('node:http');
   return new Promise((resolve) => {
     let done = false;
     const finish = (r: SendResult) => {
@@ -70,7 +72,6 @@ export function postDelivery(url: string, headers: Record<string, string>, body:
       clearTimeout(timer);
       resolve(r);
     };
-    const target = new URL(url);
     // The lookup the socket uses: resolve, check the policy, dial the checked address.
     // Node asks with `all: true` when it may try several addresses (autoSelectFamily): answer
     // the one checked address in the shape asked for.
@@ -82,7 +83,6 @@ export function postDelivery(url: string, headers: Record<string, string>, body:
         (err: Error) => (all ? done(err, []) : done(err, '', 4)),
       );
     };
-    const send = target.protocol === 'https:' ? httpsRequest : httpRequest;
     const req = send(
       target,
       {
