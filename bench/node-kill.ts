@@ -2,9 +2,10 @@
 // data at full speed. A raw-TCP VLESS download through the node from a loopback origin that
 // writes as fast as the node reads; the node is killed with -9 in the middle of it and restarted
 // on the same data folder; once the session's counters settle, what they gained is compared with
-// what moved. The origin's bytes (handed to its kernel) are an upper bound of what the node read
-// and counted, the client's bytes a lower one (the difference is what sat in socket buffers when
-// the node died), so the loss is printed as a range beside the 1 MiB bound.
+// what moved. The loss is what the client got that the counters never gained (delivered, not
+// counted), beside the 1 MiB bound. Also printed: what was counted but not delivered (read from the
+// origin, still on its way to the client at the kill), and what the origin handed its kernel that
+// the counters never gained (mostly socket buffers the node never read: an upper bound, not a loss).
 import { connect, createServer, type Socket } from 'node:net';
 import { buildVlessHeader } from '../server/dataplane/vless-header.ts';
 
@@ -35,7 +36,7 @@ async function settled(counters: NodeKillSetup['counters']): Promise<{ up: numbe
   return JSON.parse(last);
 }
 
-/** Runs the figure and prints it; answers the upper bound of bytes lost. */
+/** Runs the figure and prints it; answers the bytes lost (delivered, not counted). */
 export async function nodeKillFigure(setup: NodeKillSetup, runMs = 1500): Promise<number> {
   const chunk = Buffer.alloc(256 * 1024, 3);
   let sent = 0;
@@ -73,13 +74,13 @@ export async function nodeKillFigure(setup: NodeKillSetup, runMs = 1500): Promis
     await setup.restart();
     const after = await settled(setup.counters);
     const counted = after.down - before.down;
-    const upper = sent - counted;
-    const lower = got - counted;
+    const lost = Math.max(0, got - counted);
     console.log(
       `bytes lost per kill -9 of a node moving data at full speed (${mib(got)} through it in ${runMs} ms, restarted on its data folder): ` +
-        `${mib(Math.max(0, lower))} to ${mib(Math.max(0, upper))} (origin sent ${mib(sent)}, client got ${mib(got)}, counters gained ${mib(counted)}) | bound 1.00 MiB`,
+        `delivered but not counted ${mib(lost)} | bound 1.00 MiB | counted, not delivered ${mib(Math.max(0, counted - got))}; ` +
+        `origin sent ${mib(sent)}, ${mib(Math.max(0, sent - counted))} of it never counted (socket buffers the node never read, at most)`,
     );
-    return upper;
+    return lost;
   } finally {
     for (const s of sockets) s.destroy();
     origin.close();
