@@ -72,12 +72,17 @@ const keyFor = (from: string, tokenHash = TOKEN_HASH, exp = keyExpiry()) => ({ f
 const request = (key: ReturnType<typeof keyFor>, port = destPort, now = Date.now()) => ({ ...signRelayRequest(key, 'session-one', '127.0.0.1', port, now), host: '127.0.0.1', port });
 const refusal = (answer: string) => (JSON.parse(answer.trim()) as { error: string }).error;
 
-test('the relay negotiates TLS 1.3 with AES-128-GCM', async () => {
+test('the relay negotiates TLS 1.3 with AES-128-GCM, and refuses TLS 1.2', async () => {
   const s = tlsConnect({ host: '127.0.0.1', port: relayPort, rejectUnauthorized: false });
   await new Promise<void>((resolve, reject) => s.once('secureConnect', () => resolve()).once('error', reject));
   assert.equal(s.getProtocol(), 'TLSv1.3');
   assert.equal(s.getCipher().standardName, 'TLS_AES_128_GCM_SHA256');
   s.destroy();
+  // TLS 1.2 is refused: the relay lists no suite of it.
+  const old = tlsConnect({ host: '127.0.0.1', port: relayPort, rejectUnauthorized: false, maxVersion: 'TLSv1.2' });
+  const err = await new Promise<Error & { code?: string }>((resolve) => old.once('error', resolve).once('secureConnect', () => resolve(new Error('connected'))));
+  old.destroy();
+  assert.match(String(err.code), /PROTOCOL_VERSION|NO_PROTOCOLS|HANDSHAKE_FAILURE/);
 });
 
 test('a grant opens one connection to its destination; used a second time it is refused', async () => {
