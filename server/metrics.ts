@@ -21,27 +21,7 @@
 // (Not prom-client's collectDefaultMetrics: its open-descriptor count lists /proc/self/fd on every
 // scrape, which blocks the event loop for 40-70 ms when a server holds 8,000 relayed connections.)
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import type * as Prom from 'prom-client';
-// The classes from their own files: prom-client's index also loads collectDefaultMetrics and, through
-// it, @opentelemetry/api, a seventh of a `serve` start-up for nothing used here. Same modules as the
-// index's, so the same classes. (The package's types cover its index only.)
-// @ts-expect-error -- untyped path, typed below
-import CounterClass from 'prom-client/lib/counter.js';
-// @ts-expect-error -- untyped path, typed below
-import GaugeClass from 'prom-client/lib/gauge.js';
-// @ts-expect-error -- untyped path, typed below
-import HistogramClass from 'prom-client/lib/histogram.js';
-// @ts-expect-error -- untyped path, typed below
-import RegistryClass from 'prom-client/lib/registry.js';
-
-export const Counter = CounterClass as typeof Prom.Counter;
-export type Counter<T extends string = string> = Prom.Counter<T>;
-export const Gauge = GaugeClass as typeof Prom.Gauge;
-export type Gauge<T extends string = string> = Prom.Gauge<T>;
-export const Histogram = HistogramClass as typeof Prom.Histogram;
-export type Histogram<T extends string = string> = Prom.Histogram<T>;
-export const Registry = RegistryClass as typeof Prom.Registry;
-export type Registry = Prom.Registry;
+import { Counter, Gauge, Histogram, Registry } from './prom.ts';
 
 export interface OpenConnections {
   zone: string;

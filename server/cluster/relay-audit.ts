@@ -15,7 +15,7 @@
 // LAG_MS late; a session hash neither counted nor carried for IDLE_MS is forgotten; `serve`
 // (whose data plane counts locally) is not compared; plain-HTTP answers are rewritten by the
 // entry (hop-by-hop headers), so a few bytes per request differ either way: hence the slack.
-import { Counter, Gauge, type Registry } from '../metrics.ts';
+import { Counter, Gauge, type Registry } from '../prom.ts';
 import type { Logger } from '../domain.ts';
 import { sessionTag } from '../dataplane/relay-grant.ts';
 

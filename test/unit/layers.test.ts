@@ -34,7 +34,7 @@ const LAYERS: Record<string, Layer> = {
   // Files of the data folder holding a key; configuration links; the Prometheus registry.
   'key-file': { files: ['server/key-file.ts'], may: [], packages: ['node:'] },
   links: { files: ['server/links.ts'], may: ['contract'], packages: [] },
-  metrics: { files: ['server/metrics.ts'], may: [], packages: ['prom-client', 'node:perf_hooks'] },
+  metrics: { files: ['server/metrics.ts', 'server/prom.ts'], may: [], packages: ['prom-client', 'node:perf_hooks'] },
   store: { files: ['server/store/'], may: ['domain', 'contract', 'util'], packages: ['node:', 'pg'] },
   zones: { files: ['server/zones/'], may: ['domain', 'contract', 'util'], packages: ['node:'] },
   // The data plane knows neither fastify nor the store nor electron: DataPlaneDeps is its seam.
