@@ -96,9 +96,9 @@ export async function openPostgres({ url, dataDir, metrics, log, changes, readCa
   };
   listener.onNotification((channel) => {
     if (channel === CHANNELS.tokens) void rereadRevoked();
-    // A pause, limits change or node removal on any instance: the node channels connected to
-    // this one re-send their state at once (server/cluster/node-channel.ts).
-    if (channel === CHANNELS.sessions || channel === CHANNELS.limits || channel === CHANNELS.nodes) changes.emit();
+    // A pause, limits change, released grant or node removal on any instance: the node channels
+    // connected to this one re-send their state at once (server/cluster/node-channel.ts).
+    if (channel === CHANNELS.sessions || channel === CHANNELS.limits || channel === CHANNELS.grants || channel === CHANNELS.nodes) changes.emit();
   });
   listener.onReconnect(() => void rereadRevoked());
 

@@ -72,8 +72,7 @@ export class LocalView implements Pick<DataPlaneDeps['store'], 'getSession' | 's
       this.unlisten.push(
         listener.onNotification((channel, payload) => {
           if (channel === CHANNELS.sessions) void this.sessionChanged(payload);
-          // A node's grant given back (`customer:grants`) changes no limit: nothing to re-read.
-          else if (channel === CHANNELS.limits && !payload.endsWith(':grants')) void this.limitsChanged(payload.slice(0, payload.lastIndexOf(':')));
+          else if (channel === CHANNELS.limits) void this.limitsChanged(payload.slice(0, payload.lastIndexOf(':')));
         }),
         // Notifications were missed while the LISTEN connection was down: re-read what is cached.
         listener.onReconnect(() => {

@@ -274,7 +274,7 @@ test('several instances: races, token versions, nodes and placement', async (t) 
 
   // A grant given back is announced to every instance: a node holding a final grant of the same
   // client hears of what it may have now from its channel's next state, sent at once.
-  const listener = new PgListener(url, [CHANNELS.limits]);
+  const listener = new PgListener(url, [CHANNELS.grants]);
   await listener.ready;
   t.after(() => listener.close());
   const heard: string[] = [];
@@ -285,7 +285,7 @@ test('several instances: races, token versions, nodes and placement', async (t) 
   assert.equal(await b.releaseGrant(n3.id, cust, 'c', grant.gen), true);
   const until = Date.now() + 5000;
   while (!heard.length && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
-  assert.deepEqual(heard, [`${CHANNELS.limits} ${cust}:grants`], 'one notice, for the release only (not the top-up, nor a release of another generation)');
+  assert.deepEqual(heard, [`${CHANNELS.grants} ${cust}`], 'one notice, for the release only (not the top-up, nor a release of another generation)');
 });
 
 test('token caches: a revocation on one instance reaches the other\'s cache by notification, or by version check without one', async (t) => {

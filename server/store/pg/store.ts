@@ -2,8 +2,9 @@
 // what only a shared database has: migrations under an advisory lock, caller-held transactions, and the
 // token version every instance watches. Change notices (pg_notify, delivered on commit in commit order)
 // wake other instances: `vad_events` (customer_id:id), `vad_sessions` (pause flag changed: session id),
-// `vad_limits` (customer_id:scope), `vad_tokens`, `vad_nodes`, `vad_reads` (a cached table was written:
-// read-cache.ts, live once `reads.follow(listener)` is called).
+// `vad_limits` (customer_id:scope), `vad_grants` (a released grant: customer_id), `vad_tokens`,
+// `vad_nodes`, `vad_reads` (a cached table was written: read-cache.ts, live once `reads.follow(listener)`
+// is called).
 import type pg from 'pg';
 import type { AsyncOps } from '../sql/op.ts';
 import { bindAsync, PgRunner } from '../sql/pg-runner.ts';

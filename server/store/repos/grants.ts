@@ -12,9 +12,9 @@ const SAVE_GRANT = `INSERT INTO node_grants (customer_id, client_id, ${GRANT_COL
 
 /**
  * A release's bytes may go to other nodes at once (a node whose last grant was final refuses connections
- * until its next state): every instance's node channels send theirs now, as for a limits change.
+ * until its next state): every instance's node channels send theirs now. Its own channel: no limit changed.
  */
-const RELEASED: Notice = { channel: CHANNELS.limits, expr: "customer_id || ':grants'" };
+const RELEASED: Notice = { channel: CHANNELS.grants, expr: 'customer_id' };
 
 /** Writes what a node is granted (under the customer's lock: its used bytes are as read). */
 function* saveGrant(customerId: string, clientId: string, r: GrantRow, notice?: Notice): Op<void> {

@@ -5,6 +5,8 @@ export const CHANNELS = {
   limits: 'vad_limits',
   tokens: 'vad_tokens',
   nodes: 'vad_nodes',
+  /** A node gave back an unused byte grant (repos/grants.ts); payload: the customer id. */
+  grants: 'vad_grants',
   /** A support read asks the other instances (cluster/instance-ask.ts); payload: the question, never a token. */
   supportAsk: 'vad_support_ask',
   /** An instance wrote its answer to support_answers; payload: the request id and the instance id. */
