@@ -1,7 +1,6 @@
 // The four subscription formats a client can read, built from the sessions' `configuration`
 // and share link (both made by server/links.ts, so whatever links carry, TLS included, flows
 // here), and the User-Agent table that picks a format when ?format= is absent.
-import { stringify as toYaml } from 'yaml';
 import type { Configuration } from '../contract/schemas.ts';
 import type { SubscriptionFormat } from '../contract/subscriptions.ts';
 
@@ -64,7 +63,8 @@ export function formatForUserAgent(userAgent: string | undefined): SubscriptionF
   return 'base64';
 }
 
-export function render(format: SubscriptionFormat, entries: SubscriptionEntry[], title: string): RenderedSubscription {
+/** Async only for Clash: the YAML writer loads on first use (it is a start-up cost few servers need). */
+export async function render(format: SubscriptionFormat, entries: SubscriptionEntry[], title: string): Promise<RenderedSubscription> {
   switch (format) {
     case 'base64':
       return { body: base64Links(entries), contentType: 'text/plain; charset=utf-8', extension: 'txt' };
@@ -73,7 +73,7 @@ export function render(format: SubscriptionFormat, entries: SubscriptionEntry[],
     case 'sing-box':
       return { body: JSON.stringify(singBoxConfig(entries), null, 2), contentType: 'application/json; charset=utf-8', extension: 'json' };
     case 'clash':
-      return { body: toYaml(clashConfig(entries)), contentType: 'text/yaml; charset=utf-8', extension: 'yaml' };
+      return { body: (await import('yaml')).stringify(clashConfig(entries)), contentType: 'text/yaml; charset=utf-8', extension: 'yaml' };
   }
 }
 

@@ -3,7 +3,6 @@
 // ends, and for each app one QR code and one import button, with what to do in the app. Static
 // HTML: no script, no outside resource (its CSP says so), light and dark from the system,
 // readable on a phone.
-import QRCode from 'qrcode';
 import { SUBSCRIPTION_APPS, type SubscriptionUrls } from '../../common/import-links.ts';
 import type { ClientUsage } from './userinfo.ts';
 
@@ -37,6 +36,7 @@ function usageSection(u: ClientUsage, now: number): string {
 }
 
 async function appSection(sub: SubscriptionUrls, title: string): Promise<string> {
+  const { default: QRCode } = await import('qrcode'); // on first use: a start-up cost few servers need
   const cards = await Promise.all(
     SUBSCRIPTION_APPS.map(async (app, i) => {
       const url = app.feedUrl(sub);

@@ -147,7 +147,7 @@ export class SubscriptionService {
     const title = `VPN Access Desk: ${row.client_id}`;
     const views = await this.usable(row);
     const rendered: RenderedSubscription = verdict.serve
-      ? render(format, this.entries(row, views), title)
+      ? await render(format, this.entries(row, views), title)
       : { body: '', contentType: 'text/plain; charset=utf-8', extension: 'txt' };
     const usage = await this.usage(row, views, Date.now());
     const settings = await this.settings(row.customer_id);

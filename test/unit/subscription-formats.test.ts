@@ -84,9 +84,9 @@ test('base64: decodes to one share link per session, each parsing back to its co
   assert.equal(base64Links([]), '', 'no session: an empty list');
 });
 
-test('clash: the YAML parses, and every proxy uses only Mihomo\'s documented vless fields', () => {
+test('clash: the YAML parses, and every proxy uses only Mihomo\'s documented vless fields', async () => {
   const es = entries(plain);
-  const rendered = render('clash', es, 'title');
+  const rendered = await render('clash', es, 'title');
   assert.match(rendered.contentType, /^text\/yaml/);
   const doc = parseYaml(rendered.body);
   assert.equal(doc['mixed-port'], 7890);
@@ -120,9 +120,9 @@ test('clash: the YAML parses, and every proxy uses only Mihomo\'s documented vle
   assert.deepEqual(doc.rules, [`MATCH,${group.name}`]);
 });
 
-test('sing-box: the JSON uses only sing-box\'s documented fields; the selector names real outbounds and the route ends in it', () => {
+test('sing-box: the JSON uses only sing-box\'s documented fields; the selector names real outbounds and the route ends in it', async () => {
   const es = entries(plain);
-  const rendered = render('sing-box', es, 'title');
+  const rendered = await render('sing-box', es, 'title');
   assert.match(rendered.contentType, /^application\/json/);
   const doc = JSON.parse(rendered.body);
   // tun for phones (the apps capture traffic only through a VPN interface), mixed for desktops.
@@ -163,7 +163,7 @@ test('sing-box: the JSON uses only sing-box\'s documented fields; the selector n
   assert.ok(tags.has(doc.route.final));
 });
 
-test('TLS fields of a configuration reach every format, with pinning and never an insecure switch', () => {
+test('TLS fields of a configuration reach every format, with pinning and never an insecure switch', async () => {
   const tls: LinkSettings = { ...plain, publicHost: '203.0.113.7', tls: true, sni: 'vpn.example.com' };
   const pcs = 'ab'.repeat(32);
   const es = entries(tls, { fp: 'chrome', alpn: 'h2,http/1.1', pcs, vcn: 'vpn.example.com' });
@@ -178,7 +178,7 @@ test('TLS fields of a configuration reach every format, with pinning and never a
       verifyPeerCertByName: 'vpn.example.com',
     });
   }
-  const c = parseYaml(render('clash', es, 't').body);
+  const c = parseYaml((await render('clash', es, 't')).body);
   for (const p of c.proxies) {
     assertSubset(Object.keys(p), MIHOMO_VLESS_FIELDS, 'tls proxy');
     assert.equal(p.tls, true);
@@ -200,18 +200,18 @@ test('TLS fields of a configuration reach every format, with pinning and never a
     assert.deepEqual(o.tls.utls, { enabled: true, fingerprint: 'chrome' });
     assert.equal(o.tls.insecure, undefined);
   }
-  const all = [JSON.stringify(x), JSON.stringify(s), render('clash', es, 't').body];
+  const all = [JSON.stringify(x), JSON.stringify(s), (await render('clash', es, 't')).body];
   for (const text of all) assert.ok(!/allowInsecure|skip-cert-verify|"insecure"/.test(text), 'no insecure switch');
 });
 
-test('no usable session: every format is still valid and sends nothing out directly', () => {
-  assert.equal(render('base64', [], 't').body, '');
+test('no usable session: every format is still valid and sends nothing out directly', async () => {
+  assert.equal((await render('base64', [], 't')).body, '');
   const x = xrayConfig([], 't') as any;
   assert.deepEqual(x.outbounds.map((o: any) => o.protocol), ['blackhole']);
   assert.equal(x.routing.rules[0].outboundTag, 'block');
   const s = singBoxConfig([]) as any;
   assert.deepEqual(s.route.rules, [{ inbound: ['tun-in', 'mixed-in'], action: 'reject' }]);
-  const c = parseYaml(render('clash', [], 't').body);
+  const c = parseYaml((await render('clash', [], 't')).body);
   assert.deepEqual(c.proxies, []);
   assert.deepEqual(c.rules, ['MATCH,REJECT']);
   assert.deepEqual(clashConfig([]).rules, ['MATCH,REJECT']);
