@@ -49,7 +49,7 @@ export function eachDialect(name: string, fn: (db: DialectDb, t: TestContext) =>
       {
         dialect: 'sqlite',
         run: async (op) => runner.run(op),
-        sql: async (text, ...params) => runner.statement(text).all(...params.map((p) => (typeof p === 'boolean' ? Number(p) : p))) as never,
+        sql: async (text, ...params) => runner.all(text, ...params) as never,
       },
       t,
     );

@@ -27,8 +27,8 @@ test('cached reads of limits, clients and sessions follow every write', () => {
     assert.equal(store.getClient(c, 'k'), undefined);
     store.patchClient(c, 'k', { disabled: true });
     assert.equal(store.getClient(c, 'k')?.disabled, true);
-    // A raw statement outside operations (the runner's statement()) drops the cache too.
-    store.runner.statement('UPDATE clients SET disabled = 0 WHERE customer_id = ?').run(c);
+    // A raw statement outside operations (the runner's all()) drops the cache too.
+    store.runner.all('UPDATE clients SET disabled = 0 WHERE customer_id = ?', c);
     assert.equal(store.getClient(c, 'k')?.disabled, false);
 
     const row = store.insertSession({ id: 'f0e1d2c3-0000-4000-8000-0000000000c1', customer_id: c, client_id: 'k', zone: 'de-fra', reusable: true, created_at: new Date().toISOString() });
