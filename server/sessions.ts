@@ -13,6 +13,8 @@ import { recordQuotaBases } from './quota/job.ts';
 import { buildConfiguration, buildLink, type LinkSettings } from './links.ts';
 import { LINK_ALPN, LINK_FP } from './tls/index.ts';
 import type { ControlStore } from './store/control.ts';
+import { groupedCreations } from './store/group-commit.ts';
+import type { Creation } from './store/repos/placements.ts';
 import type { AllLimits, AuditInsert, NewSession, NodeInfo, SessionStatusRead } from './store/store.ts';
 import type { ZonePlacement } from './cluster/placement.ts';
 import type { ChangeFeed } from './events/changes.ts';
@@ -73,6 +75,8 @@ export class SessionService {
   private readonly link: LinkSettings;
   private readonly dataPlane: () => DataPlane | null;
   private readonly changes: ChangeFeed;
+  /** Creations asked for together share one commit (store/group-commit.ts). */
+  private readonly insert: (...args: Creation) => Promise<SessionRow>;
 
   constructor(deps: { store: ControlStore; zones: ZonePlacement; link: LinkSettings; dataPlane: () => DataPlane | null; changes: ChangeFeed }) {
     this.changes = deps.changes;
@@ -80,6 +84,7 @@ export class SessionService {
     this.zones = deps.zones;
     this.link = deps.link;
     this.dataPlane = deps.dataPlane;
+    this.insert = groupedCreations(deps.store);
   }
 
   /** `audit`: the record of the creation, written in the session's own transaction. */
@@ -104,7 +109,7 @@ export class SessionService {
       throw new ApiError('zone_unavailable', `Zone "${zone.code}" has no active nodes right now.`, { zone: zone.code });
     }
     const made: NewSession = { id: randomUUID(), customer_id: customerId, client_id: body.client_id, zone: zone.code, reusable: body.reusable ?? false, created_at: isoNow(), expires_at: expiresAt };
-    const row = await this.store.createSession(made, placement.kind === 'node' ? placement.node.id : null, audit ? audit(made) : null);
+    const row = await this.insert(made, placement.kind === 'node' ? placement.node.id : null, audit ? audit(made) : null);
     // Periodic caps: the new session's (and a new client's) bases, before it can move a byte.
     await recordQuotaBases(this.store, customerId, undefined, limits);
     return this.view(row, placement.kind === 'node' ? placement.node : undefined);

@@ -4,7 +4,7 @@
 import type { Logger } from '../domain.ts';
 import { EventBus } from '../events/bus.ts';
 import type { Metrics } from '../metrics.ts';
-import { timedSettled, timedStore } from '../metrics.ts';
+import { timedSettled } from '../metrics.ts';
 import { TokenCache } from '../plugins/auth.ts';
 import { sqliteControlStore } from '../store/control.ts';
 import { DB_FILE, openDatabase } from '../store/db.ts';
@@ -14,7 +14,6 @@ import { STORE_OPS } from '../store/ops.ts';
 import { subscriptionOps } from '../store/repos/subscriptions.ts';
 import { webhookOps } from '../store/repos/webhooks.ts';
 import { bindSettled } from '../store/sql/sqlite-runner.ts';
-import { groupedCreations } from './group-commit.ts';
 import { startCheckpointer } from './checkpointer.ts';
 import { join } from 'node:path';
 import type { Backend } from './types.ts';
@@ -30,13 +29,8 @@ export function openSqlite(dataDir: string, metrics: Metrics, log: Logger): Back
   const stopCheckpoints = startCheckpointer(store.db, join(dataDir, DB_FILE), log);
   return {
     database: 'sqlite',
-    // Each operation timed around its synchronous run; session creations asked for together
-    // share one commit (group-commit.ts), timed when it settles.
-    data: Object.assign(
-      sqliteControlStore(store),
-      timedSettled(store as unknown as Record<string, unknown>, Object.keys(STORE_OPS), metrics),
-      timedStore({ createSession: groupedCreations(store) }, metrics),
-    ),
+    // Each operation timed around its synchronous run.
+    data: Object.assign(sqliteControlStore(store), timedSettled(store as unknown as Record<string, unknown>, Object.keys(STORE_OPS), metrics)),
     events: {
       eventsAfter: (customerId, afterId, filter, limit) => store.eventsAfter(customerId, afterId, filter, limit),
       subscribe: (sub) => bus.subscribe(sub),

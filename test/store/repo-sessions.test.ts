@@ -4,7 +4,7 @@ import { auditOps } from '../../server/store/repos/audit.ts';
 import { eventOps } from '../../server/store/repos/events.ts';
 import { limitOps } from '../../server/store/repos/limits.ts';
 import { nodeOps } from '../../server/store/repos/nodes.ts';
-import { placementOps } from '../../server/store/repos/placements.ts';
+import { placementOps, type Creation } from '../../server/store/repos/placements.ts';
 import { sessionOps } from '../../server/store/repos/sessions.ts';
 import { tokenOps } from '../../server/store/repos/tokens.ts';
 import { eachDialect, type DialectDb } from '../helpers/dialects.ts';
@@ -137,4 +137,34 @@ eachDialect('createSession: the row, its placement and its audit record in one t
   assert.equal(await db.run(placementOps.placementOf(placedQuiet.id)), node.id);
   assert.deepEqual((await db.run(auditOps.auditEntries(c, {}, 10))).rows.map((r) => r.target.id), [localAudited.id, placed.id]);
   for (const made of [placed, local, localAudited, placedQuiet]) assert.deepEqual(made, await db.run(sessionOps.getSession(made.id)), 'the row returned is the row stored');
+});
+
+eachDialect('createSessions: a group of creations (any mix of node and audit) in one commit, rows in the order asked, or none', async (db) => {
+  const c = await customer(db);
+  const node = (await db.run(nodeOps.addNode({ name: 'fra-1', zone: 'de-fra', public_host: 'fra1.example.net' }))).node;
+  const entry = (id: string) => ({
+    customer_id: c, created_at: iso(1_700_000_000_000), actor_token_id: null, actor_role: 'cli' as const, action: 'session.create',
+    target_type: 'session', target_id: id, session_id: id, client_id: 'bob', before: null, after: { zone: 'us-nyc', quote: 'a "b", {c}' },
+  });
+  const asked = [5, 3, 9, 1].map((n, i) => session(c, n, { client_id: i % 2 ? 'bob' : 'alice', reusable: i !== 1, expires_at: i === 2 ? iso(1_800_000_000_000) : null }));
+  const group: Creation[] = [[asked[0], node.id, entry(asked[0].id)], [asked[1], null, null], [asked[2], node.id, null], [asked[3], null, entry(asked[3].id)]];
+  const made = await db.run(placementOps.createSessions(group));
+  assert.deepEqual(made.map((r) => r.id), asked.map((s) => s.id), 'in the order asked');
+  for (const [i, row] of made.entries()) {
+    assert.deepEqual(row, await db.run(sessionOps.getSession(row.id)), 'the row returned is the row stored');
+    assert.deepEqual([row.reusable, row.expires_at, row.client_id], [asked[i].reusable, asked[i].expires_at ?? null, asked[i].client_id]);
+    assert.equal(await db.run(placementOps.placementOf(row.id)), group[i][1] ?? undefined);
+  }
+  const audited = (await db.run(auditOps.auditEntries(c, {}, 10))).rows;
+  assert.deepEqual(audited.map((r) => r.target.id).sort(), [asked[0].id, asked[3].id].sort());
+  assert.deepEqual(audited[0].after, { zone: 'us-nyc', quote: 'a "b", {c}' }, 'values with quotes and braces pass through the lists');
+  // Newest first: the group keeps its order in the sessions' own order too.
+  assert.deepEqual((await db.run(sessionOps.listSessions(c, {}, 10))).rows.map((r) => r.id), [...asked].reverse().map((s) => s.id));
+
+  // One creation that cannot be written (no such node) leaves none of its group.
+  const bad = [session(c, 20), session(c, 21)];
+  await assert.rejects(db.run(placementOps.createSessions([[bad[0], null, entry(bad[0].id)], [bad[1], 'no-such-node', null]])));
+  for (const s of bad) assert.equal(await db.run(sessionOps.getSession(s.id)), undefined);
+  assert.equal((await db.run(auditOps.auditEntries(c, {}, 10))).rows.length, 2);
+  assert.deepEqual(await db.run(placementOps.createSessions([])), []);
 });

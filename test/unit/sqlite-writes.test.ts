@@ -1,5 +1,5 @@
 // The SQLite backend's write path: creations asked for together share one commit
-// (backend/group-commit.ts), and WAL checkpoints run in a worker thread (backend/checkpointer.ts).
+// (store/group-commit.ts), and WAL checkpoints run in a worker thread (backend/checkpointer.ts).
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { statSync, writeFileSync } from 'node:fs';
@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { groupedCreations } from '../../server/backend/group-commit.ts';
+import { groupedCreations } from '../../server/store/group-commit.ts';
 import { startCheckpointer } from '../../server/backend/checkpointer.ts';
 import { DB_FILE, openDatabase } from '../../server/store/db.ts';
 import { Store, type NewSession } from '../../server/store/store.ts';

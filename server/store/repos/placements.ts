@@ -3,9 +3,9 @@
 import type { SessionRow } from '../../domain.ts';
 import { INSERT_SESSION, insertSessionValues, SESSION_COLUMNS, SESSION_COLUMNS_S, sessionOps, toSessionRow, type NewSession, type RawSession } from './sessions.ts';
 import { isoNow } from '../../time.ts';
-import { all, allAs, dialect, get, getAs, marks, run, tx, type Op } from '../sql/op.ts';
+import { all, allAs, dialect, get, getAs, marks, run, tx, type Op, type Param } from '../sql/op.ts';
 import { nodeColumns, toNode, type NodeInfo, type RawNode } from './nodes.ts';
-import { auditOps, INSERT_AUDIT, insertAuditValues, type AuditInsert } from './audit.ts';
+import { AUDIT_INTO, auditOps, INSERT_AUDIT, insertAuditValues, type AuditInsert } from './audit.ts';
 
 /**
  * A new session, its placement on a node (none: the local data plane) and its audit record (none: not
@@ -32,6 +32,44 @@ const createSessionTx = tx(function* (s: NewSession, nodeId: string | null, audi
   if (nodeId !== null) yield* placeSession(row.id, nodeId);
   if (audit) yield* auditOps.recordAudit(audit);
   return row;
+});
+
+/** One creation: the session, its node (none: local), its audit record (none: not audited). */
+export type Creation = [s: NewSession, nodeId: string | null, audit: AuditInsert | null];
+
+const texts = (n: number) => Array.from({ length: n }, () => '?::text[]').join(', ');
+/** Any number of creations in ONE PostgreSQL statement: each column a list, read back by unnest(). */
+const CREATE_SESSIONS = `WITH s AS (
+    INSERT INTO sessions (id, customer_id, client_id, zone, connection_type, reusable, created_at, expires_at)
+    SELECT id, customer_id, client_id, zone, 'vless', reusable, created_at, expires_at
+    FROM unnest(${texts(4)}, ?::boolean[], ${texts(2)}) AS v(id, customer_id, client_id, zone, reusable, created_at, expires_at)
+    RETURNING ${SESSION_COLUMNS}),
+  p AS (INSERT INTO session_placements (session_id, node_id, placed_at) SELECT * FROM unnest(${texts(3)})),
+  a AS (${AUDIT_INTO} SELECT * FROM unnest(${texts(11)}))
+  SELECT ${SESSION_COLUMNS} FROM s`;
+
+/** Rows of `width` values as `width` column lists. */
+const columns = (rows: Param[][], width: number): Param[][] => Array.from({ length: width }, (_, i) => rows.map((r) => r[i]));
+
+/**
+ * Creations asked for together (store/group-commit.ts), all or nothing in one commit, rows in the
+ * order asked: on PostgreSQL one statement (one round trip) whatever their number; on SQLite one
+ * transaction.
+ */
+function* createSessions(list: Creation[]): Op<SessionRow[]> {
+  if ((yield* dialect()) === 'sqlite') return yield* createSessionsTx(list);
+  const now = isoNow();
+  const placed = list.flatMap(([s, nodeId]) => (nodeId === null ? [] : [[s.id, nodeId, now]]));
+  const audited = list.flatMap(([, , a]) => (a ? [insertAuditValues(a)] : []));
+  const params = [...columns(list.map(([s]) => insertSessionValues(s)), 7), ...columns(placed, 3), ...columns(audited, 11)];
+  const rows = new Map((yield* all<RawSession>(CREATE_SESSIONS, ...(params as Param[]))).map((r) => [r.id, toSessionRow(r)]));
+  return list.map(([s]) => rows.get(s.id)!);
+}
+
+const createSessionsTx = tx(function* (list: Creation[]): Op<SessionRow[]> {
+  const rows: SessionRow[] = [];
+  for (const c of list) rows.push(yield* createSessionTx(...c));
+  return rows;
 });
 
 /** Places a session on a node (again: it is no longer moved from anywhere). */
@@ -79,4 +117,4 @@ const activeSessionNodes = (customerId: string) => all<{ client_id: string; node
   customerId,
 );
 
-export const placementOps = { createSession, placeSession, placementOf, placedNodes, sessionsOnNode, sessionsMovedFrom, activeSessionNodes };
+export const placementOps = { createSession, createSessions, placeSession, placementOf, placedNodes, sessionsOnNode, sessionsMovedFrom, activeSessionNodes };

@@ -7,7 +7,9 @@
 // (NOTIFY, delivered on commit), and the dialect, for the rare operation that must branch.
 
 export type Dialect = 'sqlite' | 'postgres';
-export type Param = string | number | boolean | null | bigint;
+type Scalar = string | number | boolean | null | bigint;
+/** A statement's parameter; a list only on PostgreSQL (an array, as `unnest()` reads it). */
+export type Param = Scalar | readonly Scalar[];
 
 export type Step =
   | { k: 'all' | 'get' | 'run'; sql: string; params: Param[]; notify?: Notice; cached?: true }

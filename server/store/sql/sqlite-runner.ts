@@ -9,7 +9,8 @@ import { bindOps, type AsyncOps, type Op, type OpTable, type Param, type Step, t
 /** More distinct statement texts than this (IN lists of many lengths) start the cache afresh. */
 const CACHE_MAX = 2000;
 
-const bind = (p: Param): SQLInputValue => (typeof p === 'boolean' ? (p ? 1 : 0) : p);
+// A list (PostgreSQL's arrays) is never given to SQLite: node:sqlite refuses it.
+const bind = (p: Param): SQLInputValue => (typeof p === 'boolean' ? (p ? 1 : 0) : (p as SQLInputValue));
 
 /** The parameters as node:sqlite binds them (booleans as 0/1); no copy when there is no boolean. */
 const args = (params: Param[]): SQLInputValue[] => (params.some((p) => typeof p === 'boolean') ? params.map(bind) : (params as SQLInputValue[]));
