@@ -9,7 +9,7 @@
 // transaction (opened, filled and committed in one synchronous step). A group that fails is rolled
 // back whole; each of its creations is then written alone, so one bad creation fails only itself.
 // On PostgreSQL under bench/cluster.ts's load this took the database's CPU per creation from about
-// 250 µs (a statement each) to 50-90 µs (docs/operations.md).
+// 250 µs (a statement each) to 50-100 µs (docs/operations.md).
 import type { SessionRow } from '../domain.ts';
 import type { Creation } from './repos/placements.ts';
 
