@@ -15,7 +15,6 @@ import type { Creation } from './repos/placements.ts';
 
 /** What a group needs of a store: the sync SQLite Store and the async seam both have it. */
 export interface CreationStore {
-  createSession(...args: Creation): SessionRow | Promise<SessionRow>;
   createSessions(list: Creation[]): SessionRow[] | Promise<SessionRow[]>;
 }
 
@@ -25,7 +24,7 @@ interface Waiting {
   reject: (err: unknown) => void;
 }
 
-/** `store.createSession` behind a promise that settles after its group's commit. */
+/** One creation behind a promise that settles after its group's commit. */
 export function groupedCreations(store: CreationStore): (...args: Creation) => Promise<SessionRow> {
   let queue: Waiting[] = [];
   let writing = false;
@@ -33,7 +32,7 @@ export function groupedCreations(store: CreationStore): (...args: Creation) => P
 
   const alone = async (w: Waiting): Promise<void> => {
     try {
-      w.resolve(await store.createSession(...w.args));
+      w.resolve((await store.createSessions([w.args]))[0]);
     } catch (err) {
       w.reject(err);
     }

@@ -69,7 +69,7 @@ const json = (v: unknown): string | null => (v === undefined ? null : JSON.strin
 
 /** The INSERT of one change (no RETURNING), and its values in order. */
 export const AUDIT_INTO = `INSERT INTO audit_log (customer_id, ${AUDIT_FIELDS})`;
-export const INSERT_AUDIT = `${AUDIT_INTO} VALUES (${marks(11)})`;
+const INSERT_AUDIT = `${AUDIT_INTO} VALUES (${marks(11)})`;
 export const insertAuditValues = (a: AuditInsert): Param[] =>
   [a.customer_id, a.created_at, a.actor_token_id, a.actor_role, a.action, a.target_type, a.target_id, a.session_id, a.client_id, json(a.before), json(a.after)];
 

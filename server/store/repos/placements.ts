@@ -1,38 +1,11 @@
 // Where each session is placed: the catalogue node carrying it (none: the control plane's own
 // data plane), and the node it was moved away from by crash repair (its late reports still count).
 import type { SessionRow } from '../../domain.ts';
-import { INSERT_SESSION, insertSessionValues, SESSION_COLUMNS, SESSION_COLUMNS_S, sessionOps, toSessionRow, type NewSession, type RawSession } from './sessions.ts';
+import { insertSessionValues, SESSION_COLUMNS, SESSION_COLUMNS_S, sessionOps, toSessionRow, type NewSession, type RawSession } from './sessions.ts';
 import { isoNow } from '../../time.ts';
-import { all, allAs, dialect, get, getAs, marks, run, tx, type Op, type Param } from '../sql/op.ts';
+import { all, allAs, dialect, getAs, marks, run, tx, type Op, type Param } from '../sql/op.ts';
 import { nodeColumns, toNode, type NodeInfo, type RawNode } from './nodes.ts';
-import { AUDIT_INTO, auditOps, INSERT_AUDIT, insertAuditValues, type AuditInsert } from './audit.ts';
-
-/**
- * A new session, its placement on a node (none: the local data plane) and its audit record (none: not
- * audited), all or nothing in a single commit. PostgreSQL: one statement (data-modifying WITH parts,
- * one round trip); SQLite has no such statement but no round trips either: one transaction.
- */
-function* createSession(s: NewSession, nodeId: string | null, audit: AuditInsert | null): Op<SessionRow> {
-  if ((yield* dialect()) === 'sqlite') return yield* createSessionTx(s, nodeId, audit);
-  const parts = [`s AS (${INSERT_SESSION} RETURNING ${SESSION_COLUMNS})`];
-  const args = insertSessionValues(s);
-  if (nodeId !== null) {
-    parts.push('p AS (INSERT INTO session_placements (session_id, node_id, placed_at) SELECT id, ?, ? FROM s)');
-    args.push(nodeId, isoNow());
-  }
-  if (audit) {
-    parts.push(`a AS (${INSERT_AUDIT})`);
-    args.push(...insertAuditValues(audit));
-  }
-  return toSessionRow((yield* get<RawSession>(`WITH ${parts.join(', ')} SELECT ${SESSION_COLUMNS} FROM s`, ...args))!);
-}
-
-const createSessionTx = tx(function* (s: NewSession, nodeId: string | null, audit: AuditInsert | null): Op<SessionRow> {
-  const row = yield* sessionOps.insertSession(s);
-  if (nodeId !== null) yield* placeSession(row.id, nodeId);
-  if (audit) yield* auditOps.recordAudit(audit);
-  return row;
-});
+import { AUDIT_INTO, auditOps, insertAuditValues, type AuditInsert } from './audit.ts';
 
 /** One creation: the session, its node (none: local), its audit record (none: not audited). */
 export type Creation = [s: NewSession, nodeId: string | null, audit: AuditInsert | null];
@@ -52,9 +25,10 @@ const CREATE_SESSIONS = `WITH s AS (
 const columns = (rows: Param[][], width: number): Param[][] => Array.from({ length: width }, (_, i) => rows.map((r) => r[i]));
 
 /**
- * Creations asked for together (store/group-commit.ts), all or nothing in one commit, rows in the
- * order asked: on PostgreSQL one statement (one round trip) whatever their number; on SQLite one
- * transaction.
+ * New sessions, each with its placement on a node (none: the local data plane) and its audit record
+ * (none: not audited), all or nothing in one commit, rows in the order asked: on PostgreSQL one
+ * statement (one round trip) whatever their number; on SQLite, which has no round trips, one
+ * transaction. Creations asked for together are grouped by store/group-commit.ts.
  */
 function* createSessions(list: Creation[]): Op<SessionRow[]> {
   if ((yield* dialect()) === 'sqlite') return yield* createSessionsTx(list);
@@ -68,9 +42,19 @@ function* createSessions(list: Creation[]): Op<SessionRow[]> {
 
 const createSessionsTx = tx(function* (list: Creation[]): Op<SessionRow[]> {
   const rows: SessionRow[] = [];
-  for (const c of list) rows.push(yield* createSessionTx(...c));
+  for (const [s, nodeId, audit] of list) {
+    const row = yield* sessionOps.insertSession(s);
+    if (nodeId !== null) yield* placeSession(row.id, nodeId);
+    if (audit) yield* auditOps.recordAudit(audit);
+    rows.push(row);
+  }
   return rows;
 });
+
+/** One creation (createSessions of one). */
+function* createSession(...creation: Creation): Op<SessionRow> {
+  return (yield* createSessions([creation]))[0];
+}
 
 /** Places a session on a node (again: it is no longer moved from anywhere). */
 function* placeSession(sessionId: string, nodeId: string): Op<void> {

@@ -22,7 +22,7 @@ export function toSessionRow({ seq: _seq, ...r }: RawSession): SessionRow {
 export type NewSession = Pick<SessionRow, 'id' | 'customer_id' | 'client_id' | 'zone' | 'reusable' | 'created_at'> & { expires_at?: string | null };
 
 /** The INSERT of a new session (no RETURNING), and its values in order. */
-export const INSERT_SESSION = `INSERT INTO sessions (id, customer_id, client_id, zone, connection_type, reusable, created_at, expires_at)
+const INSERT_SESSION = `INSERT INTO sessions (id, customer_id, client_id, zone, connection_type, reusable, created_at, expires_at)
      VALUES (?, ?, ?, ?, 'vless', ?, ?, ?)`;
 export const insertSessionValues = (s: NewSession): Param[] => [s.id, s.customer_id, s.client_id, s.zone, s.reusable, s.created_at, s.expires_at ?? null];
 
