@@ -8,10 +8,13 @@
 // <dir> (the profiles are written when they stop at the end; a profile covers the whole run);
 // BENCH_GEO_ONLY=relayed (or direct) makes only those downloads (a profile of one path alone).
 // Beside the speeds: the CPU time each node spent per GiB (Linux /proc, median over the runs), the
-// figure a busy shared machine disturbs least.
+// figure a busy shared machine disturbs least; then the TLS floor (fixtures/geo-download.ts
+// tlsFloor: node's own TLS between two processes, set up as the relay's) and what the relay spends
+// beyond it: relayed São Paulo + Sydney, less the direct exit's São Paulo, less the floor's two sides.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { geoDownload, zeroOrigin } from './fixtures/geo-download.ts';
+import { availableParallelism } from 'node:os';
+import { cpuOf, geoDownload, tlsFloor, zeroOrigin } from './fixtures/geo-download.ts';
 import { serve, type ServeProcess } from '../test/helpers/cli.ts';
 import { CLI, NODE, ROOT, removeDir, tempDir } from '../test/helpers/server.ts';
 
@@ -25,15 +28,15 @@ const median = (xs: number[]) => {
   return s.length ? s[Math.floor(s.length / 2)] : NaN;
 };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-/** CPU seconds (user + system) a process has used so far; NaN where /proc is not there. */
-const cpuOf = (pid: number | undefined): number => {
+/** CPU seconds the whole machine has been busy (all cores; Linux /proc/stat, not idle or iowait). */
+function machineCpu(): number {
   try {
-    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    return (Number(f[11]) + Number(f[12])) / 100; // utime, stime in clock ticks (USER_HZ 100)
+    const [, ...f] = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).map(Number);
+    return (f.reduce((a, b) => a + b, 0) - f[3] - f[4]) / 100;
   } catch {
     return NaN;
   }
-};
+}
 
 async function api(base: string, token: string, method: string, path: string, body?: unknown): Promise<any> {
   const res = await fetch(`${base}${path}`, { method, headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) }, body: body ? JSON.stringify(body) : undefined });
@@ -109,28 +112,36 @@ async function main(): Promise<void> {
     for (let i = 0; i < 100 && !Number.isFinite(await download('-cc-AU')); i++) await sleep(200);
     const relayed: number[] = [];
     const direct: number[] = [];
-    const cpu = { relayedSao: [] as number[], relayedSyd: [] as number[], directSao: [] as number[] };
-    /** One download, with the CPU seconds per GiB each node spent on it. */
-    const measured = async (target: string, speeds: number[], sao$: number[], syd$?: number[]) => {
-      const before = [cpuOf(sao.child.pid), cpuOf(syd.child.pid)];
+    const cpu = { relayedSao: [] as number[], relayedSyd: [] as number[], directSao: [] as number[], relayedAll: [] as number[], directAll: [] as number[] };
+    /** One download, with the CPU seconds per GiB each node, and the whole machine, spent on it. */
+    const measured = async (target: string, speeds: number[], sao$: number[], all$: number[], syd$?: number[]) => {
+      const before = [cpuOf(sao.child.pid), cpuOf(syd.child.pid), machineCpu()];
       speeds.push(await download(target));
       const gib = GEO_BYTES / 2 ** 30;
       sao$.push((cpuOf(sao.child.pid) - before[0]) / gib);
       syd$?.push((cpuOf(syd.child.pid) - before[1]) / gib);
+      all$.push((machineCpu() - before[2]) / gib);
     };
     console.log(`  measuring: São Paulo node pid ${sao.child.pid}, Sydney node pid ${syd.child.pid}`);
     const window = [process.hrtime.bigint() / 1000n];
     for (let i = 0; i < GEO_RUNS; i++) {
-      if (ONLY !== 'relayed') await measured('-cc-BR', direct, cpu.directSao);
-      if (ONLY !== 'direct') await measured('-cc-AU', relayed, cpu.relayedSao, cpu.relayedSyd);
+      if (ONLY !== 'relayed') await measured('-cc-BR', direct, cpu.directSao, cpu.directAll);
+      if (ONLY !== 'direct') await measured('-cc-AU', relayed, cpu.relayedSao, cpu.relayedAll, cpu.relayedSyd);
     }
     window.push(process.hrtime.bigint() / 1000n);
     if (PROF) console.log(`  profiled window (µs, monotonic): ${window.join(' ')}`);
     console.log(`  runs, MiB/s: relayed ${relayed.map((x) => fmt(x, 0)).join(' ')} | direct ${direct.map((x) => fmt(x, 0)).join(' ')}`);
     const r = median(relayed);
     const d = median(direct);
-    console.log(`  CPU s per GiB, median: relayed São Paulo ${fmt(median(cpu.relayedSao), 2)} + Sydney ${fmt(median(cpu.relayedSyd), 2)} | direct São Paulo ${fmt(median(cpu.directSao), 2)}`);
+    console.log(`  CPU s per GiB, median: relayed São Paulo ${fmt(median(cpu.relayedSao), 2)} + Sydney ${fmt(median(cpu.relayedSyd), 2)}, whole machine ${fmt(median(cpu.relayedAll), 2)} | direct São Paulo ${fmt(median(cpu.directSao), 2)}, whole machine ${fmt(median(cpu.directAll), 2)}`);
     console.log(`geo proxy, ${GEO_BYTES >> 20} MiB through the São Paulo node (CONNECT), median of ${GEO_RUNS}: -cc-AU relayed to the Sydney node ${fmt(r)} MiB/s | baseline -cc-BR leaving from São Paulo ${fmt(d)} MiB/s | ratio ${fmt(r / d, 2)}`);
+    const floor = await tlsFloor(dir('vad-bench-geo-tls-'), GEO_BYTES, GEO_RUNS);
+    const beyond = median(cpu.relayedSao) + median(cpu.relayedSyd) - median(cpu.directSao) - floor.sender - floor.receiver;
+    console.log(`TLS floor, ${GEO_BYTES >> 20} MiB over one TLS connection between two processes, median of ${GEO_RUNS}: ${fmt(floor.speed)} MiB/s; CPU s per GiB sender ${fmt(floor.sender, 2)} + receiver ${fmt(floor.receiver, 2)} | relay CPU beyond the floor ${fmt(beyond, 2)} s per GiB`);
+    // A relay costing nothing beyond the floor would need the whole machine's relayed CPU less `beyond` per GiB.
+    const cores = availableParallelism();
+    const best = (cores / (median(cpu.relayedAll) - beyond)) * 1024;
+    console.log(`  a relay with no cost beyond the floor, on ${cores} cores as busy as the relayed runs: at most ${fmt(best, 0)} MiB/s, ratio ${fmt(best / d, 2)}`);
   } finally {
     for (const c of cleanup.reverse()) await Promise.resolve().then(c).catch(() => {});
     for (const d of dirs) removeDir(d);
