@@ -2,9 +2,14 @@
 // in flight per session, answered by `claimed`). The answer decides central max_sessions and
 // freshens the node's view of the session and its customer's limits (read-your-writes); without
 // an answer within CLAIM_TIMEOUT_MS, or without the channel, the node decides with its last state.
+// The node keeps under what the control plane answers (NODE_LIMITS.claims, which drops what is
+// beyond it unanswered): past nine tenths of that rate it decides with its last state at once,
+// rather than send a claim that would wait CLAIM_TIMEOUT_MS for nothing (a proxy whose users open
+// short connections one after the other asks once per connection).
 import type { DataPlane } from '../dataplane/api.ts';
 import type { ClientControl, SessionRow } from '../domain.ts';
 import type { NodeState } from '../cluster/node-channel.ts';
+import { NODE_LIMITS, TokenBucket } from '../cluster/node-limits.ts';
 import type { ChannelLink } from './channel-client.ts';
 import type { Owners } from './shares.ts';
 import type { NodeView } from './view.ts';
@@ -28,6 +33,9 @@ export class NodeClaims {
   /** Claims waiting for their answer, by claim id: each settles with ok, refused (false) or undecided (null). */
   private readonly waiting = new Map<number, (ok: boolean | null) => void>();
   private readonly inFlight = new Map<string, Promise<void>>();
+  private readonly budget = new TokenBucket(NODE_LIMITS.claims.rate * 0.9, NODE_LIMITS.claims.burst * 0.9);
+  /** Claims not sent because the budget was spent (the node decided alone), for tests and diagnostics. */
+  unasked = 0;
 
   constructor(deps: ClaimsDeps) {
     this.deps = deps;
@@ -38,6 +46,10 @@ export class NodeClaims {
     if (running) return running;
     const { channel, view } = this.deps;
     if (!channel.ready) return Promise.resolve(); // decided here, with the last state
+    if (!this.budget.take()) {
+      this.unasked++;
+      return Promise.resolve();
+    }
     const id = ++this.claimSeq;
     const active = this.activeOf(row);
     const p = new Promise<void>((resolve) => {
