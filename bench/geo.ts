@@ -11,14 +11,19 @@
 // figure a busy shared machine disturbs least; then the TLS floor (fixtures/geo-download.ts
 // tlsFloor: node's own TLS between two processes, set up as the relay's) and what the relay spends
 // beyond it: relayed São Paulo + Sydney, less the direct exit's São Paulo, less the floor's two sides.
+// Last, short requests (a 2 KiB GET on a new connection each, 20 clients over 80 sessions) relayed
+// beside leaving from São Paulo, median of SHORT_RUNS runs: requests/s, latency, CPU a request.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { cpuOf, geoDownload, tlsFloor, zeroOrigin } from './fixtures/geo-download.ts';
+import { cpuOf, geoDownload, shortRequests, smallOrigin, tlsFloor, zeroOrigin } from './fixtures/geo-download.ts';
 import { serve, type ServeProcess } from '../test/helpers/cli.ts';
 import { CLI, NODE, ROOT, removeDir, tempDir } from '../test/helpers/server.ts';
 
 const GEO_RUNS = Number(process.env.BENCH_GEO_RUNS ?? 7);
+/** Runs of short requests (each SHORT_SECONDS long), alternating leaving from the entry and relayed. */
+const SHORT_RUNS = 3;
+const SHORT_SECONDS = 5;
 const GEO_BYTES = 128 * 1024 * 1024;
 const PROF = process.env.BENCH_CPU_PROF;
 const ONLY = process.env.BENCH_GEO_ONLY;
@@ -142,6 +147,31 @@ async function main(): Promise<void> {
     const cores = availableParallelism();
     const best = (cores / (median(cpu.relayedAll) - beyond)) * 1024;
     console.log(`  a relay with no cost beyond the floor, on ${cores} cores as busy as the relayed runs: at most ${fmt(best, 0)} MiB/s, ratio ${fmt(best / d, 2)}`);
+
+    // Short requests: a small GET per connection from 20 clients over 80 sessions (each session's
+    // connection rate stays under its limit), where a TLS handshake per relayed request is the cost.
+    const small = await smallOrigin();
+    cleanup.push(() => small.close());
+    const many: string[] = [];
+    for (let i = 0; i < 80; i++) many.push((await api(cp.baseUrl, token, 'POST', '/sessions', { client_id: `bench-geo-${i}`, zone: 'br-sao', reusable: true })).id);
+    const proxy = { host: '127.0.0.2', port: sao.proxyPort };
+    for (let i = 0; i < 100 && (await shortRequests(proxy, many.slice(-1), '-cc-AU', small.port, 0.1, 1)).rps === 0; i++) await sleep(200);
+    type Short = Awaited<ReturnType<typeof shortRequests>> & { sao: number; syd: number };
+    const shortRuns = { direct: [] as Short[], relayed: [] as Short[] };
+    const shortRun = async (target: string, into: Short[]) => {
+      const before = [cpuOf(sao.child.pid), cpuOf(syd.child.pid)];
+      const r = await shortRequests(proxy, many, target, small.port, SHORT_SECONDS);
+      const n = r.rps * SHORT_SECONDS;
+      into.push({ ...r, sao: ((cpuOf(sao.child.pid) - before[0]) * 1e6) / n, syd: ((cpuOf(syd.child.pid) - before[1]) * 1e6) / n });
+    };
+    for (let i = 0; i < SHORT_RUNS; i++) {
+      if (ONLY !== 'relayed') await shortRun('-cc-BR', shortRuns.direct);
+      if (ONLY !== 'direct') await shortRun('-cc-AU', shortRuns.relayed);
+    }
+    const mid = (xs: Short[]) => xs.sort((a, b) => a.rps - b.rps)[Math.floor(xs.length / 2)];
+    const [sr, sd] = [mid(shortRuns.relayed), mid(shortRuns.direct)];
+    const said = (x: Short | undefined) => (x ? `${fmt(x.rps, 0)} req/s (p50 ${fmt(x.p50)} ms, p99 ${fmt(x.p99)} ms, failed ${x.failed}; CPU a request São Paulo ${fmt(x.sao, 0)} µs, Sydney ${fmt(x.syd, 0)} µs)` : 'n/a');
+    console.log(`short requests through the São Paulo node (a 2 KiB GET per connection, 20 clients), median of ${SHORT_RUNS} runs of ${SHORT_SECONDS} s: -cc-AU relayed ${said(sr)} | baseline -cc-BR leaving from São Paulo ${said(sd)} | ratio ${fmt((sr?.rps ?? NaN) / (sd?.rps ?? NaN), 2)}`);
   } finally {
     for (const c of cleanup.reverse()) await Promise.resolve().then(c).catch(() => {});
     for (const d of dirs) removeDir(d);
