@@ -77,6 +77,39 @@ async function stopNode(child: ChildProcess): Promise<void> {
   clearTimeout(t);
 }
 
+type Node = { child: ChildProcess; proxyPort: number };
+type Short = Awaited<ReturnType<typeof shortRequests>> & { sao: number; syd: number };
+
+/**
+ * Short requests: a small GET per connection from 20 clients over 80 sessions (each session's
+ * connection rate stays under its limit), where a TLS handshake per relayed request is the cost;
+ * each run with the CPU a request of both nodes.
+ */
+async function shortRequestFigure(base: string, token: string, sao: Node, syd: Node, cleanup: Array<() => unknown>): Promise<void> {
+  const small = await smallOrigin();
+  cleanup.push(() => small.close());
+  const many: string[] = [];
+  for (let i = 0; i < 80; i++) many.push((await api(base, token, 'POST', '/sessions', { client_id: `bench-geo-${i}`, zone: 'br-sao', reusable: true })).id);
+  const proxy = { host: '127.0.0.2', port: sao.proxyPort };
+  // The last session made has reached the node.
+  for (let i = 0; i < 100 && (await shortRequests(proxy, many.slice(-1), '-cc-AU', small.port, 0.1, 1)).rps === 0; i++) await sleep(200);
+  const runs = { direct: [] as Short[], relayed: [] as Short[] };
+  const run = async (target: string, into: Short[]) => {
+    const before = [cpuOf(sao.child.pid), cpuOf(syd.child.pid)];
+    const r = await shortRequests(proxy, many, target, small.port, SHORT_SECONDS);
+    const n = r.rps * SHORT_SECONDS;
+    into.push({ ...r, sao: ((cpuOf(sao.child.pid) - before[0]) * 1e6) / n, syd: ((cpuOf(syd.child.pid) - before[1]) * 1e6) / n });
+  };
+  for (let i = 0; i < SHORT_RUNS; i++) {
+    if (ONLY !== 'relayed') await run('-cc-BR', runs.direct);
+    if (ONLY !== 'direct') await run('-cc-AU', runs.relayed);
+  }
+  const mid = (xs: Short[]) => xs.sort((a, b) => a.rps - b.rps)[Math.floor(xs.length / 2)];
+  const [r, d] = [mid(runs.relayed), mid(runs.direct)];
+  const said = (x: Short | undefined) => (x ? `${fmt(x.rps, 0)} req/s (p50 ${fmt(x.p50)} ms, p99 ${fmt(x.p99)} ms, failed ${x.failed}; CPU a request São Paulo ${fmt(x.sao, 0)} µs, Sydney ${fmt(x.syd, 0)} µs)` : 'n/a');
+  console.log(`short requests through the São Paulo node (a 2 KiB GET per connection, 20 clients), median of ${SHORT_RUNS} runs of ${SHORT_SECONDS} s: -cc-AU relayed ${said(r)} | baseline -cc-BR leaving from São Paulo ${said(d)} | ratio ${fmt((r?.rps ?? NaN) / (d?.rps ?? NaN), 2)}`);
+}
+
 async function main(): Promise<void> {
   const dirs: string[] = [];
   const dir = (p: string) => {
@@ -148,30 +181,7 @@ async function main(): Promise<void> {
     const best = (cores / (median(cpu.relayedAll) - beyond)) * 1024;
     console.log(`  a relay with no cost beyond the floor, on ${cores} cores as busy as the relayed runs: at most ${fmt(best, 0)} MiB/s, ratio ${fmt(best / d, 2)}`);
 
-    // Short requests: a small GET per connection from 20 clients over 80 sessions (each session's
-    // connection rate stays under its limit), where a TLS handshake per relayed request is the cost.
-    const small = await smallOrigin();
-    cleanup.push(() => small.close());
-    const many: string[] = [];
-    for (let i = 0; i < 80; i++) many.push((await api(cp.baseUrl, token, 'POST', '/sessions', { client_id: `bench-geo-${i}`, zone: 'br-sao', reusable: true })).id);
-    const proxy = { host: '127.0.0.2', port: sao.proxyPort };
-    for (let i = 0; i < 100 && (await shortRequests(proxy, many.slice(-1), '-cc-AU', small.port, 0.1, 1)).rps === 0; i++) await sleep(200);
-    type Short = Awaited<ReturnType<typeof shortRequests>> & { sao: number; syd: number };
-    const shortRuns = { direct: [] as Short[], relayed: [] as Short[] };
-    const shortRun = async (target: string, into: Short[]) => {
-      const before = [cpuOf(sao.child.pid), cpuOf(syd.child.pid)];
-      const r = await shortRequests(proxy, many, target, small.port, SHORT_SECONDS);
-      const n = r.rps * SHORT_SECONDS;
-      into.push({ ...r, sao: ((cpuOf(sao.child.pid) - before[0]) * 1e6) / n, syd: ((cpuOf(syd.child.pid) - before[1]) * 1e6) / n });
-    };
-    for (let i = 0; i < SHORT_RUNS; i++) {
-      if (ONLY !== 'relayed') await shortRun('-cc-BR', shortRuns.direct);
-      if (ONLY !== 'direct') await shortRun('-cc-AU', shortRuns.relayed);
-    }
-    const mid = (xs: Short[]) => xs.sort((a, b) => a.rps - b.rps)[Math.floor(xs.length / 2)];
-    const [sr, sd] = [mid(shortRuns.relayed), mid(shortRuns.direct)];
-    const said = (x: Short | undefined) => (x ? `${fmt(x.rps, 0)} req/s (p50 ${fmt(x.p50)} ms, p99 ${fmt(x.p99)} ms, failed ${x.failed}; CPU a request São Paulo ${fmt(x.sao, 0)} µs, Sydney ${fmt(x.syd, 0)} µs)` : 'n/a');
-    console.log(`short requests through the São Paulo node (a 2 KiB GET per connection, 20 clients), median of ${SHORT_RUNS} runs of ${SHORT_SECONDS} s: -cc-AU relayed ${said(sr)} | baseline -cc-BR leaving from São Paulo ${said(sd)} | ratio ${fmt((sr?.rps ?? NaN) / (sd?.rps ?? NaN), 2)}`);
+    await shortRequestFigure(cp.baseUrl, token, sao, syd, cleanup);
   } finally {
     for (const c of cleanup.reverse()) await Promise.resolve().then(c).catch(() => {});
     for (const d of dirs) removeDir(d);
