@@ -19,6 +19,7 @@ import type { ChangeFeed } from '../events/changes.ts';
 import { PgEventFeed } from '../events/pg-feed.ts';
 import { type Metrics, timedStore } from '../metrics.ts';
 import { PgListener } from '../store/pg/listener.ts';
+import { ownBackends } from '../store/pg/pool.ts';
 import { CHANNELS, PgStore } from '../store/pg/store.ts';
 import { PgTokenCache } from '../plugins/pg-token-cache.ts';
 import { clusterKeyOps } from '../store/repos/cluster-keys.ts';
@@ -58,6 +59,9 @@ function startReadCache(pg: PgStore, listener: PgListener, metrics: Metrics, on:
   return on ? pg.reads.follow(listener) : () => {};
 }
 
+/** The channels whose notices wake the node channels (others: tokens, events, reads). */
+const WAKING: ReadonlySet<string> = new Set([CHANNELS.sessions, CHANNELS.limits, CHANNELS.grants, CHANNELS.nodes]);
+
 export async function openPostgres({ url, dataDir, metrics, log, changes, readCache = true }: PostgresOptions): Promise<Backend> {
   // Migrations run here, under an advisory lock: several instances may start at once.
   const pg = await PgStore.open(url, {
@@ -94,11 +98,14 @@ export async function openPostgres({ url, dataDir, metrics, log, changes, readCa
       log.warn({ err: String(err) }, 'reading revoked tokens failed');
     }
   };
-  listener.onNotification((channel) => {
+  const own = ownBackends(pg.pool);
+  listener.onNotification((channel, _payload, processId) => {
     if (channel === CHANNELS.tokens) void rereadRevoked();
     // A pause, limits change, released grant or node removal on any instance: the node channels
-    // connected to this one re-send their state at once (server/cluster/node-channel.ts).
-    if (channel === CHANNELS.sessions || channel === CHANNELS.limits || channel === CHANNELS.grants || channel === CHANNELS.nodes) changes.emit();
+    // connected to this one re-send their state at once (server/cluster/node-channel.ts). This
+    // instance's own writes of them woke its channels as they were answered (the services emit),
+    // so their notices, which come back here too, wake nothing a second time.
+    if (WAKING.has(channel) && !own.has(processId)) changes.emit();
   });
   listener.onReconnect(() => void rereadRevoked());
 

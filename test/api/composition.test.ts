@@ -105,3 +105,30 @@ test('updating limits is one service call: stored, audited, node channels woken'
     await s.close();
   }
 });
+
+test('PostgreSQL, two instances: a limits change wakes each instance\'s node channels once (its own notice is not heard twice)', async (t) => {
+  const pg = await startPostgres(t);
+  const dirs = [tempDir('vad-compose-a-'), tempDir('vad-compose-b-')];
+  const [a, b] = [await buildServer({ dataDir: dirs[0], database: pg.url(), dataPlane: null }), await buildServer({ dataDir: dirs[1], database: pg.url(), dataPlane: null })];
+  try {
+    const heard = { a: 0, b: 0 };
+    a.services.changes.on(() => heard.a++);
+    b.services.changes.on(() => heard.b++);
+    const info = (await a.services.tokenLookup.find((await a.services.data.createToken('compose', 'owner')).token))!;
+    const actor = { tokenId: info.id, role: 'owner' as const };
+    for (const [round, max] of [[1, 7], [2, 8]] as const) {
+      await a.services.limits.update(info.customer_id, actor, 'global', { max_sessions: max });
+      assert.equal(heard.a, round, 'the instance that stored it woke its channels as it answered');
+      // The other instance hears the notice; by then this one has had its own back too.
+      for (let i = 0; i < 100 && heard.b < round; i++) await new Promise((r) => setTimeout(r, 20));
+      assert.equal(heard.b, round, 'the other instance hears it once');
+      await a.services.data.upNodes('de-fra'); // a round trip after the notice: anything still on its way has come
+      await new Promise((r) => setTimeout(r, 100));
+      assert.deepEqual(heard, { a: round, b: round });
+    }
+  } finally {
+    await a.app.close();
+    await b.app.close();
+    for (const d of dirs) removeDir(d);
+  }
+});

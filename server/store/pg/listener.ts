@@ -8,7 +8,8 @@
 import pg from 'pg';
 import { clientConfig, type PoolOptions } from './pool.ts';
 
-export type NotificationHandler = (channel: string, payload: string) => void;
+/** A notification: its channel, payload, and the process id of the backend whose statement sent it. */
+export type NotificationHandler = (channel: string, payload: string, processId: number) => void;
 
 export interface ListenerOptions extends PoolOptions {
   /** First delay before reconnecting; doubles up to maxBackoffMs. */
@@ -127,7 +128,7 @@ export class PgListener {
     client.on('error', fail);
     client.on('end', () => fail(new Error('LISTEN connection ended')));
     client.on('notification', (n) => {
-      for (const fn of this.handlers) fn(n.channel, n.payload ?? '');
+      for (const fn of this.handlers) fn(n.channel, n.payload ?? '', n.processId);
     });
     try {
       await client.connect();

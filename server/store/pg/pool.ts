@@ -90,6 +90,15 @@ export async function inTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient
   }
 }
 
+/** The backend process ids of each pool's open connections (ownBackends). */
+const BACKENDS = new WeakMap<pg.Pool, Set<number>>();
+
+/**
+ * The PostgreSQL backend process ids of the pool's open connections: a notification whose
+ * processId is one of them was sent by a statement of this process.
+ */
+export const ownBackends = (pool: pg.Pool): ReadonlySet<number> => BACKENDS.get(pool) ?? new Set();
+
 export function openPool(url: string, opts: PoolOptions = {}): pg.Pool {
   const queryTimeoutMs = opts.queryTimeoutMs ?? 10_000;
   const pool = new pg.Pool({
@@ -107,6 +116,18 @@ export function openPool(url: string, opts: PoolOptions = {}): pg.Pool {
   // transaction, an unhandled 'error' would crash the process. Its next query fails instead
   // (service_unavailable), and the pool drops it on release (it is no longer queryable).
   pool.on('connect', (client) => client.on('error', () => {}));
+  const backends = new Set<number>();
+  BACKENDS.set(pool, backends);
+  // processID is pg's own field, set from the server's BackendKeyData at connect (not in @types/pg).
+  const pid = (client: pg.PoolClient) => (client as unknown as { processID: number | null }).processID;
+  pool.on('connect', (client) => {
+    const id = pid(client);
+    if (id !== null) backends.add(id);
+  });
+  pool.on('remove', (client) => {
+    const id = pid(client);
+    if (id !== null) backends.delete(id);
+  });
   return pool;
 }
 
