@@ -20,20 +20,25 @@ test('a burst of first connections: claims up to nine tenths of the budget, the 
   const { c, sent } = claims();
   const burst = NODE_LIMITS.claims.burst * 0.9;
   const settled = new Set<number>();
+  const t0 = performance.now();
   const all = Array.from({ length: burst + 100 }, (_, i) => c.claim(`s-${i}`, undefined).then(() => settled.add(i)));
+  // The burst, and what the budget refilled while the loop ran (nine tenths of the rate).
+  const refilled = Math.ceil(((performance.now() - t0) / 1000) * NODE_LIMITS.claims.rate * 0.9) + 1;
   await sleep(0);
-  // The burst, and what the budget refilled while the loop ran (a token every 5.6 ms).
   const asked = sent.length;
-  assert.ok(asked >= burst && asked <= burst + 5, `claims sent: ${asked}`);
-  assert.ok(sent.every((m, i) => m.type === 'claim' && m.session === `s-${i}`));
+  assert.ok(asked >= burst && asked <= burst + refilled, `claims sent: ${asked}`);
+  assert.ok(sent.every((m) => m.type === 'claim'));
   assert.equal(c.unasked, burst + 100 - asked, 'the rest decided without asking');
-  // The unasked ones are settled already; the asked ones wait for their answer.
-  assert.deepEqual([...settled].sort((a, b) => a - b), Array.from({ length: burst + 100 - asked }, (_, i) => asked + i));
+  // The unasked ones are settled already, the asked ones wait for their answer: each claim is one or the other.
+  const askedIds = new Set(sent.map((m) => Number(m.session.slice(2))));
+  assert.equal(askedIds.size, asked);
+  for (let i = 0; i < burst + 100; i++) assert.notEqual(askedIds.has(i), settled.has(i), `claim ${i}`);
+  for (let i = 0; i < burst; i++) assert.ok(askedIds.has(i), `claim ${i} of the burst was asked`);
   for (const m of sent.slice(0, 10)) c.answer({ id: m.id, ok: true, session: m.session, row: null });
   await sleep(0);
   assert.equal(settled.size, burst + 110 - asked, 'answered claims settle');
   // A claim of a session already waiting shares it (nothing sent, nothing spent).
-  void c.claim('s-20', undefined);
+  void c.claim('s-20', undefined); // one of the burst, not answered yet
   assert.equal(sent.length, asked);
   // The budget refills at nine tenths of the control plane's rate.
   await sleep(100);
