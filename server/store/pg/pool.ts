@@ -112,15 +112,15 @@ export function openPool(url: string, opts: PoolOptions = {}): pg.Pool {
   });
   // Without a listener an idle connection's error (the server was killed) would crash the process.
   pool.on('error', (err) => opts.onIdleError?.(err));
-  // A checked-out connection has no pool listener: if its server dies between two queries of a
-  // transaction, an unhandled 'error' would crash the process. Its next query fails instead
-  // (service_unavailable), and the pool drops it on release (it is no longer queryable).
-  pool.on('connect', (client) => client.on('error', () => {}));
   const backends = new Set<number>();
   BACKENDS.set(pool, backends);
   // processID is pg's own field, set from the server's BackendKeyData at connect (not in @types/pg).
   const pid = (client: pg.PoolClient) => (client as unknown as { processID: number | null }).processID;
   pool.on('connect', (client) => {
+    // A checked-out connection has no pool listener: if its server dies between two queries of a
+    // transaction, an unhandled 'error' would crash the process. Its next query fails instead
+    // (service_unavailable), and the pool drops it on release (it is no longer queryable).
+    client.on('error', () => {});
     const id = pid(client);
     if (id !== null) backends.add(id);
   });
