@@ -7,7 +7,7 @@ import { connect as tlsConnect, type TLSSocket } from 'node:tls';
 import WebSocket from 'ws';
 import type { Logger } from '../domain.ts';
 import { NODE_CHANNEL_PATH, type NodeState } from '../cluster/node-channel.ts';
-import { peerPin } from '../dataplane/relay-dial.ts';
+import { peerPin } from '../dataplane/relay-tls.ts';
 
 const BACKOFF_MIN_MS = 250;
 const BACKOFF_MAX_MS = 5_000;

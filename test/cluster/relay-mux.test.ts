@@ -1,0 +1,204 @@
+// The multiplexed relay: a real relay listener (TLS, in this process) and real loopback
+// destinations, dialled by the entry's own dialRelay, or by hand over HTTP/2:
+//  - many requests, at once and one after another, ride one TLS connection, each relayed intact;
+//  - each stream carries a grant of its own: replayed, for another destination or from another
+//    entry it is refused, and the connection goes on serving the streams that are granted;
+//  - a connection whose first stream is not granted is closed, as a refused request line is;
+//  - streams have their own flow control: a stream nobody reads does not hold the others, and its
+//    bytes arrive intact once read; an upload is echoed intact;
+//  - the exit's egress policy refuses a destination as an egress refusal at the entry;
+//  - a relay that offers no HTTP/2 (an older node) is dialled a connection per request.
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { createServer, type Server, type Socket } from 'node:net';
+import { readFileSync } from 'node:fs';
+import { createHash, X509Certificate } from 'node:crypto';
+import { connect as tlsConnect, createServer as createTlsServer, type TLSSocket } from 'node:tls';
+import { connect as h2connect, type ClientHttp2Session } from 'node:http2';
+import { createRelayServer } from '../../server/node/relay-server.ts';
+import { dialRelay } from '../../server/dataplane/relay-dial.ts';
+import { EgressRefused } from '../../server/dataplane/egress.ts';
+import { keyExpiry, relayKey, signRelayRequest } from '../../server/dataplane/relay-grant.ts';
+import { pinOf } from '../../server/tls/certificates.ts';
+import { silentLogger } from '../../server/log.ts';
+import { removeDir, tempDir } from '../helpers/server.ts';
+import { makeCert } from '../helpers/tls.ts';
+
+const TOKEN_HASH = 'c'.repeat(64);
+const dir = tempDir('vad-relay-mux-');
+const pair = makeCert(dir, 'mux');
+const pcs = pinOf(new X509Certificate(pair.pem));
+const entries = new Set(['node-a', 'node-b']);
+/** 24 MiB and a bit of pseudo-random bytes: more than every window on the way. */
+const BIG = (() => {
+  const b = Buffer.alloc(24 * 1024 * 1024 + 4321);
+  let x = 7;
+  for (let i = 0; i < b.length; i++) {
+    x = (Math.imul(x, 1103515245) + 12345) >>> 0;
+    b[i] = x >>> 24;
+  }
+  return b;
+})();
+const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+
+let relay: ReturnType<typeof createRelayServer>;
+let relayPort = 0;
+/** TLS connections the relay accepted. */
+let accepted = 0;
+let echo: Server;
+let big: Server;
+let echoPort = 0;
+let bigPort = 0;
+
+async function listen(s: Server, host = '127.0.0.1'): Promise<number> {
+  await new Promise<void>((r) => s.listen(0, host, () => r()));
+  return (s.address() as { port: number }).port;
+}
+
+before(async () => {
+  relay = createRelayServer({ cert: readFileSync(pair.cert, 'utf8'), key: readFileSync(pair.key, 'utf8'), tokenHash: TOKEN_HASH, entries: () => entries, egress: 'allow-all', log: silentLogger });
+  relay.on('connection', () => accepted++);
+  relayPort = await listen(relay);
+  echo = createServer((s) => s.on('error', () => {}).pipe(s));
+  big = createServer((s) => s.on('error', () => {}).end(BIG));
+  echoPort = await listen(echo);
+  bigPort = await listen(big);
+});
+after(async () => {
+  await relay.shutdown();
+  echo.close();
+  big.close();
+  removeDir(dir);
+});
+
+const exp = keyExpiry();
+const route = (from = 'node-a', port = relayPort) => ({ via: 'relay' as const, node: 'exit', host: '127.0.0.1', port, pcs, from, exp, key: relayKey(TOKEN_HASH, from, exp) });
+
+/** Everything a relayed outbound sends until it ends (after writing `send`, then ending its side). */
+function drain(out: Socket, send?: Buffer): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const got: Buffer[] = [];
+    out.on('data', (b: Buffer) => got.push(b));
+    out.on('end', () => resolve(Buffer.concat(got)));
+    out.on('error', reject);
+    if (send) {
+      out.write(send);
+      out.end();
+    }
+  });
+}
+
+test('requests at once and one after another ride one TLS connection, each relayed intact', async () => {
+  const before = accepted;
+  const one = async (i: number) => drain(await dialRelay(route(), 'session-one', '127.0.0.1', echoPort, 5000), Buffer.from(`request ${i}\n`.repeat(100)));
+  const atOnce = await Promise.all(Array.from({ length: 40 }, (_, i) => one(i)));
+  atOnce.forEach((got, i) => assert.equal(got.toString(), `request ${i}\n`.repeat(100)));
+  for (let i = 0; i < 10; i++) assert.equal((await one(i)).toString(), `request ${i}\n`.repeat(100));
+  assert.equal(accepted - before, 1, 'one TLS connection carried every request');
+  // Another entry in this process gets a connection of its own (a connection is one entry's).
+  assert.equal((await drain(await dialRelay(route('node-b'), 'session-two', '127.0.0.1', echoPort, 5000), Buffer.from('b\n'))).toString(), 'b\n');
+  assert.equal(accepted - before, 2);
+});
+
+test('a stream nobody reads holds only itself; its bytes and an upload arrive intact', async () => {
+  const stalled = await dialRelay(route(), 'session-one', '127.0.0.1', bigPort, 5000);
+  stalled.pause();
+  // Meanwhile the same connection carries other streams, both ways.
+  const [down, up] = await Promise.all([
+    dialRelay(route(), 'session-one', '127.0.0.1', bigPort, 5000).then((s) => drain(s)),
+    dialRelay(route(), 'session-one', '127.0.0.1', echoPort, 5000).then((s) => drain(s, BIG)),
+  ]);
+  assert.equal(sha(down), sha(BIG), 'a download next to a stalled stream arrived intact');
+  assert.equal(sha(up), sha(BIG), 'an upload came back intact');
+  const late = drain(stalled);
+  stalled.resume();
+  assert.equal(sha(await late), sha(BIG), 'the stalled stream\'s bytes arrived intact once read');
+});
+
+/** An HTTP/2 connection to the relay by hand (the pin is the test's own certificate). */
+async function session(): Promise<{ h2: ClientHttp2Session; tls: TLSSocket }> {
+  const tls = tlsConnect({ host: '127.0.0.1', port: relayPort, rejectUnauthorized: false, ALPNProtocols: ['h2'] });
+  await new Promise((r) => tls.once('secureConnect', r));
+  assert.equal(tls.alpnProtocol, 'h2');
+  const h2 = h2connect(`https://127.0.0.1:${relayPort}`, { createConnection: () => tls });
+  h2.on('error', () => {});
+  return { h2, tls };
+}
+
+/** One stream with `request` in its header: the status and error it was answered, and what the destination sent. */
+function ask(h2: ClientHttp2Session, request: object, send = 'ping\n'): Promise<{ status: number; error?: string; body: string }> {
+  return new Promise((resolve) => {
+    const s = h2.request({ ':method': 'POST', ':path': '/relay', 'vad-relay': JSON.stringify(request) }, { endStream: false });
+    let status = 0;
+    let error: string | undefined;
+    let body = '';
+    s.on('response', (h) => {
+      status = Number(h[':status']);
+      error = h['vad-error'] as string | undefined;
+      if (status === 200) s.end(send);
+    });
+    s.on('data', (b: Buffer) => (body += b));
+    s.on('error', () => {});
+    s.on('close', () => resolve({ status, ...(error ? { error } : {}), body }));
+  });
+}
+
+const grant = (from = 'node-a', port = echoPort, host = '127.0.0.1') => ({ ...signRelayRequest(route(from), 'session-one', host, port), host, port });
+
+test('each stream is granted on its own: replayed, for another destination or from another entry it is refused, and the connection goes on', async () => {
+  const { h2, tls } = await session();
+  const first = grant();
+  assert.deepEqual(await ask(h2, first), { status: 200, body: 'ping\n' });
+  assert.deepEqual(await ask(h2, first), { status: 403, error: 'replayed', body: '' });
+  assert.deepEqual(await ask(h2, { ...grant(), port: bigPort }), { status: 403, error: 'unauthorized', body: '' });
+  assert.deepEqual(await ask(h2, grant('node-b')), { status: 400, error: 'bad_request', body: '' }, 'the connection is node-a\'s');
+  assert.deepEqual(await ask(h2, { ...grant(), udp: true }), { status: 400, error: 'bad_request', body: '' });
+  assert.deepEqual(await ask(h2, grant()), { status: 200, body: 'ping\n' }, 'still served');
+  // A destination nothing listens on: answered, and the connection goes on.
+  const nothing = createServer();
+  const closedPort = await listen(nothing);
+  await new Promise((r) => nothing.close(r));
+  assert.deepEqual(await ask(h2, grant('node-a', closedPort)), { status: 502, error: 'unreachable', body: '' });
+  assert.deepEqual(await ask(h2, grant()), { status: 200, body: 'ping\n' });
+  assert.equal(tls.destroyed, false);
+  h2.close();
+});
+
+test('a connection whose first stream is not granted is closed', async () => {
+  const { h2, tls } = await session();
+  const madeUp = { ...grant(), grant: '0'.repeat(64) };
+  assert.deepEqual(await ask(h2, madeUp), { status: 403, error: 'unauthorized', body: '' });
+  await new Promise((r) => (tls.destroyed ? r(null) : tls.once('close', r)));
+  assert.equal(h2.destroyed || h2.closed, true);
+});
+
+test('the exit\'s egress policy refuses a destination: an egress refusal at the entry', async () => {
+  const strict = createRelayServer({ cert: readFileSync(pair.cert, 'utf8'), key: readFileSync(pair.key, 'utf8'), tokenHash: TOKEN_HASH, entries: () => entries, egress: 'public-only', log: silentLogger });
+  const port = await listen(strict);
+  await assert.rejects(dialRelay(route('node-a', port), 'session-one', '127.0.0.1', echoPort, 5000), (err) => err instanceof EgressRefused);
+  await strict.shutdown();
+});
+
+test('a relay that offers no HTTP/2 is dialled a connection per request', async () => {
+  // An older node: one request line, `OK`, then the destination (here: an echo of its own).
+  let connections = 0;
+  const old = createTlsServer({ cert: readFileSync(pair.cert, 'utf8'), key: readFileSync(pair.key, 'utf8'), ALPNProtocols: ['vad-relay'] }, (s) => {
+    connections++;
+    s.once('data', (b: Buffer) => {
+      const nl = b.indexOf(0x0a);
+      s.write('OK\n');
+      s.write(b.subarray(nl + 1));
+      s.pipe(s);
+    });
+  });
+  const port = await listen(old);
+  const dial = async (i: number) => (await drain(await dialRelay(route('node-a', port), 'session-one', '127.0.0.1', 9, 5000), Buffer.from(`old ${i}\n`))).toString();
+  // The first dial asks for HTTP/2, is told no, and makes a connection of its own.
+  assert.equal(await dial(0), 'old 0\n');
+  for (let i = 1; i < 4; i++) {
+    const before = connections;
+    assert.equal(await dial(i), `old ${i}\n`);
+    assert.equal(connections - before, 1, 'one connection per request, none asking for HTTP/2 first');
+  }
+  old.close();
+});
