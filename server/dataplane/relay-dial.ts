@@ -97,10 +97,53 @@ async function dialAlone(route: RelayRoute, sessionId: string, host: string, por
   return out as unknown as Socket;
 }
 
+/**
+ * Which way a request goes. A stream costs little to open but more per byte than a connection of
+ * its own (HTTP/2 hands its reads over in small pieces: measured on a relayed download, about twice
+ * the entry's CPU per GiB). So a session whose relayed request to an exit moved BULK_BYTES or more
+ * takes connections of its own to that exit for BULK_MS after (each such request again extends it);
+ * every other request is a stream.
+ */
+const BULK_BYTES = 4 << 20;
+const BULK_MS = 60_000;
+const MAX_BULKY = 10_000;
+/** Session and exit → until when its requests take connections of their own. */
+const bulky = new Map<string, number>();
+
+function markBulky(key: string): void {
+  bulky.delete(key);
+  if (bulky.size >= MAX_BULKY) bulky.delete(bulky.keys().next().value!);
+  bulky.set(key, Date.now() + BULK_MS);
+}
+
+function isBulky(key: string): boolean {
+  const until = bulky.get(key);
+  if (until === undefined) return false;
+  if (until > Date.now()) return true;
+  bulky.delete(key);
+  return false;
+}
+
+/** `onData` counting what it is handed: at BULK_BYTES (and again at the close) the session is marked. */
+function tapped(key: string, onData: OnData): { onData: OnData; closed(): void } {
+  let n = 0;
+  return {
+    onData: (b, release) => {
+      if (n < BULK_BYTES && (n += b.length) >= BULK_BYTES) markBulky(key);
+      onData(b, release);
+    },
+    closed: () => (n >= BULK_BYTES ? markBulky(key) : undefined),
+  };
+}
+
 /** Dials host:port through the route's relay for the session `sessionId` (its grant names both). */
 export async function dialRelay(route: RelayRoute, sessionId: string, host: string, port: number, timeoutMs: number, onData?: OnData): Promise<Socket> {
+  const key = `${sessionId}|${route.node}`;
+  const tap = onData ? tapped(key, onData) : undefined;
   try {
-    return (await dialMux(route, sessionId, host, port, timeoutMs, onData)) ?? (await dialAlone(route, sessionId, host, port, timeoutMs, onData));
+    const out = (!isBulky(key) && (await dialMux(route, sessionId, host, port, timeoutMs, tap?.onData))) || (await dialAlone(route, sessionId, host, port, timeoutMs, tap?.onData));
+    if (tap) out.once('close', tap.closed);
+    return out;
   } catch (err) {
     throw err instanceof RelayRefused && err.code === 'forbidden' ? new EgressRefused(`${host} refused by the exit node's egress policy`) : err;
   }

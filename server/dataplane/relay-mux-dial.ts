@@ -13,6 +13,7 @@ import { connect as h2connect, type ClientHttp2Session, type ClientHttp2Stream, 
 import type { Socket } from 'node:net';
 import type { OnData } from './outbound.ts';
 import { signRelayRequest } from './relay-grant.ts';
+import { GatheredReads } from './relay-reads.ts';
 import { connectPinned, relayKey, RelayedOutbound, RelayRefused, type RelayRoute } from './relay-tls.ts';
 
 /** The protocol the relay's TLS negotiates (ALPN) for a multiplexed connection. */
@@ -89,6 +90,17 @@ async function muxFor(route: RelayRoute, timeoutMs: number): Promise<Mux | null>
   throw new Error(`the relay at node ${route.node} has no room for another stream`);
 }
 
+/** Copies a chunk into the gathered reads' buffers (as a socket's `onread` would have read it). */
+function gather(reads: GatheredReads, b: Buffer): void {
+  for (let at = 0; at < b.length; ) {
+    const room = reads.onread.buffer();
+    const n = Math.min(room.byteLength, b.length - at);
+    room.set(b.subarray(at, at + n));
+    at += n;
+    reads.onread.callback(n);
+  }
+}
+
 /** The exit's answer to a stream: resolved on `200`, rejected with its refusal, its closing, or the time-out. */
 function answered(route: RelayRoute, stream: ClientHttp2Stream, timeoutMs: number): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -129,12 +141,14 @@ export async function dialMux(route: RelayRoute, sessionId: string, host: string
   stream.on('error', () => {}); // 'close' follows
   await answered(route, stream, Math.max(1, timeoutMs - (Date.now() - started)));
   stream.pause();
-  const out = new RelayedOutbound(stream);
-  const deliver: OnData = onData ?? ((d) => out.emit('data', d));
-  const noop = () => {};
+  // The stream's chunks (a piece of a frame each, as TLS records came) are gathered into large
+  // pooled buffers, handed on once per event-loop round: one write to the client, not one a chunk.
+  const reads = new GatheredReads();
+  const out = new RelayedOutbound(stream, () => reads.flush());
+  reads.attach(onData ?? ((d) => out.emit('data', d)));
   // After the caller has taken the socket over (its then() runs first), unless it paused it.
   setImmediate(() => {
-    stream.on('data', (b: Buffer) => deliver(b, noop));
+    stream.on('data', (b: Buffer) => gather(reads, b));
     if (!out.paused) stream.resume();
   });
   return out as unknown as Socket;

@@ -6,6 +6,8 @@
 //  - a connection whose first stream is not granted is closed, as a refused request line is;
 //  - streams have their own flow control: a stream nobody reads does not hold the others, and its
 //    bytes arrive intact once read; an upload is echoed intact;
+//  - a session that just moved a bulk download takes connections of its own for a while (cheaper
+//    per byte), other sessions still streams;
 //  - the exit's egress policy refuses a destination as an egress refusal at the entry;
 //  - a relay that offers no HTTP/2 (an older node) is dialled a connection per request.
 import assert from 'node:assert/strict';
@@ -47,7 +49,9 @@ let relayPort = 0;
 let accepted = 0;
 let echo: Server;
 let big: Server;
+let hello: Server;
 let echoPort = 0;
+let helloPort = 0;
 let bigPort = 0;
 
 async function listen(s: Server, host = '127.0.0.1'): Promise<number> {
@@ -61,13 +65,16 @@ before(async () => {
   relayPort = await listen(relay);
   echo = createServer((s) => s.on('error', () => {}).pipe(s));
   big = createServer((s) => s.on('error', () => {}).end(BIG));
+  hello = createServer((s) => s.on('error', () => {}).end('hello\n'));
   echoPort = await listen(echo);
+  helloPort = await listen(hello);
   bigPort = await listen(big);
 });
 after(async () => {
   await relay.shutdown();
   echo.close();
   big.close();
+  hello.close();
   removeDir(dir);
 });
 
@@ -113,6 +120,32 @@ test('a stream nobody reads holds only itself; its bytes and an upload arrive in
   const late = drain(stalled);
   stalled.resume();
   assert.equal(sha(await late), sha(BIG), 'the stalled stream\'s bytes arrived intact once read');
+});
+
+/** A download through dialRelay whose reads go to `onData` (as the proxy's do): all it read. */
+async function download(sessionId: string, port = bigPort): Promise<Buffer> {
+  const got: Buffer[] = [];
+  const out = await dialRelay(route(), sessionId, '127.0.0.1', port, 5000, (b, release) => {
+    got.push(Buffer.from(b));
+    release();
+  });
+  out.once('end', () => out.end());
+  await new Promise((r) => out.once('close', r));
+  return Buffer.concat(got);
+}
+
+test('a session that just moved a bulk download takes connections of its own to that exit; other sessions still streams', async () => {
+  await drain(await dialRelay(route(), 'bulk-session', '127.0.0.1', echoPort, 5000), Buffer.from('warm\n'));
+  let before = accepted;
+  assert.equal(sha(await download('bulk-session')), sha(BIG), 'the first download is a stream');
+  assert.equal(accepted - before, 0);
+  before = accepted;
+  assert.equal(sha(await download('bulk-session')), sha(BIG));
+  assert.equal((await download('bulk-session', helloPort)).toString(), 'hello\n');
+  assert.equal(accepted - before, 2, 'then a connection of its own per request');
+  before = accepted;
+  assert.equal((await download('other-session', helloPort)).toString(), 'hello\n');
+  assert.equal(accepted - before, 0, 'another session still rides the stream connection');
 });
 
 /** An HTTP/2 connection to the relay by hand (the pin is the test's own certificate). */
