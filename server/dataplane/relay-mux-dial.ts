@@ -7,7 +7,8 @@
 // relay-dial.ts) in its `vad-relay` header; the exit (node/relay-mux.ts) answers `200` and the
 // stream's bodies are the bytes both ways, or refuses with its error in `vad-error`. A connection
 // carries at most MUX_STREAMS streams at once (another is opened past it), and is closed after
-// IDLE_MS without any. A relay that does not offer HTTP/2 is dialled a connection per request for
+// IDLE_MS without any; one that leaves a stream unanswered and then a PING too is dropped (TCP
+// keep-alive on it as well). A relay that does not offer HTTP/2 is dialled a connection per request for
 // RAW_ONLY_MS before it is asked again.
 import { connect as h2connect, type ClientHttp2Session, type ClientHttp2Stream, type IncomingHttpHeaders } from 'node:http2';
 import type { Socket } from 'node:net';
@@ -31,10 +32,14 @@ export const MUX_SESSION_WINDOW = 32 << 20;
 export const MUX_SESSION_MEMORY = 64;
 const IDLE_MS = 60_000;
 const RAW_ONLY_MS = 10 * 60_000;
+const PING_MS = 5000;
+const KEEPALIVE_MS = 30_000;
 
 interface Mux {
   session: ClientHttp2Session;
   streams: number;
+  /** A PING is out (checkAlive). */
+  pinging?: boolean;
 }
 
 const muxes = new Map<string, Mux[]>();
@@ -57,6 +62,7 @@ async function openMux(route: RelayRoute, key: string, timeoutMs: number): Promi
     return null;
   }
   tls.setNoDelay(true);
+  tls.setKeepAlive(true, KEEPALIVE_MS);
   const session = h2connect(`https://${route.host}:${route.port}`, { createConnection: () => tls, settings: MUX_SETTINGS, maxSessionMemory: MUX_SESSION_MEMORY });
   const mux: Mux = { session, streams: 0 };
   session.on('error', () => {}); // its streams see it, and 'close' follows
@@ -101,15 +107,38 @@ function gather(reads: GatheredReads, b: Buffer): void {
   }
 }
 
+/**
+ * After a stream went unanswered: the connection is asked for a PING, and dropped if that is not
+ * answered within PING_MS either (an exit that vanished without closing, a path that stopped
+ * carrying), so the next request opens another rather than waiting on this one too.
+ */
+function checkAlive(mux: Mux): void {
+  if (mux.pinging || mux.session.destroyed) return;
+  mux.pinging = true;
+  const timer = setTimeout(() => mux.session.destroy(), PING_MS);
+  const sent = mux.session.ping((err) => {
+    mux.pinging = false;
+    clearTimeout(timer);
+    if (err) mux.session.destroy();
+  });
+  if (!sent) {
+    clearTimeout(timer);
+    mux.session.destroy();
+  }
+}
+
 /** The exit's answer to a stream: resolved on `200`, rejected with its refusal, its closing, or the time-out. */
-function answered(route: RelayRoute, stream: ClientHttp2Stream, timeoutMs: number): Promise<void> {
+function answered(route: RelayRoute, mux: Mux, stream: ClientHttp2Stream, timeoutMs: number): Promise<void> {
   return new Promise((resolve, reject) => {
     const fail = (err: Error) => {
       clearTimeout(timer);
       stream.destroy();
       reject(err);
     };
-    const timer = setTimeout(() => fail(new Error(`the relay at node ${route.node} did not answer in time`)), timeoutMs);
+    const timer = setTimeout(() => {
+      checkAlive(mux);
+      fail(new Error(`the relay at node ${route.node} did not answer in time`));
+    }, timeoutMs);
     const onClose = () => fail(new Error(`the relay at node ${route.node} closed`));
     stream.once('close', onClose);
     stream.once('response', (headers: IncomingHttpHeaders) => {
@@ -139,7 +168,7 @@ export async function dialMux(route: RelayRoute, sessionId: string, host: string
   mux.streams++;
   stream.once('close', () => mux.streams--);
   stream.on('error', () => {}); // 'close' follows
-  await answered(route, stream, Math.max(1, timeoutMs - (Date.now() - started)));
+  await answered(route, mux, stream, Math.max(1, timeoutMs - (Date.now() - started)));
   stream.pause();
   // The stream's chunks (a piece of a frame each, as TLS records came) are gathered into large
   // pooled buffers, handed on once per event-loop round: one write to the client, not one a chunk.

@@ -8,11 +8,13 @@
 //    bytes arrive intact once read; an upload is echoed intact;
 //  - a session that just moved a bulk download takes connections of its own for a while (cheaper
 //    per byte), other sessions still streams;
+//  - a connection that stopped carrying (a path gone silent) is dropped once a stream and a PING
+//    go unanswered, and the next request opens another;
 //  - the exit's egress policy refuses a destination as an egress refusal at the entry;
 //  - a relay that offers no HTTP/2 (an older node) is dialled a connection per request.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { createServer, type Server, type Socket } from 'node:net';
+import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { createHash, X509Certificate } from 'node:crypto';
 import { connect as tlsConnect, createServer as createTlsServer, type TLSSocket } from 'node:tls';
@@ -23,7 +25,7 @@ import { EgressRefused } from '../../server/dataplane/egress.ts';
 import { keyExpiry, relayKey, signRelayRequest } from '../../server/dataplane/relay-grant.ts';
 import { pinOf } from '../../server/tls/certificates.ts';
 import { silentLogger } from '../../server/log.ts';
-import { removeDir, tempDir } from '../helpers/server.ts';
+import { removeDir, tempDir, waitFor } from '../helpers/server.ts';
 import { makeCert } from '../helpers/tls.ts';
 
 const TOKEN_HASH = 'c'.repeat(64);
@@ -203,6 +205,39 @@ test('a connection whose first stream is not granted is closed', async () => {
   assert.deepEqual(await ask(h2, madeUp), { status: 403, error: 'unauthorized', body: '' });
   await new Promise((r) => (tls.destroyed ? r(null) : tls.once('close', r)));
   assert.equal(h2.destroyed || h2.closed, true);
+});
+
+test('a connection gone silent is dropped after an unanswered stream and PING; the next request opens another', async () => {
+  // A TCP forwarder in front of the relay whose connections can be frozen: kept open, carrying
+  // nothing more (as a path gone silent); connections made after that are carried.
+  const held: Array<{ frozen: boolean; sockets: Socket[] }> = [];
+  const path = createServer((a) => {
+    const b = createConnection(relayPort, '127.0.0.1');
+    const conn = { frozen: false, sockets: [a, b] };
+    held.push(conn);
+    for (const [from, to] of [[a, b], [b, a]] as const) {
+      from.on('error', () => {});
+      from.on('data', (d: Buffer) => (conn.frozen ? undefined : to.write(d)));
+      from.on('close', () => to.destroy());
+    }
+  });
+  const port = await listen(path);
+  const via = route('node-a', port);
+  const before = accepted;
+  assert.equal((await drain(await dialRelay(via, 'session-one', '127.0.0.1', echoPort, 5000), Buffer.from('one\n'))).toString(), 'one\n');
+  for (const c of held) c.frozen = true;
+  await assert.rejects(dialRelay(via, 'session-one', '127.0.0.1', echoPort, 500), /did not answer in time/);
+  // The PING goes unanswered too: within 5 s the connection is dropped, and a new one is carried.
+  await waitFor(async () => {
+    try {
+      return (await drain(await dialRelay(via, 'session-one', '127.0.0.1', echoPort, 1000), Buffer.from('two\n'))).toString() === 'two\n';
+    } catch {
+      return false;
+    }
+  }, 15_000, 'a request through a new connection');
+  assert.equal(accepted - before, 2, 'the silent connection was replaced by one new one');
+  for (const c of held) for (const s of c.sockets) s.destroy();
+  path.close();
 });
 
 test('the exit\'s egress policy refuses a destination: an egress refusal at the entry', async () => {
