@@ -164,7 +164,12 @@ export async function dialMux(route: RelayRoute, sessionId: string, host: string
   const mux = await muxFor(route, timeoutMs);
   if (!mux) return null;
   const request = { ...signRelayRequest(route, sessionId, host, port), host, port, ...(route.slot !== undefined ? { slot: route.slot } : {}) };
-  const stream = mux.session.request({ ':method': 'POST', ':path': '/relay', 'vad-relay': JSON.stringify(request) }, { endStream: false });
+  let stream: ClientHttp2Stream;
+  try {
+    stream = mux.session.request({ ':method': 'POST', ':path': '/relay', 'vad-relay': JSON.stringify(request) }, { endStream: false });
+  } catch {
+    return null; // the connection is closing (the exit's GOAWAY came in between): a connection of its own
+  }
   mux.streams++;
   stream.once('close', () => mux.streams--);
   stream.on('error', () => {}); // 'close' follows

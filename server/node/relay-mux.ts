@@ -47,9 +47,16 @@ export function serveMux(l: Listener, sock: TLSSocket, hooks: MuxHooks): void {
     streams++;
     stream.once('close', () => streams--);
     stream.on('error', () => {}); // 'close' follows
-    const refuse = (error: string) => {
-      if (!stream.destroyed) stream.respond({ ':status': STATUS[error] ?? 403, 'vad-error': error }, { endStream: true });
+    // A stream the entry has reset meanwhile takes no answer (responding would throw).
+    const respond = (headers: Record<string, string | number>, endStream: boolean) => {
+      if (stream.closed || stream.destroyed) return;
+      try {
+        stream.respond(headers, { endStream });
+      } catch {
+        stream.destroy();
+      }
     };
+    const refuse = (error: string) => respond({ ':status': STATUS[error] ?? 403, 'vad-error': error }, true);
     const line = headers['vad-relay'];
     const req = headers[':method'] === 'POST' && typeof line === 'string' ? parseRequest(line) : null;
     const verdict = !req || req.udp || (entry !== undefined && req.from !== entry) ? 'bad_request' : verifyRelayGrant(l.opts.tokenHash, l.entries(), req, { kind: 'tcp', host: req.host, port: req.port }, l.nonces);
@@ -69,6 +76,6 @@ export function serveMux(l: Listener, sock: TLSSocket, hooks: MuxHooks): void {
     }
     l.open.add(stream);
     stream.once('close', () => l.open.delete(stream));
-    relayTcp(l, stream, req, Buffer.alloc(0), { ok: () => stream.respond({ ':status': 200 }), fail: refuse });
+    relayTcp(l, stream, req, Buffer.alloc(0), { ok: () => respond({ ':status': 200 }, false), fail: refuse });
   });
 }

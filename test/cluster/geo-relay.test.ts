@@ -7,13 +7,13 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import { connect as tlsConnect } from 'node:tls';
 import { startServer, type RunningServer } from '../../server/serve.ts';
 import { runNode, type RunningNode } from '../../server/node/run.ts';
 import { silentLogger } from '../../server/log.ts';
 import { callApi } from '../helpers/http.ts';
+import { pseudoRandomBytes, sha256 } from '../helpers/bytes.ts';
 import { removeDir, tempDir, waitFor } from '../helpers/server.ts';
 import { keyExpiry, relayKey, signRelayRequest } from '../../server/dataplane/relay-grant.ts';
 import { writeZonesFile } from '../helpers/zones-file.ts';
@@ -67,16 +67,8 @@ after(async () => {
 const call = (method: string, path: string, body?: unknown) => callApi(srv.baseUrl, owner, method, path, body);
 
 /** What the destination answers at /big: 6 MiB and a bit of pseudo-random bytes (no two records of the relay's TLS alike). */
-const BIG = (() => {
-  const b = Buffer.alloc(6 * 1024 * 1024 + 12_345);
-  let x = 1;
-  for (let i = 0; i < b.length; i++) {
-    x = (Math.imul(x, 1103515245) + 12345) >>> 0;
-    b[i] = x >>> 24;
-  }
-  return b;
-})();
-const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+const BIG = pseudoRandomBytes(6 * 1024 * 1024 + 12_345, 1);
+const sha = sha256;
 
 /** /big through the São Paulo node's proxy, in a CONNECT tunnel or as a plain request (`slow`: read at 4 MB/s): the body curl got. */
 function fetchBig(user: string, pass: string, tunnel: boolean, slow = false): Promise<Buffer> {

@@ -16,7 +16,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { readFileSync } from 'node:fs';
-import { createHash, X509Certificate } from 'node:crypto';
+import { X509Certificate } from 'node:crypto';
 import { connect as tlsConnect, createServer as createTlsServer, type TLSSocket } from 'node:tls';
 import { connect as h2connect, type ClientHttp2Session } from 'node:http2';
 import { createRelayServer } from '../../server/node/relay-server.ts';
@@ -25,6 +25,7 @@ import { EgressRefused } from '../../server/dataplane/egress.ts';
 import { keyExpiry, relayKey, signRelayRequest } from '../../server/dataplane/relay-grant.ts';
 import { pinOf } from '../../server/tls/certificates.ts';
 import { silentLogger } from '../../server/log.ts';
+import { pseudoRandomBytes, sha256 } from '../helpers/bytes.ts';
 import { removeDir, tempDir, waitFor } from '../helpers/server.ts';
 import { makeCert } from '../helpers/tls.ts';
 
@@ -34,16 +35,8 @@ const pair = makeCert(dir, 'mux');
 const pcs = pinOf(new X509Certificate(pair.pem));
 const entries = new Set(['node-a', 'node-b']);
 /** 24 MiB and a bit of pseudo-random bytes: more than every window on the way. */
-const BIG = (() => {
-  const b = Buffer.alloc(24 * 1024 * 1024 + 4321);
-  let x = 7;
-  for (let i = 0; i < b.length; i++) {
-    x = (Math.imul(x, 1103515245) + 12345) >>> 0;
-    b[i] = x >>> 24;
-  }
-  return b;
-})();
-const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+const BIG = pseudoRandomBytes(24 * 1024 * 1024 + 4321, 7);
+const sha = sha256;
 
 let relay: ReturnType<typeof createRelayServer>;
 let relayPort = 0;
