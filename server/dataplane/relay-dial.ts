@@ -14,7 +14,7 @@ import type { OnData } from './outbound.ts';
 import { EgressRefused } from './egress.ts';
 import { signRelayRequest } from './relay-grant.ts';
 import { GatheredReads } from './relay-reads.ts';
-import { connectPinned, RelayedOutbound, RelayRefused, type RelayRoute } from './relay-tls.ts';
+import { connectPinned, dialStep, RelayedOutbound, RelayRefused, type RelayRoute } from './relay-tls.ts';
 import { dialMux } from './relay-mux-dial.ts';
 
 export { peerPin, RelayRefused } from './relay-tls.ts';
@@ -33,24 +33,16 @@ export async function openRelay(route: RelayRoute, request: object, timeoutMs: n
   const started = Date.now();
   const tls = await connectPinned(route, ['vad-relay'], timeoutMs, reads?.onread);
   return new Promise((resolve, reject) => {
-    let settled = false;
-    const fail = (err: Error) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      tls.destroy();
-      reject(err);
-    };
-    const timer = setTimeout(() => fail(new Error(`the relay at node ${route.node} did not answer in time`)), Math.max(1, timeoutMs - (Date.now() - started)));
-    tls.on('error', fail);
-    tls.on('close', () => fail(new Error(`the relay at node ${route.node} closed`)));
+    const step = dialStep(route, timeoutMs - (Date.now() - started), tls, reject);
+    tls.on('error', step.fail);
+    tls.on('close', step.closed);
     tls.write(`${JSON.stringify({ ...request, ...(route.slot !== undefined ? { slot: route.slot } : {}) })}\n`);
     let head = Buffer.alloc(0);
     const onHead = (b: Buffer) => {
       head = Buffer.concat([head, b]);
       const nl = head.indexOf(0x0a);
       if (nl < 0) {
-        if (head.length > MAX_ANSWER) fail(new Error('the relay answered nonsense'));
+        if (head.length > MAX_ANSWER) step.fail(new Error('the relay answered nonsense'));
         return;
       }
       if (reads) reads.detach();
@@ -62,10 +54,9 @@ export async function openRelay(route: RelayRoute, request: object, timeoutMs: n
         try {
           code = String((JSON.parse(line) as { error?: unknown }).error ?? '');
         } catch { /* the line itself is reported */ }
-        return fail(new RelayRefused(route.node, code, line));
+        return step.fail(new RelayRefused(route.node, code, line));
       }
-      settled = true;
-      clearTimeout(timer);
+      if (!step.done()) return;
       tls.removeAllListeners('error');
       tls.removeAllListeners('close');
       tls.on('error', () => {});

@@ -15,7 +15,7 @@ import type { Socket } from 'node:net';
 import type { OnData } from './outbound.ts';
 import { signRelayRequest } from './relay-grant.ts';
 import { GatheredReads } from './relay-reads.ts';
-import { connectPinned, relayKey, RelayedOutbound, RelayRefused, type RelayRoute } from './relay-tls.ts';
+import { connectPinned, dialStep, relayKey, RelayedOutbound, RelayRefused, type RelayRoute } from './relay-tls.ts';
 
 /** The protocol the relay's TLS negotiates (ALPN) for a multiplexed connection. */
 export const RELAY_MUX_ALPN = 'h2';
@@ -130,25 +130,16 @@ function checkAlive(mux: Mux): void {
 /** The exit's answer to a stream: resolved on `200`, rejected with its refusal, its closing, or the time-out. */
 function answered(route: RelayRoute, mux: Mux, stream: ClientHttp2Stream, timeoutMs: number): Promise<void> {
   return new Promise((resolve, reject) => {
-    const fail = (err: Error) => {
-      clearTimeout(timer);
-      stream.destroy();
-      reject(err);
-    };
-    const timer = setTimeout(() => {
-      checkAlive(mux);
-      fail(new Error(`the relay at node ${route.node} did not answer in time`));
-    }, timeoutMs);
-    const onClose = () => fail(new Error(`the relay at node ${route.node} closed`));
-    stream.once('close', onClose);
+    const step = dialStep(route, timeoutMs, stream, reject, () => checkAlive(mux));
+    stream.once('close', step.closed);
     stream.once('response', (headers: IncomingHttpHeaders) => {
       const status = Number(headers[':status']);
       if (status !== 200) {
         const code = String(headers['vad-error'] ?? '');
-        return fail(new RelayRefused(route.node, code, `status ${status}`));
+        return step.fail(new RelayRefused(route.node, code, `status ${status}`));
       }
-      clearTimeout(timer);
-      stream.off('close', onClose);
+      if (!step.done()) return;
+      stream.off('close', step.closed);
       resolve();
     });
   });
@@ -173,7 +164,7 @@ export async function dialMux(route: RelayRoute, sessionId: string, host: string
   mux.streams++;
   stream.once('close', () => mux.streams--);
   stream.on('error', () => {}); // 'close' follows
-  await answered(route, mux, stream, Math.max(1, timeoutMs - (Date.now() - started)));
+  await answered(route, mux, stream, timeoutMs - (Date.now() - started));
   stream.pause();
   // The stream's chunks (a piece of a frame each, as TLS records came) are gathered into large
   // pooled buffers, handed on once per event-loop round: one write to the client, not one a chunk.

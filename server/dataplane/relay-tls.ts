@@ -58,36 +58,55 @@ export function connectPinned(route: RelayRoute, alpn: string[], timeoutMs: numb
     let verified = false;
     let issued: Buffer | undefined;
     tls.on('session', (b: Buffer) => (verified ? remember(key, b) : (issued = b)));
-    let settled = false;
-    const fail = (err: Error) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      tls.destroy();
-      reject(err);
-    };
-    const timer = setTimeout(() => fail(new Error(`the relay at node ${route.node} did not answer in time`)), timeoutMs);
-    const onError = (err: Error) => fail(err);
-    const onClose = () => fail(new Error(`the relay at node ${route.node} closed`));
-    tls.once('error', onError);
-    tls.once('close', onClose);
+    const step = dialStep(route, timeoutMs, tls, reject);
+    tls.once('error', step.fail);
+    tls.once('close', step.closed);
     tls.once('secureConnect', () => {
       // A resumed session proves the relay holds the secret of a session made with a checked one
       // (node's TLS does not keep the certificate of a resumed session); any other, the pin.
       if (!tls.isSessionReused() && peerPin(tls) !== route.pcs) {
         tlsSessions.delete(key);
-        return fail(new Error(`the relay at node ${route.node} has another certificate than its pin`));
+        return step.fail(new Error(`the relay at node ${route.node} has another certificate than its pin`));
       }
       verified = true;
       if (issued) remember(key, issued);
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      tls.off('error', onError);
-      tls.off('close', onClose);
+      if (!step.done()) return;
+      tls.off('error', step.fail);
+      tls.off('close', step.closed);
       resolve(tls);
     });
   });
+}
+
+/**
+ * One step of a dial (the TLS handshake, the answer line, a stream's answer), settled once:
+ * `fail` destroys what the step opened and rejects with the error, `closed` fails it as closed by
+ * the relay, `done` stops the clock (false when the step has failed already). Past `ms` (at least
+ * 1), `onLate` runs and the step fails as not answered in time.
+ */
+export function dialStep(route: RelayRoute, ms: number, opened: { destroy(): void }, reject: (err: Error) => void, onLate?: () => void): { fail(err: Error): void; closed(): void; done(): boolean } {
+  let settled = false;
+  const fail = (err: Error) => {
+    if (settled) return;
+    settled = true;
+    clearTimeout(timer);
+    opened.destroy();
+    reject(err);
+  };
+  const timer = setTimeout(() => {
+    onLate?.();
+    fail(new Error(`the relay at node ${route.node} did not answer in time`));
+  }, Math.max(1, ms));
+  return {
+    fail,
+    closed: () => fail(new Error(`the relay at node ${route.node} closed`)),
+    done: () => {
+      if (settled) return false;
+      settled = true;
+      clearTimeout(timer);
+      return true;
+    },
+  };
 }
 
 /** The relay's refusal of a request: `code` is its error (`forbidden`: the exit's egress policy). */

@@ -137,7 +137,7 @@ export function relayTcp(l: Listener, side: EntrySide, req: TcpRequest, rest: Bu
         t.down += b.length;
         if (++queued >= DOWN_QUEUE) out.pause();
         side.write(b, (err) => {
-          release(err ?? undefined);
+          release(err);
           if (queued-- === DOWN_QUEUE && !err) out.resume();
         });
       };
