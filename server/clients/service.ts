@@ -5,14 +5,14 @@
 // the webhook, wakes the node channels and writes the audit trail, like a limits change
 // (server/limits.ts). The other instances' data planes hear of it through the store's notice.
 import type { AuditActor } from '../audit/trail.ts';
-import type { Client, ClientLimitsOverride, ClientStatus, ClientUpdate } from '../contract/clients.ts';
+import type { Client, ClientLimitsOverride, ClientListQuery, ClientUpdate } from '../contract/clients.ts';
 import { clientLimitsInForce } from '../contract/client-limits.ts';
 import { ApiError } from '../contract/errors.ts';
 import type { WebhookEventKind } from '../contract/webhooks.ts';
 import type { LimitValues } from '../domain.ts';
 import { recordClientQuotaBase } from '../quota/job.ts';
 import type { ClientRow } from '../store/types.ts';
-import { byLastSeen, clientView } from './view.ts';
+import { byLastSeen, clientViews } from './view.ts';
 import type { LimitsDeps } from '../limits.ts';
 
 /** What a limits change needs (server/limits.ts), and the wall clock (server/time.ts wallClock, which tests may set). */
@@ -43,16 +43,16 @@ export class ClientsService {
     return clientLimitsInForce(template, row?.override?.fields).limits;
   }
 
-  /** Every client of the customer (its sessions' client_ids and those with a record), newest last_seen first. */
-  async list(customerId: string, status?: ClientStatus): Promise<{ clients: Client[] }> {
+  /** Every client of the customer (its sessions' client_ids and those with a record), or those named; newest last_seen first. */
+  async list(customerId: string, query: ClientListQuery = {}): Promise<{ clients: Client[] }> {
     const { data } = this.deps;
-    const [rows, sessions, template] = await Promise.all([data.listClientRows(customerId), data.clientSessions(customerId), data.getLimits(customerId, 'client')]);
+    const named = query.client_id === undefined ? undefined : [...new Set(typeof query.client_id === 'string' ? [query.client_id] : query.client_id)];
+    const [rows, sessions, template] = await Promise.all([data.listClientRows(customerId, named), data.clientSessions(customerId, named), data.getLimits(customerId, 'client')]);
     const byId = new Map(rows.map((r) => [r.client_id, r]));
     const sums = new Map(sessions.map((s) => [s.client_id, s]));
-    const ids = new Set([...sums.keys(), ...byId.keys()]);
-    const now = this.deps.now();
-    const clients = await Promise.all([...ids].map((clientId) => clientView(data, customerId, { clientId, row: byId.get(clientId), sessions: sums.get(clientId), template }, now)));
-    return { clients: clients.filter((c) => status === undefined || c.status === status).sort(byLastSeen) };
+    const facts = [...new Set([...sums.keys(), ...byId.keys()])].map((clientId) => ({ clientId, row: byId.get(clientId), sessions: sums.get(clientId), template }));
+    const clients = await clientViews(data, customerId, facts, this.deps.now());
+    return { clients: clients.filter((c) => query.status === undefined || c.status === query.status).sort(byLastSeen) };
   }
 
   /** One client; client_not_found when it has neither sessions nor a record. */
@@ -60,7 +60,7 @@ export class ClientsService {
     const { data } = this.deps;
     const [row, sessions, template] = await Promise.all([data.getClient(customerId, clientId), data.clientSessions(customerId, clientId), data.getLimits(customerId, 'client')]);
     if (!row && !sessions.length) throw notFound(clientId);
-    return clientView(data, customerId, { clientId, row, sessions: sessions[0], template }, this.deps.now());
+    return (await clientViews(data, customerId, [{ clientId, row, sessions: sessions[0], template }], this.deps.now()))[0];
   }
 
   /** Disables (or enables) the client and/or sets its expiry; makes its record when it has none. */

@@ -1,14 +1,18 @@
 // The Client record of the API (contract/clients.ts) from what the store holds: the client's
 // row (what the owner set), what its sessions add up to, the client limits template and the
-// recorded base of its current period. Pure but for the one base read.
+// recorded base of its current period. Pure but for the base reads: one per distinct period
+// among the clients asked for (a list of 10,000 clients on one monthly template is one read).
 import type { Client, ClientStatus } from '../contract/clients.ts';
 import { clientBlock, clientLimitsInForce, withUsageReset } from '../contract/client-limits.ts';
-import { baseKeyOf, periodOf } from '../contract/period.ts';
+import { baseKeyOf, periodOf, type Period } from '../contract/period.ts';
 import type { LimitValues } from '../domain.ts';
 import type { ControlStore } from '../store/control.ts';
 import type { ClientRow, ClientSessions } from '../store/types.ts';
 
 const iso = (ms: number) => new Date(ms).toISOString();
+
+/** Past this many clients of one period, their bases are read as the period's whole set. */
+const MANY = 100;
 
 export interface ClientFacts {
   clientId: string;
@@ -17,22 +21,20 @@ export interface ClientFacts {
   template: LimitValues | undefined;
 }
 
-/** The usage counted against the caps in force now, and whether a cap is reached. */
-async function usageOf(
-  data: Pick<ControlStore, 'quotaBase'>,
-  customerId: string,
-  f: ClientFacts,
-  limits: LimitValues,
-  now: number,
-): Promise<{ period: Client['period']; over: boolean; until?: string }> {
+/** A client's limits in force and the period its caps count in now (null: lifetime caps). */
+type InForce = ReturnType<typeof clientLimitsInForce> & { period: Period | null };
+
+type Base = { up: number; down: number };
+
+/** The usage counted against the caps in force now (`recorded`: the period's base, if one is), and whether a cap is reached. */
+function usageOf(f: ClientFacts, { limits, period: p }: InForce, recorded: Base | undefined, now: number): { period: Client['period']; over: boolean; until?: string } {
   const totals = { up: f.sessions?.up ?? 0, down: f.sessions?.down ?? 0 };
   const reset = f.row?.reset ? { at: Date.parse(f.row.reset.at), up: f.row.reset.up, down: f.row.reset.down } : null;
-  const p = periodOf(limits, now);
   let base = { up: 0, down: 0 };
   let start = p?.start ?? 0;
   if (p) {
     // Nothing recorded yet: the period counts from now (server/quota/job.ts records it within a second).
-    base = (await data.quotaBase(customerId, 'client', f.clientId, baseKeyOf(p))) ?? totals;
+    base = recorded ?? totals;
     base = { up: Math.min(base.up, totals.up), down: Math.min(base.down, totals.down) };
   }
   const counted = withUsageReset(base, p, reset);
@@ -54,10 +56,9 @@ function statusOf(f: ClientFacts, over: boolean, now: number): ClientStatus {
   return 'idle';
 }
 
-/** The API record of one client. */
-export async function clientView(data: Pick<ControlStore, 'quotaBase'>, customerId: string, f: ClientFacts, now: number): Promise<Client> {
-  const { limits, sources } = clientLimitsInForce(f.template, f.row?.override?.fields);
-  const usage = await usageOf(data, customerId, f, limits, now);
+/** The API record of one client, given its limits in force and its period's recorded base. */
+function clientView(f: ClientFacts, inForce: InForce, recorded: Base | undefined, now: number): Client {
+  const usage = usageOf(f, inForce, recorded, now);
   const s = f.sessions;
   return {
     client_id: f.clientId,
@@ -66,13 +67,37 @@ export async function clientView(data: Pick<ControlStore, 'quotaBase'>, customer
     uploaded_bytes: s?.up ?? 0,
     downloaded_bytes: s?.down ?? 0,
     period: usage.period,
-    limits: limits as Client['limits'],
-    limit_sources: sources as Client['limit_sources'],
+    limits: inForce.limits as Client['limits'],
+    limit_sources: inForce.sources as Client['limit_sources'],
     ...(usage.until ? { over_quota_until: usage.until } : {}),
     disabled: f.row?.disabled ?? false,
     expires_at: f.row?.expires_at ?? null,
     last_seen: s && s.active > 0 ? iso(now) : s?.last_traffic != null ? iso(Math.min(now, s.last_traffic)) : null,
   };
+}
+
+/** The API records of clients, in the order given: one base read per distinct period among them. */
+export async function clientViews(data: Pick<ControlStore, 'quotaBases'>, customerId: string, facts: ClientFacts[], now: number): Promise<Client[]> {
+  const inForce = facts.map((f): InForce => {
+    const own = clientLimitsInForce(f.template, f.row?.override?.fields);
+    return { ...own, period: periodOf(own.limits, now) };
+  });
+  const byKey = new Map<number, string[]>();
+  inForce.forEach(({ period }, i) => {
+    if (!period) return;
+    const key = baseKeyOf(period);
+    let ids = byKey.get(key);
+    if (!ids) byKey.set(key, (ids = []));
+    ids.push(facts[i].clientId);
+  });
+  // A few clients: their own bases; many (a whole list): every base of the period, one read without an IN list.
+  const bases = new Map(
+    await Promise.all([...byKey].map(async ([key, ids]) => [key, await data.quotaBases(customerId, 'client', key, ids.length <= MANY ? ids : undefined)] as const)),
+  );
+  return facts.map((f, i) => {
+    const p = inForce[i].period;
+    return clientView(f, inForce[i], p ? bases.get(baseKeyOf(p))!.get(f.clientId) : undefined, now);
+  });
 }
 
 /** Newest last_seen first (never seen last), then client_id. */

@@ -59,9 +59,24 @@ export const Client = Type.Object(
 
 export const ClientList = Type.Object({ clients: Type.Array(Client) }, ext);
 
-export const ClientListQuery = Type.Object({ status: Type.Optional(ClientStatusValue) }, { additionalProperties: false });
+const ClientIdValue = Type.String({ pattern: CLIENT_ID_PATTERN, description: '1 to 128 characters of A-Z a-z 0-9 . _ : @ -' });
 
-export const ClientParams = Type.Object({ client_id: Type.String({ pattern: CLIENT_ID_PATTERN, description: '1 to 128 characters of A-Z a-z 0-9 . _ : @ -' }) });
+/** How many clients one list may name (`?client_id=`, repeated). */
+export const MAX_LISTED_CLIENTS = 100;
+
+export const ClientListQuery = Type.Object(
+  {
+    status: Type.Optional(ClientStatusValue),
+    client_id: Type.Optional(
+      Type.Union([ClientIdValue, Type.Array(ClientIdValue, { minItems: 1, maxItems: MAX_LISTED_CLIENTS })], {
+        description: `Only these clients (repeat the parameter, at most ${MAX_LISTED_CLIENTS}); a client_id with neither sessions nor a record is left out.`,
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const ClientParams = Type.Object({ client_id: ClientIdValue });
 
 export const ClientUpdate = Type.Object(
   {

@@ -3,7 +3,7 @@
 // route is its schema and one call to the clients service (server/clients/service.ts).
 import type { FastifyInstance } from 'fastify';
 import { apiActor } from '../audit/trail.ts';
-import { Client, ClientLimitsOverride, ClientLimitsOverrideUpdate, ClientList, ClientListQuery, ClientParams, type ClientStatus, ClientUpdate } from '../contract/clients.ts';
+import { Client, ClientLimitsOverride, ClientLimitsOverrideUpdate, ClientList, ClientListQuery, ClientParams, ClientUpdate } from '../contract/clients.ts';
 import { callerOf } from '../plugins/auth.ts';
 import type { Services } from '../services.ts';
 import { bearer, noBody, responses } from './common.ts';
@@ -14,14 +14,16 @@ const owner = { ownerOnly: 'clients' };
 const schema = (s: Record<string, unknown>) => ({ tags, security: bearer, 'x-extension': true, ...s }) as object;
 
 export async function clientRoutes(app: FastifyInstance, ctx: Services): Promise<void> {
-  app.get<{ Querystring: { status?: ClientStatus } }>('/clients', {
+  app.get<{ Querystring: ClientListQuery }>('/clients', {
     schema: schema({
       summary: 'List the clients of the customer (extension)',
-      description: 'Every client_id its sessions name, and every client with a record; newest last_seen first, then client_id. `status` keeps only clients in that status.',
+      description:
+        'Every client_id its sessions name, and every client with a record; newest last_seen first, then client_id. `status` keeps only clients in that status; ' +
+        '`client_id` (repeatable) only the clients named, as a screen showing a page of sessions asks for their clients.',
       querystring: ClientListQuery,
       response: responses({ 200: ClientList }, 400, 401, 429, 500),
     }),
-    handler: async (request) => ctx.clients.list(callerOf(request).customerId, request.query.status),
+    handler: async (request) => ctx.clients.list(callerOf(request).customerId, request.query),
   });
 
   app.get<{ Params: Params }>('/clients/:client_id', {

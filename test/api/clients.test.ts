@@ -1,5 +1,5 @@
 // /v2/clients on SQLite and on PostgreSQL: the list (sessions' clients and clients with a record,
-// newest last_seen first, a status filter), one client (404 when unknown), disable and expiry
+// newest last_seen first, a status filter, named clients), one client (404 when unknown), disable and expiry
 // (the status, 422 on a new session, a past expiry 400), the limits override (merge, null
 // removes, 404 without one, DELETE 204, the limits in force and their sources), reset-usage
 // (an over-quota client counted from zero again), validation and wrong types in the error
@@ -211,6 +211,26 @@ function suite(kind: 'sqlite' | 'postgres') {
       for (const action of ['client.update', 'client.limits_update', 'client.limits_delete']) {
         assert.ok(json(await call('GET', `/audit?action=${action}`)).entries.length > 0, action);
       }
+    });
+
+    test('named clients (?client_id=, repeatable): the same records as the whole list and one read each, periodic caps included', async () => {
+      const x = await createSession(s.app, s.owner, { client_id: 'xena', reusable: true });
+      await createSession(s.app, s.owner, { client_id: 'yuri' });
+      await ok('PATCH', '/customer/limits/client', { downloaded_bytes: 5000, reset_period: 'month' });
+      await ok('PATCH', '/clients/yuri/limits', { reset_period: 'week' });
+      await s.services.data.saveRuntime(x.id, { downloaded_bytes: 6000, uploaded_bytes: 1 });
+      const whole = json(await call('GET', '/clients')).clients as Array<{ client_id: string; status: string; period: unknown }>;
+      const byId = new Map(whole.map((c) => [c.client_id, c]));
+      assert.equal(byId.get('xena')!.status, 'over_quota', 'the month counts from its recorded base');
+      const named = json(await call('GET', '/clients?client_id=yuri&client_id=xena&client_id=nobody&client_id=xena')).clients as typeof whole;
+      assert.deepEqual(named, [byId.get('xena'), byId.get('yuri')], 'newest last_seen first, an unknown id left out, a repeated one once');
+      for (const c of named) assert.deepEqual(json(await call('GET', `/clients/${c.client_id}`)), c, 'as one client reads');
+      assert.deepEqual(json(await call('GET', '/clients?client_id=alice')).clients, [byId.get('alice')], 'one id');
+      assert.deepEqual(json(await call('GET', '/clients?client_id=xena&client_id=yuri&status=over_quota')).clients.map((c: { client_id: string }) => c.client_id), ['xena']);
+      assert.deepEqual(json(await call('GET', '/clients?client_id=xena', undefined, s.other)), { clients: [] }, 'another customer\'s xena is not this one');
+      assertError(await call('GET', '/clients?client_id=bad%20id'), 400, 'invalid_request');
+      assertError(await call('GET', `/clients?${Array.from({ length: 101 }, (_, i) => `client_id=c${i}`).join('&')}`), 400, 'invalid_request');
+      assert.equal((await call('DELETE', '/customer/limits/client')).statusCode, 204);
     });
   });
 }

@@ -1,7 +1,8 @@
 // The clients repository on both databases: a row made by the first change, disabled and
 // expiry set and cleared, the limits override merged field by field (null removes, the record
 // keeps its id and created_at), removed, a usage reset recording the client's totals, what the
-// sessions of each client add up to, one client's quota base, and customers kept apart.
+// sessions of each client add up to (all, or those of a list), one client's quota base and a
+// period's bases in one read, and customers kept apart.
 import assert from 'node:assert/strict';
 import { clientOps as ops } from '../../server/store/repos/clients.ts';
 import { quotaOps } from '../../server/store/repos/quota.ts';
@@ -41,6 +42,8 @@ eachDialect('clients: disabled and expiry, the override merged and removed, per 
 
   assert.equal(await db.run(ops.getClient(globex, 'alice')), undefined, 'another customer\'s alice is another client');
   assert.deepEqual((await db.run(ops.listClientRows(acme))).map((r) => r.client_id), ['alice']);
+  assert.deepEqual((await db.run(ops.listClientRows(acme, ['alice', 'bob']))).map((r) => r.client_id), ['alice']);
+  assert.deepEqual(await db.run(ops.listClientRows(acme, ['bob'])), []);
 
   assert.equal(await db.run(ops.deleteClientLimits(acme, 'alice')), true);
   assert.equal(await db.run(ops.deleteClientLimits(acme, 'alice')), false, 'nothing left to delete');
@@ -66,6 +69,8 @@ eachDialect('clients: what the sessions add up to, a usage reset, one client\'s 
   assert.deepEqual(alice, { client_id: 'alice', live: 1, active: 1, paused: 0, up: 110, down: 1020, last_traffic: minute + 60_000 }, 'its last traffic ended with its newest minute');
   assert.deepEqual(bob, { client_id: 'bob', live: 1, active: 0, paused: 1, up: 0, down: 0, last_traffic: null });
   assert.deepEqual(await db.run(ops.clientSessions(acme, 'bob')), [bob]);
+  assert.deepEqual(await db.run(ops.clientSessions(acme, ['bob', 'nobody'])), [bob], 'a list: only those named, unknown ones left out');
+  assert.deepEqual(await db.run(ops.clientSessions(acme, [])), [], 'an empty list names nobody');
 
   const reset = await db.run(ops.resetClientUsage(acme, 'alice'));
   assert.deepEqual({ ...reset.reset!, at: 'x' }, { at: 'x', up: 110, down: 1020 }, 'the totals at the reset');
@@ -80,6 +85,13 @@ eachDialect('clients: what the sessions add up to, a usage reset, one client\'s 
   assert.equal(await db.run(quotaOps.quotaBase(acme, 'client', 'bob', 5000)), undefined, 'only that client');
   await db.run(ops.snapshotClientQuotaBase(acme, 'alice', 0, Date.now() - 1000));
   assert.deepEqual(await db.run(quotaOps.quotaBase(acme, 'client', 'alice', 0)), { up: 510, down: 1020 }, 'rolling: totals less the usage history since (none)');
+  // Many clients' bases in one read: the period's whole set, or those named.
+  await db.run(quotaOps.snapshotQuotaBases(acme, 'client', 7000));
+  const all = await db.run(quotaOps.quotaBases(acme, 'client', 7000));
+  assert.deepEqual(Object.fromEntries(all), { alice: { up: 510, down: 1020 }, bob: { up: 0, down: 0 } });
+  assert.deepEqual([...(await db.run(quotaOps.quotaBases(acme, 'client', 7000, ['bob', 'nobody'])))], [['bob', { up: 0, down: 0 }]]);
+  assert.equal((await db.run(quotaOps.quotaBases(acme, 'client', 6999))).size, 0, 'another period');
+  assert.equal((await db.run(quotaOps.quotaBases(acme, 'global', 7000))).size, 0, 'another scope');
 
   await db.run(ops.patchClientLimits(acme, 'bob', { downloaded_bytes: 5, reset_period: 'week' }));
   assert.deepEqual(await db.run(ops.periodicClientOverrides()), [{ customer_id: acme, client_id: 'bob', values: { downloaded_bytes: 5, reset_period: 'week' } }]);

@@ -58,7 +58,11 @@ function* getClient(customerId: string, clientId: string): Op<ClientRow | undefi
   return r ? toClientRow(r) : undefined;
 }
 
-const listClientRows = (customerId: string) => allAs(toClientRow, `SELECT ${CLIENT_COLUMNS} FROM clients WHERE customer_id = ? ORDER BY client_id`, customerId);
+/** The customer's client records (only those of `clientIds`, when given), by client_id. */
+function* listClientRows(customerId: string, clientIds?: readonly string[]): Op<ClientRow[]> {
+  const { where, args } = new Where().and('customer_id = ?', customerId).in('client_id', clientIds);
+  return yield* allAs(toClientRow, `SELECT ${CLIENT_COLUMNS} FROM clients WHERE ${where} ORDER BY client_id`, ...args);
+}
 
 /** The client's record as a data plane enforces it (undefined: nothing set, the template alone). */
 function* getClientControl(customerId: string, clientId: string): Op<ClientControl | undefined> {
@@ -143,10 +147,11 @@ const toSessions = (r: RawSessions): ClientSessions => {
   return { ...sums, last_traffic: ends.length ? Math.max(...ends) : null };
 };
 
-/** What the sessions of each client of the customer add up to (one client only, when given). */
-function* clientSessions(customerId: string, clientId?: string): Op<ClientSessions[]> {
-  const { where, args } = new Where().and('s.customer_id = ?', customerId).and('s.client_id = ?', clientId);
-  return yield* allAs(toSessions, `${SESSIONS_BY_CLIENT} WHERE ${where} GROUP BY s.customer_id, s.client_id`, ...args);
+/** What the sessions of each client of the customer add up to (one client, or those of a list, when given). */
+function* clientSessions(customerId: string, clientId?: string | readonly string[]): Op<ClientSessions[]> {
+  const where = new Where().and('s.customer_id = ?', customerId);
+  const { args } = typeof clientId === 'string' ? where.and('s.client_id = ?', clientId) : where.in('s.client_id', clientId);
+  return yield* allAs(toSessions, `${SESSIONS_BY_CLIENT} WHERE ${where.where} GROUP BY s.customer_id, s.client_id`, ...args);
 }
 
 /** Client overrides with their own reset_period: the quota job records their bases too. */

@@ -2,7 +2,7 @@
 // quota base); its use in the period is its totals minus the base. Entities per scope: global (the
 // customer), client (client_id), session (id). One SQL text for both databases.
 import type { LimitScope } from '../../domain.ts';
-import { get, run, type Op } from '../sql/op.ts';
+import { all, get, run, Where, type Op } from '../sql/op.ts';
 
 /** Where a periodic cap's period started for one entity: its lifetime totals then. */
 export interface QuotaBase {
@@ -31,6 +31,13 @@ const quotaBase = (customerId: string, scope: LimitScope, entityId: string, peri
   customerId, scope, entityId, periodStart,
 );
 
+/** The bases recorded for one period of a scope's entities (of `entityIds`, when given): one read for a list. */
+function* quotaBases(customerId: string, scope: LimitScope, periodStart: number, entityIds?: readonly string[]): Op<Map<string, QuotaBase>> {
+  const { where, args } = new Where().equal({ customer_id: customerId, scope, period_start: periodStart }, ['customer_id', 'scope', 'period_start']).in('entity_id', entityIds);
+  const rows = yield* all<QuotaBase & { entity_id: string }>(`SELECT entity_id, up, down FROM quota_bases WHERE ${where}`, ...args);
+  return new Map(rows.map(({ entity_id, ...base }) => [entity_id, base]));
+}
+
 /**
  * Records the bases of the period starting at `periodStart` for every entity of the scope that has none
  * yet (their stored totals now; fixed periods keep the first). With `usedSince` (rolling windows) every
@@ -46,4 +53,4 @@ export function* snapshotQuotaBases(customerId: string, scope: LimitScope, perio
 /** Deletes the bases of periods that started before `before` (rolling windows' key 0 stays). */
 const pruneQuotaBases = (before: number) => run('DELETE FROM quota_bases WHERE period_start > 0 AND period_start < ?', before);
 
-export const quotaOps = { quotaBase, snapshotQuotaBases, pruneQuotaBases };
+export const quotaOps = { quotaBase, quotaBases, snapshotQuotaBases, pruneQuotaBases };
