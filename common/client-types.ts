@@ -5,7 +5,7 @@ import { LIMIT_FIELDS } from '../server/contract/schemas.ts';
 import type { LimitsRecord, LimitsUpdate } from './api-types.ts';
 import type { DeviceList } from '../server/contract/devices.ts';
 
-export { CLIENT_STATUSES } from '../server/contract/clients.ts';
+export { CLIENT_STATUSES, MAX_LISTED_CLIENTS } from '../server/contract/clients.ts';
 export type { Client, ClientList, ClientListQuery, ClientStatus, ClientUpdate } from '../server/contract/clients.ts';
 export type { DeviceList } from '../server/contract/devices.ts';
 export type Device = DeviceList['devices'][number];

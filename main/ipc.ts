@@ -2,7 +2,7 @@
 // the table type-checked for completeness, every message's sender checked first.
 import type { IpcMainInvokeEvent, WebFrameMain } from 'electron';
 import type { AppOpName, AppOps } from '../common/ipc-contract.ts';
-import { CLIENT_LIMIT_KEYS, CLIENT_STATUSES } from '../common/client-types.ts';
+import { CLIENT_LIMIT_KEYS, CLIENT_STATUSES, MAX_LISTED_CLIENTS } from '../common/client-types.ts';
 import { fail, type Result } from '../common/result.ts';
 
 export type Handlers = { [K in AppOpName]: (...args: Parameters<AppOps[K]>) => ReturnType<AppOps[K]> };
@@ -117,7 +117,9 @@ const isOverrideUpdate = (v: unknown) =>
   isObj(v) &&
   Object.keys(v).length > 0 &&
   Object.entries(v).every(([k, x]) => (CLIENT_LIMIT_KEYS as readonly string[]).includes(k) && (x === null || (TEXT_LIMITS.has(k) ? isStr(x, 64) : typeof x === 'number')));
-const isClientQuery = (v: unknown) => isObj(v) && Object.entries(v).every(([k, x]) => k === 'status' && (x === undefined || (CLIENT_STATUSES as readonly unknown[]).includes(x)));
+const isStatusFilter = (x: unknown) => x === undefined || (CLIENT_STATUSES as readonly unknown[]).includes(x);
+const isClientIdList = (x: unknown) => x === undefined || (Array.isArray(x) && x.length >= 1 && x.length <= MAX_LISTED_CLIENTS && x.every(isClientId));
+const isClientQuery = (v: unknown) => isObj(v) && Object.entries(v).every(([k, x]) => (k === 'status' ? isStatusFilter(x) : k === 'client_id' && isClientIdList(x)));
 
 /** Cheap shape checks: the renderer is not trusted to send what the types promise. */
 function validArgs(name: AppOpName, a: unknown[]): boolean {

@@ -82,6 +82,7 @@ test('IPC: the clients and devices operations check their arguments before any h
   const good: Array<[string, ...unknown[]]> = [
     ['listClients', {}],
     ['listClients', { status: 'over_quota' }],
+    ['listClients', { client_id: ['alice', 'bob@example.com'] }],
     ['getClient', 'alice@example.com'],
     ['updateClient', 'alice', { disabled: true }],
     ['updateClient', 'alice', { expires_at: '2026-07-01T00:00:00.000Z' }],
@@ -97,6 +98,10 @@ test('IPC: the clients and devices operations check their arguments before any h
   const bad: Array<[string, ...unknown[]]> = [
     ['listClients', { status: 'sleeping' }],
     ['listClients', { colour: 'red' }],
+    ['listClients', { client_id: 'alice' }],
+    ['listClients', { client_id: [] }],
+    ['listClients', { client_id: ['has spaces'] }],
+    ['listClients', { client_id: Array.from({ length: 101 }, (_, i) => `c${i}`) }],
     ['listClients'],
     ['getClient', 'has spaces'],
     ['getClient', 'alice', 'extra'],

@@ -3,13 +3,15 @@
 import { useVirtualizer } from '@tanstack/react-virtual';
 import { useEffect, useRef, useState, type KeyboardEvent } from 'react';
 import { PHONE_QUERY, useMediaQuery } from '../lib/media.ts';
-import { loadClients, loadMoreSessions, loadSessions, navigate, setSessionFilter, syncNewest, useStore } from '../store/index.ts';
+import { loadClientsOf, loadMoreSessions, loadSessions, navigate, setSessionFilter, syncNewest, useStore } from '../store/index.ts';
 import { SessionRow } from './SessionRow.tsx';
 import { ClientLinkList } from './ClientsScreen.tsx';
-import { selectClientIds, selectFilteredIds, selectSessionCount, selectSessionFilter, selectSessionsError, selectSessionsLoad, selectSessionsMore, selectZones } from '../store/selectors.ts';
+import { selectClientIds, selectFilteredIds, useRowClients, selectSessionCount, selectSessionFilter, selectSessionsError, selectSessionsLoad, selectSessionsMore, selectZones } from '../store/selectors.ts';
 import { EmptyState, ErrorBanner, Screen, Spinner, StatusBadge } from '../components/ui.tsx';
 
 const ROW = 56;
+/** How long the rows in view stay put before their clients' standing is read. */
+const SETTLE_MS = 150;
 /** Below 768 px each row is a card of four lines (phone.css). */
 const PHONE_ROW = 124;
 
@@ -83,17 +85,8 @@ function useSessionSync(): number {
   useEffect(() => {
     const t = setInterval(() => setNow(Date.now()), 2000);
     // Sessions made elsewhere (the API, another window) show up within 5 s.
-    // The clients' standing (over quota, disabled, usage against the cap) every 10 s.
-    void loadClients();
-    let tick = 0;
-    const sync = setInterval(() => {
-      void syncNewest();
-      if (++tick % 2 === 0) void loadClients();
-    }, 5000);
-    const onFocus = () => {
-      void syncNewest();
-      void loadClients();
-    };
+    const sync = setInterval(() => void syncNewest(), 5000);
+    const onFocus = () => void syncNewest();
     window.addEventListener('focus', onFocus);
     return () => {
       clearInterval(t);
@@ -102,6 +95,36 @@ function useSessionSync(): number {
     };
   }, []);
   return now;
+}
+
+/**
+ * The standing of the clients of the rows in view (over quota, disabled, usage against the cap): read
+ * for those clients only (a few dozen, one request), never the whole client list. A client scrolled
+ * into view is read once the scrolling settles; the rows in view are read again every 10 s and when
+ * the window gets the focus.
+ */
+function useClientStanding(ids: string[], first: number, last: number): void {
+  const shown = useRowClients(ids, first, last);
+  const current = useRef(shown);
+  current.current = shown;
+  const fresh = useRef(true);
+  useEffect(() => {
+    const t = setTimeout(() => {
+      // On opening, every row's client (what is held may be old); then only those not held yet.
+      void loadClientsOf(current.current, { missingOnly: !fresh.current });
+      if (current.current.length > 0) fresh.current = false;
+    }, SETTLE_MS);
+    return () => clearTimeout(t);
+  }, [shown]);
+  useEffect(() => {
+    const again = () => void loadClientsOf(current.current);
+    const t = setInterval(again, 10_000);
+    window.addEventListener('focus', again);
+    return () => {
+      clearInterval(t);
+      window.removeEventListener('focus', again);
+    };
+  }, []);
 }
 
 /** The count (and whether older sessions wait on the server), the spinner, Load older and Refresh. */
@@ -147,6 +170,7 @@ export function SessionsScreen() {
   useEffect(() => virtualizer.measure(), [phone, virtualizer]);
   // Scrolled to the last rows loaded while older sessions wait on the server: the next page.
   const lastShown = virtualizer.getVirtualItems().at(-1)?.index ?? -1;
+  useClientStanding(ids, virtualizer.getVirtualItems()[0]?.index ?? 0, lastShown);
   useEffect(() => {
     if (more && load === 'ready' && ids.length > 0 && lastShown >= ids.length - 10) void loadMoreSessions();
   }, [more, load, lastShown, ids.length]);

@@ -89,6 +89,7 @@ export const {
   loadUsage,
   listAudit,
   loadClients,
+  loadClientsOf,
   loadClient,
   updateClient,
   resetClientUsage,

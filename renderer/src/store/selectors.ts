@@ -96,6 +96,20 @@ export function useClientSessionIds(clientId: string): string[] {
   return useStore(useShallow((s: State) => s.sessionOrder.filter((id) => s.sessions[id]?.client_id === clientId)));
 }
 
+/** The distinct client ids of the sessions `ids[first..last]` (the rows in view), in row order. */
+export function useRowClients(ids: string[], first: number, last: number): string[] {
+  return useStore(
+    useShallow((s: State) => {
+      const seen = new Set<string>();
+      for (let i = Math.max(0, first); i <= last && i < ids.length; i++) {
+        const c = s.sessions[ids[i]]?.client_id;
+        if (c) seen.add(c);
+      }
+      return [...seen];
+    }),
+  );
+}
+
 /** A client's subscription entry; undefined while not loaded, or when there is no client. */
 export const selectSubscription = (clientId: string | undefined) => (s: State) => (clientId === undefined ? undefined : s.subscriptions[clientId]);
 export const selectSubscriptionPending = (clientId: string) => (s: State) => !!s.subscriptions[clientId]?.pending;

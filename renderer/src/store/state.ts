@@ -245,7 +245,10 @@ export interface ClientsSlice {
   overrides: Record<string, OverrideState>;
   devices: Record<string, DevicesEntry>;
 
+  /** Every client, in the server's order (the clients screen). */
   loadClients(): Promise<void>;
+  /** Only these clients' records (those not held yet, with `missingOnly`), merged into `clients` (the sessions screen's rows); the order is left as it is. */
+  loadClientsOf(ids: string[], opts?: { missingOnly?: boolean }): Promise<void>;
   loadClient(id: string): Promise<void>;
   /** Disable or enable (disabling cuts live connections), set or clear the expiry. */
   updateClient(id: string, body: ClientUpdate): Promise<boolean>;

@@ -3,8 +3,8 @@
 // the devices that fetched its subscription; with disable/enable, expiry, reset usage,
 // override save/remove and device removal. A server without the clients API (404) leaves the
 // list `unsupported`: the screens then show what the sessions alone tell.
-import type { Client } from '../../../../common/client-types.ts';
-import { ops, type ClientsSlice, type DevicesEntry, type OverrideState, type SliceCreator } from '../state.ts';
+import { MAX_LISTED_CLIENTS, type Client } from '../../../../common/client-types.ts';
+import { ops, type ClientsSlice, type DevicesEntry, type OverrideState, type SliceCreator, type State } from '../state.ts';
 import { toApiError } from '../../platform/index.ts';
 
 const EMPTY_OVERRIDE: OverrideState = { load: 'idle', record: null, error: null, saving: false };
@@ -14,6 +14,22 @@ const EMPTY_DEVICES: DevicesEntry = { load: 'idle', devices: [], error: null, re
 const noRoute = (code: string, status: number) => status === 404 && (code === 'not_found' || code === 'route_not_found');
 
 type PagePart = Pick<ClientsSlice, 'overrides' | 'devices' | 'loadClientLimits' | 'saveClientLimits' | 'deleteClientLimits' | 'loadDevices' | 'removeDevice'>;
+
+/** Reads the named clients (those not held yet, with `missingOnly`) in requests of at most MAX_LISTED_CLIENTS; merges them in. */
+async function loadNamed(set: Parameters<SliceCreator<unknown>>[0], get: () => State, ids: string[], missingOnly: boolean): Promise<void> {
+  const want = missingOnly ? ids.filter((id) => !get().clients[id]) : ids;
+  if (get().clientsLoad === 'unsupported' || want.length === 0) return;
+  const chunks = Array.from({ length: Math.ceil(want.length / MAX_LISTED_CLIENTS) }, (_, i) => want.slice(i * MAX_LISTED_CLIENTS, (i + 1) * MAX_LISTED_CLIENTS));
+  try {
+    const answers = await Promise.all(chunks.map((client_id) => ops().listClients({ client_id })));
+    const fresh = Object.fromEntries(answers.flatMap((a) => a.clients).map((c) => [c.client_id, c]));
+    set((s) => ({ clients: { ...s.clients, ...fresh } }));
+  } catch (e) {
+    const err = toApiError(e);
+    if (noRoute(err.code, err.status)) set({ clientsLoad: 'unsupported' });
+    else get().noteGlobalError(err);
+  }
+}
 
 const createListPart: SliceCreator<Omit<ClientsSlice, keyof PagePart>> = (set, get) => {
   const putClient = (c: Client) =>
@@ -55,6 +71,8 @@ const createListPart: SliceCreator<Omit<ClientsSlice, keyof PagePart>> = (set, g
         else set({ clientsLoad: 'error', clientsError: get().noteGlobalError(err) });
       }
     },
+
+    loadClientsOf: (ids, opts) => loadNamed(set, get, ids, opts?.missingOnly ?? false),
 
     async loadClient(id) {
       try {
