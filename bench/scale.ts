@@ -99,6 +99,14 @@ async function measure(t: Target, child: ChildProcess, browser: Browser | null):
   add('GET /usage month (all clients)', await timed(`${base}/usage?${month}`, auth, 20));
   add('GET /usage month ?client_id=', await timed(`${base}/usage?${month}&client_id=${t.clientId}`, auth));
   add('GET /clients (every client)', await timed(`${base}/clients`, auth, 10));
+  // What the sessions screen asks for: the clients of its loaded page of sessions (50 named).
+  const named = Array.from({ length: Math.min(50, t.fill.clients) }, (_, i) => `client_id=client-${i}`).join('&');
+  add('GET /clients?client_id= (50 named: sessions screen)', await timed(`${base}/clients?${named}`, auth));
+  // Every client on a monthly client template: one read of the month's bases, not one per client.
+  const caps = await fetch(`${base}/customer/limits/client`, { method: 'PATCH', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ downloaded_bytes: 1e12, reset_period: 'month' }) });
+  if (caps.status !== 200) throw new Error(`client template: ${caps.status} ${await caps.text()}`);
+  add('GET /clients, monthly client caps', await timed(`${base}/clients`, auth, 10));
+  await fetch(`${base}/customer/limits/client`, { method: 'DELETE', headers: auth });
   const r = await replay(`${base}/sessions/events`, { ...auth, 'last-event-id': '1' }, REPLAY_EVENTS);
   f['SSE replay from id 1: first event (ms)'] = r.first;
   f[`SSE replay from id 1: ${REPLAY_EVENTS} events (ms)`] = r.all;
