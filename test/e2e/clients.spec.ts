@@ -3,7 +3,8 @@
 // Sessions lists); Disable from the client page, with its question, shown in both lists and on
 // the session's link; Reset usage; the devices a subscription fetch with `x-hwid` registers,
 // listed and removed, and a third refused by a limit of two; Disable cutting a live v2ray transfer;
-// links that can carry no traffic greyed with the reason. Screenshots in
+// links that can carry no traffic greyed with the reason; the Clients screen past a hundred clients
+// (Show more, search). Screenshots in
 // light and dark (test-results/clients-*/).
 import { test, expect } from './fixtures.ts';
 import { overflowOf } from './layout.ts';
@@ -326,4 +327,30 @@ test('desktop: main refuses client and device calls with unknown keys or values 
   const { body } = await backend.api<{ disabled: boolean; limits: Record<string, unknown> }>('GET', `/clients/${client}`);
   expect(body.disabled).toBe(false);
   expect((await backend.api('GET', `/clients/${client}/limits`)).status).toBe(404);
+});
+
+test('the Clients screen with more than a hundred clients: a hundred rows, Show more, search by a part of the id', async ({ backend, openApp }, testInfo) => {
+  test.skip(testInfo.project.name === 'electron', 'the electron project has one app, always on its owner token');
+  // A customer of its own, so the other specs' clients stay apart.
+  const token = backend.server.services.sqlite!.store.createToken(`many-${testInfo.project.name}`, 'owner').token;
+  const ids = Array.from({ length: 130 }, (_, i) => `shop-${String(i).padStart(3, '0')}`);
+  for (const id of ids) expect((await backend.api('POST', '/sessions', { client_id: id, zone: 'de-fra' }, token)).status).toBe(201);
+  const app = await openApp({ backend, token });
+  const page = app.page;
+  await app.waitReady();
+  await app.go('Clients');
+  const rows = page.locator('.clients-table tbody tr');
+  await expect(rows).toHaveCount(100);
+  await expect(page.getByTestId('clients-shown')).toHaveText('100 of 130 clients shown');
+  await page.getByRole('button', { name: 'Show 30 more', exact: true }).click();
+  await expect(rows).toHaveCount(130);
+  await expect(page.getByTestId('clients-shown')).toHaveCount(0);
+  await page.getByRole('searchbox', { name: 'Search' }).fill('SHOP-12');
+  await expect(rows).toHaveCount(10);
+  await expect(rows.first()).toHaveAttribute('data-client-id', 'shop-120');
+  await page.getByRole('searchbox', { name: 'Search' }).fill('nobody');
+  await expect(page.getByText('No client matches')).toBeVisible();
+  await page.getByRole('searchbox', { name: 'Search' }).fill('');
+  await expect(rows).toHaveCount(100, { timeout: 5000 });
+  expect(await overflowOf(page)).toEqual([]);
 });

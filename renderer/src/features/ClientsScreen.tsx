@@ -1,6 +1,7 @@
 // Every client of the customer at a glance: its status in words, its usage against the byte
 // cap in force, how many sessions it has and when it was last seen; each row opens the client
-// page. Read again every 10 s while open. A server without the clients API gets the clients
+// page. Found by a part of its id and by status; shown a hundred rows at a time (ten thousand rows
+// at once took seconds to draw, and again at each refresh). Read again every 10 s while open. A server without the clients API gets the clients
 // of the loaded sessions instead, each a link to its page.
 import { useEffect, useState } from 'react';
 import { CLIENT_STATUSES, type ClientStatus } from '../../../common/client-types.ts';
@@ -93,6 +94,48 @@ function SessionClients() {
   );
 }
 
+/** Rows drawn at first, and added by each "Show more". */
+const ROWS = 100;
+
+function ClientFilters({ text, status, onText, onStatus }: { text: string; status: ClientStatus | ''; onText: (t: string) => void; onStatus: (s: ClientStatus | '') => void }) {
+  return (
+    <div className="filters" role="search">
+      <label>
+        <span>Search</span>
+        <input type="search" value={text} placeholder="Part of a client id" onChange={(e) => onText(e.target.value)} />
+      </label>
+      <label>
+        <span>Status</span>
+        <select value={status} onChange={(e) => onStatus(e.target.value as ClientStatus | '')}>
+          <AnyOrOptions any="All" values={CLIENT_STATUSES} />
+        </select>
+      </label>
+    </div>
+  );
+}
+
+/** The first `rows` of the matching clients, then how many more and a button for the next hundred. */
+function ClientRows({ ids, now }: { ids: string[]; now: number }) {
+  const [rows, setRows] = useState(ROWS);
+  if (ids.length === 0) return <EmptyState title="No client matches" />;
+  const rest = ids.length - rows;
+  return (
+    <>
+      <ClientsTable ids={ids.slice(0, rows)} now={now} />
+      {rest > 0 ? (
+        <p className="more-rows">
+          <span className="muted" data-testid="clients-shown">
+            {rows} of {ids.length} clients shown
+          </span>{' '}
+          <button type="button" className="btn" onClick={() => setRows(rows + ROWS)}>
+            Show {Math.min(ROWS, rest)} more
+          </button>
+        </p>
+      ) : null}
+    </>
+  );
+}
+
 export function ClientsScreen() {
   const now = useClientsSync();
   const order = useStore(selectClientOrder);
@@ -100,7 +143,9 @@ export function ClientsScreen() {
   const load = useStore(selectClientsLoad);
   const error = useStore(selectClientsError);
   const [status, setStatus] = useState<ClientStatus | ''>('');
-  const ids = status ? order.filter((id) => clients[id]?.status === status) : order;
+  const [text, setText] = useState('');
+  const needle = text.trim().toLowerCase();
+  const ids = order.filter((id) => (!status || clients[id]?.status === status) && (!needle || id.toLowerCase().includes(needle)));
   return (
     <Screen
       name="clients"
@@ -129,15 +174,9 @@ export function ClientsScreen() {
       ) : order.length > 0 ? (
         <>
           <QuotaBanner />
-          <div className="filters" role="search">
-            <label>
-              <span>Status</span>
-              <select value={status} onChange={(e) => setStatus(e.target.value as ClientStatus | '')}>
-                <AnyOrOptions any="All" values={CLIENT_STATUSES} />
-              </select>
-            </label>
-          </div>
-          {ids.length === 0 ? <EmptyState title="No client has this status" /> : <ClientsTable ids={ids} now={now} />}
+          <ClientFilters text={text} status={status} onText={setText} onStatus={setStatus} />
+          {/* A new search or status starts again from the first hundred. */}
+          <ClientRows key={`${status} ${needle}`} ids={ids} now={now} />
         </>
       ) : null}
     </Screen>
