@@ -4,6 +4,7 @@
 import type { TlsFacts } from '../doctor/certificate.ts';
 import type { PortSpec } from '../doctor/ports.ts';
 import { messageOf, PROBE_TIMEOUT_MS } from '../doctor/report.ts';
+import { requestFor } from '../outbound.ts';
 import { isWildcardHost } from '../public-host.ts';
 import type { ServeValues } from './serve.ts';
 import { env, port } from './shared.ts';
@@ -42,9 +43,7 @@ export function cliPorts(values: ServeValues, tls = false): PortSpec[] {
 
 /** One GET; TLS is not verified here (the TLS checks compare the certificate instead). */
 async function get(url: string, token?: string): Promise<ServerAnswer & { body?: unknown }> {
-  // Imported here, not at the top: every command loads this file, and Node 24's ESM view of
-  // node:http loads its WebSocket client (a tenth of a `serve` start-up).
-  const { request: send } = url.startsWith('https:') ? await import('node:https') : await import('node:http');
+  const send = await requestFor(url);
   const sentAt = Date.now();
   return new Promise((resolve) => {
     const done = (a: Omit<ServerAnswer, 'sentAt' | 'receivedAt'> & { body?: unknown }) => resolve({ ...a, sentAt, receivedAt: Date.now() });

@@ -7,6 +7,7 @@
 // oracle of the server's DNS and network. The full story (`detail`) is for the server log only.
 import { isIP, type LookupFunction } from 'node:net';
 import { type EgressPolicy, EgressRefused, resolveDestination } from '../dataplane/egress.ts';
+import { requestFor } from '../outbound.ts';
 import { signatureHeader } from './secret.ts';
 
 export interface SendResult {
@@ -61,9 +62,7 @@ const MAX_ANSWER_BYTES = 4096;
 
 export async function postDelivery(url: string, headers: Record<string, string>, body: string, timeoutMs: number, egress: EgressPolicy): Promise<SendResult> {
   const target = new URL(url);
-  // Imported at the first delivery: Node 24's ESM view of node:http loads its WebSocket client
-  // (undici), a tenth of a `serve` start-up that sends no webhook.
-  const { request: send } = target.protocol === 'https:' ? await import('node:https') : await import('node:http');
+  const send = await requestFor(target.href);
   return new Promise((resolve) => {
     let done = false;
     const finish = (r: SendResult) => {

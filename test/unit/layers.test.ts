@@ -27,7 +27,7 @@ const RENDERER_PACKAGES = ['react', 'react-dom', 'react-dom/client', 'react/jsx-
 const LAYERS: Record<string, Layer> = {
   domain: { files: ['server/domain.ts'], may: [], packages: [] },
   contract: { files: ['server/contract/'], may: ['domain'], packages: ['typebox'] },
-  util: { files: ['server/time.ts', 'server/log.ts'], may: ['domain'], packages: ['node:'] },
+  util: { files: ['server/time.ts', 'server/log.ts', 'server/outbound.ts'], may: ['domain'], packages: ['node:'] },
   // What main, preload, renderer (and the server's composition: its DisposableStore) share:
   // neither Node nor Electron nor the UI libraries.
   common: { files: ['common/'], may: ['contract'], packages: ['eventsource'] },
