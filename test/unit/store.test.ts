@@ -1,6 +1,8 @@
-// The store (store/store.ts): what revokeToken answers, and the counter flush's prepared statement.
+// The store (store/store.ts): what revokeToken answers, the counter flush's prepared statement, and
+// how a filter's IN list is written (sql/op.ts Where).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { Where } from '../../server/store/sql/op.ts';
 import { withStore } from '../helpers/server.ts';
 
 test('revokeToken reports the revocation time it stored', (t) => {
@@ -29,5 +31,27 @@ test('saveRuntime (the counter flush) reuses its prepared statement', (t) => {
     for (let i = 2; i < 10; i++) store.saveRuntime(row.id, patch(i));
     assert.equal(prepare.mock.callCount(), 0);
     assert.equal(store.getSession(row.id)?.downloaded_bytes, 18);
+  });
+});
+
+test('Where.in pads a list to a power of two with its last value: the same rows, a few statement texts', () => {
+  const texts = new Set<string>();
+  for (let n = 1; n <= 100; n++) {
+    const ids = Array.from({ length: n }, (_, i) => `c${i}`);
+    const w = new Where().and('customer_id = ?', 'acme').in('client_id', ids);
+    texts.add(w.where);
+    assert.equal(w.args.length, 1 + 2 ** Math.ceil(Math.log2(n)));
+    assert.deepEqual(w.args.slice(0, n + 1), ['acme', ...ids], 'the values in order');
+    assert.ok(w.args.slice(n + 1).every((v) => v === ids.at(-1)), 'then the last one again');
+  }
+  assert.equal(texts.size, 8, '1, 2, 4, ... 128 marks');
+  assert.equal(new Where().in('x', []).where, 'FALSE', 'an empty list matches nothing');
+  assert.equal(new Where().in('x', undefined).where, '', 'no list: no term');
+  withStore((store) => {
+    store.createToken('acme', 'owner');
+    const w = new Where().in('name', ['nobody', 'other', 'acme']);
+    assert.deepEqual(w.args, ['nobody', 'other', 'acme', 'acme']);
+    const rows = store.runner.all(`SELECT name FROM customers WHERE ${w.where}`, ...w.args);
+    assert.deepEqual(rows, [{ name: 'acme' }], 'a repeated value matches what it matched once');
   });
 });

@@ -120,11 +120,16 @@ export class Where {
     return this;
   }
 
-  /** `col IN (...)` (an empty list matches nothing); nothing when the list is undefined. */
+  /**
+   * `col IN (...)` (an empty list matches nothing); nothing when the list is undefined. The list is
+   * padded to a power of two by repeating its last value (the same match), so lists of any length
+   * make a few statement texts, not one each, in the statement caches of both runners.
+   */
   in(col: string, list: readonly Param[] | undefined): this {
     if (list === undefined) return this;
-    this.terms.push(list.length ? `${col} IN (${marks(list.length)})` : 'FALSE');
-    this.args.push(...list);
+    const size = list.length && 2 ** Math.ceil(Math.log2(list.length));
+    this.terms.push(size ? `${col} IN (${marks(size)})` : 'FALSE');
+    this.args.push(...list, ...Array.from({ length: size - list.length }, () => list.at(-1)!));
     return this;
   }
 
