@@ -12,9 +12,8 @@ import type { TLSSocket } from 'node:tls';
 import type { Socket } from 'node:net';
 import type { OnData } from './outbound.ts';
 import { EgressRefused } from './egress.ts';
-import { signRelayRequest } from './relay-grant.ts';
 import { GatheredReads } from './relay-reads.ts';
-import { connectPinned, dialStep, RelayedOutbound, RelayRefused, type RelayRoute } from './relay-tls.ts';
+import { connectPinned, dialStep, RelayedOutbound, RelayRefused, tcpRequest, withSlot, type RelayRoute } from './relay-tls.ts';
 import { dialMux } from './relay-mux-dial.ts';
 
 export { peerPin, RelayRefused } from './relay-tls.ts';
@@ -36,7 +35,7 @@ export async function openRelay(route: RelayRoute, request: object, timeoutMs: n
     const step = dialStep(route, timeoutMs - (Date.now() - started), tls, reject);
     tls.on('error', step.fail);
     tls.on('close', step.closed);
-    tls.write(`${JSON.stringify({ ...request, ...(route.slot !== undefined ? { slot: route.slot } : {}) })}\n`);
+    tls.write(`${JSON.stringify(withSlot(route, request))}\n`);
     let head = Buffer.alloc(0);
     const onHead = (b: Buffer) => {
       head = Buffer.concat([head, b]);
@@ -74,7 +73,7 @@ export async function openRelay(route: RelayRoute, request: object, timeoutMs: n
 /** A TCP request on a connection of its own: the request line, the answer, then the destination's bytes. */
 async function dialAlone(route: RelayRoute, sessionId: string, host: string, port: number, timeoutMs: number, onData?: OnData): Promise<Socket> {
   const reads = new GatheredReads();
-  const { tls, rest } = await openRelay(route, { ...signRelayRequest(route, sessionId, host, port), host, port }, timeoutMs, reads);
+  const { tls, rest } = await openRelay(route, tcpRequest(route, sessionId, host, port), timeoutMs, reads);
   const out = new RelayedOutbound(tls, () => reads.flush());
   // Without onData, 'data' listeners may keep a chunk: its buffer is never recycled.
   const deliver: OnData = onData ?? ((d) => out.emit('data', d));

@@ -13,9 +13,8 @@
 import { connect as h2connect, type ClientHttp2Session, type ClientHttp2Stream, type IncomingHttpHeaders } from 'node:http2';
 import type { Socket } from 'node:net';
 import type { OnData } from './outbound.ts';
-import { signRelayRequest } from './relay-grant.ts';
 import { GatheredReads } from './relay-reads.ts';
-import { connectPinned, dialStep, relayKey, RelayedOutbound, RelayRefused, type RelayRoute } from './relay-tls.ts';
+import { connectPinned, dialStep, relayKey, RelayedOutbound, RelayRefused, tcpRequest, withSlot, type RelayRoute } from './relay-tls.ts';
 
 /** The protocol the relay's TLS negotiates (ALPN) for a multiplexed connection. */
 export const RELAY_MUX_ALPN = 'h2';
@@ -96,17 +95,6 @@ async function muxFor(route: RelayRoute, timeoutMs: number): Promise<Mux | null>
   throw new Error(`the relay at node ${route.node} has no room for another stream`);
 }
 
-/** Copies a chunk into the gathered reads' buffers (as a socket's `onread` would have read it). */
-function gather(reads: GatheredReads, b: Buffer): void {
-  for (let at = 0; at < b.length; ) {
-    const room = reads.onread.buffer();
-    const n = Math.min(room.byteLength, b.length - at);
-    room.set(b.subarray(at, at + n));
-    at += n;
-    reads.onread.callback(n);
-  }
-}
-
 /**
  * After a stream went unanswered: the connection is asked for a PING, and dropped if that is not
  * answered within PING_MS either (an exit that vanished without closing, a path that stopped
@@ -154,10 +142,9 @@ export async function dialMux(route: RelayRoute, sessionId: string, host: string
   const started = Date.now();
   const mux = await muxFor(route, timeoutMs);
   if (!mux) return null;
-  const request = { ...signRelayRequest(route, sessionId, host, port), host, port, ...(route.slot !== undefined ? { slot: route.slot } : {}) };
   let stream: ClientHttp2Stream;
   try {
-    stream = mux.session.request({ ':method': 'POST', ':path': '/relay', 'vad-relay': JSON.stringify(request) }, { endStream: false });
+    stream = mux.session.request({ ':method': 'POST', ':path': '/relay', 'vad-relay': JSON.stringify(withSlot(route, tcpRequest(route, sessionId, host, port))) }, { endStream: false });
   } catch {
     return null; // the connection is closing (the exit's GOAWAY came in between): a connection of its own
   }
@@ -173,7 +160,7 @@ export async function dialMux(route: RelayRoute, sessionId: string, host: string
   reads.attach(onData ?? ((d) => out.emit('data', d)));
   // After the caller has taken the socket over (its then() runs first), unless it paused it.
   setImmediate(() => {
-    stream.on('data', (b: Buffer) => gather(reads, b));
+    stream.on('data', (b: Buffer) => reads.copyIn(b));
     if (!out.paused) stream.resume();
   });
   return out as unknown as Socket;

@@ -44,6 +44,17 @@ export class GatheredReads {
     callback: (n: number): boolean => this.read(n),
   };
 
+  /** Reads a chunk that came another way (an HTTP/2 stream's data) as the socket `onread` would have read it: copied in. */
+  copyIn(b: Buffer): void {
+    for (let at = 0; at < b.length; ) {
+      const room = this.room();
+      const n = Math.min(room.byteLength, b.length - at);
+      room.set(b.subarray(at, at + n));
+      at += n;
+      this.read(n);
+    }
+  }
+
   /** Sends chunks to `sink` from now on, those waiting first. */
   attach(sink: OnData): void {
     this.sink = sink;

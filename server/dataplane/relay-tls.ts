@@ -6,6 +6,7 @@ import { connect as tlsConnect, createSecureContext, type SecureContext, type TL
 import { EventEmitter } from 'node:events';
 import type { Duplex } from 'node:stream';
 import type { GeoRoute } from './api.ts';
+import { signRelayRequest } from './relay-grant.ts';
 
 export type RelayRoute = Extract<GeoRoute, { via: 'relay' }>;
 
@@ -25,6 +26,14 @@ const tlsSessions = new Map<string, Buffer>();
 
 /** A relay as dials know it: its address and the certificate it must show. */
 export const relayKey = (route: RelayRoute): string => `${route.host}|${route.port}|${route.pcs}`;
+
+/** A TCP request as the exit reads it (a request line or a stream's header): the signed grant and the destination. */
+export function tcpRequest(route: RelayRoute, sessionId: string, host: string, port: number): object {
+  return { ...signRelayRequest(route, sessionId, host, port), host, port };
+}
+
+/** A request as sent: with the route's slot, when the route has one. */
+export const withSlot = (route: RelayRoute, request: object): object => (route.slot !== undefined ? { ...request, slot: route.slot } : request);
 
 function remember(key: string, session: Buffer): void {
   tlsSessions.delete(key);
