@@ -16,7 +16,7 @@
 //  - bytes lost per `kill -9` of a node moving data at full speed, beside the 1 MiB bound
 //    (bench/node-kill.ts).
 // Servers and the node are child processes (`vpn-access serve` / `node run`), PostgreSQL a
-// throwaway server (test/helpers/postgres.ts). Env: BENCH_SECONDS (6), BENCH_PAUSES (20), BENCH_LAGS (10).
+// throwaway server (test/helpers/postgres.ts). Env: BENCH_SECONDS (6), BENCH_ROUNDS (3), BENCH_PAUSES (20), BENCH_LAGS (10).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { connect, createServer, type Socket } from 'node:net';
 import autocannon from 'autocannon';
@@ -33,6 +33,8 @@ const LAGS = Number(process.env.BENCH_LAGS ?? 10);
 const GEO_RUNS = Number(process.env.BENCH_GEO_RUNS ?? 5);
 const GEO_BYTES = 128 * 1024 * 1024;
 const CONNECTIONS = 40;
+/** Interleaved rounds of the SQLite-against-PostgreSQL figures. */
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const fmt = (n: number, d = 1) => (Number.isFinite(n) ? n.toFixed(d) : 'n/a');
 const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -64,6 +66,15 @@ async function rps(targets: Array<{ url: string; method?: 'GET' | 'POST'; body?:
   );
   for (const r of results) if (r.non2xx > 0) console.log(`  (warning: ${r.non2xx} non-2xx answers on ${r.url})`);
   return results.reduce((a, r) => a + r.requests.average, 0);
+}
+
+const median = (xs: number[]) => pct(xs, 50);
+
+/** ROUNDS rounds, each running every figure once in turn: each figure's values, in round order. */
+async function interleaved<K extends string>(figures: Record<K, () => Promise<number>>): Promise<Record<K, number[]>> {
+  const out = Object.fromEntries(Object.keys(figures).map((k) => [k, [] as number[]])) as Record<K, number[]>;
+  for (let round = 0; round < ROUNDS; round++) for (const k of Object.keys(figures) as K[]) out[k].push(await figures[k]());
+  return out;
 }
 
 function runNode(token: string, controls: string[], dir: string, host = '127.0.0.2'): Promise<{ child: ChildProcess; tcpPort: number; proxyPort: number }> {
@@ -108,22 +119,33 @@ async function main(): Promise<void> {
     const pgId = (await api(a.baseUrl, pgToken, 'POST', '/sessions', { client_id: 'bench', zone: 'de-fra', reusable: true })).id;
     const create = JSON.stringify({ client_id: 'bench-load', zone: 'de-fra', reusable: true });
 
-    const readsSqlite = await rps([{ url: `${sqlite.baseUrl}/sessions/${sqliteId}/status` }], sqliteToken);
-    const readsUncached = await rps([{ url: `${c.baseUrl}/sessions/${pgId}/status` }], pgToken);
-    const readsOne = await rps([{ url: `${a.baseUrl}/sessions/${pgId}/status` }], pgToken);
+    // SQLite against one PostgreSQL instance: ROUNDS interleaved rounds, each measuring both in turn,
+    // so that a spell of load from elsewhere on the machine falls on both; the ratio is the median of
+    // the rounds' ratios (one round alone gave 0.51 to 1.19 for the same code).
+    const reads = await interleaved({
+      sqlite: () => rps([{ url: `${sqlite.baseUrl}/sessions/${sqliteId}/status` }], sqliteToken),
+      uncached: () => rps([{ url: `${c.baseUrl}/sessions/${pgId}/status` }], pgToken),
+      one: () => rps([{ url: `${a.baseUrl}/sessions/${pgId}/status` }], pgToken),
+    });
     const readsTwo = await rps([{ url: `${a.baseUrl}/sessions/${pgId}/status` }, { url: `${b.baseUrl}/sessions/${pgId}/status` }], pgToken);
-    const createsSqlite = await rps([{ url: `${sqlite.baseUrl}/sessions`, method: 'POST', body: create }], sqliteToken);
-    const createsOne = await rps([{ url: `${a.baseUrl}/sessions`, method: 'POST', body: create }], pgToken);
+    const creates = await interleaved({
+      sqlite: () => rps([{ url: `${sqlite.baseUrl}/sessions`, method: 'POST', body: create }], sqliteToken),
+      one: () => rps([{ url: `${a.baseUrl}/sessions`, method: 'POST', body: create }], pgToken),
+    });
     const createsTwo = await rps([{ url: `${a.baseUrl}/sessions`, method: 'POST', body: create }, { url: `${b.baseUrl}/sessions`, method: 'POST', body: create }], pgToken);
-    const row = (name: string, v: number, base: number, baseName: string) =>
-      console.log(`${name.padEnd(46)} ${fmt(v).padStart(9)} req/s | baseline ${baseName} ${fmt(base)} req/s | ratio ${fmt(v / base, 2)}`);
-    console.log(`${'authenticated reads, SQLite (baseline)'.padEnd(46)} ${fmt(readsSqlite).padStart(9)} req/s`);
-    row('authenticated reads, PostgreSQL, --read-cache off', readsUncached, readsSqlite, 'SQLite');
-    row('authenticated reads, PostgreSQL, 1 instance', readsOne, readsSqlite, 'SQLite');
-    row('authenticated reads, PostgreSQL, 2 instances', readsTwo, readsOne, '1 instance');
-    console.log(`${'session creation, SQLite (baseline)'.padEnd(46)} ${fmt(createsSqlite).padStart(9)} req/s`);
-    row('session creation, PostgreSQL, 1 instance', createsOne, createsSqlite, 'SQLite');
-    row('session creation, PostgreSQL, 2 instances', createsTwo, createsOne, '1 instance');
+    const line = (name: string, v: number, rest = '') => console.log(`${name.padEnd(46)} ${fmt(v).padStart(9)} req/s${rest}`);
+    const row = (name: string, v: number, base: number, baseName: string) => line(name, v, ` | baseline ${baseName} ${fmt(base)} req/s | ratio ${fmt(v / base, 2)}`);
+    const paired = (name: string, v: number[], base: number[]) => {
+      const ratios = v.map((x, i) => x / base[i]!);
+      line(name, median(v), ` | baseline SQLite ${fmt(median(base))} req/s | ratio ${fmt(median(ratios), 2)} (median of ${ratios.length} interleaved rounds: ${ratios.map((r) => fmt(r, 2)).join(', ')})`);
+    };
+    line(`authenticated reads, SQLite (baseline, median)`, median(reads.sqlite));
+    paired('authenticated reads, PostgreSQL, --read-cache off', reads.uncached, reads.sqlite);
+    paired('authenticated reads, PostgreSQL, 1 instance', reads.one, reads.sqlite);
+    row('authenticated reads, PostgreSQL, 2 instances', readsTwo, median(reads.one), '1 instance');
+    line(`session creation, SQLite (baseline, median)`, median(creates.sqlite));
+    paired('session creation, PostgreSQL, 1 instance', creates.one, creates.sqlite);
+    row('session creation, PostgreSQL, 2 instances', createsTwo, median(creates.one), '1 instance');
 
     // A node on 127.0.0.2 connected to A; pauses are made on B.
     const nodeToken = cli(['node', 'add', '--name', 'sao-bench', '--zone', 'br-sao', '--public-host', '127.0.0.2', '--database', url]);
@@ -206,8 +228,7 @@ async function main(): Promise<void> {
       direct.push(await geoDownload('-cc-BR'));
       relayed.push(await geoDownload('-cc-AU'));
     }
-    const med = (xs: number[]) => pct(xs, 50);
-    console.log(`geo proxy, ${GEO_BYTES >> 20} MiB through the São Paulo node (CONNECT), median of ${GEO_RUNS}: -cc-AU relayed to the Sydney node ${fmt(med(relayed))} MiB/s | baseline -cc-BR leaving from São Paulo ${fmt(med(direct))} MiB/s | ratio ${fmt(med(relayed) / med(direct), 2)}`);
+    console.log(`geo proxy, ${GEO_BYTES >> 20} MiB through the São Paulo node (CONNECT), median of ${GEO_RUNS}: -cc-AU relayed to the Sydney node ${fmt(median(relayed))} MiB/s | baseline -cc-BR leaving from São Paulo ${fmt(median(direct))} MiB/s | ratio ${fmt(median(relayed) / median(direct), 2)}`);
 
     // Last: it kills the São Paulo node with -9 in the middle of a full-speed download.
     await nodeKillFigure({
