@@ -4,8 +4,7 @@
 // the session's link; Reset usage; the devices a subscription fetch with `x-hwid` registers,
 // listed and removed, and a third refused by a limit of two; Disable cutting a live v2ray transfer;
 // links that can carry no traffic greyed with the reason; the Clients screen past a hundred clients
-// (Show more, search). Screenshots in
-// light and dark (test-results/clients-*/).
+// (Show more, search). Screenshots in light and dark (test-results/clients-*/).
 import { test, expect } from './fixtures.ts';
 import { overflowOf } from './layout.ts';
 import type { Page, TestInfo } from '@playwright/test';
@@ -359,6 +358,11 @@ test('the Clients screen with more than a hundred clients: a hundred rows, Show 
   const rows = page.locator('.clients-table tbody tr');
   await expect(rows).toHaveCount(100);
   await expect(page.getByTestId('clients-shown')).toHaveText('100 of 130 clients shown');
+  for (const scheme of ['light', 'dark'] as const) {
+    await page.emulateMedia({ colorScheme: scheme });
+    await shot(page, testInfo, `${scheme}-clients-first-hundred`);
+  }
+  await page.emulateMedia({ colorScheme: 'light' });
   await page.getByRole('button', { name: 'Show 30 more', exact: true }).click();
   await expect(rows).toHaveCount(130);
   await expect(page.getByTestId('clients-shown')).toHaveCount(0);
@@ -367,7 +371,18 @@ test('the Clients screen with more than a hundred clients: a hundred rows, Show 
   await expect(rows.first()).toHaveAttribute('data-client-id', 'shop-120');
   await page.getByRole('searchbox', { name: 'Search' }).fill('nobody');
   await expect(page.getByText('No client matches')).toBeVisible();
-  await page.getByRole('searchbox', { name: 'Search' }).fill('');
+  await expect(page.getByText('No client id contains "nobody".')).toBeVisible();
+  for (const scheme of ['light', 'dark'] as const) {
+    await page.emulateMedia({ colorScheme: scheme });
+    await shot(page, testInfo, `${scheme}-clients-no-match`);
+  }
+  await page.emulateMedia({ colorScheme: 'light' });
+  // the empty state clears the search and the status at once
+  await page.getByRole('combobox', { name: 'Status' }).selectOption('disabled');
+  await expect(page.getByText('No disabled client has "nobody" in its id.')).toBeVisible();
+  await page.getByRole('button', { name: 'Show every client' }).click();
+  await expect(page.getByRole('searchbox', { name: 'Search' })).toHaveValue('');
+  await expect(page.getByRole('combobox', { name: 'Status' })).toHaveValue('');
   await expect(rows).toHaveCount(100, { timeout: 5000 });
   expect(await overflowOf(page)).toEqual([]);
 });

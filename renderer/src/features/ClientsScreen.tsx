@@ -114,10 +114,27 @@ function ClientFilters({ text, status, onText, onStatus }: { text: string; statu
   );
 }
 
+/** What matched nothing, in words: the search, the status, or both. */
+function noMatchWords(text: string, status: ClientStatus | ''): string {
+  const state = status.replace('_', ' ');
+  if (text && status) return `No ${state} client has "${text}" in its id.`;
+  if (text) return `No client id contains "${text}".`;
+  return `No client is ${state} right now.`;
+}
+
 /** The first `rows` of the matching clients, then how many more and a button for the next hundred. */
-function ClientRows({ ids, now }: { ids: string[]; now: number }) {
+function ClientRows({ ids, now, nothing, onClear }: { ids: string[]; now: number; nothing: string; onClear: () => void }) {
   const [rows, setRows] = useState(ROWS);
-  if (ids.length === 0) return <EmptyState title="No client matches" />;
+  if (ids.length === 0) {
+    return (
+      <EmptyState title="No client matches">
+        <p>{nothing}</p>
+        <button type="button" className="btn" onClick={onClear}>
+          Show every client
+        </button>
+      </EmptyState>
+    );
+  }
   const rest = ids.length - rows;
   return (
     <>
@@ -176,7 +193,16 @@ export function ClientsScreen() {
           <QuotaBanner />
           <ClientFilters text={text} status={status} onText={setText} onStatus={setStatus} />
           {/* A new search or status starts again from the first hundred. */}
-          <ClientRows key={`${status} ${needle}`} ids={ids} now={now} />
+          <ClientRows
+            key={`${status} ${needle}`}
+            ids={ids}
+            now={now}
+            nothing={noMatchWords(text.trim(), status)}
+            onClear={() => {
+              setText('');
+              setStatus('');
+            }}
+          />
         </>
       ) : null}
     </Screen>
