@@ -75,3 +75,20 @@ test('pause and resume from the window (no traffic)', async ({ app, backend }) =
   await expect(app.pauseButton()).toBeEnabled();
   expect((await backend.api<{ paused: boolean }>('GET', `/sessions/${id}/status`)).body.paused).toBe(false);
 });
+
+test('filters that match no session say so and clear at once', async ({ app }) => {
+  await app.waitReady();
+  await app.createSession({ clientId: 'filtered', reusable: true });
+  const page = app.page;
+  await app.go('Sessions');
+  const rows = page.locator('[data-session-id]');
+  await expect(rows.first()).toBeVisible();
+  await page.getByRole('searchbox', { name: 'Search' }).fill('no-such-client-anywhere');
+  await page.getByRole('combobox', { name: 'Status' }).selectOption('ended');
+  await expect(page.getByText('No session matches these filters')).toBeVisible();
+  await expect(rows).toHaveCount(0);
+  await page.getByRole('button', { name: 'Show every session' }).click();
+  await expect(page.getByRole('searchbox', { name: 'Search' })).toHaveValue('');
+  await expect(page.getByRole('combobox', { name: 'Status' })).toHaveValue('');
+  await expect(rows.first()).toBeVisible();
+});

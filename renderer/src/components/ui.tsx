@@ -102,13 +102,13 @@ export function Field({ label, value, mono }: { label: string; value: ReactNode;
 }
 
 /** The options of a filter select: a first "any" choice (value "") and one option per value. */
-export function AnyOrOptions({ any, values }: { any: string; values: readonly string[] }) {
+export function AnyOrOptions({ any, values, label = (v) => v }: { any: string; values: readonly string[]; label?: (v: string) => string }) {
   return (
     <>
       <option value="">{any}</option>
       {values.map((v) => (
         <option key={v} value={v}>
-          {v}
+          {label(v)}
         </option>
       ))}
     </>

@@ -107,12 +107,15 @@ function ClientFilters({ text, status, onText, onStatus }: { text: string; statu
       <label>
         <span>Status</span>
         <select value={status} onChange={(e) => onStatus(e.target.value as ClientStatus | '')}>
-          <AnyOrOptions any="All" values={CLIENT_STATUSES} />
+          <AnyOrOptions any="All" values={CLIENT_STATUSES} label={statusWords} />
         </select>
       </label>
     </div>
   );
 }
+
+/** A client status as the filter names it: "Over quota". */
+const statusWords = (s: string) => s.charAt(0).toUpperCase() + s.slice(1).replace('_', ' ');
 
 /** What matched nothing, in words: the search, the status, or both. */
 function noMatchWords(text: string, status: ClientStatus | ''): string {

@@ -205,7 +205,11 @@ export function SessionsScreen() {
           </button>
         </EmptyState>
       ) : ids.length === 0 && load === 'ready' ? (
-        <EmptyState title="No session matches these filters" />
+        <EmptyState title="No session matches these filters">
+          <button type="button" className="btn" onClick={() => setSessionFilter({ text: '', status: '', zone: '' })}>
+            Show every session
+          </button>
+        </EmptyState>
       ) : (
         <div className="table" role="table" aria-label="Sessions" aria-rowcount={ids.length + 1}>
           <HeaderRow />
