@@ -55,6 +55,12 @@ test('connection opened and closed, in words, with the client; a close is not re
     await expect(mine.filter({ hasText: 'Connection opened' })).toHaveCount(0);
     await expect(mine.filter({ hasText: 'Connection closed' }).first()).toBeVisible();
     await page.getByLabel('Event type').selectOption({ label: 'All types' });
+    // Filters that match nothing say so, and clear at once.
+    await page.getByRole('searchbox', { name: 'Session filter' }).fill('no-such-session');
+    await expect(page.getByText('No event matches these filters')).toBeVisible();
+    await page.getByRole('button', { name: 'Show every event' }).click();
+    await expect(page.getByRole('searchbox', { name: 'Session filter' })).toHaveValue('');
+    await expect(closed).toBeVisible();
     for (const scheme of ['light', 'dark'] as const) {
       await page.emulateMedia({ colorScheme: scheme });
       await page.waitForTimeout(150);

@@ -105,7 +105,13 @@ export function EventsScreen() {
       </div>
       {shown.length === 0 ? (
         <EmptyState title={events.length ? 'No event matches these filters' : 'Waiting for events'}>
-          {events.length ? null : <p>Events appear here live when clients connect, send traffic and disconnect.</p>}
+          {events.length ? (
+            <button type="button" className="btn" onClick={() => setEventFilter({ sessionId: '', type: '' })}>
+              Show every event
+            </button>
+          ) : (
+            <p>Events appear here live when clients connect, send traffic and disconnect.</p>
+          )}
         </EmptyState>
       ) : (
         <EventTable events={shown} />
