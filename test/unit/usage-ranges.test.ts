@@ -20,6 +20,9 @@ test('every range asks for a step the server keeps for all of it, within its buc
     // Minute buckets are kept for a day, hour buckets for 90 days.
     if (q.step === 'minute') assert.ok(r.ms <= STEP_MS.day);
     if (q.step === 'hour') assert.ok(r.ms <= 90 * STEP_MS.day);
+    // Read again within 15 s up to a day; never less often than its own bucket fills.
+    assert.ok(r.ms > STEP_MS.day || r.refreshMs <= 15_000, `${r.key} refreshes every ${r.refreshMs} ms`);
+    assert.ok(r.refreshMs <= ms, `${r.key}: a refresh every ${r.refreshMs} ms misses buckets of ${ms} ms`);
   }
   assert.deepEqual(usageQuery({ client_id: 'alice' }, '1h', now).step, 'minute');
   assert.deepEqual(Object.keys(usageQuery({}, '90d', now)).sort(), ['from', 'step', 'to']);

@@ -14,9 +14,6 @@ import { DEFAULT_RANGE, niceTicks, timeTicks, bucketLabel, busiest, chartPoints,
 import { loadUsage, toApiError } from '../store/index.ts';
 import { Spinner } from './ui.tsx';
 
-/** Refreshes the shown range while it is on screen (the newest bucket fills as traffic moves). */
-const REFRESH_MS = 15_000;
-
 export interface UsageState {
   /** The answer for `range`, or null while the first answer for it is awaited or failed. */
   report: UsageReport | null;
@@ -25,7 +22,11 @@ export interface UsageState {
   retry(): void;
 }
 
-/** GET /v2/usage for a filter and range; again every 15 s and on retry. A range change shows loading, never the old range's bars. */
+/**
+ * GET /v2/usage for a filter and range; again while it is on screen (the newest bucket fills as
+ * traffic moves: every 15 s up to a day, less often for longer ranges, RangeDef.refreshMs) and on
+ * retry. A range change shows loading, never the old range's bars.
+ */
 export function useUsage(filter: UsageFilter, range: RangeKey): UsageState {
   const [state, setState] = useState<{ key: string; report: UsageReport | null; error: ApiErrorInfo | null; loading: boolean }>({ key: '', report: null, error: null, loading: true });
   const [attempt, setAttempt] = useState(0);
@@ -43,7 +44,7 @@ export function useUsage(filter: UsageFilter, range: RangeKey): UsageState {
       }
     };
     void load();
-    const t = setInterval(() => void load(), REFRESH_MS);
+    const t = setInterval(() => void load(), rangeDef(range).refreshMs);
     return () => {
       live = false;
       clearInterval(t);
