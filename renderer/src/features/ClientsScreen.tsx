@@ -1,7 +1,8 @@
 // Every client of the customer at a glance: its status in words, its usage against the byte
 // cap in force, how many sessions it has and when it was last seen; each row opens the client
 // page. Found by a part of its id and by status; shown a hundred rows at a time (ten thousand rows
-// at once took seconds to draw, and again at each refresh). Read again every 10 s while open. A server without the clients API gets the clients
+// at once took seconds to draw, and again at each refresh). Read again every 10 s while open, less
+// often where the list is large (useClientsSync). A server without the clients API gets the clients
 // of the loaded sessions instead, each a link to its page.
 import { useEffect, useState } from 'react';
 import { CLIENT_STATUSES, type ClientStatus } from '../../../common/client-types.ts';
@@ -13,15 +14,37 @@ import { AnyOrOptions, EmptyState, ErrorBanner, Screen, Spinner } from '../compo
 import { QuotaBanner } from './QuotaNotice.tsx';
 import { Badges, UsageBar } from '../components/standing.tsx';
 
+/** The least time between two reads of the list while the screen is open. */
+const REFRESH_MS = 10_000;
+/** Each read is followed by a pause at least this many times as long as it took (about 1 % of the server's time)... */
+const PAUSE_FACTOR = 100;
+/** ...but never longer than this (a read that timed out is not a reason to wait for minutes). */
+const MAX_PAUSE_MS = 60_000;
+
+/**
+ * The list read now, then again REFRESH_MS after each answer, or longer where the list is large: the
+ * whole list costs the server time in proportion to the clients (about 290 ms at 10,000 clients), so
+ * an open screen stays near 1 % of it (every 29 s there) instead of 3 %.
+ */
 function useClientsSync(): number {
   const [now, setNow] = useState(Date.now());
   useEffect(() => {
-    void loadClients();
-    const t = setInterval(() => {
-      setNow(Date.now());
-      void loadClients();
-    }, 10_000);
-    return () => clearInterval(t);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let live = true;
+    const read = async () => {
+      const began = performance.now();
+      await loadClients();
+      if (!live) return;
+      timer = setTimeout(() => {
+        setNow(Date.now());
+        void read();
+      }, Math.min(MAX_PAUSE_MS, Math.max(REFRESH_MS, (performance.now() - began) * PAUSE_FACTOR)));
+    };
+    void read();
+    return () => {
+      live = false;
+      clearTimeout(timer);
+    };
   }, []);
   return now;
 }
