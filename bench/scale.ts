@@ -97,8 +97,6 @@ async function measure(t: Target, child: ChildProcess, browser: Browser | null):
   const now = Date.now();
   const month = `from=${new Date(now - 30 * DAY).toISOString()}&to=${new Date(now).toISOString()}&step=day`;
   add('GET /usage month (all clients)', await timed(`${base}/usage?${month}`, auth, 20));
-  // The dashboard's default range: the last 24 hours, by hour.
-  add('GET /usage 24 h (all clients: dashboard)', await timed(`${base}/usage?from=${new Date(now - DAY).toISOString()}&to=${new Date(now).toISOString()}&step=hour`, auth, 20));
   add('GET /usage month ?client_id=', await timed(`${base}/usage?${month}&client_id=${t.clientId}`, auth));
   add('GET /clients (every client)', await timed(`${base}/clients`, auth, 10));
   // What the sessions screen asks for: the clients of its loaded page of sessions (50 named).

@@ -87,27 +87,12 @@ function* usageBuckets(q: UsageQuery): Op<({ start: number } & UsageSum)[]> {
   );
 }
 
-/**
- * SQLite: top clients of a range up to this long are summed from the range's own rows (read first,
- * by the customer's time index); a longer range reads the client index in client order, which groups
- * without sorting. Left to itself SQLite's planner always chose the client index, so the dashboard's
- * default (24 hours) read every usage row of the customer's history: 69 against 17 ms at 100k sessions
- * (bench/scale.ts), the gap growing with the history; over 30 days the client order wins, 177 against
- * 356 ms. PostgreSQL's planner, with its statistics, picks well by itself (materializing made 24 hours
- * slower there: 24 against 15 ms).
- */
-const SHORT_RANGE_MS = 8 * USAGE_STEP_MS.day;
-
 /** The clients that moved the most bytes (both directions) in the range, at most `limit`. */
 function* usageTopClients(q: UsageQuery, limit: number): Op<({ client_id: string } & UsageSum)[]> {
   const { where, args } = usageWhere(q);
-  const short = q.to - q.from <= SHORT_RANGE_MS && (yield* dialect()) === 'sqlite';
-  const [head, from] = short
-    ? [`WITH r AS MATERIALIZED (SELECT client_id, uploaded_bytes, downloaded_bytes FROM usage_buckets WHERE ${where}) `, 'r']
-    : ['', `usage_buckets WHERE ${where}`];
   return yield* all<{ client_id: string } & UsageSum>(
-    `${head}SELECT client_id, SUM(uploaded_bytes) AS uploaded_bytes, SUM(downloaded_bytes) AS downloaded_bytes
-     FROM ${from} GROUP BY client_id ORDER BY SUM(uploaded_bytes) + SUM(downloaded_bytes) DESC, client_id LIMIT ?`,
+    `SELECT client_id, SUM(uploaded_bytes) AS uploaded_bytes, SUM(downloaded_bytes) AS downloaded_bytes
+     FROM usage_buckets WHERE ${where} GROUP BY client_id ORDER BY SUM(uploaded_bytes) + SUM(downloaded_bytes) DESC, client_id LIMIT ?`,
     ...args, limit,
   );
 }
