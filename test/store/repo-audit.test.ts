@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { auditOps as ops, type AuditInsert } from '../../server/store/repos/audit.ts';
 import { retentionOps } from '../../server/store/repos/retention.ts';
+import { sessionOps } from '../../server/store/repos/sessions.ts';
 import { eachDialect, type DialectDb } from '../helpers/dialects.ts';
 
 const entry = (n: number, over: Partial<AuditInsert> = {}): AuditInsert => ({
@@ -22,6 +23,9 @@ const entry = (n: number, over: Partial<AuditInsert> = {}): AuditInsert => ({
 });
 
 eachDialect('audit: record, read newest first with filters, page on, prune in batches', async (db) => {
+  // The sessions the entries name (a session's entries are found through its seq).
+  await db.sql('INSERT INTO customers (id, name, created_at) VALUES (?, ?, ?)', 'acme', 'acme', '2026-11-01T00:00:00.000Z');
+  for (const id of ['s1', 's2']) await db.run(sessionOps.insertSession({ id, customer_id: 'acme', client_id: 'alice', zone: 'de-fra', reusable: true, created_at: '2026-11-01T00:00:00.000Z' }));
   const ids: number[] = [];
   ids.push(await db.run(ops.recordAudit(entry(1, { before: undefined, after: { a: [1, 'two'], b: null } }))));
   ids.push(await db.run(ops.recordAudit(entry(2, { action: 'session.pause', target_type: 'session', target_id: 's1', session_id: 's1', client_id: 'alice' }))));
@@ -48,6 +52,7 @@ eachDialect('audit: record, read newest first with filters, page on, prune in ba
 
   const of = async (f: Parameters<typeof ops.auditEntries>[1]) => (await db.run(ops.auditEntries('acme', f, 10))).rows.map((r) => r.id);
   assert.deepEqual(await of({ session_id: 's1' }), [ids[2], ids[1]]);
+  assert.deepEqual(await of({ session_id: 'no-such-session' }), []);
   assert.deepEqual(await of({ client_id: 'bob' }), [ids[3]]);
   assert.deepEqual(await of({ action: 'session.pause' }), [ids[3], ids[1]]);
   assert.deepEqual(await of({ actions: ['session.delete', 'limits.update'] }), [ids[2], ids[0]]);

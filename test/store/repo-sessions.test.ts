@@ -158,6 +158,9 @@ eachDialect('createSessions: a group of creations (any mix of node and audit) in
   const audited = (await db.run(auditOps.auditEntries(c, {}, 10))).rows;
   assert.deepEqual(audited.map((r) => r.target.id).sort(), [asked[0].id, asked[3].id].sort());
   assert.deepEqual(audited[0].after, { zone: 'us-nyc', quote: 'a "b", {c}' }, 'values with quotes and braces pass through the lists');
+  // Each creation's record is found by its session (through the seq the insert looked up).
+  for (const i of [0, 3]) assert.deepEqual((await db.run(auditOps.auditEntries(c, { session_id: asked[i].id }, 10))).rows.map((r) => r.target.id), [asked[i].id]);
+  assert.deepEqual((await db.run(auditOps.auditEntries(c, { session_id: asked[1].id }, 10))).rows, []);
   // Newest first: the group keeps its order in the sessions' own order too.
   assert.deepEqual((await db.run(sessionOps.listSessions(c, {}, 10))).rows.map((r) => r.id), [...asked].reverse().map((s) => s.id));
 

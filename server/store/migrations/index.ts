@@ -114,6 +114,12 @@ const SHARED: Migration[] = [
     CREATE TRIGGER vad_reads_limits AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON limits
       FOR EACH STATEMENT EXECUTE FUNCTION vad_notify_reads();`,
   },
+  // 22 (repos/audit.ts): a session's audit entries by its seq, not its random id, so a creation's entry is
+  // appended to the index instead of written to a random page of it (bench/api.ts: session creation).
+  `ALTER TABLE audit_log ADD COLUMN session_seq BIGINT;
+  UPDATE audit_log SET session_seq = (SELECT seq FROM sessions WHERE sessions.id = audit_log.session_id) WHERE session_id IS NOT NULL;
+  DROP INDEX audit_by_session;
+  CREATE INDEX audit_by_session_seq ON audit_log (customer_id, session_seq, id);`,
 ];
 
 export const MIGRATIONS: readonly Migration[] = [...LEGACY, ...SHARED];

@@ -56,7 +56,8 @@ export function toAuditEntry(r: RawAudit): AuditEntry {
 export function auditWhere(customerId: string, f: AuditFilter, beforeId?: number): Where {
   return new Where()
     .and('customer_id = ?', customerId)
-    .equal(f, ['session_id', 'client_id', 'action', 'actor_token_id'])
+    .and(`session_seq = ${SEQ_OF}`, f.session_id)
+    .equal(f, ['client_id', 'action', 'actor_token_id'])
     .in('action', f.actions)
     .and('created_at >= ?', f.from)
     .and('created_at < ?', f.to)
@@ -67,16 +68,26 @@ export function auditWhere(customerId: string, f: AuditFilter, beforeId?: number
 const AUDIT_FIELDS = 'created_at, actor_token_id, actor_role, action, target_type, target_id, session_id, client_id, before_json, after_json';
 const json = (v: unknown): string | null => (v === undefined ? null : JSON.stringify(v));
 
-/** The INSERT of one change (no RETURNING), and its values in order. */
-export const AUDIT_INTO = `INSERT INTO audit_log (customer_id, ${AUDIT_FIELDS})`;
-const INSERT_AUDIT = `${AUDIT_INTO} VALUES (${marks(11)})`;
+/**
+ * A session's entries are found by its `seq` (audit_by_session_seq), not by its id: the id is random (a
+ * UUID, the VLESS credential), so an index on it took every creation's entry to a random page of the
+ * index, and each commit wrote one such page per creation; a new session's seq is the highest yet, so
+ * its entries are appended. Sessions are never deleted: every session_id of an entry has its seq.
+ */
+const SEQ_OF = '(SELECT seq FROM sessions WHERE id = ?)';
+
+/** An entry's columns as written, in order (without its session's seq). */
+export const AUDIT_COLUMNS = `customer_id, ${AUDIT_FIELDS}`;
+/** The INSERT of one change (no RETURNING), its values in order (the session's id twice: its seq is looked up). */
+export const AUDIT_INTO = `INSERT INTO audit_log (${AUDIT_COLUMNS}, session_seq)`;
+const INSERT_AUDIT = `${AUDIT_INTO} VALUES (${marks(11)}, ${SEQ_OF})`;
 export const insertAuditValues = (a: AuditInsert): Param[] =>
   [a.customer_id, a.created_at, a.actor_token_id, a.actor_role, a.action, a.target_type, a.target_id, a.session_id, a.client_id, json(a.before), json(a.after)];
 
 const RECORD_AUDIT = `${INSERT_AUDIT} RETURNING id`;
 
 /** Records one change; returns its id. */
-const recordAudit = (a: AuditInsert) => scalar(RECORD_AUDIT, ...insertAuditValues(a));
+const recordAudit = (a: AuditInsert) => scalar(RECORD_AUDIT, ...insertAuditValues(a), a.session_id);
 
 /** Newest first; `beforeId` pages on (the id of the last entry of the previous page). */
 function* auditEntries(customerId: string, filter: AuditFilter, limit: number, beforeId?: number): Op<{ rows: AuditEntry[]; nextId: number | null }> {

@@ -5,7 +5,7 @@ import { insertSessionValues, SESSION_COLUMNS, SESSION_COLUMNS_S, sessionOps, to
 import { isoNow } from '../../time.ts';
 import { all, allAs, dialect, getAs, marks, run, tx, type Op, type Param } from '../sql/op.ts';
 import { nodeColumns, toNode, type NodeInfo, type RawNode } from './nodes.ts';
-import { AUDIT_INTO, auditOps, insertAuditValues, type AuditInsert } from './audit.ts';
+import { AUDIT_COLUMNS, AUDIT_INTO, auditOps, insertAuditValues, type AuditInsert } from './audit.ts';
 
 /** One creation: the session, its node (none: local), its audit record (none: not audited). */
 export type Creation = [s: NewSession, nodeId: string | null, audit: AuditInsert | null];
@@ -18,7 +18,7 @@ const CREATE_SESSIONS = `WITH s AS (
     FROM unnest(${texts(4)}, ?::boolean[], ${texts(2)}) AS v(id, customer_id, client_id, zone, reusable, created_at, expires_at)
     RETURNING ${SESSION_COLUMNS}),
   p AS (INSERT INTO session_placements (session_id, node_id, placed_at) SELECT * FROM unnest(${texts(3)})),
-  a AS (${AUDIT_INTO} SELECT * FROM unnest(${texts(11)}))
+  a AS (${AUDIT_INTO} SELECT v.*, s.seq FROM unnest(${texts(11)}) AS v(${AUDIT_COLUMNS}) LEFT JOIN s ON s.id = v.session_id)
   SELECT ${SESSION_COLUMNS} FROM s`;
 
 /** Rows of `width` values as `width` column lists. */
