@@ -137,12 +137,14 @@ function ClientFilters({ text, status, onText, onStatus }: { text: string; statu
   );
 }
 
+/** A client status in words: "over quota". */
+const statusPhrase = (s: string) => s.replace('_', ' ');
 /** A client status as the filter names it: "Over quota". */
-const statusWords = (s: string) => s.charAt(0).toUpperCase() + s.slice(1).replace('_', ' ');
+const statusWords = (s: string) => statusPhrase(s.charAt(0).toUpperCase() + s.slice(1));
 
 /** What matched nothing, in words: the search, the status, or both. */
 function noMatchWords(text: string, status: ClientStatus | ''): string {
-  const state = status.replace('_', ' ');
+  const state = statusPhrase(status);
   if (text && status) return `No ${state} client has "${text}" in its id.`;
   if (text) return `No client id contains "${text}".`;
   return `No client is ${state} right now.`;

@@ -5,7 +5,7 @@ import { useMemo } from 'react';
 import type { SessionEvent } from '../../../common/api-types.ts';
 import { formatBytes, formatDuration, formatTime } from '../lib/format.ts';
 import { routeHref } from '../store/routing.ts';
-import { clearEvents, setEventFilter, useStore } from '../store/index.ts';
+import { clearEvents, NO_EVENT_FILTER, setEventFilter, useStore } from '../store/index.ts';
 import { EmptyState, ErrorBanner, Screen } from '../components/ui.tsx';
 import { selectEventFilter, selectEvents, selectSessions, selectStreamError, selectStreamState } from '../store/selectors.ts';
 import { EVENT_TYPES, eventWords } from '../lib/event-words.ts';
@@ -106,7 +106,7 @@ export function EventsScreen() {
       {shown.length === 0 ? (
         <EmptyState title={events.length ? 'No event matches these filters' : 'Waiting for events'}>
           {events.length ? (
-            <button type="button" className="btn" onClick={() => setEventFilter({ sessionId: '', type: '' })}>
+            <button type="button" className="btn" onClick={() => setEventFilter(NO_EVENT_FILTER)}>
               Show every event
             </button>
           ) : (

@@ -3,7 +3,7 @@
 import { useVirtualizer } from '@tanstack/react-virtual';
 import { useEffect, useRef, useState, type KeyboardEvent } from 'react';
 import { PHONE_QUERY, useMediaQuery } from '../lib/media.ts';
-import { loadClientsOf, loadMoreSessions, loadSessions, navigate, setSessionFilter, syncNewest, useStore } from '../store/index.ts';
+import { loadClientsOf, loadMoreSessions, loadSessions, navigate, NO_SESSION_FILTER, setSessionFilter, syncNewest, useStore } from '../store/index.ts';
 import { SessionRow } from './SessionRow.tsx';
 import { ClientLinkList } from './ClientsScreen.tsx';
 import { selectClientIds, selectFilteredIds, useRowClients, selectSessionCount, selectSessionFilter, selectSessionsError, selectSessionsLoad, selectSessionsMore, selectZones } from '../store/selectors.ts';
@@ -206,7 +206,7 @@ export function SessionsScreen() {
         </EmptyState>
       ) : ids.length === 0 && load === 'ready' ? (
         <EmptyState title="No session matches these filters">
-          <button type="button" className="btn" onClick={() => setSessionFilter({ text: '', status: '', zone: '' })}>
+          <button type="button" className="btn" onClick={() => setSessionFilter(NO_SESSION_FILTER)}>
             Show every session
           </button>
         </EmptyState>

@@ -104,5 +104,7 @@ export type { DevicesEntry, LimitsState, OverrideState, State, SubscriptionEntry
 export type { SessionView } from './session-view.ts';
 export type { Theme } from './theme.ts';
 export { scopeTitle } from './slices/limits.ts';
+export { NO_SESSION_FILTER } from './slices/sessions.ts';
+export { NO_EVENT_FILTER } from './slices/events.ts';
 /** What the actions throw, as a record the screens can show (humanError). */
 export { toApiError } from '../platform/index.ts';

@@ -13,11 +13,14 @@ import { mergeEventBatch } from '../event-merge.ts';
  */
 const LOOKUPS = { perIdMs: 2000, perSecond: 2 };
 
+/** The events list's filters when none is set (the start, and what `Show every event` returns to). */
+export const NO_EVENT_FILTER: Readonly<EventsSlice['eventFilter']> = Object.freeze({ sessionId: '', type: '' });
+
 export const createEventsSlice: SliceCreator<EventsSlice> = (set, get) => {
   const lookups = new Coalescer((id) => get().refreshSession(id), LOOKUPS);
   return {
     events: [],
-    eventFilter: { sessionId: '', type: '' },
+    eventFilter: NO_EVENT_FILTER,
     lastEventId: undefined,
 
     applyEvents(batch) {

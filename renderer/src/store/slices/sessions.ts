@@ -1,8 +1,11 @@
 // The sessions slice: every session as a row (session-view.ts builds them), newest first,
 // with the list filter, the create form's state, per-session pause/resume state and the
 // speed history of the sessions someone is looking at.
-import { addListingPage, mergeNewest, pushHistory, toView, watchHistoryOf, type SessionView } from '../session-view.ts';
+import { addListingPage, mergeNewest, pushHistory, toView, watchHistoryOf, type SessionFilter, type SessionView } from '../session-view.ts';
 import { ops, type SessionsSlice, type SliceCreator } from '../state.ts';
+
+/** The sessions list's filters when none is set (the start, and what `Show every session` returns to). */
+export const NO_SESSION_FILTER: Readonly<SessionFilter> = Object.freeze({ text: '', status: '', zone: '' });
 
 const PAGE = 500;
 /** Pages loadSessions reads at once (10,000 sessions); older pages come on demand (loadMoreSessions). */
@@ -71,7 +74,7 @@ const createListPart: SliceCreator<Omit<SessionsSlice, keyof ActionsPart>> = (se
     sessionOrder: [],
     sessionsLoad: 'idle',
     sessionsError: null,
-    sessionFilter: { text: '', status: '', zone: '' },
+    sessionFilter: NO_SESSION_FILTER,
     speedHistory: {},
     ...createListing(set, get, store),
     async syncNewest() {
