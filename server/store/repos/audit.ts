@@ -78,9 +78,10 @@ const SEQ_OF = '(SELECT seq FROM sessions WHERE id = ?)';
 
 /** An entry's columns as written, in order (without its session's seq). */
 export const AUDIT_COLUMNS = `customer_id, ${AUDIT_FIELDS}`;
-/** The INSERT of one change (no RETURNING), its values in order (the session's id twice: its seq is looked up). */
+/** The INSERT of changes, given their seq (placements.ts joins it); INSERT_AUDIT: one change, its seq looked up by id. */
 export const AUDIT_INTO = `INSERT INTO audit_log (${AUDIT_COLUMNS}, session_seq)`;
 const INSERT_AUDIT = `${AUDIT_INTO} VALUES (${marks(11)}, ${SEQ_OF})`;
+/** A change's 11 values in AUDIT_COLUMNS order (INSERT_AUDIT then takes the session's id once more). */
 export const insertAuditValues = (a: AuditInsert): Param[] =>
   [a.customer_id, a.created_at, a.actor_token_id, a.actor_role, a.action, a.target_type, a.target_id, a.session_id, a.client_id, json(a.before), json(a.after)];
 
