@@ -53,6 +53,14 @@ export function toAuditEntry(r: RawAudit): AuditEntry {
   };
 }
 
+/**
+ * A session's entries are found by its `seq` (audit_by_session_seq), not by its id: the id is random (a
+ * UUID, the VLESS credential), so an index on it took every creation's entry to a random page of the
+ * index, and each commit wrote one such page per creation; a new session's seq is the highest yet, so
+ * its entries are appended. Sessions are never deleted: every session_id of an entry has its seq.
+ */
+const SEQ_OF = '(SELECT seq FROM sessions WHERE id = ?)';
+
 export function auditWhere(customerId: string, f: AuditFilter, beforeId?: number): Where {
   return new Where()
     .and('customer_id = ?', customerId)
@@ -67,14 +75,6 @@ export function auditWhere(customerId: string, f: AuditFilter, beforeId?: number
 /** A change's columns (reads add its id, the insert its customer). */
 const AUDIT_FIELDS = 'created_at, actor_token_id, actor_role, action, target_type, target_id, session_id, client_id, before_json, after_json';
 const json = (v: unknown): string | null => (v === undefined ? null : JSON.stringify(v));
-
-/**
- * A session's entries are found by its `seq` (audit_by_session_seq), not by its id: the id is random (a
- * UUID, the VLESS credential), so an index on it took every creation's entry to a random page of the
- * index, and each commit wrote one such page per creation; a new session's seq is the highest yet, so
- * its entries are appended. Sessions are never deleted: every session_id of an entry has its seq.
- */
-const SEQ_OF = '(SELECT seq FROM sessions WHERE id = ?)';
 
 /** An entry's columns as written, in order (without its session's seq). */
 export const AUDIT_COLUMNS = `customer_id, ${AUDIT_FIELDS}`;
