@@ -20,7 +20,8 @@ function secureDataDir(dataDir: string): void {
   }
 }
 
-export function openDatabase(dataDir: string): DatabaseSync {
+/** `upTo`: the schema version to stop at (the latest unless an upgrade test builds an older database). */
+export function openDatabase(dataDir: string, upTo?: number): DatabaseSync {
   secureDataDir(dataDir);
   const db = new DatabaseSync(join(dataDir, DB_FILE));
   // WAL + synchronous=NORMAL: a committed transaction survives the death of the process
@@ -30,7 +31,7 @@ export function openDatabase(dataDir: string): DatabaseSync {
   db.exec('PRAGMA foreign_keys = ON');
   db.exec('PRAGMA busy_timeout = 5000');
   const { user_version } = db.prepare('PRAGMA user_version').get() as { user_version: number };
-  for (const v of pendingVersions(user_version)) {
+  for (const v of pendingVersions(user_version, upTo)) {
     transaction(db, () => {
       db.exec(migrationSql(v, 'sqlite'));
       db.exec(`PRAGMA user_version = ${v}`);

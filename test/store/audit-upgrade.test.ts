@@ -2,12 +2,10 @@
 // every entry findable by session after the upgrade, on both databases: the entries written
 // before it get their session's seq, and the new index serves the read.
 import assert from 'node:assert/strict';
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { DatabaseSync } from 'node:sqlite';
 import { test } from 'node:test';
-import { DB_FILE, openDatabase } from '../../server/store/db.ts';
-import { MIGRATIONS, migrationSql } from '../../server/store/migrations/index.ts';
+import { openDatabase } from '../../server/store/db.ts';
+import { MIGRATIONS } from '../../server/store/migrations/index.ts';
 import { openPool } from '../../server/store/pg/pool.ts';
 import { migrate } from '../../server/store/pg/schema.ts';
 import { auditOps } from '../../server/store/repos/audit.ts';
@@ -32,9 +30,8 @@ test('audit upgrade to version 22 on SQLite: entries written before it are found
   const dir = tempDir('vad-audit-upgrade-');
   try {
     const data = join(dir, 'data');
-    mkdirSync(data, { recursive: true, mode: 0o700 });
-    const old = new DatabaseSync(join(data, DB_FILE));
-    for (let v = 1; v <= BEFORE; v++) old.exec(`${migrationSql(v, 'sqlite')}; PRAGMA user_version = ${v};`);
+    const old = openDatabase(data, BEFORE);
+    assert.equal((old.prepare('PRAGMA user_version').get() as { user_version: number }).user_version, BEFORE);
     for (const sql of ROWS) old.exec(sql);
     old.close();
     const db = openDatabase(data);
@@ -59,11 +56,7 @@ test('audit upgrade to version 22 on PostgreSQL: entries written before it are f
   const url = await server.createDatabase('audit_upgrade');
   const pool = openPool(url, { max: 2 });
   try {
-    await pool.query('CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())');
-    for (let v = 1; v <= BEFORE; v++) {
-      await pool.query(migrationSql(v, 'postgres'));
-      await pool.query('INSERT INTO schema_migrations (version) VALUES ($1)', [v]);
-    }
+    assert.equal(await migrate(pool, BEFORE), BEFORE);
     for (const sql of ROWS) await pool.query(sql);
     assert.equal(await migrate(pool), MIGRATIONS.length);
     const runner = new PgRunner(pool);

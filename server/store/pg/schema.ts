@@ -16,8 +16,9 @@ export const MIGRATION_LOCK_KEY = 0x7661645f6d6967n; // "vad_mig"
  * an empty database: a transaction-scoped advisory lock serialises them and the version is read under
  * it, so one applies the pending versions and the rest find nothing to do. All are applied in one
  * transaction (DDL is transactional in PostgreSQL): a crash mid-way leaves the previous version intact.
+ * `upTo` stops at an older version (upgrade tests).
  */
-export function migrate(pool: pg.Pool): Promise<number> {
+export function migrate(pool: pg.Pool, upTo = MIGRATIONS.length): Promise<number> {
   return inTransaction(pool, async (client) => {
     await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY.toString()]);
     await client.query(
@@ -27,10 +28,10 @@ export function migrate(pool: pg.Pool): Promise<number> {
        )`,
     );
     const { rows } = await client.query<{ v: number }>('SELECT COALESCE(MAX(version), 0)::int AS v FROM schema_migrations');
-    for (const v of pendingVersions(rows[0].v)) {
+    for (const v of pendingVersions(rows[0].v, upTo)) {
       await client.query(migrationSql(v, 'postgres'));
       await client.query('INSERT INTO schema_migrations (version) VALUES ($1)', [v]);
     }
-    return MIGRATIONS.length;
+    return Math.max(rows[0].v, upTo);
   });
 }
