@@ -58,7 +58,12 @@ export function SessionRow({ id, index, top, now }: { id: string; index: number;
       </span>
       <span role="cell" className="c-num"><span className="srow-label" aria-hidden="true">↑ </span>{formatBytes(s.uploaded_bytes)}</span>
       <span role="cell" className="c-num"><span className="srow-label" aria-hidden="true">↓ </span>{formatBytes(s.downloaded_bytes)}</span>
-      <span role="cell" className="c-num c-speed"><span className="srow-label" aria-hidden="true">Speed </span>{fresh ? `${formatSpeed(s.up_speed)} / ${formatSpeed(s.down_speed)}` : '—'}</span>
+      <span role="cell" className="c-num c-speed"><span className="srow-label" aria-hidden="true">Speed </span>{fresh ? (
+          <span className="speed-pair" title="Upload / download speed">
+            <span>↑ {formatSpeed(s.up_speed)}</span> <span>↓ {formatSpeed(s.down_speed)}</span>
+          </span>
+        ) : '—'}
+      </span>
       <span role="cell" className="c-num c-duration"><span className="srow-label" aria-hidden="true">For </span>{formatDuration(s.duration)}</span>
       <span role="cell" className="c-actions">
         <button
