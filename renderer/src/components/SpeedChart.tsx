@@ -1,5 +1,6 @@
-// A small live chart of upload and download speed (SVG, no chart library).
-import { formatSpeed } from '../lib/format.ts';
+// A small live chart of upload and download speed (SVG, no chart library): the last 60 traffic
+// updates, with the time they span; until two have arrived it says so instead of an empty box.
+import { formatDuration, formatSpeed } from '../lib/format.ts';
 
 export function SpeedChart({ samples }: { samples: Array<[number, number, number]> }) {
   const w = 480;
@@ -9,6 +10,7 @@ export function SpeedChart({ samples }: { samples: Array<[number, number, number
   const path = (i: 1 | 2) =>
     pts.map((p, k) => `${k ? 'L' : 'M'}${((k / Math.max(1, pts.length - 1)) * w).toFixed(1)},${(h - (p[i] / max) * (h - 8) - 4).toFixed(1)}`).join(' ');
   const last = pts[pts.length - 1];
+  const spanSec = pts.length > 1 ? Math.round((last[0] - pts[0][0]) / 1000) : 0;
   return (
     <figure className="chart">
       <svg viewBox={`0 0 ${w} ${h}`} role="img" aria-label={`Speed chart. Upload ${formatSpeed(last?.[1] ?? 0)}, download ${formatSpeed(last?.[2] ?? 0)}.`} preserveAspectRatio="none">
@@ -20,10 +22,12 @@ export function SpeedChart({ samples }: { samples: Array<[number, number, number
           </>
         ) : null}
       </svg>
+      {pts.length > 1 ? null : <p className="chart-empty muted small">No traffic since this page opened: the chart fills as the session moves data.</p>}
       <figcaption>
         <span className="legend legend-down">Download {formatSpeed(last?.[2] ?? 0)}</span>
         <span className="legend legend-up">Upload {formatSpeed(last?.[1] ?? 0)}</span>
         <span className="muted">scale {formatSpeed(max)}</span>
+        {spanSec > 0 ? <span className="muted">last {formatDuration(spanSec)}</span> : null}
       </figcaption>
     </figure>
   );
