@@ -40,6 +40,10 @@ test('build a geo-targeted proxy credential and use it', async ({ app, backend, 
   await page.getByLabel('Country').selectOption('US');
   await page.getByLabel('City').selectOption('new york');
   await expect(page.getByTestId('proxy-user')).toHaveText(`${id}-cc-US-city-new.york`);
+  // The password is the session id, copied on its own for clients that ask for the two apart.
+  await expect(page.getByTestId('proxy-password')).toHaveText(id);
+  await page.getByRole('button', { name: 'Copy password' }).click();
+  expect(await readClipboard()).toBe(id);
   await page.getByRole('button', { name: 'Copy proxy URL' }).click();
   const url = await readClipboard();
   expect(url).toContain(`${id}-cc-US-city-new.york:${id}@`);

@@ -91,9 +91,7 @@ function ProxyCredential({ user, sid, hostPort, protocol }: { user: string; sid:
   return (
     <>
       <CopyRow label="User name" copy="Copy user name" text={user} testId="proxy-user" />
-      <FormRow label="Password">
-        <code className="link">{sid}</code>
-      </FormRow>
+      <CopyRow label="Password" copy="Copy password" text={sid} testId="proxy-password" />
       {hostPort ? (
         <>
           <CopyRow label="Proxy URL" copy="Copy proxy URL" text={`${protocol === 'http' ? 'http' : 'socks5h'}://${auth}@${hostPort}`} testId="proxy-url" />
