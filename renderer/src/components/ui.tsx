@@ -31,11 +31,12 @@ export function EmptyState({ title, children }: { title: string; children?: Reac
   );
 }
 
-export function ErrorBanner({ error, onRetry }: { error: ApiErrorInfo | null | undefined; onRetry?: () => void }) {
+/** An error in words: an API error (put in words by humanError) or a sentence already written; nothing when none. */
+export function ErrorBanner({ error, onRetry }: { error: ApiErrorInfo | string | null | undefined; onRetry?: () => void }) {
   if (!error) return null;
   return (
     <div className="error-banner" role="alert">
-      <span>{humanError(error)}</span>
+      <span>{typeof error === 'string' ? error : humanError(error)}</span>
       {onRetry ? (
         <button type="button" className="btn btn-small" onClick={onRetry}>
           Try again

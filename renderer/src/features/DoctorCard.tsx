@@ -3,8 +3,9 @@
 // warnings and failures. The same report as `vpn-access doctor --json` (docs/cli.md).
 import { useState } from 'react';
 import type { DoctorReport } from '../../../common/api-types.ts';
-import { humanError } from '../lib/errors.ts';
+import type { ApiErrorInfo } from '../../../common/result.ts';
 import { runDoctor, toApiError } from '../store/index.ts';
+import { ErrorBanner } from '../components/ui.tsx';
 
 const BADGE = { pass: 'Pass', warn: 'Warning', fail: 'Fail' } as const;
 
@@ -17,7 +18,7 @@ function summaryText(r: DoctorReport): string {
 
 export function DoctorCard() {
   const [report, setReport] = useState<DoctorReport | null>(null);
-  const [err, setErr] = useState<string | null>(null);
+  const [err, setErr] = useState<ApiErrorInfo | null>(null);
   const [busy, setBusy] = useState(false);
   const run = async () => {
     setBusy(true);
@@ -25,7 +26,7 @@ export function DoctorCard() {
       setReport(await runDoctor());
       setErr(null);
     } catch (e) {
-      setErr(humanError(toApiError(e)));
+      setErr(toApiError(e));
     } finally {
       setBusy(false);
     }
@@ -42,7 +43,7 @@ export function DoctorCard() {
           {busy ? 'Checking…' : report ? 'Run the checks again' : 'Run the checks'}
         </button>
       </div>
-      {err ? <div className="error-banner" role="alert">{err}</div> : null}
+      <ErrorBanner error={err} />
       {report ? (
         <>
           <p data-testid="doctor-summary" role="status">{summaryText(report)}</p>

@@ -194,11 +194,7 @@ export function LimitsForm({ idPrefix, title, fields, st, unset, saveLabel, dele
         <LimitFieldRow key={f} idPrefix={idPrefix} field={f} text={texts[f] ?? ''} check={checks[f]!} showError={submitted} onChange={(v) => setTexts((t) => ({ ...t, [f]: v }))} note={note?.(f)} />
       ))}
       <ResetPeriodRow idPrefix={idPrefix} period={period} setPeriod={setPeriod} note={note?.('reset_period')} />
-      {formError ? (
-        <div className="error-banner" role="alert">
-          {formError}
-        </div>
-      ) : null}
+      <ErrorBanner error={formError} />
       <ErrorBanner error={st.error} />
       <div className="actions">
         <button type="submit" className="btn btn-primary" disabled={st.saving}>

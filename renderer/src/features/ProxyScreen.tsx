@@ -8,7 +8,7 @@ import { useMemo, useState } from 'react';
 import { buildProxyUser, SESSTIME_MAX } from '../../../server/contract/proxy-string.ts';
 import { navigate, useStore } from '../store/index.ts';
 import { selectServerInfo, selectSessionOrder, selectSessions, selectZones } from '../store/selectors.ts';
-import { AnyOrOptions, CopyButton, EmptyState, FormRow, Screen } from '../components/ui.tsx';
+import { AnyOrOptions, CopyButton, EmptyState, ErrorBanner, FormRow, Screen } from '../components/ui.tsx';
 
 type Protocol = 'http' | 'socks5';
 const KEY_CHARS = 'abcdefghijklmnopqrstuvwxyz0123456789';
@@ -180,11 +180,7 @@ export function ProxyScreen() {
           </FormRow>
           <StickyFields sticky={sticky} set={setSticky} />
           <ProtocolChoice protocol={protocol} set={setProtocol} />
-          {error ? (
-            <div className="error-banner" role="alert">
-              {error}
-            </div>
-          ) : null}
+          <ErrorBanner error={error} />
           {user ? <ProxyCredential user={user} sid={sid} hostPort={hostPort} protocol={protocol} /> : null}
         </div>
       )}

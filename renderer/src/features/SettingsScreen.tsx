@@ -5,7 +5,7 @@
 import { useState, type FormEvent } from 'react';
 import { humanError } from '../lib/errors.ts';
 import { copyApiToken, forgetToken, loadServerInfo, openApiDocument, saveConnection, toApiError, toast, useStore } from '../store/index.ts';
-import { CopyButton, Field, FormRow, Screen, Spinner } from '../components/ui.tsx';
+import { CopyButton, ErrorBanner, Field, FormRow, Screen, Spinner } from '../components/ui.tsx';
 import { formatDateTime } from '../lib/format.ts';
 import type { ServerInfo } from '../../../common/api-types.ts';
 import { LanSharingCard } from './LanSharing.tsx';
@@ -169,11 +169,7 @@ export function EndpointForm() {
         </label>
       </fieldset>
       {mode === 'remote' ? <RemoteFields url={url} setUrl={setUrl} token={token} setToken={setToken} plainHttp={plainHttp} setPlainHttp={setPlainHttp} hasToken={!!conn?.hasToken} /> : null}
-      {err ? (
-        <div className="error-banner" role="alert">
-          {err}
-        </div>
-      ) : null}
+      <ErrorBanner error={err} />
       <div className="actions">
         <button type="submit" className="btn btn-primary" disabled={busy}>
           Save endpoint

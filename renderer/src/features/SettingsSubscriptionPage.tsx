@@ -7,7 +7,7 @@ import { useCallback, useEffect, useState, type FormEvent } from 'react';
 import { humanError } from '../lib/errors.ts';
 import { loadSubscriptionSettings, saveSubscriptionSettings, toApiError, useStore } from '../store/index.ts';
 import { selectSignedInToken } from '../store/selectors.ts';
-import { FormRow, Spinner } from '../components/ui.tsx';
+import { ErrorBanner, FormRow, Spinner } from '../components/ui.tsx';
 import type { SubscriptionSettings } from '../../../common/api-types.ts';
 import { ANNOUNCE_MAX, changes, FIELDS, settingsProblems, valuesOf, type Field, type Problems, type Values } from '../lib/subscription-settings.ts';
 
@@ -113,11 +113,7 @@ export function SubscriptionPageCard() {
         <UrlInput id="sub-support-url" field="support_url" label="Support URL" help='Where people get help: a "Get help" link on the page and in the apps.' {...common} />
         <UrlInput id="sub-profile-url" field="profile_web_page_url" label="Profile web page" help="A web page about your service, opened from the app." {...common} />
         <AnnounceInput {...common} />
-        {general ? (
-          <div className="error-banner" role="alert">
-            {general}
-          </div>
-        ) : null}
+        <ErrorBanner error={general} />
         {readOnly ? <p className="help">Only an owner token can change these.</p> : null}
         <div className="actions">
           <button type="submit" className="btn btn-primary" disabled={busy || readOnly || saved === null}>

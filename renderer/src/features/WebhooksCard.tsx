@@ -6,7 +6,7 @@
 import { useCallback, useEffect, useState, type FormEvent } from 'react';
 import { humanError } from '../lib/errors.ts';
 import { createWebhook, deleteWebhook, listWebhooks, setWebhookEnabled, toApiError, toast } from '../store/index.ts';
-import { CopyButton, EmptyState, FormRow, Spinner } from '../components/ui.tsx';
+import { CopyButton, EmptyState, ErrorBanner, FormRow, Spinner } from '../components/ui.tsx';
 import type { Webhook, WebhookEventKind } from '../../../common/api-types.ts';
 import { WebhookItem } from './WebhooksCardItem.tsx';
 
@@ -69,11 +69,7 @@ function AddWebhook({ onAdded }: { onAdded: (secret: string) => void }) {
           ))}
         </div>
       </fieldset>
-      {err ? (
-        <div className="error-banner" role="alert">
-          {err}
-        </div>
-      ) : null}
+      <ErrorBanner error={err} />
       <div className="actions">
         <button type="submit" className="btn btn-primary" disabled={busy}>
           Add webhook
@@ -155,11 +151,7 @@ export function WebhooksCard() {
         shows the answer.
       </p>
       {secret ? <SecretNotice secret={secret} onDone={() => setSecret(null)} /> : null}
-      {err ? (
-        <div className="error-banner" role="alert">
-          {err}
-        </div>
-      ) : null}
+      <ErrorBanner error={err} />
       {hooks === null && !err ? <Spinner label="Loading webhooks…" /> : null}
       {hooks && hooks.length === 0 ? (
         <EmptyState title="No webhooks yet">Add an endpoint below to receive session events as they happen.</EmptyState>
