@@ -27,20 +27,23 @@ for (const scheme of ['light', 'dark'] as const) {
     const slow = curlViaSocks(v2ray.socksPort, `${origin.url}/slow?n=${64 * 1024 * 2000}&ms=20`, 40);
     await expect(page.getByText('1 active')).toBeVisible({ timeout: 15_000 });
     try {
-    for (const name of SCREENS) {
-      await app.go(name);
-      if (name === 'Limits') await expect(page.getByRole('button', { name: 'Save limits' })).toBeVisible();
-      await page.waitForTimeout(150);
-      const file = testInfo.outputPath(`${scheme}-${name.toLowerCase().replace(' ', '-')}.png`);
+      for (const name of SCREENS) {
+        await app.go(name);
+        if (name === 'Limits') await expect(page.getByRole('button', { name: 'Save limits' })).toBeVisible();
+        await page.waitForTimeout(150);
+        const file = testInfo.outputPath(`${scheme}-${name.toLowerCase().replace(' ', '-')}.png`);
+        await page.screenshot({ path: file, fullPage: true });
+        await testInfo.attach(`${scheme} ${name}`, { path: file, contentType: 'image/png' });
+      }
+      await app.openSession(lastId);
+      await expect(page.getByRole('img', { name: 'QR code of the configuration link' })).toBeVisible();
+      await page.waitForTimeout(3000); // a few seconds of the speed chart
+      // Live traffic: the chart has lines, and its caption says what span it shows.
+      await expect(page.locator('figure.chart figcaption')).toContainText(/last \d+s/);
+      await expect(page.getByText('No traffic since this page opened', { exact: false })).toHaveCount(0);
+      const file = testInfo.outputPath(`${scheme}-session-detail.png`);
       await page.screenshot({ path: file, fullPage: true });
-      await testInfo.attach(`${scheme} ${name}`, { path: file, contentType: 'image/png' });
-    }
-    await app.openSession(lastId);
-    await expect(page.getByRole('img', { name: 'QR code of the configuration link' })).toBeVisible();
-    await page.waitForTimeout(3000); // a few seconds of the speed chart
-    const file = testInfo.outputPath(`${scheme}-session-detail.png`);
-    await page.screenshot({ path: file, fullPage: true });
-    await testInfo.attach(`${scheme} session detail`, { path: file, contentType: 'image/png' });
+      await testInfo.attach(`${scheme} session detail`, { path: file, contentType: 'image/png' });
     } finally {
       slow.kill();
       await v2ray.stop();
