@@ -1,7 +1,7 @@
 // Every session, virtualized (only the visible rows exist in the DOM), with filters and
 // live counters. Arrow keys move between rows; Enter opens one.
 import { useVirtualizer } from '@tanstack/react-virtual';
-import { useEffect, useRef, useState, type KeyboardEvent } from 'react';
+import { useEffect, useRef, useState, type CSSProperties, type KeyboardEvent } from 'react';
 import { PHONE_QUERY, useMediaQuery } from '../lib/media.ts';
 import { loadClientsOf, loadMoreSessions, loadSessions, navigate, NO_SESSION_FILTER, setSessionFilter, syncNewest, useStore } from '../store/index.ts';
 import { SessionRow } from './SessionRow.tsx';
@@ -14,6 +14,9 @@ const ROW = 56;
 const SETTLE_MS = 150;
 /** Below 768 px each row is a card of four lines (phone.css). */
 const PHONE_ROW = 124;
+
+/** A few rows: the list is as tall as they are (styles.css caps it at the window), not a window-high empty box. */
+const rowsHeight = (rows: number, total: number): CSSProperties | undefined => (rows ? ({ '--rows-height': `${total}px` } as CSSProperties) : undefined);
 
 /** The clients of the loaded sessions, each a link to its client view (subscription, sessions). */
 function ClientLinks() {
@@ -213,7 +216,7 @@ export function SessionsScreen() {
       ) : (
         <div className="table" role="table" aria-label="Sessions" aria-rowcount={ids.length + 1}>
           <HeaderRow />
-          <div ref={parentRef} className="table-body" onKeyDown={onKeyDown} data-testid="session-scroller">
+          <div ref={parentRef} className="table-body" onKeyDown={onKeyDown} data-testid="session-scroller" style={rowsHeight(ids.length, virtualizer.getTotalSize())}>
             <div role="rowgroup" style={{ height: virtualizer.getTotalSize(), position: 'relative' }}>
               {virtualizer.getVirtualItems().map((v) => (
                 <SessionRow key={ids[v.index]} id={ids[v.index]} index={v.index} top={v.start} now={now} />
