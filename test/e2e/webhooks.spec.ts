@@ -224,3 +224,22 @@ test('health in words: a Failing badge, the last error and when, Send test, Disa
     await ok.close();
   }
 });
+
+test('deliveries that cannot be loaded say so, and Try again loads them', async ({ app, backend }, testInfo) => {
+  test.skip(testInfo.project.name !== 'web', 'in web mode the browser asks the server itself, so its request can be cut here');
+  await removeAll(backend);
+  await backend.api('POST', '/webhooks', { url: 'https://hooks.example.com/vpn', events: ['limits_changed'] });
+  const page = app.page;
+  await app.waitReady();
+  await app.go('Settings');
+  const card = page.getByRole('region', { name: 'Webhooks' });
+  // The server unreachable for the deliveries' request: the browser's own network error.
+  await page.route('**/v2/webhooks/*/deliveries**', (route) => route.abort('connectionrefused'));
+  await card.getByRole('button', { name: 'Show deliveries' }).click();
+  await expect(card.getByRole('alert')).toContainText('The server could not be reached');
+  await page.unroute('**/v2/webhooks/*/deliveries**');
+  await card.getByRole('button', { name: 'Try again' }).click();
+  await expect(card.getByText('No deliveries yet.')).toBeVisible();
+  await expect(card.getByRole('alert')).toHaveCount(0);
+  await removeAll(backend);
+});

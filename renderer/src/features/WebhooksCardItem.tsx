@@ -5,7 +5,7 @@
 import { useCallback, useEffect, useState } from 'react';
 import { humanError } from '../lib/errors.ts';
 import { testWebhook, toApiError, webhookDeliveries } from '../store/index.ts';
-import { Spinner } from '../components/ui.tsx';
+import { ErrorBanner, Spinner } from '../components/ui.tsx';
 import { formatDateTime } from '../lib/format.ts';
 import { deliveryStatus, errorWords, testResultText, webhookState } from '../lib/webhook-state.ts';
 import type { Webhook, WebhookDelivery } from '../../../common/api-types.ts';
@@ -50,7 +50,7 @@ function Deliveries({ hook }: { hook: Webhook }) {
     }
   }, [hook.id]);
   useEffect(() => void load(), [load]);
-  if (err) return <p className="error-banner" role="alert">{err}</p>;
+  if (err) return <ErrorBanner error={err} onRetry={() => void load()} />;
   if (!rows) return <Spinner label="Loading deliveries…" />;
   return (
     <div>
