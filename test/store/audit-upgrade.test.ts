@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { openDatabase } from '../../server/store/db.ts';
-import { MIGRATIONS } from '../../server/store/migrations/index.ts';
+import { MIGRATIONS, pendingVersions } from '../../server/store/migrations/index.ts';
 import { openPool } from '../../server/store/pg/pool.ts';
 import { migrate } from '../../server/store/pg/schema.ts';
 import { auditOps } from '../../server/store/repos/audit.ts';
@@ -24,6 +24,16 @@ const ROWS = [
     `INSERT INTO audit_log (customer_id, created_at, actor_token_id, actor_role, action, target_type, target_id, session_id, client_id, before_json, after_json)
      VALUES ('acme', '${T}', NULL, 'cli', '${action}', 'session', '${sid ?? 'global'}', ${sid ? `'${sid}'` : 'NULL'}, NULL, NULL, NULL)`),
 ];
+
+test('pendingVersions: up to the target given (never past the latest), none when the database is there already, newer refused', () => {
+  const latest = MIGRATIONS.length;
+  assert.deepEqual(pendingVersions(19, 21), [20, 21]);
+  assert.deepEqual(pendingVersions(latest - 1), [latest]);
+  assert.deepEqual(pendingVersions(latest - 1, latest + 5), [latest]);
+  assert.deepEqual(pendingVersions(21, 21), []);
+  assert.deepEqual(pendingVersions(22, 21), []);
+  assert.throws(() => pendingVersions(latest + 1), /newer than this program/);
+});
 
 test('audit upgrade to version 22 on SQLite: entries written before it are found by session', () => {
   assert.equal(MIGRATIONS.length >= 22, true);

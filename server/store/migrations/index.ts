@@ -142,7 +142,7 @@ export function migrationSql(v: number, d: Dialect): string {
  */
 export function pendingVersions(current: number, target = MIGRATIONS.length): number[] {
   if (current > MIGRATIONS.length) throw new Error(`database schema version ${current} is newer than this program (${MIGRATIONS.length})`);
-  return Array.from({ length: Math.max(0, target - current) }, (_, i) => current + 1 + i);
+  return Array.from({ length: Math.max(0, Math.min(target, MIGRATIONS.length) - current) }, (_, i) => current + 1 + i);
 }
 
 /** The schema version the migrations reached (0 before the first). */
