@@ -11,6 +11,15 @@ import { selectActionPending, selectClient, selectSession } from '../store/selec
 import { CopyButton } from '../components/ui.tsx';
 import { Badges, UsageBar } from '../components/standing.tsx';
 
+/** Upload over download (styles.css), side by side on the phone's cards. */
+function SpeedPair({ up, down }: { up: number; down: number }) {
+  return (
+    <span className="speed-pair" title="Upload / download speed">
+      <span>↑ {formatSpeed(up)}</span> <span>↓ {formatSpeed(down)}</span>
+    </span>
+  );
+}
+
 export function SessionRow({ id, index, top, now }: { id: string; index: number; top: number; now: number }) {
   const s = useStore(selectSession(id));
   const client = useStore(selectClient(s?.client_id ?? ''));
@@ -58,11 +67,9 @@ export function SessionRow({ id, index, top, now }: { id: string; index: number;
       </span>
       <span role="cell" className="c-num"><span className="srow-label" aria-hidden="true">↑ </span>{formatBytes(s.uploaded_bytes)}</span>
       <span role="cell" className="c-num"><span className="srow-label" aria-hidden="true">↓ </span>{formatBytes(s.downloaded_bytes)}</span>
-      <span role="cell" className="c-num c-speed"><span className="srow-label" aria-hidden="true">Speed </span>{fresh ? (
-          <span className="speed-pair" title="Upload / download speed">
-            <span>↑ {formatSpeed(s.up_speed)}</span> <span>↓ {formatSpeed(s.down_speed)}</span>
-          </span>
-        ) : '—'}
+      <span role="cell" className="c-num c-speed">
+        <span className="srow-label" aria-hidden="true">Speed </span>
+        {fresh ? <SpeedPair up={s.up_speed} down={s.down_speed} /> : '—'}
       </span>
       <span role="cell" className="c-num c-duration"><span className="srow-label" aria-hidden="true">For </span>{formatDuration(s.duration)}</span>
       <span role="cell" className="c-actions">
