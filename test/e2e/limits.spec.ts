@@ -67,3 +67,34 @@ test('an agent token sees why limits are not available', async ({ backend, openA
   await expect(page.getByText('This API token has the agent role')).toBeVisible();
   await expect(app.saveLimits()).toHaveCount(0);
 });
+
+test('what is typed while a save is on its way stays when the answer arrives', async ({ app, backend }, testInfo) => {
+  test.skip(testInfo.project.name !== 'web', 'in web mode the browser sends the PATCH itself, so it can be held back here');
+  await backend.api('DELETE', '/customer/limits/session');
+  await app.waitReady();
+  await app.go('Limits');
+  await app.limitsTab('Session');
+  const page = app.page;
+  // The PATCH reaches the server a second late: a slow network, with the person still typing.
+  let held = 0;
+  await page.route('**/v2/customer/limits/session', async (route) => {
+    if (route.request().method() === 'PATCH') {
+      held++;
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+    await route.continue();
+  });
+  await app.limitField('Downloaded bytes').fill('1 GB');
+  await app.limitField('Upload speed').fill('64 KB/s');
+  await app.saveLimits().click();
+  await app.limitField('Download speed').fill('0');
+  await expect(page.getByText('Session limits saved.')).toBeVisible();
+  expect(held).toBe(1);
+  // The server's answer fills what was sent, in bytes; the field typed since keeps its text and its check.
+  await expect(app.limitField('Downloaded bytes')).toHaveValue(String(1024 ** 3));
+  await expect(app.limitField('Upload speed')).toHaveValue(String(64 * 1024));
+  await expect(app.limitField('Download speed')).toHaveValue('0');
+  await expect(page.getByText('A speed limit must be at least 1 byte per second.')).toBeVisible();
+  await page.unroute('**/v2/customer/limits/session');
+  await backend.api('DELETE', '/customer/limits/session');
+});

@@ -2,7 +2,7 @@
 // renewal period, save and delete; the not-set and forbidden states explained. The Limits
 // screen uses it for the three customer records, the client page for a client's own override
 // (with, beside each field, the value in force and where it comes from).
-import { useEffect, useState, type FormEvent, type ReactNode } from 'react';
+import { useEffect, useRef, useState, type FormEvent, type ReactNode } from 'react';
 import type { LimitField, LimitsUpdate, ResetPeriod } from '../../../common/api-types.ts';
 import type { ClientOverride } from '../../../common/client-types.ts';
 import type { ApiErrorInfo } from '../../../common/result.ts';
@@ -147,14 +147,31 @@ function changeOf(fields: FormField[], checks: Record<string, Check>, record: An
   return body as LimitsUpdate;
 }
 
+/** What the form held when it was sent: a field typed into since then keeps its text when the answer arrives. */
+interface Sent {
+  idPrefix: string;
+  texts: Record<string, string>;
+  period: ResetPeriod;
+}
+
+/** The record's values, except where the person typed after sending (their text, not the server's echo, stays). */
+function afterAnswer(fields: FormField[], fresh: Record<string, string>, now: Record<string, string>, sent: Sent | null, idPrefix: string): Record<string, string> {
+  if (!sent || sent.idPrefix !== idPrefix) return fresh;
+  return Object.fromEntries(fields.map((f) => [f, now[f] !== sent.texts[f] ? (now[f] ?? '') : (fresh[f] ?? '')]));
+}
+
 export function LimitsForm({ idPrefix, title, fields, st, unset, saveLabel, deleteLabel, onSave, onDelete, onRetry, note }: LimitsFormProps) {
   const [texts, setTexts] = useState<Record<string, string>>(() => toTexts(fields, st.record));
   const [submitted, setSubmitted] = useState(false);
   const [formError, setFormError] = useState<string | null>(null);
   const [period, setPeriod] = useState<ResetPeriod>(st.record?.reset_period ?? 'none');
+  const sent = useRef<Sent | null>(null);
   useEffect(() => {
-    setTexts(toTexts(fields, st.record));
-    setPeriod(st.record?.reset_period ?? 'none');
+    const was = sent.current;
+    sent.current = null;
+    const stored = st.record?.reset_period ?? 'none';
+    setTexts((now) => afterAnswer(fields, toTexts(fields, st.record), now, was, idPrefix));
+    setPeriod((now) => (was && was.idPrefix === idPrefix && now !== was.period ? now : stored));
     setSubmitted(false);
   }, [idPrefix, st.record]);
 
@@ -176,7 +193,8 @@ export function LimitsForm({ idPrefix, title, fields, st, unset, saveLabel, dele
     if (invalid) return;
     const body = changeOf(fields, checks, st.record, period);
     if (!Object.keys(body).length) return setFormError('Enter at least one limit to save.');
-    await onSave(body);
+    sent.current = { idPrefix, texts, period };
+    if (!(await onSave(body))) sent.current = null; // refused: the record did not change
   };
 
   return (
