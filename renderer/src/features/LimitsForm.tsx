@@ -155,8 +155,8 @@ interface Sent {
 }
 
 /** The record's values, except where the person typed after sending (their text, not the server's echo, stays). */
-function afterAnswer(fields: FormField[], fresh: Record<string, string>, now: Record<string, string>, sent: Sent | null, idPrefix: string): Record<string, string> {
-  if (!sent || sent.idPrefix !== idPrefix) return fresh;
+function afterAnswer(fields: FormField[], fresh: Record<string, string>, now: Record<string, string>, sent: Sent | null): Record<string, string> {
+  if (!sent) return fresh;
   return Object.fromEntries(fields.map((f) => [f, now[f] !== sent.texts[f] ? (now[f] ?? '') : (fresh[f] ?? '')]));
 }
 
@@ -167,11 +167,12 @@ export function LimitsForm({ idPrefix, title, fields, st, unset, saveLabel, dele
   const [period, setPeriod] = useState<ResetPeriod>(st.record?.reset_period ?? 'none');
   const sent = useRef<Sent | null>(null);
   useEffect(() => {
-    const was = sent.current;
+    // What was sent from this form (not from another tab's, whose answer resets everything).
+    const was = sent.current?.idPrefix === idPrefix ? sent.current : null;
     sent.current = null;
     const stored = st.record?.reset_period ?? 'none';
-    setTexts((now) => afterAnswer(fields, toTexts(fields, st.record), now, was, idPrefix));
-    setPeriod((now) => (was && was.idPrefix === idPrefix && now !== was.period ? now : stored));
+    setTexts((now) => afterAnswer(fields, toTexts(fields, st.record), now, was));
+    setPeriod((now) => (was && now !== was.period ? now : stored));
     setSubmitted(false);
   }, [idPrefix, st.record]);
 
