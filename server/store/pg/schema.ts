@@ -32,6 +32,6 @@ export function migrate(pool: pg.Pool, upTo = MIGRATIONS.length): Promise<number
       await client.query(migrationSql(v, 'postgres'));
       await client.query('INSERT INTO schema_migrations (version) VALUES ($1)', [v]);
     }
-    return Math.max(rows[0].v, upTo);
+    return Math.max(rows[0].v, Math.min(upTo, MIGRATIONS.length));
   });
 }
