@@ -21,7 +21,6 @@ export default defineConfig({
     emptyOutDir: true,
     target: 'es2022',
     sourcemap: true,
-    chunkSizeWarningLimit: 800,
   },
   server: {
     host: '127.0.0.1',

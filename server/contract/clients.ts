@@ -4,12 +4,12 @@
 // (`clientFields`), so a field added to the template is a field of the override too.
 // Everything here is an extension (`x-extension: true`).
 import Type, { type Static, type TSchema } from 'typebox';
+import { MAX_LISTED_CLIENTS } from './client-names.ts';
 import { CLIENT_ID_PATTERN, DateTime, clientFields, recordOf, updateOf } from './schemas.ts';
 
 const ext = { 'x-extension': true } as const;
 
-export const CLIENT_STATUSES = ['active', 'idle', 'over_quota', 'paused', 'expired', 'disabled'] as const;
-export type ClientStatus = (typeof CLIENT_STATUSES)[number];
+export type { ClientStatus } from './client-names.ts';
 
 export const ClientStatusValue = Type.Union(
   [Type.Literal('active'), Type.Literal('idle'), Type.Literal('over_quota'), Type.Literal('paused'), Type.Literal('expired'), Type.Literal('disabled')],
@@ -60,9 +60,6 @@ export const Client = Type.Object(
 export const ClientList = Type.Object({ clients: Type.Array(Client) }, ext);
 
 const ClientIdValue = Type.String({ pattern: CLIENT_ID_PATTERN, description: '1 to 128 characters of A-Z a-z 0-9 . _ : @ -' });
-
-/** How many clients one list may name (`?client_id=`, repeated). */
-export const MAX_LISTED_CLIENTS = 100;
 
 export const ClientListQuery = Type.Object(
   {

@@ -1,18 +1,17 @@
 // Usage history charts: the range picker, the loading of GET /v2/usage (the store's
 // loadUsage, through the platform: IPC in the desktop app, fetch in web mode), and the chart
-// itself (recharts bars, upload hatched and download solid, so the two differ without colour), with its summary in
-// words and a table of the buckets for people who do not see the chart. Colours come from the
-// theme's CSS variables (styles.css), so light and dark follow the system.
-import { useCallback, useEffect, useId, useRef, useState } from 'react';
-import { Bar, BarChart, CartesianGrid, ResponsiveContainer, Tooltip, XAxis, YAxis, type TooltipContentProps } from 'recharts';
-import type { NameType, ValueType } from 'recharts/types/component/DefaultTooltipContent';
+// with its summary in words and a table of the buckets for people who do not see the chart. The
+// bars themselves (recharts) are in UsageBars.tsx, loaded on first use.
+import { lazy, Suspense, useCallback, useEffect, useId, useRef, useState } from 'react';
 import type { UsageReport } from '../../../common/api-types.ts';
 import type { ApiErrorInfo } from '../../../common/result.ts';
 import { humanError } from '../lib/errors.ts';
 import { formatBytes } from '../lib/format.ts';
-import { DEFAULT_RANGE, niceTicks, timeTicks, bucketLabel, busiest, chartPoints, localZone, rangeDef, RANGES, tickLabel, usageQuery, type ChartPoint, type RangeKey, type UsageFilter } from '../lib/usage.ts';
+import { DEFAULT_RANGE, bucketLabel, busiest, chartPoints, localZone, rangeDef, RANGES, usageQuery, type ChartPoint, type RangeKey, type UsageFilter } from '../lib/usage.ts';
 import { loadUsage, toApiError } from '../store/index.ts';
 import { Spinner } from './ui.tsx';
+
+const UsageBars = lazy(() => import('./UsageBars.tsx'));
 
 export interface UsageState {
   /** The answer for `range`, or null while the first answer for it is awaited or failed. */
@@ -70,66 +69,6 @@ export function RangePicker({ value, onChange, label = 'Range' }: { value: Range
         </label>
       ))}
     </fieldset>
-  );
-}
-
-function UsageTooltip({ active, payload, step }: { active?: boolean; payload?: ReadonlyArray<{ payload?: unknown }>; step: UsageReport['step'] }) {
-  const p = active ? (payload?.[0]?.payload as ChartPoint | undefined) : undefined;
-  if (!p) return null;
-  return (
-    <div className="usage-tooltip">
-      <p className="usage-tooltip-time">{bucketLabel(p.t, step)}</p>
-      <p>
-        <span className="swatch swatch-down" aria-hidden="true" /> ↓ Download <strong>{formatBytes(p.down)}</strong>
-      </p>
-      <p>
-        <span className="swatch swatch-up" aria-hidden="true" /> ↑ Upload <strong>{formatBytes(p.up)}</strong>
-      </p>
-    </div>
-  );
-}
-
-/** The bars of one answer (never empty: the caller shows the empty state when nothing moved). */
-function Bars({ points, report, range, describedBy }: { points: ChartPoint[]; report: UsageReport; range: RangeKey; describedBy: string }) {
-  const ids = useId().replace(/[^A-Za-z0-9]/g, '');
-  // The bars stand side by side, so the axis reaches the largest single value.
-  const ticks = niceTicks(Math.max(0, ...points.map((p) => Math.max(p.up, p.down))));
-  return (
-    <div className="usage-plot" aria-describedby={describedBy}>
-      <ResponsiveContainer width="100%" height={240}>
-        <BarChart data={points} margin={{ top: 8, right: 8, bottom: 4, left: 8 }} barGap={1} barCategoryGap="12%">
-          <defs>
-            <pattern id={`${ids}-up`} patternUnits="userSpaceOnUse" width="6" height="6" patternTransform="rotate(45)">
-              <rect width="6" height="6" className="usage-up-bg" />
-              <line x1="0" y1="0" x2="0" y2="6" className="usage-up-line" strokeWidth="3" />
-            </pattern>
-          </defs>
-          <CartesianGrid vertical={false} className="usage-grid" />
-          <XAxis
-            dataKey="t"
-            tickFormatter={(t: number) => tickLabel(t, report.step, range)}
-            ticks={timeTicks(points, range)}
-            interval="preserveStartEnd"
-            minTickGap={16}
-            tickLine={false}
-            className="usage-axis"
-          />
-          <YAxis
-            tickFormatter={(v: number) => formatBytes(v)}
-            ticks={ticks}
-            domain={[0, ticks[ticks.length - 1]!]}
-            interval={0}
-            width={72}
-            allowDecimals={false}
-            className="usage-axis"
-            label={{ value: `per ${report.step}`, angle: -90, position: 'insideLeft', offset: -2, className: 'usage-axis-label' }}
-          />
-          <Tooltip cursor={{ className: 'usage-cursor' }} content={(p: TooltipContentProps<ValueType, NameType>) => <UsageTooltip active={p.active} payload={p.payload} step={report.step} />} isAnimationActive={false} />
-          <Bar dataKey="down" name="Download" className="usage-bar-down" isAnimationActive={false} />
-          <Bar dataKey="up" name="Upload" fill={`url(#${ids}-up)`} className="usage-bar-up" isAnimationActive={false} />
-        </BarChart>
-      </ResponsiveContainer>
-    </div>
   );
 }
 
@@ -219,7 +158,15 @@ export function UsageView({ usage, range, subject }: { usage: UsageState; range:
             </span>
             <span className="muted">Bytes per {report.step} · times in {localZone()}</span>
           </div>
-          <Bars points={points} report={report} range={range} describedBy={summaryId} />
+          <Suspense
+            fallback={
+              <div className="usage-plot usage-plot-loading">
+                <Spinner label="Drawing the chart…" />
+              </div>
+            }
+          >
+            <UsageBars points={points} report={report} range={range} describedBy={summaryId} />
+          </Suspense>
         </>
       )}
       <figcaption id={summaryId} className="usage-summary">
