@@ -15,7 +15,7 @@ import { callApi } from '../helpers/http.ts';
 import { listen, makeServer, removeDir, tempDir, waitFor } from '../helpers/server.ts';
 import { openRaw } from '../helpers/sse.ts';
 import { startPostgres } from '../helpers/postgres.ts';
-import { startTcpEcho } from '../dataplane/helpers/targets.ts';
+import { echoBytes, startTcpEcho } from '../dataplane/helpers/targets.ts';
 
 interface Sample {
   name: string;
@@ -86,23 +86,7 @@ async function scrape(base = srv.origin, headers: Record<string, string> = {}): 
 }
 
 /** A VLESS connection to the echo server; resolves once `n` bytes came back. */
-async function relay(id: string, n: number): Promise<Socket> {
-  const s = connect(srv.vlessTcpPort!, '127.0.0.1');
-  s.on('error', () => {});
-  let got = 0;
-  await new Promise<void>((resolve, reject) => {
-    const t = setTimeout(() => reject(new Error(`echo of ${n} bytes not back (got ${got})`)), 10_000);
-    s.on('data', (b: Buffer) => {
-      got += b.length;
-      if (got >= n + 2) {
-        clearTimeout(t);
-        resolve();
-      }
-    });
-    s.write(Buffer.concat([buildVlessHeader({ id, command: 'tcp', port: echo.port, address: '127.0.0.1' }), Buffer.alloc(n, 3)]));
-  });
-  return s;
-}
+const relay = (id: string, n: number): Promise<Socket> => echoBytes(srv.vlessTcpPort!, id, echo.port, n, { fill: 3 });
 
 test('metrics after real traffic: requests, bytes by zone and node, open connections, refusals, streams, store latency', async () => {
   // Requests by route pattern: three reads of /v2/zones, one 404 of a session id (the pattern, not the id).

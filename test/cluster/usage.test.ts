@@ -8,15 +8,13 @@
 // instances compacting at once under an injected clock move every row once (SKIP LOCKED).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { connect } from 'node:net';
 import { startServer, type RunningServer } from '../../server/serve.ts';
-import { buildVlessHeader } from '../../server/dataplane/vless-header.ts';
 import { runNode, type RunningNode } from '../../server/node/run.ts';
 import { silentLogger } from '../../server/log.ts';
 import { callApi } from '../helpers/http.ts';
 import { startPostgres, type PgServer } from '../helpers/postgres.ts';
 import { removeDir, tempDir, waitFor } from '../helpers/server.ts';
-import { startTcpEcho } from '../dataplane/helpers/targets.ts';
+import { echoBytes, startTcpEcho } from '../dataplane/helpers/targets.ts';
 
 const DAY = 86_400_000;
 let pg: PgServer;
@@ -78,22 +76,7 @@ after(async () => {
 const api = (srv: RunningServer, path: string) => callApi(srv.baseUrl, owner, 'GET', path);
 
 async function move(host: string, port: number, id: string, n: number): Promise<void> {
-  const s = connect(port, host);
-  s.on('error', () => {});
-  let got = 0;
-  const done = new Promise<void>((resolve, reject) => {
-    const t = setTimeout(() => reject(new Error(`echo of ${n} bytes not back through ${host}:${port} (got ${got})`)), 10_000);
-    s.on('data', (buf: Buffer) => {
-      got += buf.length;
-      if (got >= n + 2) {
-        clearTimeout(t);
-        resolve();
-      }
-    });
-  });
-  s.write(Buffer.concat([buildVlessHeader({ id, command: 'tcp', port: echo.port, address: '127.0.0.1' }), Buffer.alloc(n, 5)]));
-  await done;
-  s.destroy();
+  (await echoBytes(port, id, echo.port, n, { host })).destroy();
 }
 
 const totalsOf = (j: any) => ({ up: j.totals.uploaded_bytes, down: j.totals.downloaded_bytes });

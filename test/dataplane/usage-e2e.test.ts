@@ -6,12 +6,10 @@
 // sum still equals the counters.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { connect } from 'node:net';
 import { startServer, type RunningServer } from '../../server/serve.ts';
-import { buildVlessHeader } from '../../server/dataplane/vless-header.ts';
 import { callApi } from '../helpers/http.ts';
 import { removeDir, tempDir, waitFor } from '../helpers/server.ts';
-import { startTcpEcho } from './helpers/targets.ts';
+import { echoBytes, startTcpEcho } from './helpers/targets.ts';
 
 const DAY = 86_400_000;
 let srv: RunningServer;
@@ -55,22 +53,7 @@ async function session(token: string, client: string, zone = 'de-fra'): Promise<
 
 /** One VLESS connection moving `n` bytes up and the same back (the echo), then closed. */
 async function move(id: string, n: number): Promise<void> {
-  const s = connect(srv.vlessTcpPort!, '127.0.0.1');
-  s.on('error', () => {});
-  let got = 0;
-  const done = new Promise<void>((resolve, reject) => {
-    const t = setTimeout(() => reject(new Error(`echo of ${n} bytes not back (got ${got})`)), 10_000);
-    s.on('data', (b: Buffer) => {
-      got += b.length;
-      if (got >= n + 2) {
-        clearTimeout(t);
-        resolve();
-      }
-    });
-  });
-  s.write(Buffer.concat([buildVlessHeader({ id, command: 'tcp', port: echo.port, address: '127.0.0.1' }), Buffer.alloc(n, 9)]));
-  await done;
-  s.destroy();
+  (await echoBytes(srv.vlessTcpPort!, id, echo.port, n, { fill: 9 })).destroy();
 }
 
 async function counters(token: string, id: string): Promise<{ up: number; down: number }> {

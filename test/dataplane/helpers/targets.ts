@@ -114,6 +114,32 @@ export async function openVlessEcho(vlessTcpPort: number, id: string, echoPort: 
 }
 
 /**
+ * Sends `n` bytes (of `fill`) in one write through a VLESS-over-TCP connection to the echo server
+ * and resolves with the open socket once they came back (plus the 2-byte VLESS response header);
+ * rejects after 10 s, saying how much came back.
+ */
+export async function echoBytes(vlessTcpPort: number, id: string, echoPort: number, n: number, { host = '127.0.0.1', fill = 5 } = {}): Promise<Socket> {
+  const s = connect(vlessTcpPort, host);
+  s.on('error', () => {});
+  let got = 0;
+  await new Promise<void>((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error(`echo of ${n} bytes not back through ${host}:${vlessTcpPort} (got ${got})`)), 10_000);
+    s.on('data', (b: Buffer) => {
+      got += b.length;
+      if (got >= n + 2) {
+        clearTimeout(t);
+        resolve();
+      }
+    });
+    s.write(Buffer.concat([buildVlessHeader({ id, command: 'tcp', port: echoPort, address: '127.0.0.1' }), Buffer.alloc(n, fill)]));
+  }).catch((e: unknown) => {
+    s.destroy();
+    throw e;
+  });
+  return s;
+}
+
+/**
  * Pushes `n` bytes through a VLESS-over-TCP connection to the echo server (so about as many come
  * back), 16 KiB every 5 ms; resolves with what came back once the connection closed (a cap, a
  * pause) or 1.5 s after the last write.
