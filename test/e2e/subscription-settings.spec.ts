@@ -70,6 +70,38 @@ test('edit, check, save and clear the subscription page settings; the page a bro
   await reset(backend);
 });
 
+test('what is typed while a save is on its way stays when the answer arrives', async ({ app, backend }, testInfo) => {
+  test.skip(testInfo.project.name !== 'web', 'in web mode the browser sends the PATCH itself, so it can be held back here');
+  await reset(backend);
+  const page = app.page;
+  await app.waitReady();
+  await app.go('Settings');
+  const card = page.getByRole('region', { name: 'Subscription page' });
+  const support = card.getByRole('textbox', { name: 'Support URL' });
+  const announce = card.getByRole('textbox', { name: 'Announcement' });
+  await expect(card.getByRole('button', { name: 'Save' })).toBeEnabled();
+  // The PATCH reaches the server a second late: a slow network, with the person still typing.
+  let held = 0;
+  await page.route('**/v2/subscription-settings', async (route) => {
+    if (route.request().method() === 'PATCH') {
+      held++;
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+    await route.continue();
+  });
+  await support.fill('  https://t.me/acme_help ');
+  await card.getByRole('button', { name: 'Save' }).click();
+  await announce.fill('Typed while saving');
+  await expect(card.getByRole('status').filter({ hasText: 'Saved' })).toBeVisible();
+  expect(held).toBe(1);
+  // The field sent shows the server's value (trimmed); the one typed since keeps its text, unsaved.
+  await expect(support).toHaveValue('https://t.me/acme_help');
+  await expect(announce).toHaveValue('Typed while saving');
+  expect((await backend.api<Settings>('GET', '/subscription-settings')).body).toMatchObject({ support_url: 'https://t.me/acme_help', announce: null });
+  await page.unroute('**/v2/subscription-settings');
+  await reset(backend);
+});
+
 test('an agent token sees the settings read-only', async ({ openApp, backend }) => {
   await backend.api('PATCH', '/subscription-settings', { support_url: 'https://t.me/acme_help' });
   const agent = await openApp({ backend, token: backend.newToken('agent') });

@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { OP_NAMES, registerIpc, type Handlers } from '../../main/ipc.ts';
-import { changes, settingsProblems, valuesOf } from '../../renderer/src/lib/subscription-settings.ts';
+import { afterAnswer, changes, settingsProblems, valuesOf } from '../../renderer/src/lib/subscription-settings.ts';
 
 const empty = { support_url: '', profile_web_page_url: '', announce: '' };
 
@@ -25,6 +25,19 @@ test('the change sent: only what differs, trimmed, an emptied field as null', ()
   assert.deepEqual(saved, { support_url: 'https://t.me/help', profile_web_page_url: '', announce: 'hello' });
   assert.deepEqual(changes(saved, saved), {});
   assert.deepEqual(changes({ ...saved, announce: '', profile_web_page_url: '  https://acme.example/ ' }, saved), { announce: null, profile_web_page_url: 'https://acme.example/' });
+});
+
+test("the server's answer fills the fields as sent; a field typed into since keeps its text", () => {
+  const sent = { support_url: ' https://t.me/help ', profile_web_page_url: '', announce: 'old' };
+  const fresh = { support_url: 'https://t.me/help', profile_web_page_url: '', announce: 'old' };
+  // Nothing typed meanwhile: the server's values (trimmed) everywhere.
+  assert.deepEqual(afterAnswer(sent, sent, fresh), fresh);
+  // The announcement typed while the save was on its way stays; so does a field emptied meanwhile.
+  assert.deepEqual(afterAnswer({ ...sent, announce: 'new text' }, sent, fresh), { ...fresh, announce: 'new text' });
+  assert.deepEqual(afterAnswer({ ...sent, support_url: '' }, sent, fresh), { ...fresh, support_url: '' });
+  // The first load: whatever was typed before it keeps its text, the rest takes the server's.
+  const empty = { support_url: '', profile_web_page_url: '', announce: '' };
+  assert.deepEqual(afterAnswer({ ...empty, announce: 'early' }, empty, fresh), { ...fresh, announce: 'early' });
 });
 
 test('IPC: the settings operations check their arguments before any handler runs', async () => {

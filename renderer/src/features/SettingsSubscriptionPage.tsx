@@ -9,7 +9,7 @@ import { loadSubscriptionSettings, saveSubscriptionSettings, toApiError, useStor
 import { selectSignedInToken } from '../store/selectors.ts';
 import { ErrorBanner, FormRow, Spinner } from '../components/ui.tsx';
 import type { SubscriptionSettings } from '../../../common/api-types.ts';
-import { ANNOUNCE_MAX, changes, FIELDS, settingsProblems, valuesOf, type Field, type Problems, type Values } from '../lib/subscription-settings.ts';
+import { afterAnswer, ANNOUNCE_MAX, changes, FIELDS, settingsProblems, valuesOf, type Field, type Problems, type Values } from '../lib/subscription-settings.ts';
 
 /** The server's refusal, by field when it names them (details.fields), else one sentence. */
 function serverProblems(e: unknown): { fields: Problems; general: string | null } {
@@ -48,21 +48,24 @@ function AnnounceInput({ values, problems, readOnly, onChange }: Omit<InputProps
   );
 }
 
+const EMPTY: Values = { support_url: '', profile_web_page_url: '', announce: '' };
+
 /** The form's state: the values on screen, what the server holds, the problems by field, and Save. */
 function useSettingsForm() {
   const [saved, setSaved] = useState<Values | null>(null);
-  const [values, setValues] = useState<Values>({ support_url: '', profile_web_page_url: '', announce: '' });
+  const [values, setValues] = useState<Values>(EMPTY);
   const [problems, setProblems] = useState<Problems>({});
   const [general, setGeneral] = useState<string | null>(null);
   const [status, setStatus] = useState('');
   const [busy, setBusy] = useState(false);
-  const show = (s: SubscriptionSettings) => {
+  /** The server's record, into every field not typed into since `sent` (a slow answer wipes nothing). */
+  const show = (s: SubscriptionSettings, sent: Values) => {
     setSaved(valuesOf(s));
-    setValues(valuesOf(s));
+    setValues((now) => afterAnswer(now, sent, valuesOf(s)));
   };
   const load = useCallback(async () => {
     try {
-      show(await loadSubscriptionSettings());
+      show(await loadSubscriptionSettings(), EMPTY);
       setGeneral(null);
     } catch (e) {
       setGeneral(humanError(toApiError(e)));
@@ -86,7 +89,7 @@ function useSettingsForm() {
     if (!Object.keys(body).length) return setStatus('Nothing changed.');
     setBusy(true);
     try {
-      show(await saveSubscriptionSettings(body));
+      show(await saveSubscriptionSettings(body), values);
       setStatus('Saved: every subscription carries it from its next update.');
     } catch (e2) {
       const refused = serverProblems(e2);
