@@ -75,7 +75,7 @@ for (const scheme of ['light', 'dark'] as const) {
     try {
       for (const width of [1100, 900, 800]) {
         await page.setViewportSize({ width, height: 800 });
-        await expect(row.getByRole('button', { name: /^Copy the link/ })).toBeVisible();
+        await expect(row.getByRole('button', { name: /^Copy link of/ })).toBeVisible();
         const clipped = await row.evaluate((el) => {
           const table = el.closest('.table')!.getBoundingClientRect();
           return [...el.querySelectorAll('button, [role="meter"]')].filter((b) => b.getBoundingClientRect().right > table.right + 0.5).map((b) => b.getAttribute('aria-label'));
@@ -244,8 +244,8 @@ test('a link that can carry no traffic is greyed with the reason: copyable while
   const endedRow = page.locator(`[data-session-id="${once.id}"]`);
   await expect(pausedRow.locator('[data-badge="paused"]')).toBeVisible();
   await expect(endedRow.locator('[data-badge="ended"]')).toBeVisible();
-  await expect(pausedRow.getByRole('button', { name: `Copy the link of ${client}'s session` })).toBeEnabled();
-  await expect(endedRow.getByRole('button', { name: `Copy the link of ${client}'s session` })).toBeDisabled();
+  await expect(pausedRow.getByRole('button', { name: `Copy link of ${client}'s session` })).toBeEnabled();
+  await expect(endedRow.getByRole('button', { name: `Copy link of ${client}'s session` })).toBeDisabled();
   await expect(pausedRow.getByRole('button', { name: `Resume the session of ${client}` })).toBeEnabled();
   await expect(endedRow.getByRole('button', { name: `Pause the session of ${client}` })).toBeDisabled();
 

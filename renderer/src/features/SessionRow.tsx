@@ -89,7 +89,7 @@ export function SessionRow({ id, index, top, now }: { id: string; index: number;
         <CopyButton
           small
           text={s.configuration_link}
-          label={`Copy the link of ${s.client_id}'s session`}
+          label={`Copy link of ${s.client_id}'s session`}
           caption="Copy link"
           disabled={block?.final}
           title={block?.reason}
