@@ -1,7 +1,9 @@
 // The page a person gets when they open a subscription URL in a browser: the client's data
 // against its cap, one QR code and one import button per app, readable on a phone and a
-// desktop in light and dark, with no horizontal overflow (asserted) and no script at all.
+// desktop in light and dark, with no horizontal overflow (asserted), no script at all, and no
+// WCAG 2.1 AA violation axe-core finds (axe.ts).
 import { test, expect } from './fixtures.ts';
+import { axeViolations } from './axe.ts';
 
 interface Session { id: string }
 
@@ -30,6 +32,8 @@ for (const scheme of ['light', 'dark'] as const) {
       await expect(page.getByRole('textbox', { name: 'Subscription URL for v2rayNG' })).toHaveValue(sub.url);
       const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
       expect(overflow, 'no horizontal overflow').toBeLessThanOrEqual(0);
+      const found = await axeViolations(page, `${scheme} ${viewport.width}`);
+      expect(found, found.join('\n')).toEqual([]);
       const file = testInfo.outputPath(`${scheme}-${viewport.width}.png`);
       await page.screenshot({ path: file, fullPage: true });
       await testInfo.attach(`${scheme} ${viewport.width}`, { path: file, contentType: 'image/png' });
