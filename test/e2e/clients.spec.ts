@@ -6,6 +6,7 @@
 // links that can carry no traffic greyed with the reason; the Clients screen past a hundred clients
 // (Show more, search). Screenshots in light and dark (test-results/clients-*/).
 import { test, expect } from './fixtures.ts';
+import { axeViolations } from './axe.ts';
 import { overflowOf } from './layout.ts';
 import type { Page, TestInfo } from '@playwright/test';
 import { curlViaSocks, startOrigin, startV2ray, type Configuration } from './vless.ts';
@@ -105,6 +106,9 @@ for (const scheme of ['light', 'dark'] as const) {
     await app.openClient(client);
     await page.getByRole('button', { name: 'Reset usage', exact: true }).click();
     await expect(page.getByRole('alertdialog')).toContainText('start over from zero');
+    // The over-quota page with its question open: no WCAG 2.1 AA violation (axe.ts).
+    const found = await axeViolations(page, `${scheme} over quota, asked to reset`);
+    expect(found, found.join('\n')).toEqual([]);
     await page.getByRole('alertdialog').getByRole('button', { name: 'Reset usage' }).click();
     await expect(page.getByTestId('client-status')).not.toContainText('over quota');
     expect((await backend.api<Client>('GET', `/clients/${enc}`)).body.status).not.toBe('over_quota');

@@ -5,6 +5,7 @@
 // as artifacts (test-results/subscriptions-*/<scheme>-*.png).
 import QRCode from 'qrcode';
 import { test, expect } from './fixtures.ts';
+import { axeViolations } from './axe.ts';
 import type { Locator } from '@playwright/test';
 
 interface Session { id: string; client_id: string }
@@ -82,6 +83,8 @@ test('client view: empty state, turn on, QR, copy, import links, rotate with con
   // Rotate asks first; Cancel changes nothing.
   await app.subscriptionButton('Rotate URL').click();
   await expect(page.getByRole('alertdialog', { name: 'Rotate the subscription URL?' })).toBeVisible();
+  const found = await axeViolations(page, 'the subscription card, asked to rotate');
+  expect(found, found.join('\n')).toEqual([]);
   await app.subscriptionButton('Cancel').click();
   await expect(app.subscriptionUrl()).toHaveText(url);
   await app.subscriptionButton('Rotate URL').click();

@@ -3,6 +3,7 @@
 // customer and role of both tokens (from GET /v2/server-info's `token` extension), and the
 // header always says whom the page is signed in as.
 import { test, expect } from './fixtures.ts';
+import { axeViolations } from './axe.ts';
 import { AppPage } from './pages.ts';
 
 const stored = (page: import('@playwright/test').Page) => page.evaluate(() => localStorage.getItem('vpn-access.token'));
@@ -26,6 +27,8 @@ test('a #token= link asks before it replaces the stored token, naming both custo
   await expect(dialog).toBeVisible();
   await expect(dialog).toContainText('globex-support (agent)');
   await expect(dialog).toContainText('default (owner)');
+  const found = await axeViolations(tab, 'asked to replace the token');
+  expect(found, found.join('\n')).toEqual([]);
   expect(tab.url()).not.toContain(other);
   expect(await stored(tab)).toBe(backend.token);
   await expect(tab.getByRole('banner').getByText('default (owner)')).toBeVisible();

@@ -71,7 +71,9 @@ export function CopyButton({ text, label, getText, caption, disabled, title, sma
   return (
     <button
       type="button"
-      className={small ? 'btn btn-small' : 'btn'}
+      // A tick for 1.5 s after a copy (the toast says it in words): the words on the button stay
+      // as they are, part of its name (WCAG 2.5.3).
+      className={`${small ? 'btn btn-small' : 'btn'}${done ? ' btn-copied' : ''}`}
       aria-label={label}
       disabled={disabled}
       title={title}
@@ -88,7 +90,7 @@ export function CopyButton({ text, label, getText, caption, disabled, title, sma
         }
       }}
     >
-      {done ? 'Copied' : (caption ?? label)}
+      {caption ?? label}
     </button>
   );
 }
