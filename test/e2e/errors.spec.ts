@@ -2,6 +2,7 @@
 // and the rate limit. Each test runs its own server (and, in the desktop project, its own
 // desktop app aimed at it), so the electron project, which has one app, skips them.
 import { test, expect } from './fixtures.ts';
+import { axeViolations } from './axe.ts';
 import { startBackend } from './backend.ts';
 import { AppPage } from './pages.ts';
 import { startServer } from '../../server/serve.ts';
@@ -66,6 +67,8 @@ test('the server goes away and comes back: the data stays, marked stale, until i
     await expect(row).toContainText('outage-alice');
     await expect(page.getByText('The server could not be reached.')).toBeVisible();
     await expect(page.getByRole('heading', { name: 'Server unreachable' })).toHaveCount(0);
+    const found = await axeViolations(page, 'stale data while the server is away');
+    expect(found, found.join('\n')).toEqual([]);
     await page.screenshot({ path: testInfo.outputPath('outage-stale.png') });
     // Back on the same port with the same data: the window recovers by itself.
     const again = await startServer({ dataDir: b.dataDir, port, rendererDir: RENDERER_DIR, vlessTcpPort: null, proxyPort: null });

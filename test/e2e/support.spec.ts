@@ -4,6 +4,7 @@
 // of the last hour. Both cards fit 390 px; screenshots in light and dark.
 import type { Page } from '@playwright/test';
 import { test, expect } from './fixtures.ts';
+import { axeViolations } from './axe.ts';
 import { overflowOf } from './layout.ts';
 import { curlViaSocks, startOrigin, startV2ray, type Configuration } from './vless.ts';
 
@@ -51,6 +52,8 @@ for (const scheme of ['light', 'dark'] as const) {
       await expect(paused).toContainText('Paused: press Resume.');
       await expect(paused).toContainText('node local');
       await expect(refusals.getByTestId('refusal-counts')).toContainText(/Paused × \d+/);
+      const found = await axeViolations(page, `${scheme} refusals listed`);
+      expect(found, found.join('\n')).toEqual([]);
 
       // A phone: both cards fit.
       await page.setViewportSize({ width: 390, height: 844 });

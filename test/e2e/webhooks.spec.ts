@@ -5,6 +5,7 @@
 // artifacts (test-results/webhooks-*/<scheme>-*.png).
 import { createServer, type Server } from 'node:http';
 import { test, expect } from './fixtures.ts';
+import { axeViolations } from './axe.ts';
 
 async function receiver(status = 200): Promise<{ url: string; bodies: string[]; close(): Promise<void> }> {
   const bodies: string[] = [];
@@ -214,6 +215,8 @@ test('health in words: a Failing badge, the last error and when, Send test, Disa
     for (const scheme of ['light', 'dark'] as const) {
       await page.emulateMedia({ colorScheme: scheme });
       await page.waitForTimeout(150);
+      const found = await axeViolations(page, `${scheme} webhooks failing and disabled`);
+      expect(found, found.join('\n')).toEqual([]);
       const file = testInfo.outputPath(`${scheme}-webhooks-health.png`);
       await card.screenshot({ path: file });
       await testInfo.attach(`${scheme} webhooks health`, { path: file, contentType: 'image/png' });
