@@ -1,6 +1,7 @@
 // The clients extension's names and bounds that need no schema. No imports: the renderer and the
-// desktop main process read them without bundling the schema library (clients.ts and schemas.ts
-// build their schemas from or against them; test/unit/contract-names.test.ts holds the two equal).
+// desktop main process read them without bundling the schema library. clients.ts takes its list
+// bound from here; test/unit/renderer-weight.test.ts holds the statuses and the limit field names
+// equal to the schemas' own (ClientStatusValue, schemas.ts's clientFields).
 export const CLIENT_STATUSES = ['active', 'idle', 'over_quota', 'paused', 'expired', 'disabled'] as const;
 export type ClientStatus = (typeof CLIENT_STATUSES)[number];
 

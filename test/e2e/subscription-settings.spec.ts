@@ -6,24 +6,29 @@
 // the subscription page with them at 390 px (page-390.png).
 import { test, expect } from './fixtures.ts';
 import type { Backend } from './backend.ts';
+import type { AppPage } from './pages.ts';
 
 const NONE = { support_url: null, profile_web_page_url: null, announce: null };
 type Settings = { support_url: string | null; profile_web_page_url: string | null; announce: string | null; updated_at: string | null };
 
 const reset = (backend: Backend) => backend.api('PATCH', '/subscription-settings', NONE);
 
-test('edit, check, save and clear the subscription page settings; the page a browser opens shows them', async ({ app, backend, browser }, testInfo) => {
+/** Settings → Subscription page with nothing set, loaded (Save enabled); the card and its controls. */
+async function openCard(app: AppPage, backend: Backend) {
   await reset(backend);
   const page = app.page;
   await app.waitReady();
   await app.go('Settings');
   const card = page.getByRole('region', { name: 'Subscription page' });
-  const support = card.getByRole('textbox', { name: 'Support URL' });
-  const webPage = card.getByRole('textbox', { name: 'Profile web page' });
-  const announce = card.getByRole('textbox', { name: 'Announcement' });
   const save = card.getByRole('button', { name: 'Save' });
-  await expect(support).toHaveValue('');
   await expect(save).toBeEnabled();
+  const field = (name: string) => card.getByRole('textbox', { name });
+  return { page, card, save, support: field('Support URL'), webPage: field('Profile web page'), announce: field('Announcement') };
+}
+
+test('edit, check, save and clear the subscription page settings; the page a browser opens shows them', async ({ app, backend, browser }, testInfo) => {
+  const { page, card, support, webPage, announce, save } = await openCard(app, backend);
+  await expect(support).toHaveValue('');
 
   // Refused before sending, each message under its field.
   await support.fill('t.me/acme_help');
@@ -72,14 +77,7 @@ test('edit, check, save and clear the subscription page settings; the page a bro
 
 test('what is typed while a save is on its way stays when the answer arrives', async ({ app, backend }, testInfo) => {
   test.skip(testInfo.project.name !== 'web', 'in web mode the browser sends the PATCH itself, so it can be held back here');
-  await reset(backend);
-  const page = app.page;
-  await app.waitReady();
-  await app.go('Settings');
-  const card = page.getByRole('region', { name: 'Subscription page' });
-  const support = card.getByRole('textbox', { name: 'Support URL' });
-  const announce = card.getByRole('textbox', { name: 'Announcement' });
-  await expect(card.getByRole('button', { name: 'Save' })).toBeEnabled();
+  const { page, card, support, announce, save } = await openCard(app, backend);
   // The PATCH reaches the server a second late: a slow network, with the person still typing.
   let held = 0;
   await page.route('**/v2/subscription-settings', async (route) => {
@@ -90,7 +88,7 @@ test('what is typed while a save is on its way stays when the answer arrives', a
     await route.continue();
   });
   await support.fill('  https://t.me/acme_help ');
-  await card.getByRole('button', { name: 'Save' }).click();
+  await save.click();
   await announce.fill('Typed while saving');
   await expect(card.getByRole('status').filter({ hasText: 'Saved' })).toBeVisible();
   expect(held).toBe(1);
