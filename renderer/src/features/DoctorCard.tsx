@@ -32,8 +32,8 @@ export function DoctorCard() {
     }
   };
   return (
-    <div className="card" data-testid="doctor-card">
-      <h2>Doctor</h2>
+    <div className="card" data-testid="doctor-card" role="region" aria-labelledby="doctor-title" aria-busy={busy}>
+      <h2 id="doctor-title">Doctor</h2>
       <p className="muted">
         Checks what makes clients fail before they connect: the ports reached at the public host, the certificate and the pin in links,
         egress, the database, the nodes of each zone and the zone catalogue. Owner tokens only.

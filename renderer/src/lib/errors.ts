@@ -20,7 +20,10 @@ export function humanError(e: ApiErrorInfo | null | undefined): string {
     case 'unauthorized':
       return 'The API token was not accepted. Enter a valid token.';
     case 'forbidden':
-      return 'This token is not allowed to do that: limits can only be managed with an owner token.';
+      // The server names what an owner token is needed for (limits, webhooks, clients...) when it is a kind of thing.
+      return typeof e.details.resource === 'string'
+        ? `This token is not allowed to do that: ${e.details.resource} can only be managed with an owner token.`
+        : 'This token is not allowed to do that: it needs an owner token.';
     case 'rate_limited':
       return `Too many requests in a short time. The server asks to wait${e.retryAfter ? ` ${e.retryAfter} seconds` : ' a moment'} before trying again.`;
     case 'zone_not_found':
