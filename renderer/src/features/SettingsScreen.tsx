@@ -71,7 +71,7 @@ function OpenApiViewer() {
           </button>
         ) : null}
       </div>
-      {doc ? <pre className="code-block" tabIndex={0} aria-label="OpenAPI document">{doc}</pre> : null}
+      {doc ? <pre className="code-block" tabIndex={0} role="region" aria-label="OpenAPI document">{doc}</pre> : null}
     </div>
   );
 }
@@ -229,8 +229,8 @@ export function SettingsScreen() {
       <SubscriptionPageCard />
       <WebhooksCard />
       <DoctorCard />
-      <div className="card">
-        <h2>Support</h2>
+      <div className="card" role="region" aria-labelledby="support-title">
+        <h2 id="support-title">Support</h2>
         <p className="muted">Support staff may need the API token to call the API directly. Treat it like a password.</p>
         <div className="actions">
           <CopyButton label="Copy API token" getText={copyApiToken} />
