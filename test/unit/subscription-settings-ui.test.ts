@@ -4,7 +4,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { OP_NAMES, registerIpc, type Handlers } from '../../main/ipc.ts';
-import { afterAnswer, changes, settingsProblems, valuesOf } from '../../renderer/src/lib/subscription-settings.ts';
+import { changes, FIELDS, settingsProblems, valuesOf } from '../../renderer/src/lib/subscription-settings.ts';
+import { keepTyped } from '../../renderer/src/lib/form-answer.ts';
 
 const empty = { support_url: '', profile_web_page_url: '', announce: '' };
 
@@ -31,13 +32,13 @@ test("the server's answer fills the fields as sent; a field typed into since kee
   const sent = { support_url: ' https://t.me/help ', profile_web_page_url: '', announce: 'old' };
   const fresh = { support_url: 'https://t.me/help', profile_web_page_url: '', announce: 'old' };
   // Nothing typed meanwhile: the server's values (trimmed) everywhere.
-  assert.deepEqual(afterAnswer(sent, sent, fresh), fresh);
+  assert.deepEqual(keepTyped(FIELDS, sent, sent, fresh), fresh);
   // The announcement typed while the save was on its way stays; so does a field emptied meanwhile.
-  assert.deepEqual(afterAnswer({ ...sent, announce: 'new text' }, sent, fresh), { ...fresh, announce: 'new text' });
-  assert.deepEqual(afterAnswer({ ...sent, support_url: '' }, sent, fresh), { ...fresh, support_url: '' });
+  assert.deepEqual(keepTyped(FIELDS, { ...sent, announce: 'new text' }, sent, fresh), { ...fresh, announce: 'new text' });
+  assert.deepEqual(keepTyped(FIELDS, { ...sent, support_url: '' }, sent, fresh), { ...fresh, support_url: '' });
   // The first load: whatever was typed before it keeps its text, the rest takes the server's.
   const empty = { support_url: '', profile_web_page_url: '', announce: '' };
-  assert.deepEqual(afterAnswer({ ...empty, announce: 'early' }, empty, fresh), { ...fresh, announce: 'early' });
+  assert.deepEqual(keepTyped(FIELDS, { ...empty, announce: 'early' }, empty, fresh), { ...fresh, announce: 'early' });
 });
 
 test('IPC: the settings operations check their arguments before any handler runs', async () => {

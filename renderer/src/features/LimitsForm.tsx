@@ -7,6 +7,7 @@ import type { LimitField, LimitsUpdate, ResetPeriod } from '../../../common/api-
 import type { ClientOverride } from '../../../common/client-types.ts';
 import type { ApiErrorInfo } from '../../../common/result.ts';
 import { formatBytes, formatDateTime, formatSpeed, parseAmount } from '../lib/format.ts';
+import { keepTyped } from '../lib/form-answer.ts';
 import { ErrorBanner, FormRow, Spinner } from '../components/ui.tsx';
 
 /** Every amount a form may show. */
@@ -154,11 +155,6 @@ interface Sent {
   period: ResetPeriod;
 }
 
-/** The record's values, except where the person typed after sending (their text, not the server's echo, stays). */
-function afterAnswer(fields: FormField[], fresh: Record<string, string>, now: Record<string, string>, sent: Sent | null): Record<string, string> {
-  if (!sent) return fresh;
-  return Object.fromEntries(fields.map((f) => [f, now[f] !== sent.texts[f] ? (now[f] ?? '') : (fresh[f] ?? '')]));
-}
 
 export function LimitsForm({ idPrefix, title, fields, st, unset, saveLabel, deleteLabel, onSave, onDelete, onRetry, note }: LimitsFormProps) {
   const [texts, setTexts] = useState<Record<string, string>>(() => toTexts(fields, st.record));
@@ -171,7 +167,9 @@ export function LimitsForm({ idPrefix, title, fields, st, unset, saveLabel, dele
     const was = sent.current?.idPrefix === idPrefix ? sent.current : null;
     sent.current = null;
     const stored = st.record?.reset_period ?? 'none';
-    setTexts((now) => afterAnswer(fields, toTexts(fields, st.record), now, was));
+    // The record's values, except where the person typed after sending (their text, not the server's echo, stays).
+    const fresh = toTexts(fields, st.record);
+    setTexts((now) => (was ? keepTyped(fields, now, was.texts, fresh) : fresh));
     setPeriod((now) => (was && now !== was.period ? now : stored));
     setSubmitted(false);
   }, [idPrefix, st.record]);

@@ -9,7 +9,8 @@ import { loadSubscriptionSettings, saveSubscriptionSettings, toApiError, useStor
 import { selectSignedInToken } from '../store/selectors.ts';
 import { ErrorBanner, FormRow, Spinner } from '../components/ui.tsx';
 import type { SubscriptionSettings } from '../../../common/api-types.ts';
-import { afterAnswer, ANNOUNCE_MAX, changes, FIELDS, settingsProblems, valuesOf, type Field, type Problems, type Values } from '../lib/subscription-settings.ts';
+import { keepTyped } from '../lib/form-answer.ts';
+import { ANNOUNCE_MAX, changes, FIELDS, settingsProblems, valuesOf, type Field, type Problems, type Values } from '../lib/subscription-settings.ts';
 
 /** The server's refusal, by field when it names them (details.fields), else one sentence. */
 function serverProblems(e: unknown): { fields: Problems; general: string | null } {
@@ -60,8 +61,9 @@ function useSettingsForm() {
   const [busy, setBusy] = useState(false);
   /** The server's record, into every field not typed into since `sent` (a slow answer wipes nothing). */
   const show = (s: SubscriptionSettings, sent: Values) => {
-    setSaved(valuesOf(s));
-    setValues((now) => afterAnswer(now, sent, valuesOf(s)));
+    const fresh = valuesOf(s);
+    setSaved(fresh);
+    setValues((now) => keepTyped(FIELDS, now, sent, fresh));
   };
   const load = useCallback(async () => {
     try {

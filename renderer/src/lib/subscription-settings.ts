@@ -46,14 +46,3 @@ export function changes(v: Values, saved: Values): SubscriptionSettingsUpdate {
   }
   return body;
 }
-
-/**
- * The form's values once the server answers: a field still as it was sent takes the server's
- * value, a field typed into since (`now` differs from `sent`) keeps its text. The same for the
- * first load, with `sent` the empty form.
- */
-export function afterAnswer(now: Values, sent: Values, fresh: Values): Values {
-  const out = { ...fresh };
-  for (const f of FIELDS) if (now[f] !== sent[f]) out[f] = now[f];
-  return out;
-}
