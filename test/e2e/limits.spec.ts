@@ -1,4 +1,5 @@
 import { test, expect } from './fixtures.ts';
+import { holdBack } from './slow-network.ts';
 import type { LimitTab, LimitFieldName } from './pages.ts';
 
 const CASES: Array<{ tab: LimitTab; scope: string; fields: LimitFieldName[] }> = [
@@ -76,20 +77,13 @@ test('what is typed while a save is on its way stays when the answer arrives', a
   await app.limitsTab('Session');
   const page = app.page;
   // The PATCH reaches the server a second late: a slow network, with the person still typing.
-  let held = 0;
-  await page.route('**/v2/customer/limits/session', async (route) => {
-    if (route.request().method() === 'PATCH') {
-      held++;
-      await new Promise((r) => setTimeout(r, 1000));
-    }
-    await route.continue();
-  });
+  const held = await holdBack(page, '**/v2/customer/limits/session', 'PATCH', 1000);
   await app.limitField('Downloaded bytes').fill('1 GB');
   await app.limitField('Upload speed').fill('64 KB/s');
   await app.saveLimits().click();
   await app.limitField('Download speed').fill('0');
   await expect(page.getByText('Session limits saved.')).toBeVisible();
-  expect(held).toBe(1);
+  expect(held()).toBe(1);
   // The server's answer fills what was sent, in bytes; the field typed since keeps its text and its check.
   await expect(app.limitField('Downloaded bytes')).toHaveValue(String(1024 ** 3));
   await expect(app.limitField('Upload speed')).toHaveValue(String(64 * 1024));

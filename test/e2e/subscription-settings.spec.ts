@@ -5,6 +5,7 @@
 // horizontal overflow, asserted): test-results/subscription-settings-*/<scheme>-<width>.png, and
 // the subscription page with them at 390 px (page-390.png).
 import { test, expect } from './fixtures.ts';
+import { holdBack } from './slow-network.ts';
 import type { Backend } from './backend.ts';
 import type { AppPage } from './pages.ts';
 
@@ -79,19 +80,12 @@ test('what is typed while a save is on its way stays when the answer arrives', a
   test.skip(testInfo.project.name !== 'web', 'in web mode the browser sends the PATCH itself, so it can be held back here');
   const { page, card, support, announce, save } = await openCard(app, backend);
   // The PATCH reaches the server a second late: a slow network, with the person still typing.
-  let held = 0;
-  await page.route('**/v2/subscription-settings', async (route) => {
-    if (route.request().method() === 'PATCH') {
-      held++;
-      await new Promise((r) => setTimeout(r, 1000));
-    }
-    await route.continue();
-  });
+  const held = await holdBack(page, '**/v2/subscription-settings', 'PATCH', 1000);
   await support.fill('  https://t.me/acme_help ');
   await save.click();
   await announce.fill('Typed while saving');
   await expect(card.getByRole('status').filter({ hasText: 'Saved' })).toBeVisible();
-  expect(held).toBe(1);
+  expect(held()).toBe(1);
   // The field sent shows the server's value (trimmed); the one typed since keeps its text, unsaved.
   await expect(support).toHaveValue('https://t.me/acme_help');
   await expect(announce).toHaveValue('Typed while saving');

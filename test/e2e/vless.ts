@@ -6,6 +6,7 @@ import { createServer as netServer, connect } from 'node:net';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { expect } from '@playwright/test';
 
 export interface Configuration {
   address: string;
@@ -130,4 +131,19 @@ export function curlViaSocks(socksPort: number, url: string, maxSeconds = 30): {
   child.stdout.on('data', (d) => (out += d));
   const done = new Promise<{ code: number | null; bytes: number }>((resolve) => child.on('exit', (code) => resolve({ code, bytes: Number(out) || 0 })));
   return { done, kill: () => child.kill('SIGKILL') };
+}
+
+/** A real v2ray client downloads `n` bytes from a local origin through the session `cfg` names; both are stopped after. */
+export async function downloadThrough(cfg: Configuration, n: number): Promise<void> {
+  const origin = await startOrigin();
+  try {
+    const v2ray = await startV2ray(cfg);
+    try {
+      expect((await curlViaSocks(v2ray.socksPort, `${origin.url}/bytes?n=${n}`).done).code).toBe(0);
+    } finally {
+      await v2ray.stop();
+    }
+  } finally {
+    await origin.close();
+  }
 }
