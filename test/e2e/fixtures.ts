@@ -17,7 +17,17 @@ import { launchDesktop, type DesktopApp, type LaunchOptions } from './desktop/ha
 
 export { electronBinary };
 
-type WorkerFixtures = { backend: Backend; electronApp: ElectronApplication | null; desktopApp: DesktopApp | null };
+type WorkerFixtures = {
+  /**
+   * A spec file that reads the customer's whole traffic (the dashboard's totals and top
+   * clients) sets `test.use({ ownBackend: '<file>' })`: a worker-scoped option, so Playwright
+   * runs that file in a worker of its own, with a backend (and desktop app) no other spec adds to.
+   */
+  ownBackend: string | null;
+  backend: Backend;
+  electronApp: ElectronApplication | null;
+  desktopApp: DesktopApp | null;
+};
 type TestFixtures = {
   app: AppPage;
   appPage: Page;
@@ -35,8 +45,11 @@ type TestFixtures = {
 };
 
 export const test = base.extend<TestFixtures, WorkerFixtures>({
+  ownBackend: [null, { scope: 'worker', option: true }],
+
   backend: [
-    async ({}, use) => {
+    // `ownBackend` is read so that a file setting it gets a worker, and so a backend, of its own.
+    async ({ ownBackend: _own }, use) => {
       const b = await startBackend();
       await use(b);
       await b.stop();

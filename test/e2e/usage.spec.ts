@@ -15,6 +15,10 @@ import { curlViaSocks, startOrigin, startV2ray, type Configuration } from './vle
 
 const MiB = 1024 * 1024;
 
+// The dashboard's totals and top ten clients count every client of the customer: this file
+// runs in a worker of its own, so other specs' traffic cannot push bob out of the top ten.
+test.use({ ownBackend: 'usage' });
+
 /** An HTTP server on loopback that reads every body to the end (upload traffic). */
 async function startSink(): Promise<{ url: string; close(): Promise<void> }> {
   const server: Server = createServer((req, res) => {
@@ -81,6 +85,10 @@ test('usage charts: session detail, client page, dashboard, ranges, hover values
   const quiet = `usage-quiet-${suffix}`;
   const make = async (client: string) =>
     (await backend.api<{ id: string; configuration: Configuration }>('POST', '/sessions', { client_id: client, zone: 'de-fra', reusable: true })).body;
+  // This file's worker has a backend of its own (test.use above): no traffic counted yet.
+  const before = await backend.api<{ totals: { downloaded_bytes: number }; top_clients?: unknown[] }>('GET', '/usage');
+  expect(before.body.totals.downloaded_bytes).toBe(0);
+  expect(before.body.top_clients ?? []).toEqual([]);
   const a = await make(alice);
   const b = await make(bob);
   const q = await make(quiet);
@@ -185,8 +193,8 @@ test('usage charts: session detail, client page, dashboard, ranges, hover values
   await expect(page.getByRole('list', { name: `Sessions of ${alice}` }).getByRole('link', { name: a.id.slice(0, 8) })).toBeVisible();
   await shoot(page, testInfo, 'client', clientCard);
 
-  // 4. The dashboard: the customer's totals and the top clients (alice above bob; other specs of
-  // this worker share the backend, so their clients may rank too), each a link to its page.
+  // 4. The dashboard: the customer's totals and the top clients (alice above bob; the other
+  // tests of this file may add clients of their own), each a link to its page.
   await page.getByRole('navigation').getByRole('link', { name: 'Dashboard', exact: true }).click();
   await expect(page.getByRole('heading', { level: 1, name: 'Dashboard' })).toBeVisible();
   const all = await usageOf('');
