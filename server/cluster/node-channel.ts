@@ -32,6 +32,8 @@
 //   node → control plane, besides reports and claims:
 //     {type:'release', key, gen}  the node moves none of that customer's (or client's) bytes now
 //       and gives back its grant beyond KEEP_IDLE (store.releaseGrant), in order after its reports.
+//     {type:'stopping'}  a clean stop, after the node's last report: it is down at once (store.nodeStopped),
+//       not NODE_UP_SECONDS after its last contact; its next report makes it up again.
 //
 // A node may act only on sessions placed on it: counters and events of any other session are dropped.
 // What it may cost (one live channel, frame size, rates, claims in flight) is bounded in node-guard.ts.

@@ -37,6 +37,8 @@ export class NodeConnection {
   private listenersSeen = '';
   private closed = false;
   private helloSeen = false;
+  /** The node said it is stopping (once a connection: what it changes is the node's own row). */
+  private stoppingSaid = false;
   private building = false;
   /** A change came while a state was being built (it may have read before the change): build again after it. */
   private changedWhileBuilding = false;
@@ -125,8 +127,27 @@ export class NodeConnection {
     }
     if (msg.type === 'inspected') return this.shared.services.inspect?.answered(this.node.id, msg as Record<string, unknown>);
     if (msg.type === 'release') return this.release(msg as { key?: unknown; gen?: unknown });
+    if (msg.type === 'stopping') return this.stopping();
     if (msg.type !== 'report' || typeof msg.seq !== 'number' || !Number.isSafeInteger(msg.seq) || msg.seq < 0) return;
     this.report(msg, msg.seq);
+  }
+
+  /**
+   * A clean stop (SIGTERM, Ctrl-C), said after the node's last report: down from now on, not
+   * NODE_UP_SECONDS later, so that no session is placed on it and no proxy request relayed to it
+   * meanwhile. In order after its reports; its next contact (a restart) makes it up again.
+   */
+  private stopping(): void {
+    if (this.stoppingSaid) return;
+    this.stoppingSaid = true;
+    const { chains, services } = this.shared;
+    const node = this.node;
+    const prev = chains.get(node.id) ?? Promise.resolve();
+    chains.set(node.id, prev.then(async () => {
+      if (!(await services.data.nodeStopped(node.id))) return;
+      services.log.info({ node: node.name }, 'node stopping: down until it is back');
+      services.changes.emit();
+    }).catch((err: unknown) => services.log.warn({ node: node.name, err: String(err) }, 'recording a node\'s stop failed; it is down 10 s after its last report')));
   }
 
   /** After the reports sent before it (same chain), so the grant's `used` counts all it moved. */

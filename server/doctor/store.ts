@@ -2,7 +2,7 @@
 // and the cluster (each zone's nodes up or down, with their last contact), from the store.
 import type { ControlStore } from '../store/control.ts';
 import { MIGRATIONS } from '../store/migrations/index.ts';
-import type { NodeInfo, RelayNode } from '../store/repos/nodes.ts';
+import { nodeStateText, type NodeInfo, type RelayNode } from '../store/repos/nodes.ts';
 import { type Check, type CheckStatus, fail, messageOf, pass, warn, within, worst } from './report.ts';
 
 /** What the checks read of a database; the CLI opens it read-only, the server passes its own store. */
@@ -56,7 +56,7 @@ export interface ZoneNodes {
   catalogueActive: boolean;
 }
 
-const contact = (n: NodeInfo) => `${n.name} ${n.up ? 'up' : 'down'}, last contact ${n.last_contact ?? 'never'}`;
+const contact = (n: NodeInfo) => `${n.name} ${nodeStateText(n)}, last contact ${n.last_contact ?? 'never'}`;
 
 /**
  * One zone's finding: served here or nodes up (pass); every node down (fail: the zone was meant

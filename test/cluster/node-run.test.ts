@@ -5,7 +5,7 @@
 // the counters seen through the API and its events reach the control plane's event stream; a
 // restart of `serve` during the transfer loses no counted byte and counts none twice; a pause
 // through the API cuts the node's connection; `kill -9` of the node makes the zone inactive
-// while keeping the bytes it had reported. Without a control plane the node keeps carrying its
+// while keeping the bytes it had reported; a clean stop makes it inactive at once. Without a control plane the node keeps carrying its
 // sessions; `node remove` stops it. On PostgreSQL with two `serve` instances, a pause on the
 // instance the node is not connected to cuts it (NOTIFY), and a kill -9 of the one it is
 // connected to fails it over to the other without losing or double-counting a byte.
@@ -170,7 +170,7 @@ const zoneActive = async () => {
   return res.json.zones.find((z: { code: string }) => z.code === 'br-sao')?.has_active_nodes === true;
 };
 
-test('node run: active zone, placed links, counted traffic and events, serve restart without loss, pause cut, kill -9, restart', async () => {
+test('node run: active zone, placed links, counted traffic and events, serve restart without loss, pause cut, kill -9, restart, clean stop', async () => {
   const added = cli(['node', 'add', '--name', 'sao-1', '--zone', 'br-sao', '--public-host', '127.0.0.2', '--data-dir', dir]);
   assert.equal(added.status, 0, added.stderr);
   const nodeDir = tempDir('vad-node-');
@@ -261,6 +261,28 @@ test('node run: active zone, placed links, counted traffic and events, serve res
   await c3.closed;
   assert.equal(c3.received(), MORE, 'the restarted node carried the transfer');
   await countersReach(s.id, before.uploaded_bytes + up.length, before.downloaded_bytes + MORE, 'the restarted node\'s bytes counted on top');
+
+  // 5) A clean stop (SIGTERM): the node says so after its last report and is down at once, not
+  // 10 s after its last contact: the zone inactive, no new session placed on it, `node list` says
+  // stopped and when. Started again, it is up and no longer stopped.
+  const stoppedAt = Date.now();
+  const exited = new Promise((r) => nodeProc!.once('exit', r));
+  nodeProc!.kill('SIGTERM');
+  await exited;
+  await waitFor(async () => !(await zoneActive()), 5000, 'the zone turns inactive at once after a clean stop');
+  console.log(`zone inactive ${Date.now() - stoppedAt} ms after SIGTERM`);
+  assert.equal((await api('POST', '/sessions', { client_id: 'p', zone: 'br-sao' })).status, 422);
+  assert.match(cli(['node', 'list', '--data-dir', dir]).stdout, /^sao-1  br-sao  stopped \d{4}-\d\d-\d\dT[\d:.]+Z  last contact \d{4}-/m);
+  const sao1 = () => (JSON.parse(cli(['node', 'list', '--json', '--data-dir', dir]).stdout) as Array<{ name: string; up: boolean; stopped_at: string | null }>).find((n) => n.name === 'sao-1')!;
+  assert.equal(sao1().up, false);
+  assert.ok(Date.parse(sao1().stopped_at!) >= stoppedAt - 1000, 'stopped_at is the time of the stop');
+  await startNode(added.stdout.trim(), nodeDir);
+  await waitFor(zoneActive, 8000, 'the zone turns active again after the clean stop');
+  assert.deepEqual([sao1().up, sao1().stopped_at], [true, null]);
+  assert.equal((await api('POST', '/sessions', { client_id: 'p', zone: 'br-sao' })).status, 201);
+  const last = new Promise((r) => nodeProc!.once('exit', r));
+  nodeProc!.kill('SIGTERM'); // the next tests run nodes of their own in the zone
+  await last;
 });
 
 test('the node channel refuses API tokens and unknown node tokens; node run refuses bad flags', async () => {

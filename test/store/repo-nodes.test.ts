@@ -1,5 +1,5 @@
 // The nodes and placements repositories on both databases: a node's token (hashed, never an API
-// token), contact and "up" by the database clock, ports, listeners, relays, zones; placement by
+// token), contact and "up" by the database clock (and a clean stop), ports, listeners, relays, zones; placement by
 // load, the sessions on a node or moved from it, the nodes of placed sessions.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -28,6 +28,7 @@ eachDialect('nodes: add, find by id, name and token, contact and up, ports, list
     created_at: a.node.created_at,
     last_contact: null,
     up: false,
+    stopped_at: null,
     tls: false,
     tls_pcs: null,
   });
@@ -77,6 +78,20 @@ eachDialect('nodes: add, find by id, name and token, contact and up, ports, list
 
   assert.equal(await db.run(nodeOps.nodeReportSeq(a.node.id)), 0);
   assert.equal(await db.run(nodeOps.nodeReportSeq(randomUUID())), undefined);
+
+  // A clean stop: down at once (no relay, no zone), its contact kept; its next contact makes it up again.
+  assert.equal(await db.run(nodeOps.nodeStopped(a.node.id)), true);
+  assert.equal(await db.run(nodeOps.nodeStopped(randomUUID())), false);
+  fra1 = (await db.run(nodeOps.getNode(a.node.id)))!;
+  assert.equal(fra1.up, false);
+  assert.match(fra1.stopped_at!, ISO);
+  assert.ok(Math.abs(Date.parse(fra1.stopped_at!) - Date.now()) < 5000, 'stopped now');
+  assert.match(fra1.last_contact!, ISO);
+  assert.deepEqual([await db.run(nodeOps.relayNodes()), (await db.run(nodeOps.upNodes('de-fra'))).map((n) => n.name)], [[], ['fra-2']]);
+  await db.run(nodeOps.touchNode(a.node.id));
+  fra1 = (await db.run(nodeOps.getNode(a.node.id)))!;
+  assert.deepEqual([fra1.up, fra1.stopped_at], [true, null]);
+  assert.equal((await db.run(nodeOps.relayNodes())).length, 1);
 
   // Out of contact for more than 10 s: down, and no longer a relay.
   await contactAgo(db, a.node.id, 11);

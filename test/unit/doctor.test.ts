@@ -128,7 +128,7 @@ describe('doctor: ports, host, egress, clock', () => {
 
 const node = (name: string, zone: string, up: boolean): NodeInfo => ({
   id: name, name, zone, public_host: '127.0.0.2', vless_ws_port: null, vless_tcp_port: null, proxy_port: null, token_prefix: 'vadn_x',
-  created_at: '2026-01-01T00:00:00.000Z', last_contact: up ? new Date().toISOString() : null, up, tls: false, tls_pcs: null,
+  created_at: '2026-01-01T00:00:00.000Z', last_contact: up ? new Date().toISOString() : null, up, stopped_at: null, tls: false, tls_pcs: null,
 });
 
 describe('doctor: database, cluster, zones', () => {

@@ -120,6 +120,9 @@ const SHARED: Migration[] = [
   UPDATE audit_log SET session_seq = (SELECT seq FROM sessions WHERE sessions.id = audit_log.session_id) WHERE session_id IS NOT NULL;
   DROP INDEX audit_by_session;
   CREATE INDEX audit_by_session_seq ON audit_log (customer_id, session_seq, id);`,
+  // 23 (repos/nodes.ts): when a node said it was stopping (a clean stop); it is down from then on, not
+  // NODE_UP_SECONDS later. Its next contact clears it.
+  `ALTER TABLE nodes ADD COLUMN stopped_at {time};`,
 ];
 
 export const MIGRATIONS: readonly Migration[] = [...LEGACY, ...SHARED];

@@ -8,7 +8,7 @@ import { all, allAs, bool, getAs, marks, run, runNotifying, type Op } from '../s
 import { hashToken } from './tokens.ts';
 
 export const NODE_TOKEN_PREFIX = 'vadn_';
-/** A zone has active nodes when one of its nodes was in contact within this many seconds. */
+/** A zone has active nodes when one of its nodes was in contact within this many seconds (and did not say it stopped). */
 export const NODE_UP_SECONDS = 10;
 
 export interface NodeInfo {
@@ -23,13 +23,18 @@ export interface NodeInfo {
   created_at: string;
   /** ISO time of the node's last contact, null before the first. */
   last_contact: string | null;
-  /** In contact within the up window (NODE_UP_SECONDS). */
+  /** In contact within the up window (NODE_UP_SECONDS), and not stopped since. */
   up: boolean;
+  /** ISO time the node said it was stopping (a clean stop: down at once); null when it has been in contact since. */
+  stopped_at: string | null;
   /** Its VLESS and proxy listeners serve TLS (as it last reported). */
   tls: boolean;
   /** SHA-256 of its self-signed certificate (links' `pcs`); null for a CA-signed one or without TLS. */
   tls_pcs: string | null;
 }
+
+/** A node's state in words (`node list`, doctor): up, stopped (a clean stop, and when) or down. */
+export const nodeStateText = (n: Pick<NodeInfo, 'up' | 'stopped_at'>): string => (n.up ? 'up' : n.stopped_at ? `stopped ${n.stopped_at}` : 'down');
 
 /** The listener ports a node is added with and reports (touchNode). */
 const PORTS = ['vless_ws_port', 'vless_tcp_port', 'proxy_port'] as const;
@@ -41,8 +46,8 @@ export type NodeListeners = Pick<NodeInfo, 'tls' | 'tls_pcs'> & { relay_port: nu
 /** An up node's geo relay listener (relayNodes). */
 export type RelayNode = Pick<NodeInfo, 'id' | 'name' | 'zone' | 'public_host'> & { relay_port: number; relay_pcs: string; token_hash: string };
 
-/** Contact within the up window, by the database clock. */
-export const UP_SQL = (alias: string) => `${alias}.last_contact > {ago:${NODE_UP_SECONDS}}`;
+/** Contact within the up window, by the database clock, and no clean stop since. */
+export const UP_SQL = (alias: string) => `(${alias}.last_contact > {ago:${NODE_UP_SECONDS}} AND ${alias}.stopped_at IS NULL)`;
 
 /** The columns of a NodeInfo from the nodes table under `alias`: up computed, last contact as ISO text. */
 export function nodeColumns(alias: string): string {
@@ -51,6 +56,7 @@ export function nodeColumns(alias: string): string {
     ...plain(['id', 'name', 'zone', 'public_host', 'vless_ws_port', 'vless_tcp_port', 'proxy_port', 'token_prefix', 'created_at']),
     `{iso:${alias}.last_contact} AS last_contact`,
     `COALESCE(${UP_SQL(alias)}, FALSE) AS up`,
+    `{iso:${alias}.stopped_at} AS stopped_at`,
     ...plain(['tls', 'tls_pcs']),
   ].join(', ');
 }
@@ -119,10 +125,18 @@ const relayNodes = () => all<RelayNode>(
 /** Zones with at least one up node. */
 const activeNodeZones = () => allAs((r: { zone: string }) => r.zone, `SELECT DISTINCT n.zone FROM nodes n WHERE ${UP_SQL('n')} ORDER BY n.zone`);
 
-/** Records a node's contact, by the database clock (and the ports it reports). */
+/** Records a node's contact, by the database clock (and the ports it reports): it is up, whatever it said before. */
 function* touchNode(id: string, ports: NodePorts = {}): Op<boolean> {
   const sets = PORTS.map((c) => `, ${c} = CASE WHEN ? THEN ? ELSE ${c} END`).join('');
-  return (yield* run(`UPDATE nodes SET last_contact = {now}${sets} WHERE id = ?`, ...PORTS.flatMap((c) => [c in ports, ports[c] ?? null]), id)) > 0;
+  return (yield* run(`UPDATE nodes SET last_contact = {now}, stopped_at = NULL${sets} WHERE id = ?`, ...PORTS.flatMap((c) => [c in ports, ports[c] ?? null]), id)) > 0;
+}
+
+/**
+ * A node said it is stopping (after its last report): down now, so that no new session is placed
+ * on it and no proxy request relayed to it, on any instance (each reads the up nodes every second).
+ */
+function* nodeStopped(id: string): Op<boolean> {
+  return (yield* runNotifying(NODES_NOTICE, 'UPDATE nodes SET stopped_at = {now} WHERE id = ?', id)) > 0;
 }
 
 /** The last report seq applied for the node (0: none; undefined: no such node). */
@@ -140,5 +154,6 @@ export const nodeOps = {
   relayNodes,
   activeNodeZones,
   touchNode,
+  nodeStopped,
   nodeReportSeq,
 };
