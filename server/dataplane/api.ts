@@ -123,6 +123,8 @@ export interface DataPlaneConfig {
   /** A session whose last connection closed stays active this long: a reconnection within it
    *  publishes no session_end/session_start pair. Default 2000; 0 ends at once. */
   reconnectGraceMs?: number;
+  /** A proxy sticky session (`sessid`) with no new connection for this long ends; default 60000. */
+  stickyIdleMs?: number;
   /** Extension (data plane): how long resolving a destination name may take; default 5000. */
   dnsTimeoutMs?: number;
   /** Extension (data plane): resolves destination names; default node's dns.lookup (the system resolver). */

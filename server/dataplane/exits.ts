@@ -7,7 +7,7 @@
 // exit round-robin (per place), and a relay the next slot each time it comes round, so that the
 // node's source addresses take turns too. With `sessid` the customer's key holds its exit (node and source
 // address) for `sesstime` minutes (default 10) from its first connection, or until 60 s pass
-// without a new connection; a key whose exit has gone moves to another (`moved`, which the proxy
+// (`stickyIdleMs`) without a new connection; a key whose exit has gone moves to another (`moved`, which the proxy
 // announces with `X-Proxy-Session-Moved: 1`), or with `strict` fails (`sticky_exit_gone`).
 //
 // Sticky state is kept in memory by the entry process, per customer (two customers' keys are
@@ -75,11 +75,13 @@ export class ExitSelector {
   private readonly turn = new Map<string, number>();
   private lastSweep = 0;
   private readonly maxKeys: number;
+  private readonly idleMs: number;
   private readonly now: () => number;
   private readonly random: () => number;
 
-  constructor(opts: { maxKeysPerCustomer?: number; now?: () => number; random?: () => number } = {}) {
+  constructor(opts: { maxKeysPerCustomer?: number; idleMs?: number; now?: () => number; random?: () => number } = {}) {
     this.maxKeys = opts.maxKeysPerCustomer ?? DEFAULT_MAX_KEYS_PER_CUSTOMER;
+    this.idleMs = opts.idleMs ?? STICKY_IDLE_MS;
     this.now = opts.now ?? Date.now;
     this.random = opts.random ?? Math.random;
   }
@@ -97,7 +99,7 @@ export class ExitSelector {
     if (!mine) this.keys.set(customerId, (mine = new Map()));
     const held = mine.get(opts.sessid);
     mine.delete(opts.sessid); // set again below: the map's order is least recently used first
-    const live = held && held.place === place && now < held.expiresAt && now - held.lastUsed < STICKY_IDLE_MS ? held : undefined;
+    const live = held && held.place === place && now < held.expiresAt && now - held.lastUsed < this.idleMs ? held : undefined;
     if (live) {
       const exit = stillThere(live.exit, exits);
       if (exit) return this.keep(mine, opts.sessid, { ...live, exit, lastUsed: now }, false);
@@ -145,7 +147,7 @@ export class ExitSelector {
     if (now - this.lastSweep < SWEEP_MS) return;
     this.lastSweep = now;
     for (const [customer, mine] of this.keys) {
-      for (const [k, s] of mine) if (now >= s.expiresAt || now - s.lastUsed >= STICKY_IDLE_MS) mine.delete(k);
+      for (const [k, s] of mine) if (now >= s.expiresAt || now - s.lastUsed >= this.idleMs) mine.delete(k);
       if (mine.size === 0) this.keys.delete(customer);
     }
     if (this.turn.size > 10_000) this.turn.clear();

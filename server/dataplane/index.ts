@@ -55,7 +55,7 @@ function inboundContext(deps: DataPlaneDeps, runtime: Runtime, open: Set<Connect
     },
     prepare: deps.store.prepare ? (id) => deps.store.prepare!(id) : undefined,
     ...(deps.geo ? { geo: deps.geo } : {}),
-    exits: new ExitSelector(),
+    exits: new ExitSelector({ idleMs: cfg.stickyIdleMs }),
     egressAddresses: cfg.egressAddresses ?? [],
   };
 }

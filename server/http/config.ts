@@ -105,7 +105,7 @@ export interface HttpTimeouts {
 
 export const DEFAULT_HTTP_TIMEOUTS: HttpTimeouts = { headersMs: 10_000, requestMs: 30_000, keepAliveMs: 65_000, idleMs: 120_000, checkIntervalMs: 5000 };
 
-export type ConnectionLimits = Pick<DataPlaneConfig, 'idleTimeoutMs' | 'wsPingIntervalMs' | 'keepAliveMs' | 'maxConnectionsPerSession' | 'dnsTimeoutMs' | 'connectionRatePerSecond' | 'connectionBurst' | 'reconnectGraceMs'>;
+export type ConnectionLimits = Pick<DataPlaneConfig, 'idleTimeoutMs' | 'wsPingIntervalMs' | 'keepAliveMs' | 'maxConnectionsPerSession' | 'dnsTimeoutMs' | 'connectionRatePerSecond' | 'connectionBurst' | 'reconnectGraceMs' | 'stickyIdleMs'>;
 
 /** The service settings the routes read (services.settings). */
 export interface Settings {
