@@ -2,6 +2,7 @@
 // reports applied in order and acknowledged, its grant releases and its session claims answered.
 import type { WebSocket } from 'ws';
 import type { NodeInfo } from '../store/store.ts';
+import { NODE_UP_SECONDS } from '../store/repos/nodes.ts';
 import { GrantPace } from './shares.ts';
 import { mergeClientLimits } from '../contract/client-limits.ts';
 import { NodeBoot } from './crash-repair.ts';
@@ -140,34 +141,47 @@ export class NodeConnection {
   private stopping(): void {
     if (this.stoppingSaid) return;
     this.stoppingSaid = true;
-    const { chains, services } = this.shared;
+    const { services } = this.shared;
     const node = this.node;
-    const prev = chains.get(node.id) ?? Promise.resolve();
-    chains.set(node.id, prev.then(async () => {
-      if (!(await services.data.nodeStopped(node.id))) return;
-      services.log.info({ node: node.name }, 'node stopping: down until it is back');
-      services.changes.emit();
-    }).catch((err: unknown) => services.log.warn({ node: node.name, err: String(err) }, 'recording a node\'s stop failed; it is down 10 s after its last report')));
+    this.inOrder(
+      async () => {
+        if (!(await services.data.nodeStopped(node.id))) return;
+        services.log.info({ node: node.name }, 'node stopping: down until it is back');
+        services.changes.emit();
+      },
+      (err) => services.log.warn({ node: node.name, err: String(err) }, `recording a node's stop failed; it is down ${NODE_UP_SECONDS} s after its last report`),
+    );
+  }
+
+  /**
+   * Runs `work` once everything queued before it for this node (reports, grant releases, its
+   * stop; on any of its channels) is done; `failed` takes its error.
+   */
+  private inOrder(work: () => Promise<void>, failed: (err: unknown) => void): void {
+    const { chains } = this.shared;
+    chains.set(this.node.id, (chains.get(this.node.id) ?? Promise.resolve()).then(work).catch(failed));
   }
 
   /** After the reports sent before it (same chain), so the grant's `used` counts all it moved. */
   private release({ key, gen }: { key?: unknown; gen?: unknown }): void {
-    const { chains, services } = this.shared;
+    const { services } = this.shared;
     const { data, log } = services;
     const node = this.node;
     if (typeof key !== 'string' || key.length > 300 || typeof gen !== 'number' || !Number.isSafeInteger(gen) || !this.guard.release()) return;
     const [customer, client = ''] = key.split('\u0000');
-    const prev = chains.get(node.id) ?? Promise.resolve();
-    chains.set(node.id, prev.then(async () => {
-      if (!this.guard.next() || !(await data.releaseGrant(node.id, customer, client, gen))) return;
-      log.debug({ node: node.name }, 'a node gave back an unused grant');
-      // The other nodes on this instance may be granted it now (others hear of it from the store's notice).
-      services.changes.emit();
-    }).catch((err: unknown) => log.warn({ node: node.name, err: String(err) }, 'releasing a node grant failed; the node asks again')));
+    this.inOrder(
+      async () => {
+        if (!this.guard.next() || !(await data.releaseGrant(node.id, customer, client, gen))) return;
+        log.debug({ node: node.name }, 'a node gave back an unused grant');
+        // The other nodes on this instance may be granted it now (others hear of it from the store's notice).
+        services.changes.emit();
+      },
+      (err) => log.warn({ node: node.name, err: String(err) }, 'releasing a node grant failed; the node asks again'),
+    );
   }
 
   private report(msg: NodeMessage, seq: number): void {
-    const { chains, openOf, audit, services } = this.shared;
+    const { openOf, audit, services } = this.shared;
     const { data } = services;
     const { node, guard, boot } = this;
     if (!guard.report(seq)) return; // not applied, not acknowledged: the node resends it
@@ -183,9 +197,8 @@ export class NodeConnection {
     // The channel's first report names the node's process (crash-repair.ts).
     const hello = this.helloSeen ? null : (msg as { boot?: unknown; boot_seq?: unknown });
     this.helloSeen = true;
-    const prev = chains.get(node.id) ?? Promise.resolve();
-    const next = prev
-      .then(async () => {
+    this.inOrder(
+      async () => {
         if (!guard.next(seq)) return;
         await data.touchNode(node.id, ports);
         if (hello) await boot.hello(hello.boot, hello.boot_seq);
@@ -199,9 +212,9 @@ export class NodeConnection {
         await applyReport(services, audit, node, { seq, counters: msg.counters, events: msg.events }, boot.stale(seq));
         await boot.applied(seq);
         if (!this.closed) this.ws.send(JSON.stringify({ type: 'ack', seq }));
-      })
-      .catch((err: unknown) => guard.failed(seq, err)); // logged there, at most once a second
-    chains.set(node.id, next);
+      },
+      (err) => guard.failed(seq, err), // logged there, at most once a second
+    );
   }
 
   /**

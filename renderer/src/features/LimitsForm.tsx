@@ -155,7 +155,6 @@ interface Sent {
   period: ResetPeriod;
 }
 
-
 export function LimitsForm({ idPrefix, title, fields, st, unset, saveLabel, deleteLabel, onSave, onDelete, onRetry, note }: LimitsFormProps) {
   const [texts, setTexts] = useState<Record<string, string>>(() => toTexts(fields, st.record));
   const [submitted, setSubmitted] = useState(false);
