@@ -34,6 +34,8 @@
 //       and gives back its grant beyond KEEP_IDLE (store.releaseGrant), in order after its reports.
 //     {type:'stopping'}  a clean stop, after the node's last report: it is down at once (store.nodeStopped),
 //       not NODE_UP_SECONDS after its last contact; its next report makes it up again.
+//   A channel that ends without 'stopping' (the node crashed, or its way here broke) makes the node
+//   down NODE_LOST_SECONDS later unless it was in contact meanwhile on any instance (store.nodeLost).
 //
 // A node may act only on sessions placed on it: counters and events of any other session are dropped.
 // What it may cost (one live channel, frame size, rates, claims in flight) is bounded in node-guard.ts.
@@ -63,7 +65,7 @@ export function createNodeChannel(services: NodeChannelDeps): NodeChannel {
   const { data, log } = services;
   const wss = new WebSocketServer({ noServer: true, maxPayload: NODE_FRAME_LIMIT });
   const guards = createNodeGuards(log);
-  const shared: ChannelShared = { services, chains: new Map(), openOf: new Map(), audit: new RelayAudit(log, services.metrics.registry) };
+  const shared: ChannelShared = { services, chains: new Map(), openOf: new Map(), audit: new RelayAudit(log, services.metrics.registry), lost: new Set(), closing: false };
   const sweep = startRepairSweep(services);
   services.metrics.openConnections(() => [...shared.openOf.values()]);
 
@@ -99,6 +101,9 @@ export function createNodeChannel(services: NodeChannelDeps): NodeChannel {
     },
     close() {
       sweep.stop();
+      shared.closing = true;
+      for (const t of shared.lost) clearTimeout(t);
+      shared.lost.clear();
       for (const ws of wss.clients) ws.terminate();
       wss.close();
     },

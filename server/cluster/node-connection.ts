@@ -13,6 +13,12 @@ import { applyReport, listenerFacts, openCount, portsOf, type NodeMessage } from
 
 /** How often the state sent to a node is rebuilt and compared with the last one sent. */
 const STATE_MS = 250;
+/**
+ * A channel that ends without the node's stop: the node is down once this many seconds pass
+ * without its contact on any instance (a crash, `kill -9`), not NODE_UP_SECONDS after its last
+ * one. A node that reconnects within it (its first report is contact) is not marked.
+ */
+export const NODE_LOST_SECONDS = 2;
 
 /** What every node's connection shares with the channel. */
 export interface ChannelShared {
@@ -23,6 +29,10 @@ export interface ChannelShared {
   openOf: Map<string, { zone: string; node: string; count: number }>;
   /** What exits carried for each entry against what the entry counted (relay-audit.ts). */
   audit: RelayAudit;
+  /** Lost channels waiting NODE_LOST_SECONDS (cleared when the channel closes). */
+  lost: Set<NodeJS.Timeout>;
+  /** This instance is closing its channels: their nodes are not lost, they reconnect elsewhere. */
+  closing: boolean;
 }
 
 type Claim = { id?: unknown; session?: unknown; active?: unknown };
@@ -79,6 +89,7 @@ export class NodeConnection {
       stopSignal();
       detach?.();
       log.info({ node: node.name, id: short }, 'node disconnected');
+      if (!this.stoppingSaid && !this.shared.closing) this.lost();
     });
     ws.on('error', () => ws.terminate());
   }
@@ -151,6 +162,28 @@ export class NodeConnection {
       },
       (err) => services.log.warn({ node: node.name, err: String(err) }, `recording a node's stop failed; it is down ${NODE_UP_SECONDS} s after its last report`),
     );
+  }
+
+  /**
+   * The channel ended without the node's stop: NODE_LOST_SECONDS later, unless the node was in
+   * contact meanwhile (here or on another instance), it is down (store.nodeLost), so that no
+   * session is placed on it and no proxy request relayed to it for the rest of the up window.
+   */
+  private lost(): void {
+    const { services, lost } = this.shared;
+    const node = this.node;
+    const timer = setTimeout(() => {
+      lost.delete(timer);
+      this.inOrder(
+        async () => {
+          if (!(await services.data.nodeLost(node.id, NODE_LOST_SECONDS))) return;
+          services.log.warn({ node: node.name }, `node lost: its channel ended without a stop and nothing came from it for ${NODE_LOST_SECONDS} s; down until it is back`);
+          services.changes.emit();
+        },
+        (err) => services.log.warn({ node: node.name, err: String(err) }, `recording a lost node failed; it is down ${NODE_UP_SECONDS} s after its last report`),
+      );
+    }, NODE_LOST_SECONDS * 1000);
+    lost.add(timer);
   }
 
   /**

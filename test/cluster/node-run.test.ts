@@ -5,7 +5,8 @@
 // the counters seen through the API and its events reach the control plane's event stream; a
 // restart of `serve` during the transfer loses no counted byte and counts none twice; a pause
 // through the API cuts the node's connection; `kill -9` of the node makes the zone inactive
-// while keeping the bytes it had reported; a clean stop makes it inactive at once. Without a control plane the node keeps carrying its
+// (its channel lost: within NODE_LOST_SECONDS, not the up window) while keeping the bytes it had
+// reported; a clean stop makes it inactive at once. Without a control plane the node keeps carrying its
 // sessions; `node remove` stops it. On PostgreSQL with two `serve` instances, a pause on the
 // instance the node is not connected to cuts it (NOTIFY), and a kill -9 of the one it is
 // connected to fails it over to the other without losing or double-counting a byte.
@@ -22,6 +23,7 @@ import { printedToken, serve, type ServeProcess } from '../helpers/cli.ts';
 import { startPostgres, type PgServer } from '../helpers/postgres.ts';
 import { openRaw } from '../helpers/sse.ts';
 import { CLI, NODE, ROOT, removeDir, tempDir, waitFor } from '../helpers/server.ts';
+import { NODE_UP_SECONDS } from '../../server/store/repos/nodes.ts';
 
 const dirs: string[] = [];
 let dir: string;
@@ -171,6 +173,8 @@ const zoneActive = async () => {
 };
 
 test('node run: active zone, placed links, counted traffic and events, serve restart without loss, pause cut, kill -9, restart, clean stop', async () => {
+  /** sao-1 as `node list --json` shows it. */
+  const nodeListed = () => (JSON.parse(cli(['node', 'list', '--json', '--data-dir', dir]).stdout) as Array<{ name: string; up: boolean; stopped_at: string | null; last_contact: string | null }>).find((n) => n.name === 'sao-1')!;
   const added = cli(['node', 'add', '--name', 'sao-1', '--zone', 'br-sao', '--public-host', '127.0.0.2', '--data-dir', dir]);
   assert.equal(added.status, 0, added.stderr);
   const nodeDir = tempDir('vad-node-');
@@ -242,6 +246,12 @@ test('node run: active zone, placed links, counted traffic and events, serve res
   const killedAt = Date.now();
   await waitFor(async () => !(await zoneActive()), 15_000, 'the zone turns inactive within 15 s');
   console.log(`zone inactive ${Date.now() - killedAt} ms after kill -9`);
+  // Down because its channel ended without a stop (found lost), not because its last contact is
+  // older than the up window: that contact is recent still; `node list` says down, not stopped.
+  const lostNode = nodeListed();
+  assert.deepEqual([lostNode.up, lostNode.stopped_at], [false, null]);
+  assert.ok(Date.now() - Date.parse(lostNode.last_contact!) < NODE_UP_SECONDS * 1000, `down with its last contact ${lostNode.last_contact} within the up window`);
+  assert.match(cli(['node', 'list', '--data-dir', dir]).stdout, /^sao-1  br-sao  down  last contact \d{4}-/m);
   const afterKill = (await api('GET', `/sessions/${s.id}`)).json;
   assert.equal(afterKill.downloaded_bytes, before.downloaded_bytes);
   assert.equal(afterKill.uploaded_bytes, before.uploaded_bytes);
@@ -273,7 +283,7 @@ test('node run: active zone, placed links, counted traffic and events, serve res
   console.log(`zone inactive ${Date.now() - stoppedAt} ms after SIGTERM`);
   assert.equal((await api('POST', '/sessions', { client_id: 'p', zone: 'br-sao' })).status, 422);
   assert.match(cli(['node', 'list', '--data-dir', dir]).stdout, /^sao-1  br-sao  stopped \d{4}-\d\d-\d\dT[\d:.]+Z  last contact \d{4}-/m);
-  const sao1 = () => (JSON.parse(cli(['node', 'list', '--json', '--data-dir', dir]).stdout) as Array<{ name: string; up: boolean; stopped_at: string | null }>).find((n) => n.name === 'sao-1')!;
+  const sao1 = nodeListed;
   assert.equal(sao1().up, false);
   assert.ok(Date.parse(sao1().stopped_at!) >= stoppedAt - 1000, 'stopped_at is the time of the stop');
   await startNode(added.stdout.trim(), nodeDir);

@@ -3,7 +3,7 @@
 // load, the sessions on a node or moved from it, the nodes of placed sessions.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { nodeOps } from '../../server/store/repos/nodes.ts';
+import { nodeOps, nodeStateText } from '../../server/store/repos/nodes.ts';
 import { placementOps } from '../../server/store/repos/placements.ts';
 import { hashToken, tokenOps } from '../../server/store/repos/tokens.ts';
 import { contactAgo, customer, session, setStatus } from '../helpers/cluster-rows.ts';
@@ -92,6 +92,26 @@ eachDialect('nodes: add, find by id, name and token, contact and up, ports, list
   fra1 = (await db.run(nodeOps.getNode(a.node.id)))!;
   assert.deepEqual([fra1.up, fra1.stopped_at], [true, null]);
   assert.equal((await db.run(nodeOps.relayNodes())).length, 1);
+
+  // Found lost (its channel ended without a stop): not while it was in contact within the seconds
+  // given; once not, down (its contact and stop unchanged, still 'down' in words), once only; its
+  // next contact makes it up again. A stopped node is not lost as well.
+  assert.equal(await db.run(nodeOps.nodeLost(a.node.id, 5)), false);
+  assert.equal((await db.run(nodeOps.getNode(a.node.id)))!.up, true);
+  await contactAgo(db, a.node.id, 3);
+  assert.equal(await db.run(nodeOps.nodeLost(a.node.id, 2)), true);
+  assert.equal(await db.run(nodeOps.nodeLost(a.node.id, 2)), false);
+  fra1 = (await db.run(nodeOps.getNode(a.node.id)))!;
+  assert.deepEqual([fra1.up, fra1.stopped_at, nodeStateText(fra1)], [false, null, 'down']);
+  assert.match(fra1.last_contact!, ISO);
+  assert.deepEqual([await db.run(nodeOps.relayNodes()), (await db.run(nodeOps.upNodes('de-fra'))).map((n) => n.name)], [[], ['fra-2']]);
+  await db.run(nodeOps.touchNode(a.node.id));
+  assert.equal((await db.run(nodeOps.getNode(a.node.id)))!.up, true);
+  await db.run(nodeOps.nodeStopped(a.node.id));
+  await contactAgo(db, a.node.id, 3);
+  assert.equal(await db.run(nodeOps.nodeLost(a.node.id, 2)), false);
+  await db.run(nodeOps.touchNode(a.node.id));
+  assert.throws(() => nodeOps.nodeLost(a.node.id, 1.5).next(), RangeError);
 
   // Out of contact for more than 10 s: down, and no longer a relay.
   await contactAgo(db, a.node.id, 11);

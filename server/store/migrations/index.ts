@@ -123,6 +123,9 @@ const SHARED: Migration[] = [
   // 23 (repos/nodes.ts): when a node said it was stopping (a clean stop); it is down from then on, not
   // NODE_UP_SECONDS later. Its next contact clears it.
   `ALTER TABLE nodes ADD COLUMN stopped_at {time};`,
+  // 24 (repos/nodes.ts): when a node was found lost (its channel ended without a stop and no instance heard
+  // from it since); down from then on. Its next contact clears it.
+  `ALTER TABLE nodes ADD COLUMN lost_at {time};`,
 ];
 
 export const MIGRATIONS: readonly Migration[] = [...LEGACY, ...SHARED];

@@ -8,7 +8,7 @@ import { all, allAs, bool, getAs, marks, run, runNotifying, type Op } from '../s
 import { hashToken } from './tokens.ts';
 
 export const NODE_TOKEN_PREFIX = 'vadn_';
-/** A zone has active nodes when one of its nodes was in contact within this many seconds (and did not say it stopped). */
+/** A zone has active nodes when one of its nodes was in contact within this many seconds (and did not stop, nor was found lost). */
 export const NODE_UP_SECONDS = 10;
 
 export interface NodeInfo {
@@ -46,8 +46,8 @@ export type NodeListeners = Pick<NodeInfo, 'tls' | 'tls_pcs'> & { relay_port: nu
 /** An up node's geo relay listener (relayNodes). */
 export type RelayNode = Pick<NodeInfo, 'id' | 'name' | 'zone' | 'public_host'> & { relay_port: number; relay_pcs: string; token_hash: string };
 
-/** Contact within the up window, by the database clock, and no clean stop since. */
-export const UP_SQL = (alias: string) => `(${alias}.last_contact > {ago:${NODE_UP_SECONDS}} AND ${alias}.stopped_at IS NULL)`;
+/** Contact within the up window, by the database clock, and neither a clean stop nor found lost since. */
+export const UP_SQL = (alias: string) => `(${alias}.last_contact > {ago:${NODE_UP_SECONDS}} AND ${alias}.stopped_at IS NULL AND ${alias}.lost_at IS NULL)`;
 
 /** The columns of a NodeInfo from the nodes table under `alias`: up computed, last contact as ISO text. */
 export function nodeColumns(alias: string): string {
@@ -128,7 +128,7 @@ const activeNodeZones = () => allAs((r: { zone: string }) => r.zone, `SELECT DIS
 /** Records a node's contact, by the database clock (and the ports it reports): it is up, whatever it said before. */
 function* touchNode(id: string, ports: NodePorts = {}): Op<boolean> {
   const sets = PORTS.map((c) => `, ${c} = CASE WHEN ? THEN ? ELSE ${c} END`).join('');
-  return (yield* run(`UPDATE nodes SET last_contact = {now}, stopped_at = NULL${sets} WHERE id = ?`, ...PORTS.flatMap((c) => [c in ports, ports[c] ?? null]), id)) > 0;
+  return (yield* run(`UPDATE nodes SET last_contact = {now}, stopped_at = NULL, lost_at = NULL${sets} WHERE id = ?`, ...PORTS.flatMap((c) => [c in ports, ports[c] ?? null]), id)) > 0;
 }
 
 /**
@@ -137,6 +137,16 @@ function* touchNode(id: string, ports: NodePorts = {}): Op<boolean> {
  */
 function* nodeStopped(id: string): Op<boolean> {
   return (yield* runNotifying(NODES_NOTICE, 'UPDATE nodes SET stopped_at = {now} WHERE id = ?', id)) > 0;
+}
+
+/**
+ * A node's channel ended without its stop (the node crashed, or lost its way to this instance) and
+ * no instance has heard from it for `seconds` since: down now, not NODE_UP_SECONDS after its last
+ * contact. False when it was in contact meanwhile (it reconnected, here or to another instance).
+ */
+function* nodeLost(id: string, seconds: number): Op<boolean> {
+  if (!Number.isSafeInteger(seconds) || seconds < 0) throw new RangeError(`nodeLost: seconds must be a whole number, not ${seconds}`);
+  return (yield* runNotifying(NODES_NOTICE, `UPDATE nodes SET lost_at = {now} WHERE id = ? AND lost_at IS NULL AND stopped_at IS NULL AND last_contact <= {ago:${seconds}}`, id)) > 0;
 }
 
 /** The last report seq applied for the node (0: none; undefined: no such node). */
@@ -155,5 +165,6 @@ export const nodeOps = {
   activeNodeZones,
   touchNode,
   nodeStopped,
+  nodeLost,
   nodeReportSeq,
 };
