@@ -10,6 +10,10 @@
 // (`stickyIdleMs`) without a new connection; a key whose exit has gone moves to another (`moved`, which the proxy
 // announces with `X-Proxy-Session-Moved: 1`), or with `strict` fails (`sticky_exit_gone`).
 //
+// A relay the entry could not reach (proxy-admission.ts dialTarget: a node crashed or cut off, still
+// routed until the control plane finds it lost) is left out of its place's exits for
+// UNREACHABLE_MS, unless no other exit is left: new connections and sticky keys go elsewhere.
+//
 // Sticky state is kept in memory by the entry process, per customer (two customers' keys are
 // unrelated), at most `maxKeysPerCustomer` keys each (the least recently used one goes), swept of
 // expired entries at most every SWEEP_MS as connections come.
@@ -38,6 +42,8 @@ export type ExitChoice =
 export const DEFAULT_SESSTIME_MIN = 10;
 export const STICKY_IDLE_MS = 60_000;
 export const DEFAULT_MAX_KEYS_PER_CUSTOMER = 1000;
+/** How long a relay that could not be reached is left out (the control plane finds a lost node within seconds). */
+export const UNREACHABLE_MS = 10_000;
 const SWEEP_MS = 10_000;
 /** Relay slots: an exit node maps a slot onto its source addresses (slot modulo their count). */
 const SLOTS = 1 << 16;
@@ -73,15 +79,19 @@ function stillThere(exit: Exit, exits: Exit[]): Exit | undefined {
 export class ExitSelector {
   private readonly keys = new Map<string, Map<string, Sticky>>();
   private readonly turn = new Map<string, number>();
+  /** Relay nodes that could not be reached, until when they are left out. */
+  private readonly unreachableUntil = new Map<string, number>();
   private lastSweep = 0;
   private readonly maxKeys: number;
   private readonly idleMs: number;
+  private readonly unreachableMs: number;
   private readonly now: () => number;
   private readonly random: () => number;
 
-  constructor(opts: { maxKeysPerCustomer?: number; idleMs?: number; now?: () => number; random?: () => number } = {}) {
+  constructor(opts: { maxKeysPerCustomer?: number; idleMs?: number; unreachableMs?: number; now?: () => number; random?: () => number } = {}) {
     this.maxKeys = opts.maxKeysPerCustomer ?? DEFAULT_MAX_KEYS_PER_CUSTOMER;
     this.idleMs = opts.idleMs ?? STICKY_IDLE_MS;
+    this.unreachableMs = opts.unreachableMs ?? UNREACHABLE_MS;
     this.now = opts.now ?? Date.now;
     this.random = opts.random ?? Math.random;
   }
@@ -93,7 +103,7 @@ export class ExitSelector {
   pick(customerId: string, place: string, routes: GeoRoute[], localAddresses: readonly string[], opts: StickyOptions = {}): ExitChoice {
     const now = this.now();
     this.sweep(now);
-    const exits = exitsOf(routes, localAddresses, Math.floor(this.random() * SLOTS));
+    const exits = this.reachable(exitsOf(routes, localAddresses, Math.floor(this.random() * SLOTS)), now);
     if (!opts.sessid) return exits.length ? { ok: true, exit: this.next(place, exits), moved: false } : { ok: false, code: 'location_unavailable', message: `no exit is up in ${place} right now` };
     let mine = this.keys.get(customerId);
     if (!mine) this.keys.set(customerId, (mine = new Map()));
@@ -115,6 +125,19 @@ export class ExitSelector {
     const exit = exits[Math.floor(this.random() * exits.length)];
     const expiresAt = live ? live.expiresAt : now + (opts.sesstime ?? DEFAULT_SESSTIME_MIN) * 60_000;
     return this.keep(mine, opts.sessid, { place, exit, expiresAt, lastUsed: now }, live !== undefined);
+  }
+
+  /** The exit's relay could not be reached: left out of its place's exits for a while (an exit from here never is). */
+  unreachable(exit: Exit): void {
+    if (exit.route.via !== 'relay') return;
+    this.unreachableUntil.set(exit.route.node, this.now() + this.unreachableMs);
+  }
+
+  /** The exits less the relays that could not be reached lately; all of them when that leaves none. */
+  private reachable(exits: Exit[], now: number): Exit[] {
+    if (this.unreachableUntil.size === 0) return exits;
+    const left = exits.filter((e) => e.route.via !== 'relay' || !((this.unreachableUntil.get(e.route.node) ?? 0) > now));
+    return left.length ? left : exits;
   }
 
   /** Sticky keys held (for one customer, or all). */
@@ -151,6 +174,7 @@ export class ExitSelector {
       if (mine.size === 0) this.keys.delete(customer);
     }
     if (this.turn.size > 10_000) this.turn.clear();
+    for (const [node, until] of this.unreachableUntil) if (until <= now) this.unreachableUntil.delete(node);
   }
 }
 

@@ -17,9 +17,10 @@ import type { Connection } from './relay.ts';
 import { dialTcp, type OnData } from './outbound.ts';
 import { dialRelay } from './relay-dial.ts';
 import { EgressRefused } from './egress.ts';
+import { RelayRefused, RelayTimeout } from './relay-tls.ts';
 import { type Refusal, isFloodRefusal } from './admission.ts';
 import { type Exit, type ExitContext, pickExit, placeRoutes } from './exits.ts';
-import { checkGeo, refusalCode } from './proxy-answer.ts';
+import { checkGeo, ExitFailed, refusalCode } from './proxy-answer.ts';
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -130,20 +131,45 @@ export function admitOn(ctx: ProxyContext, conn: Connection, u: ProxyUser, desti
   return choice.ok ? choice : { ok: false, code: choice.code, message: choice.message };
 }
 
+/** A dialled destination, and whether the request's sticky key moved to reach it (a retry through another exit). */
+export interface Dialled {
+  socket: Socket;
+  moved: boolean;
+}
+
+/**
+ * The relay of an exit could not be reached (refused, reset, closed, another certificate than its
+ * pin): not its answer (a refusal, the destination unreachable from there) nor a time-out (the
+ * relay or the destination it dials may only be slow).
+ */
+const relayUnreachable = (err: Error) => !(err instanceof RelayRefused) && !(err instanceof EgressRefused) && !(err instanceof RelayTimeout);
+
 /**
  * Dials host:port from here (the egress policy applies, from the exit's source address) or
  * through the exit's relay node. A failure is logged, recorded for support when the egress
  * policy refused the destination, and rejected with the error (proxy-answer.ts dialFailure
- * classifies it).
+ * classifies it). A relay that could not be reached (a node crashed or cut off, still routed until
+ * the control plane finds it lost) is avoided for a while (exits.ts) and the request dialled once
+ * more through the exit chosen instead, as proxy providers do, so the client sees no failure; a
+ * sticky key moves with it (`moved`), or with `strict` fails `sticky_exit_gone`.
  */
-export function dialTarget(ctx: ProxyContext, conn: Connection, sessionId: string, exit: Exit, host: string, port: number, onData: OnData): Promise<Socket> {
+export function dialTarget(ctx: ProxyContext, conn: Connection, u: ProxyUser, exit: Exit, host: string, port: number, onData: OnData, retry = true): Promise<Dialled> {
   const { route, localAddress } = exit;
   const dialled = route.via === 'relay'
-    ? dialRelay(route, sessionId, host, port, ctx.connectTimeoutMs, onData)
+    ? dialRelay(route, u.sessionId, host, port, ctx.connectTimeoutMs, onData)
     : dialTcp(host, port, ctx.egress, ctx.connectTimeoutMs, onData, localAddress ? { ...ctx.dial, localAddress } : ctx.dial);
-  return dialled.catch((err: Error) => {
-    ctx.log.info({ transport: conn.transport, session: sessionId.slice(0, 8), ...(route.via === 'relay' ? { via: route.node } : {}), err: err.message }, 'proxy outbound failed');
-    if (err instanceof EgressRefused) record(ctx, conn, sessionId, 'destination_forbidden');
-    throw err;
+  return dialled.then((socket) => ({ socket, moved: false }), (err: Error) => {
+    const via = route.via === 'relay' ? { via: route.node } : {};
+    ctx.log.info({ transport: conn.transport, session: u.sessionId.slice(0, 8), ...via, err: err.message }, 'proxy outbound failed');
+    if (err instanceof EgressRefused) record(ctx, conn, u.sessionId, 'destination_forbidden');
+    if (route.via !== 'relay' || !relayUnreachable(err)) throw err;
+    ctx.exits.unreachable(exit);
+    const gone = new ExitFailed('bad_gateway', `${host}:${port}: the exit node could not be reached`);
+    if (!retry || conn.closed || !conn.lease) throw gone;
+    const again = pickExit(ctx, conn.lease.session.customer.id, u.target, u.routes);
+    if (!again.ok) throw again.code === 'sticky_exit_gone' ? new ExitFailed('sticky_exit_gone', again.message) : gone;
+    if (again.exit.route.via === 'relay' && again.exit.route.node === route.node) throw gone; // the place has no other exit
+    ctx.log.info({ transport: conn.transport, session: u.sessionId.slice(0, 8), ...via, to: again.exit.id }, 'proxy request retried through another exit');
+    return dialTarget(ctx, conn, u, again.exit, host, port, onData, false).then((d) => ({ socket: d.socket, moved: again.moved }));
   });
 }

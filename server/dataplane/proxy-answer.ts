@@ -63,8 +63,22 @@ export function refusalCode(reason: Refusal): ProxyErrorCode {
   }
 }
 
+/**
+ * A request failed at its exit, before any destination was dialled: no exit of its place could be
+ * reached (502), or a strict sticky key's exit could not and the key may not move (503).
+ */
+export class ExitFailed extends Error {
+  readonly code: 'bad_gateway' | 'sticky_exit_gone';
+
+  constructor(code: ExitFailed['code'], message: string) {
+    super(message);
+    this.code = code;
+  }
+}
+
 /** What a failed dial (direct or through a relay) answers: 403 for the egress policy, 504 for a time-out, else 502. */
 export function dialFailure(err: Error, host: string, port: number): { code: ProxyErrorCode; proxyError: string; message: string } {
+  if (err instanceof ExitFailed) return { code: err.code, proxyError: 'destination_unavailable', message: err.message };
   const where = `${host}:${port}`;
   if (err instanceof EgressRefused) return { code: 'destination_forbidden', proxyError: 'destination_ip_prohibited', message: `${where}: destination not allowed by the egress policy` };
   const errno = (err as NodeJS.ErrnoException).code;

@@ -179,6 +179,7 @@ function relay(ctx: ProxyContext, conn: Connection, req: Request): void {
   const { host, port, upload, body: bodyEnd } = req.target;
   const admitted = admitOn(ctx, conn, user, { host, port });
   if (!admitted.ok) return respond(conn, refusalAnswer(admitted));
+  // Read when the answer's head comes: a retry through another exit may move the key meanwhile.
   const moved = admitted.moved ? [SESSION_MOVED_HEADER] : [];
   // What of the client's bytes goes on: all of a tunnel; only the body of a plain request.
   const forward = (b: Buffer): Buffer | undefined => {
@@ -196,8 +197,11 @@ function relay(ctx: ProxyContext, conn: Connection, req: Request): void {
   req.gate(forward);
   const toClient: OnData = (b, release) => conn.fromOutbound(b, release);
   const onData = head.method === 'CONNECT' ? toClient : answerRewriter(toClient, () => conn.close('bad_answer'), moved);
-  dialTarget(ctx, conn, user.sessionId, admitted.exit, host, port, onData).then(
-    (s) => conn.startTcp(s, head.method === 'CONNECT' ? Buffer.from(['HTTP/1.1 200 Connection Established', ...moved, '', ''].join('\r\n')) : undefined),
+  dialTarget(ctx, conn, user, admitted.exit, host, port, onData).then(
+    (d) => {
+      if (d.moved && !moved.length) moved.push(SESSION_MOVED_HEADER);
+      conn.startTcp(d.socket, head.method === 'CONNECT' ? Buffer.from(['HTTP/1.1 200 Connection Established', ...moved, '', ''].join('\r\n')) : undefined);
+    },
     (err: Error) => {
       const f = dialFailure(err, host, port);
       respond(conn, errorResponse(f.code, f.message, { proxyError: f.proxyError }));

@@ -104,7 +104,7 @@ export function dialStep(route: RelayRoute, ms: number, opened: { destroy(): voi
   };
   const timer = setTimeout(() => {
     onLate?.();
-    fail(new Error(`the relay at node ${route.node} did not answer in time`));
+    fail(new RelayTimeout(`the relay at node ${route.node} did not answer in time`));
   }, Math.max(1, ms));
   return {
     fail,
@@ -117,6 +117,9 @@ export function dialStep(route: RelayRoute, ms: number, opened: { destroy(): voi
     },
   };
 }
+
+/** A dial step's time-out: the relay, or the destination it dials, is slow (not known to be gone). */
+export class RelayTimeout extends Error {}
 
 /** The relay's refusal of a request: `code` is its error (`forbidden`: the exit's egress policy). */
 export class RelayRefused extends Error {

@@ -18,7 +18,7 @@
 import type { Connection } from './relay.ts';
 import type { ProxyErrorCode } from '../contract/errors.ts';
 import { type Credential, type ProxyContext, type ProxyUser, admitOn, answerAndClose as finish, authenticate, dialTarget, placeOf } from './proxy-admission.ts';
-import { dialFailure } from './proxy-answer.ts';
+import { dialFailure, ExitFailed } from './proxy-answer.ts';
 import {
   CMD_CONNECT, CMD_UDP_ASSOCIATE, METHOD_NONE_ACCEPTABLE, METHOD_USERPASS, REP, type Address, type ReplyCode,
   encodeAuthStatus, encodeMethod, encodeReply, parseGreeting, parseRequest, parseUserPass,
@@ -38,6 +38,7 @@ export function replyForCode(code: ProxyErrorCode): ReplyCode {
 
 /** The reply code of a failed dial (from here or through a relay node), from the HTTP proxy's classification. */
 export function replyForDialError(err: Error): ReplyCode {
+  if (err instanceof ExitFailed) return REP.networkUnreachable;
   switch (dialFailure(err, '', 0).proxyError) {
     case 'destination_ip_prohibited': return REP.notAllowed;
     case 'dns_timeout': case 'destination_not_found': return REP.hostUnreachable;
@@ -110,8 +111,8 @@ function request(ctx: ProxyContext, conn: Connection, c: Credential, command: nu
   if (!admitted.ok) return finish(conn, encodeReply(replyForCode(admitted.code)));
   // A sticky session that moved (admitted.moved) cannot say so: a SOCKS5 reply has no header.
   conn.hold(rest);
-  dialTarget(ctx, conn, u.sessionId, admitted.exit, host, port, (b, release) => conn.fromOutbound(b, release)).then(
-    (s) => conn.startTcp(s, encodeReply(REP.succeeded, s.localAddress && s.localPort ? { host: s.localAddress, port: s.localPort } : undefined)),
+  dialTarget(ctx, conn, u, admitted.exit, host, port, (b, release) => conn.fromOutbound(b, release)).then(
+    ({ socket: s }) => conn.startTcp(s, encodeReply(REP.succeeded, s.localAddress && s.localPort ? { host: s.localAddress, port: s.localPort } : undefined)),
     (err: Error) => finish(conn, encodeReply(replyForDialError(err))),
   );
 }

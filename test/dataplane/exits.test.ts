@@ -1,9 +1,10 @@
 // Exit selection and sticky sessions (dataplane/exits.ts) on their own, with a test clock:
 // rotation, a key holding its exit, expiry by sesstime and by 60 s idle, moving when the exit
-// goes (or failing with strict), customers' keys apart, the per-customer bound.
+// goes (or failing with strict), customers' keys apart, the per-customer bound; a relay that could
+// not be reached left out for a while, unless it is the last.
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { ExitSelector, STICKY_IDLE_MS, pickExit, placeRoutes, type ExitChoice } from '../../server/dataplane/exits.ts';
+import { ExitSelector, STICKY_IDLE_MS, UNREACHABLE_MS, pickExit, placeRoutes, type ExitChoice } from '../../server/dataplane/exits.ts';
 import type { GeoRoute } from '../../server/dataplane/api.ts';
 
 const relay = (node: string): GeoRoute => ({ via: 'relay', node, host: '127.0.0.1', port: 1, pcs: 'p', from: 'serve', exp: 0, key: 'k' });
@@ -50,6 +51,26 @@ describe('exits', () => {
     c.add(STICKY_IDLE_MS);
     const idle = s.pick('c1', 'US', [relay('b')], ADDRS, { sessid: 'a' });
     assert.ok(idle.ok && !idle.moved && idle.exit.id === 'relay:b', '60 s without a connection: a new session');
+  });
+  test('a relay that could not be reached is left out for UNREACHABLE_MS, unless no other exit is left', () => {
+    const c = clock();
+    const s = new ExitSelector({ now: c.now, random: () => 0 });
+    const NL = [relay('a'), relay('b')];
+    const held = s.pick('c1', 'NL', NL, [], { sessid: 'k' });
+    const strict = s.pick('c1', 'NL', NL, [], { sessid: 's', strict: true });
+    assert.deepEqual([id(held), id(strict)], ['relay:a', 'relay:a']);
+    s.unreachable(held.ok ? held.exit : assert.fail());
+    s.unreachable({ id: 'here@any', route: HERE }); // never left out
+    assert.deepEqual(Array.from({ length: 4 }, () => id(s.pick('c2', 'NL', NL, []))), ['relay:b', 'relay:b', 'relay:b', 'relay:b']);
+    const moved = s.pick('c1', 'NL', NL, [], { sessid: 'k' });
+    assert.ok(moved.ok && moved.moved && moved.exit.id === 'relay:b', 'a key held on it moves');
+    assert.equal(id(s.pick('c1', 'NL', NL, [], { sessid: 's', strict: true })), 'sticky_exit_gone');
+    assert.equal(id(s.pick('c3', 'NL', [relay('a')], [])), 'relay:a', 'the last exit of a place is still tried');
+    assert.equal(id(s.pick('c3', 'US', [HERE, relay('a')], [])), 'here@any');
+    c.add(UNREACHABLE_MS);
+    assert.deepEqual(Array.from({ length: 2 }, () => id(s.pick('c2', 'NL', NL, []))).sort(), ['relay:a', 'relay:b'], 'back after UNREACHABLE_MS');
+    const back = s.pick('c1', 'NL', NL, [], { sessid: 's', strict: true });
+    assert.ok(back.ok && !back.moved && back.exit.id === 'relay:a', 'the strict key has its exit again');
   });
   test('the exit gone: the key moves (moved) or, strict, fails until its exit is back', () => {
     const c = clock();

@@ -2,7 +2,7 @@
 // handleUpgrade (what the real API server does).
 import { createServer, type Server } from 'node:http';
 import { createDataPlane } from '../../../server/dataplane/index.ts';
-import type { DataPlane, DataPlaneConfig } from '../../../server/dataplane/api.ts';
+import type { DataPlane, DataPlaneConfig, DataPlaneDeps } from '../../../server/dataplane/api.ts';
 import { MemoryDeps } from './memory-deps.ts';
 import type { VlessConfiguration } from './v2ray.ts';
 
@@ -17,9 +17,10 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-export async function startHarness(config: Partial<DataPlaneConfig> = {}): Promise<Harness> {
+/** `geo`: the cluster's routes, when the test gives the data plane exits beyond itself. */
+export async function startHarness(config: Partial<DataPlaneConfig> = {}, geo?: DataPlaneDeps['geo']): Promise<Harness> {
   const mem = new MemoryDeps(config);
-  const dp = createDataPlane(mem.deps);
+  const dp = createDataPlane(geo ? { ...mem.deps, geo } : mem.deps);
   const ports = await dp.start();
   const http = createServer((_req, res) => { res.statusCode = 404; res.end(); });
   http.on('upgrade', (req, socket, head) => {

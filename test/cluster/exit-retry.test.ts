@@ -1,0 +1,135 @@
+// The geo proxy when an exit's relay cannot be reached (its node crashed or was cut off, and is
+// still routed until the control plane finds it lost): the entry's real proxy (a data plane over
+// in-memory deps, test/dataplane/helpers) whose places leave through real relay listeners (TLS, in
+// this process), each from its own source address: DE through ams-a (127.0.0.2) and ams-b
+// (127.0.0.3), US through ams-c (127.0.0.4) and ams-b, JP through ams-c alone. The destination
+// answers with the source address it saw; real curl is the client, over HTTP and SOCKS5. Once ams-a
+// and ams-c are cut (listener and every connection, as a crash does):
+//  - a session key held on ams-c is retried through ams-b and moves (X-Proxy-Session-Moved: 1);
+//  - a strict key held on ams-a fails 503 sticky_exit_gone, not a dial error;
+//  - every new request, plain, CONNECT and SOCKS5, succeeds through ams-b: none fails;
+//  - a place whose only exit is cut answers 502 saying the exit node could not be reached (not
+//    that the destination refused), and SOCKS5 0x03.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { X509Certificate } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import { createRelayServer } from '../../server/node/relay-server.ts';
+import { keyExpiry, relayKey } from '../../server/dataplane/relay-grant.ts';
+import type { GeoRoute } from '../../server/dataplane/api.ts';
+import { pinOf } from '../../server/tls/certificates.ts';
+import { silentLogger } from '../../server/log.ts';
+import { startHarness, type Harness } from '../dataplane/helpers/harness.ts';
+import { curl } from '../dataplane/helpers/v2ray.ts';
+import { removeDir, tempDir } from '../helpers/server.ts';
+import { makeCert } from '../helpers/tls.ts';
+
+type Relay = ReturnType<typeof createRelayServer>;
+const dir = tempDir('vad-exit-retry-');
+const exp = keyExpiry();
+const relays = new Map<string, { server: Relay; route: GeoRoute }>();
+let h: Harness;
+let web: Server;
+let webPort = 0;
+let session = '';
+
+async function relay(node: string, address: string): Promise<void> {
+  const pair = makeCert(dir, node);
+  const tokenHash = Buffer.from(node.padEnd(32, '.')).toString('hex');
+  const server = createRelayServer({ cert: readFileSync(pair.cert, 'utf8'), key: readFileSync(pair.key, 'utf8'), tokenHash, entries: () => new Set(['serve']), egress: 'allow-all', egressAddresses: [address], log: silentLogger });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  const port = (server.address() as { port: number }).port;
+  relays.set(node, { server, route: { via: 'relay', node, host: '127.0.0.1', port, pcs: pinOf(new X509Certificate(pair.pem)), from: 'serve', exp, key: relayKey(tokenHash, 'serve', exp) } });
+}
+
+const PLACES: Record<string, string[]> = { DE: ['ams-a', 'ams-b'], US: ['ams-c', 'ams-b'], JP: ['ams-c'] };
+const routesOf = (country: string) => (PLACES[country] ?? []).map((n) => relays.get(n)!.route);
+
+before(async () => {
+  await relay('ams-a', '127.0.0.2');
+  await relay('ams-b', '127.0.0.3');
+  await relay('ams-c', '127.0.0.4');
+  h = await startHarness({}, { route: (country) => routesOf(country)[0] ?? null, routes: (country) => routesOf(country) });
+  session = h.mem.createSession({ reusable: true, client: 'retry' });
+  web = createServer((req, res) => res.end(req.socket.remoteAddress ?? ''));
+  await new Promise<void>((r) => web.listen(0, '127.0.0.1', () => r()));
+  webPort = (web.address() as { port: number }).port;
+});
+after(async () => {
+  await h?.close();
+  for (const r of relays.values()) await r.server.shutdown();
+  await new Promise<void>((r) => (web ? web.close(() => r()) : r()));
+  removeDir(dir);
+});
+
+interface Answer { status: number; body: string; moved: boolean; error?: string; proxyStatus?: string }
+
+/** One request through the entry's proxy with curl, user `<session><suffix>`; with `connect`, a CONNECT tunnel. */
+async function ask(suffix: string, connect = false): Promise<Answer> {
+  const r = await curl(['-v', '-x', `http://127.0.0.1:${h.proxyPort}`, '-U', `${session}${suffix}:${session}`, ...(connect ? ['-p'] : []), `http://127.0.0.1:${webPort}/where`], 10);
+  const heads = r.stderr.split('\n').filter((l) => l.startsWith('< ')).map((l) => l.slice(2).trim());
+  const statuses = heads.filter((l) => l.startsWith('HTTP/')).map((l) => Number(l.split(' ')[1]));
+  const value = (name: string) => heads.find((l) => l.toLowerCase().startsWith(`${name}:`))?.slice(name.length + 1).trim();
+  const error = value('x-proxy-error');
+  const proxyStatus = value('proxy-status');
+  return { status: statuses.at(-1) ?? 0, body: r.body.toString('utf8'), moved: value('x-proxy-session-moved') === '1', ...(error ? { error } : {}), ...(proxyStatus ? { proxyStatus } : {}) };
+}
+
+/** One request over SOCKS5 (curl's own client): the body, or curl's error (its exit code's words). */
+async function socks(suffix: string): Promise<{ body: string; stderr: string }> {
+  const r = await curl(['-x', `socks5h://${session}${suffix}:${session}@127.0.0.1:${h.proxyPort}`, `http://127.0.0.1:${webPort}/where`], 10);
+  return { body: r.body.toString('utf8'), stderr: r.stderr };
+}
+
+/** A session key that the entry placed on `address` (keys land on an exit at random). */
+async function keyOn(place: string, address: string, extra = ''): Promise<string> {
+  for (let i = 0; i < 40; i++) {
+    const key = `-cc-${place}-sessid-k${place}${i}${extra}`;
+    const a = await ask(key);
+    assert.equal(a.status, 200, JSON.stringify(a));
+    if (a.body === address) return key;
+  }
+  throw new Error(`no key landed on ${address}`);
+}
+
+test('an exit that cannot be reached: requests are retried through another exit, keys move or, strict, fail; the last exit gone is 502', async () => {
+  // Before: new requests rotate over both exits of DE.
+  const seen = new Set<string>();
+  for (let i = 0; i < 4; i++) seen.add((await ask('-cc-DE')).body);
+  assert.deepEqual([...seen].sort(), ['127.0.0.2', '127.0.0.3']);
+  const strictOnA = await keyOn('DE', '127.0.0.2', '-strict');
+  const keyOnC = await keyOn('US', '127.0.0.4');
+  assert.equal((await ask(keyOnC)).moved, false);
+
+  // ams-a and ams-c go as a crash takes them: the listener and every connection, at once.
+  await relays.get('ams-a')!.server.shutdown();
+  await relays.get('ams-c')!.server.shutdown();
+
+  // The key held on ams-c meets it gone, is retried through ams-b and moves there, and says so.
+  const moved = await ask(keyOnC);
+  assert.deepEqual([moved.status, moved.body, moved.moved], [200, '127.0.0.3', true], JSON.stringify(moved));
+  assert.deepEqual([(await ask(keyOnC)).body, (await ask(keyOnC)).moved], ['127.0.0.3', false], 'it stays on ams-b');
+
+  // The strict key held on ams-a: its exit cannot be reached and it may not move.
+  const strict = await ask(strictOnA);
+  assert.deepEqual([strict.status, strict.error], [503, 'sticky_exit_gone'], JSON.stringify(strict));
+
+  // Every new request succeeds, through ams-b: the round that meets ams-a is retried, then ams-a is left out.
+  for (const country of ['DE', 'US']) {
+    for (const connect of [false, true]) {
+      for (let i = 0; i < 3; i++) {
+        const a = await ask(`-cc-${country}`, connect);
+        assert.deepEqual([a.status, a.body], [200, '127.0.0.3'], `${country} ${connect ? 'CONNECT' : 'plain'} #${i}: ${JSON.stringify(a)}`);
+      }
+    }
+    assert.equal((await socks(`-cc-${country}`)).body, '127.0.0.3', `${country} over SOCKS5`);
+  }
+
+  // JP leaves through ams-c alone: tried, and the answer names the exit, not the destination.
+  const last = await ask('-cc-JP');
+  assert.deepEqual([last.status, last.error], [502, 'bad_gateway'], JSON.stringify(last));
+  assert.match(last.proxyStatus ?? '', /error=destination_unavailable; details=".*the exit node could not be reached"/);
+  assert.match(JSON.parse(last.body).error.message, /the exit node could not be reached/);
+  assert.match((await socks('-cc-JP')).stderr, /(unreachable|SOCKS5|0x03|\(3\))/i);
+});
