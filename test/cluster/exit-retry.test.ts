@@ -10,6 +10,9 @@
 //  - every new request, plain, CONNECT and SOCKS5, succeeds through ams-b: none fails;
 //  - a place whose only exit is cut answers 502 saying the exit node could not be reached (not
 //    that the destination refused), and SOCKS5 0x03.
+// Then the same with real processes: a control plane on a throwaway PostgreSQL (its own proxy the
+// entry) and two `vpn-access node run` exits of one zone; `kill -9` of one of them fails none of the
+// requests made right after, and the control plane finds it lost (down) while the zone stays up.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -22,8 +25,13 @@ import { pinOf } from '../../server/tls/certificates.ts';
 import { silentLogger } from '../../server/log.ts';
 import { startHarness, type Harness } from '../dataplane/helpers/harness.ts';
 import { curl } from '../dataplane/helpers/v2ray.ts';
-import { removeDir, tempDir } from '../helpers/server.ts';
+import { removeDir, tempDir, waitFor } from '../helpers/server.ts';
 import { makeCert } from '../helpers/tls.ts';
+import { startServer } from '../../server/serve.ts';
+import { callApi } from '../helpers/http.ts';
+import { startPostgres } from '../helpers/postgres.ts';
+import { nodeProcess, type NodeProcess } from '../helpers/cluster-procs.ts';
+import { writeZonesFile } from '../helpers/zones-file.ts';
 
 type Relay = ReturnType<typeof createRelayServer>;
 const dir = tempDir('vad-exit-retry-');
@@ -132,4 +140,41 @@ test('an exit that cannot be reached: requests are retried through another exit,
   assert.match(last.proxyStatus ?? '', /error=destination_unavailable; details=".*the exit node could not be reached"/);
   assert.match(JSON.parse(last.body).error.message, /the exit node could not be reached/);
   assert.match((await socks('-cc-JP')).stderr, /(unreachable|SOCKS5|0x03|\(3\))/i);
+});
+
+test('kill -9 of an exit node: the requests made right after all succeed through the other; it is found lost, the zone stays up', async (t) => {
+  const pg = await startPostgres(t);
+  const cpDir = tempDir('vad-exit-retry-cp-');
+  const srv = await startServer({ zonesFile: writeZonesFile(cpDir, ['nl-ams', 'Amsterdam', 'NL', 'amsterdam']), dataDir: cpDir, database: pg.url(), port: 0, vlessTcpPort: null, proxyPort: 0, egress: 'allow-all', rateLimit: { max: 100_000, windowMs: 60_000 } });
+  const nodes: NodeProcess[] = [];
+  t.after(async () => {
+    for (const n of nodes) await n.stop();
+    await srv.close();
+    for (const d of [cpDir, ...nodes.map((n) => n.dir)]) removeDir(d);
+  });
+  for (const [name, host] of [['ams-a', '127.0.0.2'], ['ams-b', '127.0.0.3']]) {
+    const n = await nodeProcess({ name, zone: 'nl-ams', host, database: pg.url(), controls: [srv.origin] });
+    nodes.push(n);
+    await n.start();
+  }
+  const owner = (await srv.services.data.createToken('exit-retry', 'owner')).token;
+  const id: string = (await callApi(srv.baseUrl, owner, 'POST', '/sessions', { client_id: 'retry', zone: 'de-fra', reusable: true })).json.id;
+  const through = async () => {
+    const r = await curl(['-x', `http://127.0.0.1:${srv.proxyPort}`, '-U', `${id}-cc-NL:${id}`, `http://127.0.0.1:${webPort}/where`], 10).catch((err: Error) => ({ body: Buffer.from(`failed: ${err.message}`) }));
+    return r.body.toString('utf8');
+  };
+  // Both exits carry (their routes reached the entry).
+  const seen = new Set<string>();
+  await waitFor(async () => seen.add(await through()).has('127.0.0.2') && seen.has('127.0.0.3'), 15_000, 'requests leave from both nodes');
+
+  await nodes[0].kill9();
+  const after = [];
+  for (let i = 0; i < 6; i++) after.push(await through());
+  assert.deepEqual(after, Array(6).fill('127.0.0.3'), 'every request right after the kill left through ams-b');
+
+  const listed = async () => (await srv.services.data.listNodes()).map((n) => [n.name, n.up]);
+  await waitFor(async () => JSON.stringify(await listed()) === JSON.stringify([['ams-a', false], ['ams-b', true]]), 8000, 'ams-a found lost');
+  const zone = ((await callApi(srv.baseUrl, owner, 'GET', '/zones')).json.zones as Array<{ code: string; has_active_nodes: boolean }>).find((z) => z.code === 'nl-ams');
+  assert.equal(zone?.has_active_nodes, true);
+  assert.equal(await through(), '127.0.0.3');
 });
