@@ -12,6 +12,12 @@ export type RelayRoute = Extract<GeoRoute, { via: 'relay' }>;
 
 /** Relays whose last TLS session is kept for resumption (the oldest forgotten first). */
 const MAX_SESSIONS = 1024;
+/**
+ * A relay completes its TCP and TLS handshakes within this (or the dial's own time-out, when
+ * shorter): a node that does not (hung, or its host gone) counts as not reached, so the proxy
+ * tries another exit (proxy-admission.ts), rather than as a slow destination.
+ */
+export const RELAY_HANDSHAKE_MS = 3000;
 
 /**
  * What every relay dial shares: one client context (a context of its own per dial was a tenth of
@@ -51,8 +57,8 @@ export function peerPin(socket: TLSSocket): string {
 
 /**
  * A TLS connection to the route's relay offering the application protocols `alpn`, resolved once
- * the relay is known to be the pinned one; rejected when it cannot be reached in time, closes, or
- * shows another certificate. `onread` (a TCP relay's gathered reads, relay-reads.ts) takes the
+ * the relay is known to be the pinned one; rejected when it cannot be reached, does not complete
+ * its handshakes within RELAY_HANDSHAKE_MS, closes, or shows another certificate. `onread` (a TCP relay's gathered reads, relay-reads.ts) takes the
  * connection's reads instead of 'data' events. The connection keeps a listener for 'error'.
  */
 export function connectPinned(route: RelayRoute, alpn: string[], timeoutMs: number, onread?: object): Promise<TLSSocket> {
@@ -67,7 +73,8 @@ export function connectPinned(route: RelayRoute, alpn: string[], timeoutMs: numb
     let verified = false;
     let issued: Buffer | undefined;
     tls.on('session', (b: Buffer) => (verified ? remember(key, b) : (issued = b)));
-    const step = dialStep(route, timeoutMs, tls, reject);
+    const ms = Math.min(timeoutMs, RELAY_HANDSHAKE_MS);
+    const step = dialStep(route, ms, tls, (err) => reject(err instanceof RelayTimeout ? new Error(`the relay at node ${route.node} did not complete its handshake in ${ms} ms`) : err));
     tls.once('error', step.fail);
     tls.once('close', step.closed);
     tls.once('secureConnect', () => {

@@ -10,6 +10,8 @@
 //  - every new request, plain, CONNECT and SOCKS5, succeeds through ams-b: none fails;
 //  - a place whose only exit is cut answers 502 saying the exit node could not be reached (not
 //    that the destination refused), and SOCKS5 0x03.
+// A relay that accepts but never completes its handshake (a hung node) counts as not reached
+// after RELAY_HANDSHAKE_MS: the request goes through the other exit, later ones leave it out.
 // Then the same with real processes: a control plane on a throwaway PostgreSQL (its own proxy the
 // entry) and two `vpn-access node run` exits of one zone; `kill -9` of one of them fails none of the
 // requests made right after, and the control plane finds it lost (down) while the zone stays up.
@@ -20,6 +22,8 @@ import { X509Certificate } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import { createRelayServer } from '../../server/node/relay-server.ts';
 import { keyExpiry, relayKey } from '../../server/dataplane/relay-grant.ts';
+import { RELAY_HANDSHAKE_MS } from '../../server/dataplane/relay-tls.ts';
+import { createServer as createTcpServer, type Socket } from 'node:net';
 import type { GeoRoute } from '../../server/dataplane/api.ts';
 import { pinOf } from '../../server/tls/certificates.ts';
 import { silentLogger } from '../../server/log.ts';
@@ -140,6 +144,33 @@ test('an exit that cannot be reached: requests are retried through another exit,
   assert.match(last.proxyStatus ?? '', /error=destination_unavailable; details=".*the exit node could not be reached"/);
   assert.match(JSON.parse(last.body).error.message, /the exit node could not be reached/);
   assert.match((await socks('-cc-JP')).stderr, /(unreachable|SOCKS5|0x03|\(3\))/i);
+});
+
+test('a hung exit (its relay accepts, never completes the handshake): the request goes through the other exit, later ones leave it out', async (t) => {
+  const held: Socket[] = [];
+  const hung = createTcpServer((sock) => {
+    held.push(sock);
+    sock.on('error', () => {}); // holds it, says nothing
+  });
+  await new Promise<void>((r) => hung.listen(0, '127.0.0.1', () => r()));
+  const b = relays.get('ams-b')!.route as Extract<GeoRoute, { via: 'relay' }>;
+  const silent: GeoRoute = { ...b, node: 'ams-hung', port: (hung.address() as { port: number }).port };
+  const entry = await startHarness({}, { route: () => silent, routes: (country) => (country === 'DE' ? [silent, b] : []) });
+  t.after(async () => {
+    await entry.close();
+    for (const sock of held) sock.destroy();
+    await new Promise<void>((r) => hung.close(() => r()));
+  });
+  const id = entry.mem.createSession({ reusable: true, client: 'hung' });
+  const started = Date.now();
+  const answers: string[] = [];
+  for (let i = 0; i < 4; i++) {
+    const r = await curl(['-x', `http://127.0.0.1:${entry.proxyPort}`, '-U', `${id}-cc-DE:${id}`, `http://127.0.0.1:${webPort}/where`], 15);
+    answers.push(r.body.toString('utf8'));
+  }
+  t.diagnostic(`4 requests in ${Date.now() - started} ms (the first waited for the hung relay's handshake: RELAY_HANDSHAKE_MS, ${RELAY_HANDSHAKE_MS} ms, or the dial's time-out when shorter)`);
+  assert.deepEqual(answers, Array(4).fill('127.0.0.3'));
+  assert.equal(held.length, 1, 'the hung relay was tried once, then left out');
 });
 
 test('kill -9 of an exit node: the requests made right after all succeed through the other; it is found lost, the zone stays up', async (t) => {
