@@ -16,7 +16,7 @@
 // The exit re-derives both and accepts a grant once: its entry is one the control plane lists as
 // a cluster member now, the key has not expired, `time` is within GRANT_MS of its own clock, the
 // destination is the one asked for, and the nonce was not seen within the window (RelayNonces).
-import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, createSecretKey, randomBytes, timingSafeEqual, type KeyObject } from 'node:crypto';
 
 /** A relay key is valid at most this long past the minute it was made in (renewed every minute). */
 export const KEY_MS = 2 * 60_000;
@@ -35,8 +35,23 @@ export interface RelayCredentials {
   grant: string;
 }
 
-const hmac = (key: Buffer | string, text: string) => createHmac('sha256', key).update(text).digest();
+const hmac = (key: Buffer | KeyObject, text: string) => createHmac('sha256', key).update(text).digest();
 const base = (tokenHash: string) => createHash('sha256').update(`vad-relay\u0000${tokenHash}`).digest();
+
+/** Relay keys as secret key objects, the most recent kept (an HMAC keyed by a Buffer makes one each time: five times its cost). */
+const MAX_KEY_OBJECTS = 1024;
+const keyObjects = new Map<string, KeyObject>();
+
+/** The key object of `name` (made by `make` the first time; the oldest forgotten past MAX_KEY_OBJECTS). */
+function keyObject(name: string, make: () => Buffer): KeyObject {
+  let k = keyObjects.get(name);
+  if (!k) {
+    if (keyObjects.size >= MAX_KEY_OBJECTS) keyObjects.delete(keyObjects.keys().next().value!);
+    k = createSecretKey(make());
+    keyObjects.set(name, k);
+  }
+  return k;
+}
 
 /** The key `from` uses for the relay of the node with this token hash (expiry `exp`, ms), hex. */
 export function relayKey(tokenHash: string, from: string, exp: number): string {
@@ -68,7 +83,7 @@ export function signRelayRequest(key: { from: string; exp: number; key: string }
 export function signRelayGrant(key: { from: string; exp: number; key: string }, sessionId: string, what: GrantKind, now = Date.now()): RelayCredentials {
   const session = sessionTag(sessionId);
   const nonce = randomBytes(16).toString('hex');
-  const grant = hmac(Buffer.from(key.key, 'hex'), grantText(session, what, nonce, now)).toString('hex');
+  const grant = hmac(keyObject(`sign\u0000${key.key}`, () => Buffer.from(key.key, 'hex')), grantText(session, what, nonce, now)).toString('hex');
   return { from: key.from, exp: key.exp, session, nonce, time: now, grant };
 }
 
@@ -87,7 +102,10 @@ export function verifyRelayGrant(tokenHash: string, entries: ReadonlySet<string>
   if (!entries.has(c.from)) return 'unauthorized';
   if (!/^[0-9a-f]{32}$/.test(c.session) || !/^[0-9a-f]{32}$/.test(c.nonce) || !/^[0-9a-f]{64}$/.test(c.grant)) return 'unauthorized';
   if (!Number.isSafeInteger(c.exp) || !Number.isSafeInteger(c.time)) return 'unauthorized';
-  const key = Buffer.from(relayKey(tokenHash, c.from, c.exp), 'hex');
+  const derive = () => Buffer.from(relayKey(tokenHash, c.from, c.exp), 'hex');
+  // Only a key whose expiry is in the window is kept: a forged one cannot fill the cache.
+  const live = c.exp >= now && c.exp <= now + KEY_MS + 60_000;
+  const key = live ? keyObject(`verify\u0000${tokenHash}\u0000${c.from}\u0000${c.exp}`, derive) : derive();
   const want = hmac(key, grantText(c.session, what, c.nonce, c.time));
   if (!timingSafeEqual(want, Buffer.from(c.grant, 'hex'))) return 'unauthorized';
   if (c.exp < now || c.exp > now + KEY_MS + 60_000 || Math.abs(now - c.time) > GRANT_MS) return 'expired';
