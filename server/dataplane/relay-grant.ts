@@ -103,12 +103,12 @@ export function verifyRelayGrant(tokenHash: string, entries: ReadonlySet<string>
   if (!/^[0-9a-f]{32}$/.test(c.session) || !/^[0-9a-f]{32}$/.test(c.nonce) || !/^[0-9a-f]{64}$/.test(c.grant)) return 'unauthorized';
   if (!Number.isSafeInteger(c.exp) || !Number.isSafeInteger(c.time)) return 'unauthorized';
   const derive = () => Buffer.from(relayKey(tokenHash, c.from, c.exp), 'hex');
-  // Only a key whose expiry is in the window is kept: a forged one cannot fill the cache.
+  // Only a key whose expiry is in the window is kept (a forged one cannot fill the cache); any other is expired.
   const live = c.exp >= now && c.exp <= now + KEY_MS + 60_000;
   const key = live ? keyObject(`verify\u0000${tokenHash}\u0000${c.from}\u0000${c.exp}`, derive) : derive();
   const want = hmac(key, grantText(c.session, what, c.nonce, c.time));
   if (!timingSafeEqual(want, Buffer.from(c.grant, 'hex'))) return 'unauthorized';
-  if (c.exp < now || c.exp > now + KEY_MS + 60_000 || Math.abs(now - c.time) > GRANT_MS) return 'expired';
+  if (!live || Math.abs(now - c.time) > GRANT_MS) return 'expired';
   return nonces.take(c.nonce, now);
 }
 
