@@ -152,16 +152,7 @@ export class NodeConnection {
   private stopping(): void {
     if (this.stoppingSaid) return;
     this.stoppingSaid = true;
-    const { services } = this.shared;
-    const node = this.node;
-    this.inOrder(
-      async () => {
-        if (!(await services.data.nodeStopped(node.id))) return;
-        services.log.info({ node: node.name }, 'node stopping: down until it is back');
-        services.changes.emit();
-      },
-      (err) => services.log.warn({ node: node.name, err: String(err) }, `recording a node's stop failed; it is down ${NODE_UP_SECONDS} s after its last report`),
-    );
+    this.markDown(() => this.shared.services.data.nodeStopped(this.node.id), 'info', 'node stopping: down until it is back', 'a node\'s stop');
   }
 
   /**
@@ -171,19 +162,34 @@ export class NodeConnection {
    */
   private lost(): void {
     const { services, lost } = this.shared;
-    const node = this.node;
     const timer = setTimeout(() => {
       lost.delete(timer);
-      this.inOrder(
-        async () => {
-          if (!(await services.data.nodeLost(node.id, NODE_LOST_SECONDS))) return;
-          services.log.warn({ node: node.name }, `node lost: its channel ended without a stop and nothing came from it for ${NODE_LOST_SECONDS} s; down until it is back`);
-          services.changes.emit();
-        },
-        (err) => services.log.warn({ node: node.name, err: String(err) }, `recording a lost node failed; it is down ${NODE_UP_SECONDS} s after its last report`),
+      this.markDown(
+        () => services.data.nodeLost(this.node.id, NODE_LOST_SECONDS),
+        'warn',
+        `node lost: its channel ended without a stop and nothing came from it for ${NODE_LOST_SECONDS} s; down until it is back`,
+        'a lost node',
       );
     }, NODE_LOST_SECONDS * 1000);
     lost.add(timer);
+  }
+
+  /**
+   * In order after the node's earlier messages, `record` marks it down in the store (false: nothing
+   * changed); when it did, `said` is logged and every channel hears of it. A failure leaves the
+   * node down only NODE_UP_SECONDS after its last report, as the warning says.
+   */
+  private markDown(record: () => Promise<boolean>, level: 'info' | 'warn', said: string, what: string): void {
+    const { services } = this.shared;
+    const node = this.node;
+    this.inOrder(
+      async () => {
+        if (!(await record())) return;
+        services.log[level]({ node: node.name }, said);
+        services.changes.emit();
+      },
+      (err) => services.log.warn({ node: node.name, err: String(err) }, `recording ${what} failed; it is down ${NODE_UP_SECONDS} s after its last report`),
+    );
   }
 
   /**
