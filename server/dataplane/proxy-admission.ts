@@ -142,16 +142,32 @@ export interface Dialled {
  * pin): not its answer (a refusal, the destination unreachable from there) nor a time-out (the
  * relay or the destination it dials may only be slow).
  */
-const relayUnreachable = (err: Error) => !(err instanceof RelayRefused) && !(err instanceof EgressRefused) && !(err instanceof RelayTimeout);
+export const relayUnreachable = (err: Error) => !(err instanceof RelayRefused) && !(err instanceof EgressRefused) && !(err instanceof RelayTimeout);
+
+/**
+ * Where a request goes whose exit's relay could not be reached (a node crashed or cut off, still
+ * routed until the control plane finds it lost), as proxy providers do: that relay is avoided for a
+ * while (exits.ts) and, on the first failure (`retry`), another exit of the place is chosen; a
+ * sticky key moves with it (`moved`). None: the place has no other exit, or (`sticky`) a strict key
+ * was held on the one that went.
+ */
+export function exitInstead(ctx: ProxyContext, conn: Connection, u: ProxyUser, exit: Exit, retry: boolean): { ok: true; exit: Exit; moved: boolean } | { ok: false; sticky?: string } {
+  ctx.exits.unreachable(exit);
+  if (!retry || conn.closed || !conn.lease) return { ok: false };
+  const again = pickExit(ctx, conn.lease.session.customer.id, u.target, u.routes);
+  if (!again.ok) return again.code === 'sticky_exit_gone' ? { ok: false, sticky: again.message } : { ok: false };
+  const { route } = exit;
+  if (route.via === 'relay' && again.exit.route.via === 'relay' && again.exit.route.node === route.node) return { ok: false }; // the place has no other exit
+  ctx.log.info({ transport: conn.transport, session: u.sessionId.slice(0, 8), ...(route.via === 'relay' ? { via: route.node } : {}), to: again.exit.id }, 'proxy request retried through another exit');
+  return again;
+}
 
 /**
  * Dials host:port from here (the egress policy applies, from the exit's source address) or
  * through the exit's relay node. A failure is logged, recorded for support when the egress
  * policy refused the destination, and rejected with the error (proxy-answer.ts dialFailure
- * classifies it). A relay that could not be reached (a node crashed or cut off, still routed until
- * the control plane finds it lost) is avoided for a while (exits.ts) and the request dialled once
- * more through the exit chosen instead, as proxy providers do, so the client sees no failure; a
- * sticky key moves with it (`moved`), or with `strict` fails `sticky_exit_gone`.
+ * classifies it). A relay that could not be reached is dialled once more through the exit chosen
+ * instead (exitInstead), so the client sees no failure; with a strict key, `sticky_exit_gone`.
  */
 export function dialTarget(ctx: ProxyContext, conn: Connection, u: ProxyUser, exit: Exit, host: string, port: number, onData: OnData, retry = true): Promise<Dialled> {
   const { route, localAddress } = exit;
@@ -163,13 +179,8 @@ export function dialTarget(ctx: ProxyContext, conn: Connection, u: ProxyUser, ex
     ctx.log.info({ transport: conn.transport, session: u.sessionId.slice(0, 8), ...via, err: err.message }, 'proxy outbound failed');
     if (err instanceof EgressRefused) record(ctx, conn, u.sessionId, 'destination_forbidden');
     if (route.via !== 'relay' || !relayUnreachable(err)) throw err;
-    ctx.exits.unreachable(exit);
-    const gone = new ExitFailed('bad_gateway', `${host}:${port}: the exit node could not be reached`);
-    if (!retry || conn.closed || !conn.lease) throw gone;
-    const again = pickExit(ctx, conn.lease.session.customer.id, u.target, u.routes);
-    if (!again.ok) throw again.code === 'sticky_exit_gone' ? new ExitFailed('sticky_exit_gone', again.message) : gone;
-    if (again.exit.route.via === 'relay' && again.exit.route.node === route.node) throw gone; // the place has no other exit
-    ctx.log.info({ transport: conn.transport, session: u.sessionId.slice(0, 8), ...via, to: again.exit.id }, 'proxy request retried through another exit');
+    const again = exitInstead(ctx, conn, u, exit, retry);
+    if (!again.ok) throw again.sticky ? new ExitFailed('sticky_exit_gone', again.sticky) : new ExitFailed('bad_gateway', `${host}:${port}: the exit node could not be reached`);
     return dialTarget(ctx, conn, u, again.exit, host, port, onData, false).then((d) => ({ socket: d.socket, moved: again.moved }));
   });
 }

@@ -11,13 +11,13 @@
 //   client, the egress policy, port 0    0x03 no node up in the place asked for (the HTTP proxy's
 //   412), or the exit of a strict sticky session has gone (503)    0x04 the name did not resolve
 //   0x05 connection refused    0x06 the destination did not answer in time
-//   0x07 BIND (and UDP when the relay node of the place could not be reached or refused)
+//   0x07 BIND (and UDP when no relay node of the place could be reached, or the one asked refused)
 //   0x08 an unknown address type
 // Refusals are recorded for support with transport `socks5`, as the HTTP proxy's are. The handshake is bounded in size (MAX_HANDSHAKE) and in time (the header
 // timeout of the proxy port); nothing of it is counted, only the payload relayed after a success reply.
 import type { Connection } from './relay.ts';
 import type { ProxyErrorCode } from '../contract/errors.ts';
-import { type Credential, type ProxyContext, type ProxyUser, admitOn, answerAndClose as finish, authenticate, dialTarget, placeOf } from './proxy-admission.ts';
+import { type Credential, type ProxyContext, type ProxyUser, admitOn, answerAndClose as finish, authenticate, dialTarget, exitInstead, placeOf, relayUnreachable } from './proxy-admission.ts';
 import { dialFailure, ExitFailed } from './proxy-answer.ts';
 import {
   CMD_CONNECT, CMD_UDP_ASSOCIATE, METHOD_NONE_ACCEPTABLE, METHOD_USERPASS, REP, type Address, type ReplyCode,
@@ -25,6 +25,7 @@ import {
 } from './socks5.ts';
 import { startAssociation } from './socks5-udp.ts';
 import { dialRelayUdp } from './relay-udp-dial.ts';
+import type { Exit } from './exits.ts';
 
 /** A greeting, credentials and a request at their largest (257 + 513 + 262 bytes), rounded up. */
 const MAX_HANDSHAKE = 1536;
@@ -121,20 +122,28 @@ function request(ctx: ProxyContext, conn: Connection, c: Credential, command: nu
  * UDP ASSOCIATE: from one of this process's exits when the place has one (rotation and `sessid`
  * over its source addresses; a sticky session held on another node moves here, or with `strict`
  * fails 0x03), else through a relay node of the place (one relay connection for the association,
- * relay-udp-dial.ts; 0x07 when it cannot be opened).
+ * relay-udp-dial.ts). A relay that could not be reached is tried once more through the exit chosen
+ * instead, as a TCP request is (exitInstead); 0x07 when no relay could be opened, 0x03 for a strict
+ * key whose exit went.
  */
 function associate(ctx: ProxyContext, conn: Connection, u: ProxyUser, requested: Address): void {
   const here = u.routes.filter((r) => r.via === 'here');
   const admitted = admitOn(ctx, conn, u, undefined, here.length ? here : u.routes);
   if (!admitted.ok) return finish(conn, encodeReply(replyForCode(admitted.code)));
   const fail = (rep: ReplyCode, bound?: Address) => finish(conn, encodeReply(rep, bound));
-  const { route, localAddress } = admitted.exit;
-  if (route.via === 'here') return startAssociation(ctx, conn, requested, { egressAddress: localAddress }, fail);
-  dialRelayUdp(route, u.sessionId, ctx.connectTimeoutMs).then(
-    (relay) => (conn.closed ? relay.close() : startAssociation(ctx, conn, requested, { relay }, fail)),
-    (err: Error) => {
-      ctx.log.info({ transport: conn.transport, session: u.sessionId.slice(0, 8), via: route.node, err: err.message }, 'proxy UDP relay failed');
-      fail(REP.commandNotSupported);
-    },
-  );
+  const start = (exit: Exit, retry: boolean): void => {
+    const { route, localAddress } = exit;
+    if (route.via === 'here') return startAssociation(ctx, conn, requested, { egressAddress: localAddress }, fail);
+    dialRelayUdp(route, u.sessionId, ctx.connectTimeoutMs).then(
+      (relay) => (conn.closed ? relay.close() : startAssociation(ctx, conn, requested, { relay }, fail)),
+      (err: Error) => {
+        ctx.log.info({ transport: conn.transport, session: u.sessionId.slice(0, 8), via: route.node, err: err.message }, 'proxy UDP relay failed');
+        if (!relayUnreachable(err)) return fail(REP.commandNotSupported);
+        const again = exitInstead(ctx, conn, u, exit, retry);
+        if (again.ok) start(again.exit, false);
+        else fail(again.sticky ? REP.networkUnreachable : REP.commandNotSupported);
+      },
+    );
+  };
+  start(admitted.exit, true);
 }

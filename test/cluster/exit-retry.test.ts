@@ -12,6 +12,8 @@
 //    that the destination refused), and SOCKS5 0x03.
 // A relay that accepts but never completes its handshake (a hung node) counts as not reached
 // after RELAY_HANDSHAKE_MS: the request goes through the other exit, later ones leave it out.
+// A SOCKS5 UDP association whose exit's relay cannot be reached is opened through the other exit
+// (the echo sees ams-b's address); a place whose only exit is gone answers 0x07.
 // Then the same with real processes: a control plane on a throwaway PostgreSQL (its own proxy the
 // entry) and two `vpn-access node run` exits of one zone; `kill -9` of one of them fails none of the
 // requests made right after, and the control plane finds it lost (down) while the zone stays up.
@@ -21,14 +23,17 @@ import { readFileSync } from 'node:fs';
 import { X509Certificate } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import { createServer as createTcpServer, type Socket } from 'node:net';
+import { createSocket } from 'node:dgram';
 import { createRelayServer } from '../../server/node/relay-server.ts';
 import { keyExpiry, relayKey } from '../../server/dataplane/relay-grant.ts';
 import { RELAY_HANDSHAKE_MS } from '../../server/dataplane/relay-tls.ts';
+import { CMD_UDP_ASSOCIATE, REP } from '../../server/dataplane/socks5.ts';
 import type { GeoRoute } from '../../server/dataplane/api.ts';
 import { startServer } from '../../server/serve.ts';
 import { pinOf } from '../../server/tls/certificates.ts';
 import { silentLogger } from '../../server/log.ts';
 import { startHarness, type Harness } from '../dataplane/helpers/harness.ts';
+import { closed, socksRequest, udpClient } from '../dataplane/helpers/socks5-client.ts';
 import { curl } from '../dataplane/helpers/v2ray.ts';
 import { nodeProcess, type NodeProcess } from '../helpers/cluster-procs.ts';
 import { callApi } from '../helpers/http.ts';
@@ -171,6 +176,45 @@ test('a hung exit (its relay accepts, never completes the handshake): the reques
   t.diagnostic(`4 requests in ${Date.now() - started} ms (the first waited for the hung relay's handshake: RELAY_HANDSHAKE_MS, ${RELAY_HANDSHAKE_MS} ms, or the dial's time-out when shorter)`);
   assert.deepEqual(answers, Array(4).fill('127.0.0.3'));
   assert.equal(held.length, 1, 'the hung relay was tried once, then left out');
+});
+
+test('SOCKS5 UDP ASSOCIATE through an exit that cannot be reached: opened through the other exit; the place\'s only exit gone is 0x07', async (t) => {
+  // ams-gone: a relay whose node crashed (its port accepts and drops every connection at once).
+  let tried = 0;
+  const gone = createTcpServer((sock) => {
+    tried++;
+    sock.destroy();
+  });
+  await new Promise<void>((r) => gone.listen(0, '127.0.0.1', () => r()));
+  const b = relays.get('ams-b')!.route as Extract<GeoRoute, { via: 'relay' }>;
+  const dead: GeoRoute = { ...b, node: 'ams-gone', port: (gone.address() as { port: number }).port };
+  const entry = await startHarness({}, { route: () => dead, routes: (country) => (country === 'DE' ? [dead, b] : country === 'JP' ? [dead] : []) });
+  const echo = createSocket('udp4');
+  echo.on('message', (m, r) => echo.send(Buffer.concat([Buffer.from(`${r.address}|`), m]), r.port, r.address));
+  await new Promise<void>((r) => echo.bind(0, '127.0.0.1', () => r()));
+  t.after(async () => {
+    await entry.close();
+    echo.close();
+    await new Promise<void>((r) => gone.close(() => r()));
+  });
+  const id = entry.mem.createSession({ reusable: true, client: 'udp-retry' });
+  // New associations take DE's two exits in turn: whichever meets ams-gone first is opened again through ams-b.
+  for (let i = 0; i < 3; i++) {
+    const { s, reply } = await socksRequest(entry.proxyPort, `${id}-cc-DE`, id, CMD_UDP_ASSOCIATE, '0.0.0.0', 0);
+    assert.equal(reply.rep, 0, `association #${i}: reply ${reply.rep}`);
+    const c = await udpClient(reply.host, reply.port);
+    c.send('127.0.0.1', echo.address().port, Buffer.from(`hello ${i}`));
+    assert.equal((await c.next(5000))?.payload.toString(), `127.0.0.3|hello ${i}`, `association #${i} left from ams-b`);
+    c.close();
+    s.end();
+    await closed(s);
+  }
+  assert.equal(tried, 1, 'ams-gone was tried once, then left out');
+  // JP leaves through ams-gone alone: tried again (the last exit is), and refused 0x07.
+  const { s, reply } = await socksRequest(entry.proxyPort, `${id}-cc-JP`, id, CMD_UDP_ASSOCIATE, '0.0.0.0', 0);
+  assert.equal(reply.rep, REP.commandNotSupported);
+  await closed(s);
+  assert.equal(tried, 2);
 });
 
 test('kill -9 of an exit node: the requests made right after all succeed through the other; it is found lost, the zone stays up', async (t) => {
