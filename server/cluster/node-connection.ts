@@ -10,6 +10,7 @@ import type { ChannelGuard } from './node-guard.ts';
 import type { RelayAudit } from './relay-audit.ts';
 import { buildState, limitsOf, type NodeChannelDeps } from './node-state.ts';
 import { applyReport, listenerFacts, openCount, portsOf, type NodeMessage } from './node-report.ts';
+import { ChannelSilence, NODE_SILENT_MS } from './channel-silence.ts';
 
 /** How often the state sent to a node is rebuilt and compared with the last one sent. */
 const STATE_MS = 250;
@@ -76,12 +77,21 @@ export class NodeConnection {
       },
       (err: unknown) => log.warn({ node: node.name, err: String(err) }, 'reading a node\'s last report failed'),
     );
-    const timer = setInterval(() => void this.sendState(), STATE_MS);
+    const silence = new ChannelSilence(STATE_MS);
+    const timer = setInterval(() => {
+      if (!silence.silent()) return void this.sendState();
+      clearInterval(timer);
+      log.warn({ node: node.name, id: short }, `node channel silent for ${NODE_SILENT_MS / 1000} s (a hung node, or its host gone): closed as lost`);
+      ws.terminate();
+    }, STATE_MS);
     const stopSignal = services.changes.on(() => void this.sendState(true));
     // Support's questions (node-inspect.ts) go to this node while its channel is open.
     const detach = services.inspect?.attach(node.id, node.name, (m) => ws.send(JSON.stringify(m)));
     void this.sendState();
-    ws.on('message', (raw: Buffer) => this.onMessage(raw));
+    ws.on('message', (raw: Buffer) => {
+      silence.heard();
+      this.onMessage(raw);
+    });
     ws.on('close', () => {
       this.closed = true;
       this.shared.openOf.delete(node.id);

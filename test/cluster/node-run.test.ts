@@ -6,7 +6,8 @@
 // restart of `serve` during the transfer loses no counted byte and counts none twice; a pause
 // through the API cuts the node's connection; `kill -9` of the node makes the zone inactive
 // (its channel lost: within NODE_LOST_SECONDS, not the up window) while keeping the bytes it had
-// reported; a clean stop makes it inactive at once. Without a control plane the node keeps carrying its
+// reported; a hung node (SIGSTOP) is found by its channel's silence, well inside the up window;
+// a clean stop makes it inactive at once. Without a control plane the node keeps carrying its
 // sessions; `node remove` stops it. On PostgreSQL with two `serve` instances, a pause on the
 // instance the node is not connected to cuts it (NOTIFY), and a kill -9 of the one it is
 // connected to fails it over to the other without losing or double-counting a byte.
@@ -271,6 +272,23 @@ test('node run: active zone, placed links, counted traffic and events, serve res
   await c3.closed;
   assert.equal(c3.received(), MORE, 'the restarted node carried the transfer');
   await countersReach(s.id, before.uploaded_bytes + up.length, before.downloaded_bytes + MORE, 'the restarted node\'s bytes counted on top');
+
+  // 4b) A hung node (SIGSTOP: it sends nothing and closes nothing, as a host gone from the network
+  // does): its channel, silent for NODE_SILENT_MS, is closed as lost and the node is down
+  // NODE_LOST_SECONDS later, its last contact still inside the up window. Resumed, it reconnects.
+  nodeProc!.kill('SIGSTOP');
+  const hungAt = Date.now();
+  try {
+    await waitFor(async () => !(await zoneActive()), 15_000, 'the zone turns inactive while the node is hung');
+    console.log(`zone inactive ${Date.now() - hungAt} ms after SIGSTOP`);
+    const hung = nodeListed();
+    assert.deepEqual([hung.up, hung.stopped_at], [false, null]);
+    assert.ok(Date.now() - Date.parse(hung.last_contact!) < NODE_UP_SECONDS * 1000, `down with its last contact ${hung.last_contact} within the up window`);
+    assert.match(srv.stdout() + srv.stderr(), /node channel silent for 3 s/);
+  } finally {
+    nodeProc!.kill('SIGCONT');
+  }
+  await waitFor(zoneActive, 8000, 'the zone turns active again once the node is resumed');
 
   // 5) A clean stop (SIGTERM): the node says so after its last report and is down at once, not
   // 10 s after its last contact: the zone inactive, no new session placed on it, `node list` says
