@@ -1,13 +1,14 @@
-// A node's channel that carries nothing for NODE_SILENT_MS is closed as lost (node-connection.ts),
-// which marks the node down NODE_LOST_SECONDS later. A node reports at least every 500 ms
-// (node/reporter.ts), so silence means a hung node or a host gone from the network without closing
-// its connections: TCP alone notices that only after minutes of retransmissions, and the up window
-// (NODE_UP_SECONDS after its last report) only after 10 s. A turn of the checking timer that comes
-// late (this process's event loop was busy, and what the node sent may be waiting unread) is no
-// evidence of silence: the count starts again from it.
+// Silence on a node's channel, watched from both ends. The control plane closes a channel that
+// carried nothing for CHANNEL_SILENT_MS as lost (node-connection.ts), which marks the node down
+// NODE_LOST_SECONDS later: a node reports at least every 500 ms (node/reporter.ts). The node pings
+// the control plane every 500 ms and, hearing nothing for CHANNEL_SILENT_MS, connects again, to the
+// next control URL (node/channel-client.ts). Either way the silence is a hung process or a host gone
+// from the network without closing its connections, which TCP alone notices only after minutes of
+// retransmissions. A turn of the checking timer that comes late (this process's event loop was
+// busy, and what came may be waiting unread) is no evidence of silence: the count starts again.
 
-/** Silence after which a channel is closed as lost: six reports missed. */
-export const NODE_SILENT_MS = 3000;
+/** Silence after which a channel is given up: six reports (or pongs) missed. */
+export const CHANNEL_SILENT_MS = 3000;
 
 export class ChannelSilence {
   private readonly turnMs: number;
@@ -25,10 +26,10 @@ export class ChannelSilence {
     this.heardAt = now;
   }
 
-  /** One turn of the timer: whether nothing came for NODE_SILENT_MS. */
+  /** One turn of the timer: whether nothing came for CHANNEL_SILENT_MS. */
   silent(now = Date.now()): boolean {
     if (now - this.turnAt > 4 * this.turnMs) this.heardAt = Math.max(this.heardAt, now);
     this.turnAt = now;
-    return now - this.heardAt > NODE_SILENT_MS;
+    return now - this.heardAt > CHANNEL_SILENT_MS;
   }
 }

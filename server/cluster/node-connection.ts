@@ -10,7 +10,7 @@ import type { ChannelGuard } from './node-guard.ts';
 import type { RelayAudit } from './relay-audit.ts';
 import { buildState, limitsOf, type NodeChannelDeps } from './node-state.ts';
 import { applyReport, listenerFacts, openCount, portsOf, type NodeMessage } from './node-report.ts';
-import { ChannelSilence, NODE_SILENT_MS } from './channel-silence.ts';
+import { ChannelSilence, CHANNEL_SILENT_MS } from './channel-silence.ts';
 
 /** How often the state sent to a node is rebuilt and compared with the last one sent. */
 const STATE_MS = 250;
@@ -81,7 +81,7 @@ export class NodeConnection {
     const timer = setInterval(() => {
       if (!silence.silent()) return void this.sendState();
       clearInterval(timer);
-      log.warn({ node: node.name, id: short }, `node channel silent for ${NODE_SILENT_MS / 1000} s (a hung node, or its host gone): closed as lost`);
+      log.warn({ node: node.name, id: short }, `node channel silent for ${CHANNEL_SILENT_MS / 1000} s (a hung node, or its host gone): closed as lost`);
       ws.terminate();
     }, STATE_MS);
     const stopSignal = services.changes.on(() => void this.sendState(true));

@@ -1,16 +1,20 @@
 // The node's end of its channel to the control plane (/v2/node/channel, a WebSocket with the
-// node token): connects, tries the control URLs in turn after a failure and backs off once all
-// were tried; an https/wss URL may be trusted by a pinned certificate alone. What the messages
-// mean is decided by the caller (runNode): this file only carries them.
+// node token): connects, tries the control URLs in turn after a failure (or after 3 s without a
+// word from the control plane: channel-silence.ts) and backs off once all were tried; an
+// https/wss URL may be trusted by a pinned certificate alone. What the messages mean is decided
+// by the caller (runNode): this file only carries them.
 import { isIP } from 'node:net';
 import { connect as tlsConnect, type TLSSocket } from 'node:tls';
 import WebSocket from 'ws';
 import type { Logger } from '../domain.ts';
 import { NODE_CHANNEL_PATH, type NodeState } from '../cluster/node-channel.ts';
 import { peerPin } from '../dataplane/relay-tls.ts';
+import { CHANNEL_SILENT_MS, ChannelSilence } from '../cluster/channel-silence.ts';
 
 const BACKOFF_MIN_MS = 250;
 const BACKOFF_MAX_MS = 5_000;
+/** How often the node pings the control plane (its answer, or any message, is the control plane's life). */
+const PING_MS = 500;
 
 /** A message from the control plane, as parsed (its fields checked by whoever handles its type). */
 export type ChannelMessage = { type?: string; seq?: number; hello?: boolean } & Partial<NodeState>;
@@ -178,14 +182,26 @@ export class ControlChannel implements ChannelLink {
     const { ca, log } = this.opts;
     const sock = new WebSocket(url, { headers: { authorization: `Bearer ${this.opts.token}` }, handshakeTimeout: 5000, ...(ca ? { ca } : {}), ...(createConnection ? { createConnection } : {}) });
     this.ws = sock;
+    const silence = new ChannelSilence(PING_MS);
+    let pinger: NodeJS.Timeout | undefined;
     sock.on('open', () => {
       this.isConnected = true;
       this.greeted = false;
       this.backoff = BACKOFF_MIN_MS;
       log.info({ control: new URL(url).host }, 'connected to the control plane');
       sock.send(JSON.stringify(this.opts.hello()));
+      silence.heard();
+      // A control plane that hangs, or whose host is gone, closes nothing: its silence ends the socket.
+      pinger = setInterval(() => {
+        if (!silence.silent()) return sock.ping();
+        clearInterval(pinger);
+        log.warn({ control: new URL(url).host }, `the control plane sent nothing for ${CHANNEL_SILENT_MS / 1000} s (hung, or its host gone): connecting again`);
+        sock.terminate();
+      }, PING_MS).unref();
     });
+    sock.on('pong', () => silence.heard());
     sock.on('message', (raw) => {
+      silence.heard();
       let msg: ChannelMessage;
       try {
         msg = JSON.parse(String(raw));
@@ -200,6 +216,7 @@ export class ControlChannel implements ChannelLink {
     });
     sock.on('error', (err) => log.warn({ control: new URL(url).host, err: err.message }, 'node channel error'));
     sock.on('close', () => {
+      clearInterval(pinger);
       if (this.ws === sock) {
         this.ws = null;
         this.isConnected = false;

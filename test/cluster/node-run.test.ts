@@ -10,7 +10,8 @@
 // a clean stop makes it inactive at once. Without a control plane the node keeps carrying its
 // sessions; `node remove` stops it. On PostgreSQL with two `serve` instances, a pause on the
 // instance the node is not connected to cuts it (NOTIFY), and a kill -9 of the one it is
-// connected to fails it over to the other without losing or double-counting a byte.
+// connected to fails it over to the other without losing or double-counting a byte; so does one that
+// hangs (SIGSTOP), found by its silence.
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -274,7 +275,7 @@ test('node run: active zone, placed links, counted traffic and events, serve res
   await countersReach(s.id, before.uploaded_bytes + up.length, before.downloaded_bytes + MORE, 'the restarted node\'s bytes counted on top');
 
   // 4b) A hung node (SIGSTOP: it sends nothing and closes nothing, as a host gone from the network
-  // does): its channel, silent for NODE_SILENT_MS, is closed as lost and the node is down
+  // does): its channel, silent for CHANNEL_SILENT_MS, is closed as lost and the node is down
   // NODE_LOST_SECONDS later, its last contact still inside the up window. Resumed, it reconnects.
   nodeProc!.kill('SIGSTOP');
   const hungAt = Date.now();
@@ -380,7 +381,7 @@ test('node run without a reachable control plane keeps carrying its sessions (fr
   nodeProc = null;
 });
 
-test('node run on PostgreSQL: two serve instances, pause on the other instance, failover after kill -9 without loss', async () => {
+test('node run on PostgreSQL: two serve instances, pause on the other instance, failover after kill -9 without loss, and from a hung instance', async () => {
   const pg: PgServer = await startPostgres();
   const url = pg.url();
   const [pa, pb] = [await freePort(), await freePort()];
@@ -455,6 +456,30 @@ test('node run on PostgreSQL: two serve instances, pause on the other instance, 
       15_000,
       'counters equal to the bytes moved after the failover',
     ).catch(() => assert.fail(`counters ${last?.uploaded_bytes}/${last?.downloaded_bytes}, before ${counted.uploaded_bytes}/${counted.downloaded_bytes}, moved ${up.length}/${TOTAL}`));
+
+    // A hung control plane (SIGSTOP: B answers nothing and closes nothing, as a host gone from the
+    // network does): the node hears nothing for CHANNEL_SILENT_MS and connects to A (started
+    // again), which counts its next transfer. Without that it would stay on B's open socket.
+    a = await serve(da, ['--database', url, '--port', String(pa), '--quiet']);
+    const onA = new RegExp(`connected to the control plane.*127\\.0\\.0\\.1:${pa}`);
+    b.kill('SIGSTOP');
+    const hungAt = Date.now();
+    const since = nodeOut.length;
+    try {
+      await waitFor(() => onA.test(nodeOut.slice(since)), 10_000, 'the node connects to A while B is hung');
+      console.log(`PostgreSQL: the node connected to A ${Date.now() - hungAt} ms after B hung`);
+      assert.match(nodeOut.slice(since), /the control plane sent nothing for 3 s/);
+      const base = (await call(a, 'GET', `/sessions/${s.id}`)).json;
+      const MORE = 64 * 1024;
+      sendTotal = MORE;
+      const c3 = vless('127.0.0.2', wsPort, s.configuration.path ?? '/vless', s.id, up);
+      await c3.closed;
+      assert.equal(c3.received(), MORE);
+      await waitFor(async () => (await call(a!, 'GET', `/sessions/${s.id}`)).json.downloaded_bytes === base.downloaded_bytes + MORE, 15_000, 'A counts the transfer made while B is hung');
+      assert.equal((await call(a, 'GET', '/zones')).json.zones.find((z: { code: string }) => z.code === 'br-sao')?.has_active_nodes, true);
+    } finally {
+      b.kill('SIGCONT');
+    }
   } finally {
     nodeProc?.kill('SIGKILL');
     nodeProc = null;
