@@ -90,7 +90,7 @@ export function createNodeChannel(services: NodeChannelDeps): NodeChannel {
         (node) => {
           if (!node) return refuse(401, 'Unauthorized');
           if (!guards.admit(node, token)) return refuse(429, 'Too Many Requests');
-          wss.handleUpgrade(req, socket, head, (ws) => new NodeConnection(shared, ws, node, guards.attach(node, ws)).start());
+          wss.handleUpgrade(req, socket, head, (ws) => new NodeConnection(shared, ws, node, guards.attach(node, ws)).start(socket as { bytesRead?: number }));
         },
         (err: unknown) => {
           log.warn({ err: String(err) }, 'looking up a node token failed');

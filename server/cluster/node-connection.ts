@@ -10,7 +10,7 @@ import type { ChannelGuard } from './node-guard.ts';
 import type { RelayAudit } from './relay-audit.ts';
 import { buildState, limitsOf, type NodeChannelDeps } from './node-state.ts';
 import { applyReport, listenerFacts, openCount, portsOf, type NodeMessage } from './node-report.ts';
-import { ChannelSilence, CHANNEL_SILENT_MS } from './channel-silence.ts';
+import { ChannelSilence, CHANNEL_SILENT_MS, type ReadCounter } from './channel-silence.ts';
 
 /** How often the state sent to a node is rebuilt and compared with the last one sent. */
 const STATE_MS = 250;
@@ -63,7 +63,8 @@ export class NodeConnection {
     this.boot = new NodeBoot(shared.services, node);
   }
 
-  start(): void {
+  /** `socket`: the connection under the WebSocket (what it reads is the node's life). */
+  start(socket: ReadCounter): void {
     const { services } = this.shared;
     const { log, data } = services;
     const { node, ws } = this;
@@ -77,7 +78,7 @@ export class NodeConnection {
       },
       (err: unknown) => log.warn({ node: node.name, err: String(err) }, 'reading a node\'s last report failed'),
     );
-    const silence = new ChannelSilence(STATE_MS);
+    const silence = new ChannelSilence(STATE_MS, socket);
     const timer = setInterval(() => {
       if (!silence.silent()) return void this.sendState();
       clearInterval(timer);
@@ -88,10 +89,7 @@ export class NodeConnection {
     // Support's questions (node-inspect.ts) go to this node while its channel is open.
     const detach = services.inspect?.attach(node.id, node.name, (m) => ws.send(JSON.stringify(m)));
     void this.sendState();
-    ws.on('message', (raw: Buffer) => {
-      silence.heard();
-      this.onMessage(raw);
-    });
+    ws.on('message', (raw: Buffer) => this.onMessage(raw));
     ws.on('close', () => {
       this.closed = true;
       this.shared.openOf.delete(node.id);

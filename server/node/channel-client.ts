@@ -9,7 +9,7 @@ import WebSocket from 'ws';
 import type { Logger } from '../domain.ts';
 import { NODE_CHANNEL_PATH, type NodeState } from '../cluster/node-channel.ts';
 import { peerPin } from '../dataplane/relay-tls.ts';
-import { CHANNEL_SILENT_MS, ChannelSilence } from '../cluster/channel-silence.ts';
+import { CHANNEL_SILENT_MS, ChannelSilence, type ReadCounter } from '../cluster/channel-silence.ts';
 
 const BACKOFF_MIN_MS = 250;
 const BACKOFF_MAX_MS = 5_000;
@@ -182,16 +182,17 @@ export class ControlChannel implements ChannelLink {
     const { ca, log } = this.opts;
     const sock = new WebSocket(url, { headers: { authorization: `Bearer ${this.opts.token}` }, handshakeTimeout: 5000, ...(ca ? { ca } : {}), ...(createConnection ? { createConnection } : {}) });
     this.ws = sock;
-    const silence = new ChannelSilence(PING_MS);
     let pinger: NodeJS.Timeout | undefined;
+    let socket: ReadCounter = {};
+    sock.once('upgrade', (res) => (socket = res.socket));
     sock.on('open', () => {
       this.isConnected = true;
       this.greeted = false;
       this.backoff = BACKOFF_MIN_MS;
       log.info({ control: new URL(url).host }, 'connected to the control plane');
       sock.send(JSON.stringify(this.opts.hello()));
-      silence.heard();
       // A control plane that hangs, or whose host is gone, closes nothing: its silence ends the socket.
+      const silence = new ChannelSilence(PING_MS, socket);
       pinger = setInterval(() => {
         if (!silence.silent()) return sock.ping();
         clearInterval(pinger);
@@ -199,9 +200,7 @@ export class ControlChannel implements ChannelLink {
         sock.terminate();
       }, PING_MS).unref();
     });
-    sock.on('pong', () => silence.heard());
     sock.on('message', (raw) => {
-      silence.heard();
       let msg: ChannelMessage;
       try {
         msg = JSON.parse(String(raw));
