@@ -1,15 +1,19 @@
 // Connection loss: PostgreSQL killed with kill -9 under a store, a LISTEN connection and an
 // event feed. While it is down every operation fails fast with the API's
 // `service_unavailable` (never a hang, never a crash of the process from an idle connection's
-// error); after restart() everything works again by itself, notifications included.
+// error); after restart() everything works again by itself, notifications included. A transaction
+// left open by a process that stopped (a hung instance) holds its row locks for
+// IDLE_IN_TRANSACTION_MS at most, so another instance's write of the same row waits no longer.
 import assert from 'node:assert/strict';
 import { after as afterAll, before as beforeAll, test } from 'node:test';
 import { ApiError, ERROR_STATUS } from '../../server/contract/errors.ts';
 import type { SessionEvent } from '../../server/contract/schemas.ts';
 import { PgEventFeed } from '../../server/events/pg-feed.ts';
 import { PgListener } from '../../server/store/pg/listener.ts';
-import { DatabaseUnavailable, isConnectionLoss, RETRY_AFTER_SECONDS } from '../../server/store/pg/pool.ts';
+import { DatabaseUnavailable, IDLE_IN_TRANSACTION_MS, isConnectionLoss, openPool, RETRY_AFTER_SECONDS } from '../../server/store/pg/pool.ts';
+import { NODE_UP_SECONDS } from '../../server/store/repos/nodes.ts';
 import { CHANNELS, PgStore } from '../../server/store/pg/store.ts';
+import type { PoolClient } from 'pg';
 import { startPostgres, type PgServer } from '../helpers/postgres.ts';
 
 /** One server for the file (initdb is the slow part); each test takes its own database. */
@@ -140,4 +144,31 @@ test('a cleanly stopped server: service_unavailable at start-up and per query, b
   assert.equal(await until(() => store.countCustomers(), 15_000, 'after start'), 0);
   // A statement error is not connection loss: it is not mapped.
   await assert.rejects(store.pool.query('SELECT * FROM no_such_table'), (err: unknown) => !isConnectionLoss(err));
+});
+
+test('a transaction left open by a stopped process holds its locks IDLE_IN_TRANSACTION_MS at most, inside the nodes\' up window', async (t) => {
+  const url = await server.createDatabase('hung');
+  const hung = openPool(url, { max: 1 });
+  const other = openPool(url, { max: 1 });
+  let held: PoolClient | undefined;
+  t.after(async () => {
+    held?.release(true); // a pool ends only once its clients are back
+    await Promise.all([hung.end(), other.end()]);
+  });
+  await other.query('CREATE TABLE nodes_like (id TEXT PRIMARY KEY, last_contact BIGINT NOT NULL)');
+  await other.query("INSERT INTO nodes_like VALUES ('n1', 0)");
+  // The hung instance: inside a transaction, the row locked by its write, then nothing more.
+  held = await hung.connect();
+  held.on('error', () => {});
+  await held.query('BEGIN');
+  await held.query("UPDATE nodes_like SET last_contact = 1 WHERE id = 'n1'");
+  const started = Date.now();
+  await other.query("UPDATE nodes_like SET last_contact = 2 WHERE id = 'n1'");
+  const waited = Date.now() - started;
+  t.diagnostic(`the other instance's write waited ${waited} ms (IDLE_IN_TRANSACTION_MS ${IDLE_IN_TRANSACTION_MS})`);
+  assert.ok(waited >= IDLE_IN_TRANSACTION_MS - 200, `it waited for the lock: ${waited} ms`);
+  assert.ok(waited < NODE_UP_SECONDS * 1000 / 2, `the lock went with the idle session, well inside the up window: ${waited} ms`);
+  // The hung transaction was ended, not committed: its write is gone and its connection too.
+  assert.equal((await other.query("SELECT last_contact FROM nodes_like WHERE id = 'n1'")).rows[0].last_contact, 2);
+  await assert.rejects(held.query('SELECT 1'));
 });

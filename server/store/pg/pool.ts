@@ -99,6 +99,15 @@ const BACKENDS = new WeakMap<pg.Pool, Set<number>>();
  */
 export const ownBackends = (pool: pg.Pool): ReadonlySet<number> => BACKENDS.get(pool) ?? new Set();
 
+/**
+ * How long PostgreSQL lets a session sit idle inside a transaction before it ends the session (and
+ * the transaction with it). A transaction here is a few statements sent back to back, so 3 s idle
+ * inside one is a process that stopped: a crashed handler, or a whole instance hung (a stopped
+ * process, a frozen VM) while the nodes and customers whose rows it locked are served by another
+ * instance. Its locks are released within that time, inside the nodes' 10 s up window.
+ */
+export const IDLE_IN_TRANSACTION_MS = 3_000;
+
 export function openPool(url: string, opts: PoolOptions = {}): pg.Pool {
   const queryTimeoutMs = opts.queryTimeoutMs ?? 10_000;
   const pool = new pg.Pool({
@@ -107,8 +116,7 @@ export function openPool(url: string, opts: PoolOptions = {}): pg.Pool {
     idleTimeoutMillis: 30_000,
     query_timeout: queryTimeoutMs + 1_000,
     statement_timeout: queryTimeoutMs,
-    // A transaction left open by a crashed handler must not hold the event counter for long.
-    idle_in_transaction_session_timeout: Math.max(queryTimeoutMs, 5_000),
+    idle_in_transaction_session_timeout: IDLE_IN_TRANSACTION_MS,
   });
   // Without a listener an idle connection's error (the server was killed) would crash the process.
   pool.on('error', (err) => opts.onIdleError?.(err));
