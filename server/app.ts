@@ -68,6 +68,15 @@ export async function buildServer(opts: ServerOptions): Promise<BuiltServer> {
   }
 }
 
+/** How much of a request's URL the request log keeps: a line stays readable, and a long URL cannot flood the log. */
+export const LOGGED_URL_CHARS = 300;
+
+/** A URL as the request log shows it: credentials and ids redacted, then cut to LOGGED_URL_CHARS with the count of what was left out. */
+export function loggedUrl(url: string): string {
+  const shown = redactIds(url);
+  return shown.length <= LOGGED_URL_CHARS ? shown : `${shown.slice(0, LOGGED_URL_CHARS)}… (${shown.length - LOGGED_URL_CHARS} more characters)`;
+}
+
 /** The HTTP server on top of the services: the routes, the upgrades, the jobs. */
 async function assemble(opts: ServerOptions, config: ResolvedConfig, tls: TlsCertificates, services: Services): Promise<FastifyInstance> {
   const guard = new V2Guard();
@@ -76,7 +85,7 @@ async function assemble(opts: ServerOptions, config: ResolvedConfig, tls: TlsCer
   installErrorHandling(app, services.log);
   if (opts.logRequests) {
     app.addHook('onResponse', (request, reply, done) => {
-      services.log.info(`${request.method} ${redactIds(request.url)} ${reply.statusCode} ${reply.elapsedTime.toFixed(1)}ms`);
+      services.log.info(`${request.method} ${loggedUrl(request.url)} ${reply.statusCode} ${reply.elapsedTime.toFixed(1)}ms`);
       done();
     });
   }

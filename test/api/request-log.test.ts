@@ -1,7 +1,8 @@
 // The request log (app.ts onResponse hook, through the line logger): no token, given in any
-// query string or header, ever reaches a log line, whatever the answer was.
+// query string or header, ever reaches a log line, whatever the answer was; a long URL is cut.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { LOGGED_URL_CHARS } from '../../server/app.ts';
 import { createLogger } from '../../server/log.ts';
 import { auth, makeServer } from '../helpers/server.ts';
 
@@ -18,8 +19,13 @@ test('a token in a query string or a header never reaches the request log', asyn
     await s.app.inject({ url: `/v1/zones?Token=${other}` });
     await s.app.inject({ url: `/v2/no-such-route?auth=${owner}`, headers: { authorization: `Bearer ${owner}` } });
     await s.app.inject({ url: '/v2/zones', headers: { authorization: `Bearer ${owner}x`, 'x-api-key': owner } });
+    // A long URL is cut (a line stays readable), after its token was redacted.
+    await s.app.inject({ url: `/v2/zones?q=${'a'.repeat(5000)}&token=${owner}`, headers: auth(owner) });
     const log = lines.join('\n');
-    assert.ok(lines.length >= 7, log);
+    assert.ok(lines.length >= 8, log);
+    const long = lines.find((l) => l.includes('GET /v2/zones?q=aaa'));
+    assert.ok(long && long.length < LOGGED_URL_CHARS + 100, long);
+    assert.match(long, /GET \/v2\/zones\?q=a{288}… \(4\d{3} more characters\) 200/);
     assert.ok(log.includes('GET /v2/zones?access_token=… 401'), log);
     assert.ok(log.includes('GET /v2/sessions?client_id=erin&api_key=…&x=1 400'), log); // unknown parameters are refused
     for (const t of tokens) {
