@@ -45,12 +45,13 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
-import { RelayAudit } from './relay-audit.ts';
+import type { ReadCounter } from './channel-silence.ts';
 import { startRepairSweep } from './crash-repair.ts';
-import { createNodeGuards, NODE_FRAME_LIMIT } from './node-guard.ts';
 import { NodeConnection, type ChannelShared } from './node-connection.ts';
+import { createNodeGuards, NODE_FRAME_LIMIT } from './node-guard.ts';
 import type { NodeChannelDeps } from './node-state.ts';
 import { NODE_CHANNEL_PATH } from './paths.ts';
+import { RelayAudit } from './relay-audit.ts';
 
 export { NODE_CHANNEL_PATH, NODE_WS_PATH } from './paths.ts';
 export { quotaBaseKey, type NodeChannelDeps, type NodeState } from './node-state.ts';
@@ -90,7 +91,7 @@ export function createNodeChannel(services: NodeChannelDeps): NodeChannel {
         (node) => {
           if (!node) return refuse(401, 'Unauthorized');
           if (!guards.admit(node, token)) return refuse(429, 'Too Many Requests');
-          wss.handleUpgrade(req, socket, head, (ws) => new NodeConnection(shared, ws, node, guards.attach(node, ws)).start(socket as { bytesRead?: number }));
+          wss.handleUpgrade(req, socket, head, (ws) => new NodeConnection(shared, ws, node, guards.attach(node, ws)).start(socket as ReadCounter));
         },
         (err: unknown) => {
           log.warn({ err: String(err) }, 'looking up a node token failed');

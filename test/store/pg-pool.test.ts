@@ -6,14 +6,14 @@
 // IDLE_IN_TRANSACTION_MS at most, so another instance's write of the same row waits no longer.
 import assert from 'node:assert/strict';
 import { after as afterAll, before as beforeAll, test } from 'node:test';
+import type { PoolClient } from 'pg';
 import { ApiError, ERROR_STATUS } from '../../server/contract/errors.ts';
 import type { SessionEvent } from '../../server/contract/schemas.ts';
 import { PgEventFeed } from '../../server/events/pg-feed.ts';
 import { PgListener } from '../../server/store/pg/listener.ts';
 import { DatabaseUnavailable, IDLE_IN_TRANSACTION_MS, isConnectionLoss, openPool, RETRY_AFTER_SECONDS } from '../../server/store/pg/pool.ts';
-import { NODE_UP_SECONDS } from '../../server/store/repos/nodes.ts';
 import { CHANNELS, PgStore } from '../../server/store/pg/store.ts';
-import type { PoolClient } from 'pg';
+import { NODE_UP_SECONDS } from '../../server/store/repos/nodes.ts';
 import { startPostgres, type PgServer } from '../helpers/postgres.ts';
 
 /** One server for the file (initdb is the slow part); each test takes its own database. */
