@@ -1,9 +1,10 @@
 // The doctor's view of a running service: its listeners as serve's options set them, and what the
-// service answers (GET /v2/server-info with --url and --token; else its public OpenAPI document at
-// the configured API port), with the answer's HTTP Date for the clock. 2 s per request.
+// service answers (with --url and --token: GET /v2/server-info, and its checks of its own setup from
+// GET /v2/doctor; else its public OpenAPI document at the configured API port), with the answer's
+// HTTP Date for the clock. 2 s per request (10 s for GET /v2/doctor, which probes in its turn).
 import type { TlsFacts } from '../doctor/certificate.ts';
 import type { PortSpec } from '../doctor/ports.ts';
-import { messageOf, PROBE_TIMEOUT_MS } from '../doctor/report.ts';
+import { type Check, messageOf, PROBE_TIMEOUT_MS } from '../doctor/report.ts';
 import { requestFor } from '../outbound.ts';
 import { isWildcardHost } from '../public-host.ts';
 import type { ServeValues } from './serve.ts';
@@ -42,12 +43,12 @@ export function cliPorts(values: ServeValues, tls = false): PortSpec[] {
 }
 
 /** One GET; TLS is not verified here (the TLS checks compare the certificate instead). */
-async function get(url: string, token?: string): Promise<ServerAnswer & { body?: unknown }> {
+async function get(url: string, token?: string, timeout = PROBE_TIMEOUT_MS): Promise<ServerAnswer & { body?: unknown }> {
   const send = await requestFor(url);
   const sentAt = Date.now();
   return new Promise((resolve) => {
     const done = (a: Omit<ServerAnswer, 'sentAt' | 'receivedAt'> & { body?: unknown }) => resolve({ ...a, sentAt, receivedAt: Date.now() });
-    const req = send(url, { headers: token ? { authorization: `Bearer ${token}` } : {}, timeout: PROBE_TIMEOUT_MS, rejectUnauthorized: false }, (res) => {
+    const req = send(url, { headers: token ? { authorization: `Bearer ${token}` } : {}, timeout, rejectUnauthorized: false }, (res) => {
       let text = '';
       res.setEncoding('utf8').on('data', (c: string) => (text += c));
       res.on('end', () => {
@@ -62,7 +63,7 @@ async function get(url: string, token?: string): Promise<ServerAnswer & { body?:
         done({ ok, body, date: res.headers.date ?? null, error: ok ? undefined : `HTTP ${res.statusCode}${message ? `: ${message}` : ''}` });
       });
     });
-    req.on('timeout', () => req.destroy(new Error(`no answer within ${PROBE_TIMEOUT_MS / 1000} s`)));
+    req.on('timeout', () => req.destroy(new Error(`no answer within ${timeout / 1000} s`)));
     req.on('error', (err) => done({ ok: false, error: messageOf(err) }));
     req.end();
   });
@@ -86,6 +87,20 @@ export async function askServer(values: ServeValues & { url?: string; token?: st
   // Another program on the port is not the service, whatever it answers.
   const ours = answer.ok && typeof doc?.openapi === 'string';
   return { asked: origin, answer: ours ? answer : { ...answer, ok: false } };
+}
+
+/** GET /v2/doctor can take a few probe time-outs of its own (its ports, TLS handshakes, the database). */
+const SERVER_DOCTOR_TIMEOUT_MS = 5 * PROBE_TIMEOUT_MS;
+
+/**
+ * The checks a service named with --url makes about its own setup (GET /v2/doctor, owner tokens):
+ * only it knows its database, zone catalogue, egress policy and addresses; the error when refused.
+ */
+export async function askServerChecks(origin: string, token: string): Promise<{ checks: Check[] } | { error: string }> {
+  const answer = await get(`${origin}/v2/doctor`, token, SERVER_DOCTOR_TIMEOUT_MS);
+  const checks = (answer.body as { checks?: unknown } | undefined)?.checks;
+  if (!answer.ok || !Array.isArray(checks)) return { error: answer.error ?? 'the answer has no checks' };
+  return { checks: checks as Check[] };
 }
 
 /** The public host, listeners and TLS a running service reports of itself. */

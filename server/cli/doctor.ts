@@ -8,13 +8,13 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { TlsFacts } from '../doctor/certificate.ts';
 import { postgresProbe, sqliteProbe } from '../doctor/probes.ts';
-import { type Check, formatReport, messageOf, pass, fail as failed } from '../doctor/report.ts';
+import { type Check, type DoctorReport, formatReport, messageOf, pass, fail as failed, warn } from '../doctor/report.ts';
 import { runDoctor } from '../doctor/run.ts';
 import { createLogger } from '../log.ts';
 import { pinOf } from '../tls/certificates.ts';
 import { decideTls } from '../tls/mode.ts';
 import { selfSignedPaths } from '../tls/self-signed.ts';
-import { askServer, cliPorts, type ServerAnswer, serverFacts } from './doctor-server.ts';
+import { askServer, askServerChecks, cliPorts, type ServerAnswer, serverFacts } from './doctor-server.ts';
 import { dataPlaneOptions, publicHostAndReach, SERVE_OPTIONS, type ServeValues, tlsOptions } from './serve.ts';
 import { databaseUrl, defaultDataDir, env, fail, redactUrl } from './shared.ts';
 
@@ -70,22 +70,41 @@ export async function doctor(argv: string[], usage: string): Promise<void> {
   const { answer, asked } = await askServer(values, host, ports, configured.enabled);
   const running = Boolean(answer?.ok);
   const facts = answer?.ok && answer.info ? serverFacts(answer.info, ports) : { publicHost: configuredHost, ports, tls: configured };
+  const base = {
+    ...facts,
+    bindHost: host,
+    running,
+    clock: answer?.ok && answer.date !== undefined ? { date: answer.date, sentAt: answer.sentAt, receivedAt: answer.receivedAt, from: asked } : null,
+    leading: [serviceCheck(answer, asked, Boolean(values.url))],
+  };
+  // A service named with --url knows its own setup: its checks of it, when the token may read them.
+  const served = values.url && running ? await askServerChecks(asked, values.token!) : null;
+  if (served && 'checks' in served) {
+    return print(await runDoctor({ ...base, serverChecks: served.checks }), Boolean(values.json));
+  }
+  if (served) base.leading.push(serverChecksUnread(asked, served.error));
   const probe = database ? await postgresProbe(database, redactUrl(database)) : sqliteProbe(dataDir);
   try {
     const result = await runDoctor({
-      ...facts,
-      bindHost: host,
-      running,
+      ...base,
       egress: dataPlaneOptions(values).egress,
-      clock: answer?.ok && answer.date !== undefined ? { date: answer.date, sentAt: answer.sentAt, receivedAt: answer.receivedAt, from: asked } : null,
       database: probe,
       zonesFile: values.zones ?? env.VPN_ACCESS_ZONES,
       interfaces: networkInterfaces(),
-      leading: [serviceCheck(answer, asked, Boolean(values.url))],
     });
-    process.stdout.write(values.json ? `${JSON.stringify(result, null, 2)}\n` : formatReport(result));
-    process.exitCode = result.summary.fail > 0 ? 1 : 0;
+    print(result, Boolean(values.json));
   } finally {
     await probe.close().catch(() => {});
   }
+}
+
+/** The service named with --url did not give its own checks: those made here are of this machine. */
+function serverChecksUnread(asked: string, error: string): Check {
+  return warn('server-checks', 'Server\'s own checks', `not read from ${asked}/v2/doctor (${error}): the public host, egress, database, zones and cluster below are this machine's configuration, which may not be the server's`,
+    'use an owner token of the service (GET /v2/doctor is for owners), or run doctor on the server\'s machine with serve\'s options');
+}
+
+function print(result: DoctorReport, json: boolean): void {
+  process.stdout.write(json ? `${JSON.stringify(result, null, 2)}\n` : formatReport(result));
+  process.exitCode = result.summary.fail > 0 ? 1 : 0;
 }

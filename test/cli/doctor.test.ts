@@ -1,7 +1,7 @@
 // `vpn-access doctor` run as a child process against real services: a healthy serve (and its
-// GET /v2/doctor), a served certificate that differs from the pin in links, an expired
-// certificate, a port another process holds, and a cluster node added on PostgreSQL and never
-// started. --json is parsed and the exit status asserted (1 exactly when a check fails).
+// GET /v2/doctor), one asked with --url from a machine without its data folder, a served
+// certificate that differs from the pin in links, an expired certificate, a port another process
+// holds, and a cluster node added on PostgreSQL and never started. --json is parsed and the exit status asserted (1 exactly when a check fails).
 import assert from 'node:assert/strict';
 import { execFile, spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -24,15 +24,15 @@ interface Report {
 const childEnv = () => Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('VPN_ACCESS_') && !k.startsWith('NODE_TEST')));
 
 /** Runs the doctor (asynchronously: the test's own servers must keep answering meanwhile). */
-function doctor(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+function doctor(args: string[], extraEnv: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(NODE, [CLI, 'doctor', ...args], { cwd: ROOT, env: childEnv(), timeout: 60_000 }, (err, stdout, stderr) =>
+    execFile(NODE, [CLI, 'doctor', ...args], { cwd: ROOT, env: { ...childEnv(), ...extraEnv }, timeout: 60_000 }, (err, stdout, stderr) =>
       resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }));
   });
 }
 
-async function doctorJson(args: string[]): Promise<{ code: number; report: Report; byId: Map<string, Report['checks'][number]> }> {
-  const r = await doctor([...args, '--json']);
+async function doctorJson(args: string[], extraEnv: Record<string, string> = {}): Promise<{ code: number; report: Report; byId: Map<string, Report['checks'][number]> }> {
+  const r = await doctor([...args, '--json'], extraEnv);
   let report: Report;
   try {
     report = JSON.parse(r.stdout) as Report;
@@ -111,6 +111,42 @@ describe('vpn-access doctor', () => {
       srv.kill();
       await srv.exited;
       removeDir(d);
+    }
+  });
+
+  test('--url from another machine: the server\'s own setup checks (its database, catalogue, egress); an agent token is told they are this machine\'s', async () => {
+    const d = tempDir();
+    // The doctor's machine: no data folder of its own, the default catalogue and egress policy.
+    const elsewhere = tempDir();
+    const away = { XDG_DATA_HOME: elsewhere };
+    const srv = await serve(d, ['--quiet', '--vless-tcp-port', '0', '--proxy-port', '0', '--zones', localZones(d), '--egress', 'lan']);
+    try {
+      const token = printedToken(srv.stdout())!;
+      const owner = await doctorJson(['--url', srv.baseUrl, '--token', token], away);
+      assert.equal(owner.code, 0);
+      assert.deepEqual(notPassed(owner.report), []);
+      assert.deepEqual(owner.report.checks.map((c) => c.id), ['service', 'port-api', 'port-vless-tcp', 'port-proxy', 'public-host', 'tls-mode', 'egress', 'clock', 'database', 'zones', 'cluster']);
+      assert.match(owner.byId.get('database')!.detail, /^the data folder's database reachable, schema version \d+ \(the latest\)/);
+      assert.match(owner.byId.get('zones')!.detail, /^1 zone/);
+      assert.equal(owner.byId.get('egress')!.title, 'Egress (lan)');
+
+      const agent = tokenCli(['create', '--customer', 'default', '--role', 'agent', '--data-dir', d]);
+      assert.equal(agent.status, 0, agent.stderr);
+      const asAgent = await doctorJson(['--url', srv.baseUrl, '--token', /(vad_\S+)/.exec(agent.stdout)![1]], away);
+      assert.equal(asAgent.code, 0);
+      const unread = asAgent.byId.get('server-checks')!;
+      assert.equal(unread.status, 'warn');
+      assert.match(unread.detail, /HTTP 403.*this machine's configuration/);
+      assert.match(unread.fix, /owner token/);
+      assert.equal(asAgent.report.checks[1].id, 'server-checks');
+      assert.equal(asAgent.byId.get('database')!.status, 'warn');
+      assert.ok(asAgent.byId.get('database')!.detail.includes(join(elsewhere, 'vpn-access')), asAgent.byId.get('database')!.detail);
+      assert.equal(asAgent.byId.get('egress')!.title, 'Egress (public-only)');
+    } finally {
+      srv.kill();
+      await srv.exited;
+      removeDir(d);
+      removeDir(elsewhere);
     }
   });
 
