@@ -121,12 +121,35 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, error: A
   return reply.code(error.statusCode).type('application/json; charset=utf-8').send(error.toBody());
 }
 
+/** At most one log line this often while the database is away or unwritable (every request fails alike). */
+const OUTAGE_LINE_MS = 1000;
+
+/** Logs a failed request: a fault with its stack; the database away or unwritable without it, and seldom. */
+function failureLog(log: Logger): (err: FastifyError, apiError: ApiError, route: string | undefined) => void {
+  let lineAt = 0;
+  let alike = 0;
+  return (err, apiError, route) => {
+    if (apiError.code !== 'service_unavailable') {
+      log.error({ err: { message: err.message, code: err.code, stack: err.stack }, route }, 'request failed');
+      return;
+    }
+    const now = Date.now();
+    if (now - lineAt < OUTAGE_LINE_MS) {
+      alike++;
+      return;
+    }
+    const cause = (apiError.cause as { message?: unknown } | undefined)?.message;
+    log.error({ err: apiError.message, ...(typeof cause === 'string' ? { cause } : {}), route, ...(alike ? { alike_since_last_line: alike } : {}) }, 'request failed');
+    lineAt = now;
+    alike = 0;
+  };
+}
+
 export function installErrorHandling(app: FastifyInstance, log: Logger): void {
+  const logFailure = failureLog(log);
   app.setErrorHandler((err: FastifyError, request, reply) => {
     const apiError = toApiError(err);
-    if (apiError.statusCode >= 500) {
-      log.error({ err: { message: err.message, code: err.code, stack: err.stack }, route: request.routeOptions.url }, 'request failed');
-    }
+    if (apiError.statusCode >= 500) logFailure(err, apiError, request.routeOptions.url);
     return sendError(request, reply, apiError);
   });
 }

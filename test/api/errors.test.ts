@@ -1,5 +1,5 @@
-// The error record on every kind of failure: unknown routes, 405, 413, 415, malformed JSON,
-// and a 500 that leaks nothing.
+// The error record on every kind of failure: unknown routes, 405, 413, 415, malformed JSON, a
+// database that cannot be written (a full disk), and a 500 that leaks nothing.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { assertError, assertRateHeaders, auth, createSession, listen, makeServer, removeDir, type TestServer } from '../helpers/server.ts';
@@ -163,6 +163,49 @@ describe('bodies', () => {
     });
     assert.equal(dup.statusCode, 200);
     assert.equal(JSON.parse(dup.body).downloaded_bytes, 2);
+  });
+});
+
+describe('500 service_unavailable: the database cannot be written', () => {
+  test('a full disk (SQLite at its size cap): creations answer why with Retry-After, nothing half-saved, reads answer, writes resume when space is back', async () => {
+    const lines: string[] = [];
+    const logger = { info() {}, warn() {}, debug() {}, error: (o: object | string, m?: string) => void lines.push(JSON.stringify(o) + (m ?? '')) };
+    const t = await makeServer({ logger });
+    try {
+      await createSession(t.app, t.owner, { reusable: true });
+      const db = t.services.sqlite!.store.db;
+      // The file may not grow past what it holds now: SQLite answers SQLITE_FULL, as on a full disk.
+      const { page_count } = db.prepare('PRAGMA page_count').get() as { page_count: number };
+      db.exec(`PRAGMA max_page_count = ${page_count}`);
+      let created = 1;
+      let refused = 0;
+      for (let i = 0; i < 2000 && refused < 20; i++) {
+        const res = await t.app.inject({ method: 'POST', url: '/v2/sessions', headers: auth(t.owner), payload: { client_id: `c${i}`, zone: 'de-fra', reusable: true } });
+        if (res.statusCode === 201) {
+          created++;
+          continue;
+        }
+        const e = assertError(res, 500, 'service_unavailable');
+        assert.deepEqual(e.details, { reason: 'disk_full', retry_after: 10 });
+        assert.equal(e.message, 'The database cannot be written: the disk holding it is full. Nothing of this request was saved; retry once the operator has fixed it.');
+        assert.equal(res.headers['retry-after'], '10');
+        refused++;
+      }
+      assert.equal(refused, 20, 'the cap was reached');
+      const listed = await t.app.inject({ url: '/v2/sessions?limit=100', headers: auth(t.owner) });
+      assert.equal(listed.statusCode, 200);
+      assert.equal(JSON.parse(listed.body).sessions.length, Math.min(created, 100), 'every answered creation is there, no refused one');
+      // Logged with the database's own words, without a stack, and not once per request.
+      const logged = lines.filter((l) => l.includes('cannot be written'));
+      assert.ok(logged.length >= 1 && logged.length < refused, `${logged.length} lines for ${refused} refusals`);
+      assert.match(logged[0], /"cause":"database or disk is full"/);
+      assert.doesNotMatch(logged[0], /stack/);
+
+      db.exec('PRAGMA max_page_count = 1073741823');
+      assert.equal((await t.app.inject({ method: 'POST', url: '/v2/sessions', headers: auth(t.owner), payload: { client_id: 'after', zone: 'de-fra' } })).statusCode, 201);
+    } finally {
+      await t.close();
+    }
   });
 });
 

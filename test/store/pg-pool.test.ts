@@ -3,10 +3,11 @@
 // `service_unavailable` (never a hang, never a crash of the process from an idle connection's
 // error); after restart() everything works again by itself, notifications included. A transaction
 // left open by a process that stopped (a hung instance) holds its row locks for
-// IDLE_IN_TRANSACTION_MS at most, so another instance's write of the same row waits no longer.
+// IDLE_IN_TRANSACTION_MS at most, so another instance's write of the same row waits no longer. A
+// database that refuses writes (read-only, as a standby) answers `service_unavailable` with why.
 import assert from 'node:assert/strict';
 import { after as afterAll, before as beforeAll, test } from 'node:test';
-import type { PoolClient } from 'pg';
+import pg, { type PoolClient } from 'pg';
 import { ApiError, ERROR_STATUS } from '../../server/contract/errors.ts';
 import type { SessionEvent } from '../../server/contract/schemas.ts';
 import { PgEventFeed } from '../../server/events/pg-feed.ts';
@@ -14,6 +15,7 @@ import { PgListener } from '../../server/store/pg/listener.ts';
 import { DatabaseUnavailable, IDLE_IN_TRANSACTION_MS, isConnectionLoss, openPool, RETRY_AFTER_SECONDS } from '../../server/store/pg/pool.ts';
 import { CHANNELS, PgStore } from '../../server/store/pg/store.ts';
 import { NODE_UP_SECONDS } from '../../server/store/repos/nodes.ts';
+import { DatabaseUnwritable, UNWRITABLE_RETRY_SECONDS } from '../../server/store/sql/unwritable.ts';
 import { startPostgres, type PgServer } from '../helpers/postgres.ts';
 
 /** One server for the file (initdb is the slow part); each test takes its own database. */
@@ -171,4 +173,34 @@ test('a transaction left open by a stopped process holds its locks IDLE_IN_TRANS
   // The hung transaction was ended, not committed: its write is gone and its connection too.
   assert.equal((await other.query("SELECT last_contact FROM nodes_like WHERE id = 'n1'")).rows[0].last_contact, 2);
   await assert.rejects(held.query('SELECT 1'));
+});
+
+test('a read-only database (a standby after a failover): writes fail with service_unavailable naming why, reads answer, writes resume after', async (t) => {
+  const url = await server.createDatabase('readonly');
+  const name = new URL(url).pathname.slice(1);
+  const store = await PgStore.open(url, { max: 1 });
+  const admin = new pg.Client({ connectionString: url });
+  await admin.connect();
+  t.after(() => Promise.all([store.close(), admin.end()]));
+  const { token, info } = await store.createToken('acme', 'owner');
+  // New connections start read-only, and so does the one the pool holds.
+  await admin.query(`ALTER DATABASE "${name}" SET default_transaction_read_only = on`);
+  await store.pool.query('SET default_transaction_read_only = on');
+  for (const write of [() => store.createToken('acme', 'agent'), () => store.patchLimits(info.customer_id, 'global', { max_sessions: 1 })]) {
+    await assert.rejects(write(), (err: unknown) => {
+      assert.ok(err instanceof DatabaseUnwritable, `expected DatabaseUnwritable, got ${err}`);
+      assert.equal(err.code, 'service_unavailable');
+      assert.equal(err.retryAfterSeconds, UNWRITABLE_RETRY_SECONDS);
+      assert.deepEqual(err.toBody().error.details, { reason: 'read_only', retry_after: UNWRITABLE_RETRY_SECONDS });
+      assert.match(err.message, /cannot be written: it is read-only \(/);
+      assert.match(String((err.cause as Error).message), /read-only transaction/);
+      return true;
+    });
+  }
+  assert.equal((await store.findToken(token))?.id, info.id, 'reads still answer');
+  await admin.query(`ALTER DATABASE "${name}" RESET default_transaction_read_only`);
+  await store.pool.query('SET default_transaction_read_only = off');
+  await store.createToken('acme', 'agent');
+  assert.equal((await store.listTokens()).filter((x) => x.customer_id === info.customer_id).length, 2, 'the refused writes left nothing, the next one is saved');
+  assert.equal(await store.getLimitsRecord(info.customer_id, 'global'), undefined, 'the refused limits are not there');
 });

@@ -5,6 +5,7 @@
 // connections and opens new ones on the next query.
 import pg from 'pg';
 import { ApiError } from '../../contract/errors.ts';
+import { unwritable } from '../sql/unwritable.ts';
 
 /** Seconds a client is told to wait before retrying while the database is unreachable. */
 export const RETRY_AFTER_SECONDS = 2;
@@ -35,11 +36,11 @@ export function isConnectionLoss(err: unknown): boolean {
   return typeof e.message === 'string' && LOST_MESSAGES.test(e.message);
 }
 
-/** Rethrows connection loss as DatabaseUnavailable, anything else unchanged. */
+/** Rethrows connection loss as DatabaseUnavailable, a full disk (and the like) as DatabaseUnwritable, anything else unchanged. */
 export function mapDatabaseError(err: unknown): never {
   if (err instanceof DatabaseUnavailable) throw err;
   if (isConnectionLoss(err)) throw new DatabaseUnavailable(err);
-  throw err;
+  throw unwritable(err);
 }
 
 export interface PoolOptions {

@@ -5,6 +5,7 @@ import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite';
 import { sqlFor } from './dialect.ts';
 import { ReadCache } from './read-cache.ts';
 import { bindOps, type AsyncOps, type Op, type OpTable, type Param, type Step, type SyncOps } from './op.ts';
+import { unwritable } from './unwritable.ts';
 
 /** More distinct statement texts than this (IN lists of many lengths) start the cache afresh. */
 const CACHE_MAX = 2000;
@@ -104,12 +105,17 @@ export class SqliteRunner {
       try {
         out = this.step(r.value);
       } catch (err) {
-        r = op.throw(err);
+        r = op.throw(unwritable(err));
         continue;
       }
       r = op.next(out);
     }
     return r.value;
+  }
+
+  /** Ends the transaction; SQLite may have rolled it back itself already (a full disk, an I/O error). */
+  private rollback(): void {
+    if (this.db.isTransaction) this.db.exec('ROLLBACK');
   }
 
   private step(s: Step): unknown {
@@ -138,13 +144,13 @@ export class SqliteRunner {
           try {
             this.db.exec('COMMIT');
           } catch (err) {
-            this.db.exec('ROLLBACK');
+            this.rollback();
             throw err;
           }
         }
         return undefined;
       case 'rollback':
-        if (--this.depth === 0 && this.owned) this.db.exec('ROLLBACK');
+        if (--this.depth === 0 && this.owned) this.rollback();
         return undefined;
       case 'lock':
         return undefined; // BEGIN IMMEDIATE already admits one writer at a time
