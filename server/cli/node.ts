@@ -159,7 +159,7 @@ export async function node(argv: string[]): Promise<void> {
     if (!values['public-host'] || !HOST.test(values['public-host'])) fail('node add needs --public-host HOST (a host name or address clients connect to)');
   }
   if (sub === 'remove' && !positionals[0]) fail('node remove needs the node\'s NAME');
-  const store = await openStore(values);
+  const store = await openStore(values, sub === 'add');
   try {
     if (sub === 'add') {
       if (await store.getNodeByName(values.name!)) fail(`a node named "${values.name}" exists already`);

@@ -1,10 +1,11 @@
 // What the `vpn-access` commands share: the environment, the default data folder, exiting with
 // a clear message, port and database-URL arguments, and the store a command works on.
+import { existsSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { type ControlStore, sqliteControlStore } from '../store/control.ts';
-import { openDatabase } from '../store/db.ts';
+import { DB_FILE, openDatabase } from '../store/db.ts';
 import { Store } from '../store/store.ts';
 
 export const env = process.env;
@@ -58,10 +59,22 @@ export function tokenCreateCommand(where: { dataDir?: string; database?: string 
 }
 
 /** The store of `token` and `node`: PostgreSQL with --database (or VPN_ACCESS_DATABASE), else the data folder. */
-export async function openStore(values: { 'data-dir'?: string; database?: string }): Promise<ControlStore> {
+/**
+ * The store a command works on. `makes`: the command creates something (a token, a node), so a data
+ * folder without a database gets one, said on stderr (a mistyped --data-dir shows); a command that
+ * reads or changes what exists fails there instead of making an empty database to find nothing in.
+ */
+export async function openStore(values: { 'data-dir'?: string; database?: string }, makes: boolean): Promise<ControlStore> {
   const url = databaseUrl(values.database ?? env.VPN_ACCESS_DATABASE);
   if (values.database && values['data-dir']) fail('use either --data-dir or --database, not both');
-  if (!url) return sqliteControlStore(new Store(openDatabase(resolve(values['data-dir'] ?? defaultDataDir()))));
+  if (!url) {
+    const dir = resolve(values['data-dir'] ?? defaultDataDir());
+    if (!existsSync(join(dir, DB_FILE))) {
+      if (!makes) fail(`no database in ${dir}: check --data-dir (serve makes the database at its first start)`);
+      process.stderr.write(`vpn-access: no database in ${dir} yet: made a new one (serve --data-dir ${dir} uses it)\n`);
+    }
+    return sqliteControlStore(new Store(openDatabase(dir)));
+  }
   const { PgStore } = await import('../store/pg/store.ts');
   try {
     return await PgStore.open(url, { max: 2, applicationName: 'vpn-access cli' });

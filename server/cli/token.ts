@@ -38,7 +38,7 @@ export async function token(argv: string[]): Promise<void> {
     if (!values.customer) fail('token create needs --customer NAME, such as: vpn-access token create --customer default --role owner');
   }
   if (sub === 'revoke' && !positionals[0]) fail('token revoke needs a token id, prefix or the token itself');
-  const store = await openStore(values);
+  const store = await openStore(values, sub === 'create');
   try {
     if (sub === 'create') {
       const made = await store.createToken(values.customer!, role);

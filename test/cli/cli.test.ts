@@ -1,12 +1,13 @@
-// The `vpn-access` command line: token create / list / revoke, and serve (first-start token,
-// request log, clean shutdown on SIGTERM and SIGINT).
+// The `vpn-access` command line: token create / list / revoke (and what they and node list / remove
+// do with a folder that has no database), and serve (first-start token, request log, clean
+// shutdown on SIGTERM and SIGINT).
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { createServer, type AddressInfo } from 'node:net';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { BIN, ensureServerBundle, printedToken, serve, type ServeProcess, tokenCli } from '../helpers/cli.ts';
+import { BIN, childEnv, ensureServerBundle, printedToken, serve, type ServeProcess, tokenCli } from '../helpers/cli.ts';
 import { CLI, NODE, removeDir, ROOT, tempDir, waitFor } from '../helpers/server.ts';
 
 describe('vpn-access token', () => {
@@ -20,10 +21,24 @@ describe('vpn-access token', () => {
     const r = tokenCli(['create', '--customer', 'acme', '--role', 'owner', '--data-dir', dir]);
     assert.equal(r.status, 0, r.stderr);
     assert.match(r.stdout, /^vad_[A-Za-z0-9_-]{20,}\n$/);
-    assert.equal(r.stderr, '');
+    // The folder had no database: made, and said so on stderr (a mistyped --data-dir shows).
+    assert.equal(r.stderr, `vpn-access: no database in ${dir} yet: made a new one (serve --data-dir ${dir} uses it)\n`);
     const agent = tokenCli(['create', '--customer', 'acme', '--role', 'agent', '--data-dir', dir]);
     assert.equal(agent.status, 0);
+    assert.equal(agent.stderr, '');
     assert.notEqual(agent.stdout, r.stdout);
+  });
+
+  test('list, revoke, node list and node remove on a folder without a database fail, and make none', () => {
+    const missing = join(dir, 'mistyped');
+    const commands = [['token', 'list'], ['token', 'revoke', 'vad_x'], ['node', 'list'], ['node', 'remove', 'n1']];
+    for (const [command, ...args] of commands) {
+      const r = spawnSync(NODE, [CLI, command, ...args, '--data-dir', missing], { cwd: ROOT, env: childEnv(), encoding: 'utf8', timeout: 20_000 });
+      assert.equal(r.status, 2, `${command} ${args.join(' ')}: ${r.stderr}`);
+      assert.equal(r.stdout, '');
+      assert.equal(r.stderr, `vpn-access: no database in ${missing}: check --data-dir (serve makes the database at its first start)\n`);
+    }
+    assert.equal(existsSync(missing), false, 'nothing was made');
   });
 
   test('the bin launcher works under Node 24 and under an older system node', () => {

@@ -17,7 +17,7 @@ export interface ServeProcess {
   kill(signal?: NodeJS.Signals): void;
 }
 
-const childEnv = () => {
+export const childEnv = () => {
   const env = { ...process.env };
   for (const k of Object.keys(env)) if (k.startsWith('VPN_ACCESS_') || k.startsWith('NODE_TEST')) delete env[k];
   return env;
