@@ -78,7 +78,10 @@ function nodeRunOptions(values: NodeRunValues) {
   const controlPin = values['control-pin']?.replace(/:/g, '').toLowerCase();
   if (controlPin !== undefined && !/^[0-9a-f]{64}$/.test(controlPin)) fail('--control-pin takes the SHA-256 of the control plane\'s certificate: 64 hex digits (colons allowed), as `pcs` in its links');
   const token = values.token ?? env.VPN_ACCESS_NODE_TOKEN;
-  if (!token || !token.startsWith('vadn_')) fail('node run needs --token NODE_TOKEN (what `node add` printed)');
+  if (!token) fail('node run needs --token NODE_TOKEN (what `node add` printed)');
+  if (!token.startsWith('vadn_')) {
+    fail(`--token takes a node token (vadn_..., what \`node add\` printed)${token.startsWith('vad_') ? ', not an API token (vad_...)' : ''}`);
+  }
   const host = values.host ?? '127.0.0.1';
   if (!HOST.test(host)) fail(`--host takes an address, not "${host}"`);
   const { tlsOn, certFile, keyFile } = listenerTls(values, host);

@@ -333,6 +333,9 @@ test('the node channel refuses API tokens and unknown node tokens; node run refu
   const noToken = cli(['node', 'run', '--control', `http://127.0.0.1:${port}`]);
   assert.equal(noToken.status, 2);
   assert.match(noToken.stderr, /node run needs --token NODE_TOKEN/);
+  const apiToken = cli(['node', 'run', '--control', `http://127.0.0.1:${port}`, '--token', owner]);
+  assert.equal(apiToken.status, 2);
+  assert.match(apiToken.stderr, /--token takes a node token \(vadn_\.\.\., what `node add` printed\), not an API token \(vad_\.\.\.\)/);
   const badUrl = cli(['node', 'run', '--control', 'ftp://x', '--token', 'vadn_abc']);
   assert.equal(badUrl.status, 2);
   assert.match(badUrl.stderr, /--control takes http\(s\):\/\/ or ws\(s\):\/\/ URLs/);
