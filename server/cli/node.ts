@@ -7,11 +7,10 @@ import { parseArgs } from 'node:util';
 import { createLogger } from '../log.ts';
 import { nodeStateText } from '../store/repos/nodes.ts';
 import { clearTextReach, isWildcardHost } from '../public-host.ts';
-import { egressAddressList, env, fail, openStore, port } from './shared.ts';
+import { egressAddressList, env, fail, HOST, openStore, port } from './shared.ts';
 
 const NODE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
 const ZONE_CODE = /^[a-z0-9-]{2,32}$/;
-const HOST = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]{1,253}|[0-9A-Fa-f:.]+)$/;
 
 const NODE_RUN_OPTIONS = {
   control: { type: 'string' },

@@ -10,7 +10,7 @@ import { parseArgs } from 'node:util';
 import { createLogger } from '../log.ts';
 import { choosePublicHost, clearTextReach, isWildcardHost } from '../public-host.ts';
 import { decideTls, parseTlsMode } from '../tls/mode.ts';
-import { databaseUrl, defaultDataDir, egressAddressList, env, fail, port, redactUrl, tokenCreateCommand } from './shared.ts';
+import { databaseUrl, defaultDataDir, egressAddressList, env, fail, HOST, port, redactUrl, tokenCreateCommand } from './shared.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -137,6 +137,9 @@ export function dataPlaneOptions(values: ServeValues) {
 export function publicHostAndReach(values: ServeValues, host: string, tls: ReturnType<typeof tlsOptions>, log: Logger) {
   const interfaces = networkInterfaces();
   const givenPublicHost = values['public-host'] ?? env.VPN_ACCESS_PUBLIC_HOST ?? tls.acmeDomain;
+  if (givenPublicHost !== undefined && !HOST.test(givenPublicHost)) {
+    fail(`--public-host takes the host name or address clients connect to (such as vpn.example.com or 203.0.113.7), not "${givenPublicHost}"`);
+  }
   const publicHost = givenPublicHost ?? choosePublicHost(host, interfaces) ??
     fail(`--host ${host}: no network interface has an address other machines can use (only loopback or link-local); name the host clients should connect to with --public-host`);
   if (!givenPublicHost && isWildcardHost(host)) log.info(`public host: ${publicHost} (the first non-internal interface address; --public-host changes it)`);
@@ -198,6 +201,8 @@ export async function serve(argv: string[], usage: string): Promise<void> {
   }).catch((err: NodeJS.ErrnoException) => {
     if (err.code === 'EDATALOCKED') fail(err.message);
     if (err.code === 'EADDRINUSE') fail(`a port is already in use (${err.message}); choose another with --port, --vless-tcp-port or --proxy-port`);
+    const folder = database ? undefined : dataFolderFailure(err, dataDir);
+    if (folder) fail(folder);
     throw err;
   });
 
@@ -212,6 +217,15 @@ export async function serve(argv: string[], usage: string): Promise<void> {
 }
 
 type Started = Awaited<ReturnType<typeof import('../serve.ts').startServer>>;
+
+/** A start that failed on the data folder itself, said in words (undefined: another failure). */
+function dataFolderFailure(err: NodeJS.ErrnoException & { errcode?: number }, dataDir: string): string | undefined {
+  const inFolder = typeof err.path === 'string' && (err.path === dataDir || err.path.startsWith(`${dataDir}/`) || dataDir.startsWith(`${err.path}/`));
+  if (inFolder && (err.code === 'EEXIST' || err.code === 'ENOTDIR')) return `--data-dir ${dataDir}: not a folder (${err.message}); name a folder, or one to be made`;
+  if (inFolder && (err.code === 'EACCES' || err.code === 'EPERM' || err.code === 'EROFS')) return `--data-dir ${dataDir}: cannot be written (${err.message}); give this user a folder it may write`;
+  if (err.code === 'ENOSPC' || (err.errcode ?? 0) % 256 === 13) return `the data folder ${dataDir}: the disk is full (${err.message}); free space there, then start again`;
+  return undefined;
+}
 
 /** How long a clean stop may take before the process exits anyway (its counts are in the journal or the database by then). */
 const STOP_DEADLINE_MS = 15_000;

@@ -10,6 +10,9 @@ import { Store } from '../store/store.ts';
 
 export const env = process.env;
 
+/** A host name, an IPv4 address or an IPv6 address (bracketed or not): what links and binds may name. */
+export const HOST = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]{1,253}|[0-9A-Fa-f:.]+)$/;
+
 export function defaultDataDir(): string {
   return env.VPN_ACCESS_DATA_DIR ?? join(env.XDG_DATA_HOME ?? join(homedir(), '.local', 'share'), 'vpn-access');
 }

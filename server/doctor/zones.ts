@@ -26,7 +26,7 @@ export function zonesCheck(file: string | undefined): { check: Check; zones: Zon
   try {
     catalogue = ZoneCatalogue.load(file);
   } catch (err) {
-    return { zones: [], check: fail('zones', title, `${from} is refused: ${messageOf(err)}`, fix) };
+    return { zones: [], check: fail('zones', title, file ? messageOf(err) : `${from} is refused: ${messageOf(err)}`, fix) };
   }
   const list = catalogue.list();
   const zones = list.map((z) => ({ code: z.code, catalogueNodes: z.nodes, catalogueActive: z.has_active_nodes }));

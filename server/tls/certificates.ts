@@ -266,7 +266,10 @@ export class TlsCertificates {
     try {
       facts = inspect(pair);
     } catch (err) {
-      throw new Error(`unusable TLS certificate: ${(err as Error).message}`);
+      const { certFile, keyFile } = this.opts;
+      const files = certFile ? ` in ${certFile} and ${keyFile}` : '';
+      const said = (err as Error).message;
+      throw new Error(`unusable TLS certificate${files}: ${/no start line/.test(said) ? 'not PEM (no "-----BEGIN" line)' : said}`);
     }
     const first = this.pair === undefined;
     this.pair = pair;

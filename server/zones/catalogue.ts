@@ -39,9 +39,26 @@ export class ZoneCatalogue {
     if (this.byCode.size !== this.zones.length) throw new Error('zone catalogue: duplicate zone code');
   }
 
+  /** The catalogue in `path` (the built-in one without); its errors name the file. */
   static load(path?: string): ZoneCatalogue {
     if (!path) return new ZoneCatalogue(defaultCatalogue as CatalogueFile);
-    return new ZoneCatalogue(JSON.parse(readFileSync(path, 'utf8')) as CatalogueFile);
+    let text: string;
+    try {
+      text = readFileSync(path, 'utf8');
+    } catch (err) {
+      throw new Error(`zone catalogue ${path} cannot be read: ${(err as Error).message}`);
+    }
+    let file: CatalogueFile;
+    try {
+      file = JSON.parse(text) as CatalogueFile;
+    } catch (err) {
+      throw new Error(`zone catalogue ${path} is not valid JSON: ${(err as Error).message}`);
+    }
+    try {
+      return new ZoneCatalogue(file);
+    } catch (err) {
+      throw new Error((err as Error).message.replace(/^zone catalogue:/, `zone catalogue ${path}:`));
+    }
   }
 
   list(): ZoneInfo[] {

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { createServer, type AddressInfo } from 'node:net';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { BIN, childEnv, ensureServerBundle, printedToken, serve, type ServeProcess, tokenCli } from '../helpers/cli.ts';
@@ -246,6 +246,22 @@ describe('vpn-access serve', () => {
       await assert.rejects(serve(d, ['--link-network', 'udp']), /exited early[\s\S]*link-network/);
       await assert.rejects(serve(d, ['--read-cache', 'yes']), /exited early[\s\S]*--read-cache takes on or off/);
       await assert.rejects(serve(d, ['--read-cache', 'on']), /exited early[\s\S]*--read-cache applies to --database/);
+      await assert.rejects(serve(d, ['--public-host', 'http://vpn.example.com']), /exited early[\s\S]*--public-host takes the host name or address clients connect to .*not "http:\/\/vpn\.example\.com"/);
+    } finally {
+      removeDir(d);
+    }
+  });
+
+  test('a data folder, zone catalogue or certificate it cannot use: the message names it and says what is wrong', async () => {
+    const d = tempDir('vad-files-');
+    try {
+      const file = join(d, 'a-file');
+      writeFileSync(file, '');
+      // serve(dir, ...) passes --data-dir dir first; a later --data-dir wins.
+      await assert.rejects(serve(d, ['--data-dir', file]), new RegExp(`exited early[\\s\\S]*--data-dir ${file}: not a folder \\(EEXIST`));
+      await assert.rejects(serve(d, ['--zones', file]), new RegExp(`exited early[\\s\\S]*zone catalogue ${file} is not valid JSON`));
+      await assert.rejects(serve(d, ['--zones', join(d, 'missing.json')]), /exited early[\s\S]*zone catalogue \S+missing\.json cannot be read: ENOENT/);
+      await assert.rejects(serve(d, ['--tls-cert', file, '--tls-key', file]), new RegExp(`exited early[\\s\\S]*unusable TLS certificate in ${file} and ${file}: not PEM \\(no "-----BEGIN" line\\)`));
     } finally {
       removeDir(d);
     }
