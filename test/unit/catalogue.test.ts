@@ -81,8 +81,11 @@ test('load() reads a catalogue file; a missing or broken file throws', () => {
     const c = ZoneCatalogue.load(path);
     assert.deepEqual(c.list().map((z) => [z.code, z.has_active_nodes]), [['xx-one', false]]);
     writeFileSync(path, '{"zones": [');
-    assert.throws(() => ZoneCatalogue.load(path), SyntaxError);
-    assert.throws(() => ZoneCatalogue.load(join(dir, 'missing.json')), /ENOENT/);
+    // Each error names the file.
+    assert.throws(() => ZoneCatalogue.load(path), { message: `zone catalogue ${path} is not valid JSON: Unexpected end of JSON input` });
+    assert.throws(() => ZoneCatalogue.load(join(dir, 'missing.json')), new RegExp(`^Error: zone catalogue ${join(dir, 'missing.json')} cannot be read: ENOENT`));
+    writeFileSync(path, JSON.stringify({ zones: [zone({ code: 'X' })] }));
+    assert.throws(() => ZoneCatalogue.load(path), { message: `zone catalogue ${path}: zones[0].code must match /^[a-z0-9-]{2,32}$/` });
   } finally {
     removeDir(dir);
   }
