@@ -203,6 +203,8 @@ export async function serve(argv: string[], usage: string): Promise<void> {
     if (err.code === 'EADDRINUSE') fail(`a port is already in use (${err.message}); choose another with --port, --vless-tcp-port or --proxy-port`);
     const folder = database ? undefined : dataFolderFailure(err, dataDir);
     if (folder) fail(folder);
+    // PostgreSQL unreachable, or refusing writes (a standby): which database, and why.
+    if (database && err.code === 'service_unavailable') fail(`cannot use the database at ${redactUrl(database)}: ${err.message}`);
     throw err;
   });
 

@@ -252,7 +252,7 @@ describe('vpn-access serve', () => {
     }
   });
 
-  test('a data folder, zone catalogue or certificate it cannot use: the message names it and says what is wrong', async () => {
+  test('a data folder, zone catalogue, database or certificate it cannot use: the message names it and says what is wrong', async () => {
     const d = tempDir('vad-files-');
     try {
       const file = join(d, 'a-file');
@@ -261,6 +261,9 @@ describe('vpn-access serve', () => {
       await assert.rejects(serve(d, ['--data-dir', file]), new RegExp(`exited early[\\s\\S]*--data-dir ${file}: not a folder \\(EEXIST`));
       await assert.rejects(serve(d, ['--zones', file]), new RegExp(`exited early[\\s\\S]*zone catalogue ${file} is not valid JSON`));
       await assert.rejects(serve(d, ['--zones', join(d, 'missing.json')]), /exited early[\s\S]*zone catalogue \S+missing\.json cannot be read: ENOENT/);
+      const db = spawnSync(NODE, [CLI, 'serve', '--database', 'postgres://vad:secret@127.0.0.1:1/vad', '--port', '0'], { cwd: ROOT, env: childEnv(), encoding: 'utf8', timeout: 20_000 });
+      assert.equal(db.status, 2, db.stderr);
+      assert.equal(db.stderr, 'vpn-access: cannot use the database at postgres://vad:***@127.0.0.1:1/vad: The database is unreachable; retry shortly.\n');
       await assert.rejects(serve(d, ['--tls-cert', file, '--tls-key', file]), new RegExp(`exited early[\\s\\S]*unusable TLS certificate in ${file} and ${file}: not PEM \\(no "-----BEGIN" line\\)`));
     } finally {
       removeDir(d);
