@@ -35,3 +35,22 @@ export function createLogger(opts: { level?: Level | 'silent'; write?: (line: st
 }
 
 export const silentLogger: Logger = createLogger({ level: 'silent' });
+
+/**
+ * For a failure that repeats while it lasts (the database away, a full disk): `line(alike)` is
+ * written at most once per `ms`, told how many calls were left out since the previous line.
+ */
+export function throttledLine(ms: number): (line: (alike: number) => void) => void {
+  let at = -Infinity;
+  let alike = 0;
+  return (line) => {
+    const now = Date.now();
+    if (now - at < ms) {
+      alike++;
+      return;
+    }
+    line(alike);
+    at = now;
+    alike = 0;
+  };
+}

@@ -20,7 +20,7 @@ import type { Backend } from './types.ts';
 
 export function openSqlite(dataDir: string, metrics: Metrics, log: Logger): Backend {
   const store = new Store(openDatabase(dataDir));
-  const bus = new EventBus(store);
+  const bus = new EventBus(store, log);
   // One server per folder; on PostgreSQL other instances share the database instead, and one
   // starting must not close the sessions they carry. When the folder is in use (or the repair
   // fails), takeDataDir closes the database itself and throws its own error.
@@ -44,13 +44,14 @@ export function openSqlite(dataDir: string, metrics: Metrics, log: Logger): Back
     revocations: store,
     sqlite: { store, bus },
     dataPlaneStore: store,
-    publishLocal: (e) => void bus.publish(e),
+    publishLocal: (e) => bus.publishOrKeep(e),
     attach: () => {},
     webhookStore: () => bindSettled(webhookOps, store.runner),
     subscriptionData: () => bindSettled(subscriptionOps, store.runner),
     clusterKey: null,
     drain: async () => {},
     close: async () => {
+      bus.close();
       await stopCheckpoints();
       store.db.close();
       releaseDataDir();

@@ -3,16 +3,21 @@
 // that flushes counters and sends the periodic events while connections are open.
 import type { EventType } from '../domain.ts';
 import type { DataPlaneConfig, DataPlaneDeps } from './api.ts';
+import { throttledLine } from '../log.ts';
 import { type SessionState, durationOf, nowMs } from './meters.ts';
 
 /** How often counters of open sessions are flushed to the store. */
 const FLUSH_INTERVAL_MS = 500;
+/** While saves fail (the database away, a full disk), one log line this often, not one per session and flush. */
+const FAILURE_LINE_MS = 10_000;
 
 export class Reporter {
   private readonly deps: Pick<DataPlaneDeps, 'store' | 'events' | 'log' | 'usage' | 'observe'>;
   private lastFlush = 0;
   /** After a failed save, saves between flushes wait until then (no retry per chunk). */
   private retryAt = 0;
+  private readonly saveFailed = throttledLine(FAILURE_LINE_MS);
+  private readonly publishFailed = throttledLine(FAILURE_LINE_MS);
 
   constructor(deps: Pick<DataPlaneDeps, 'store' | 'events' | 'log' | 'usage' | 'observe'>) {
     this.deps = deps;
@@ -35,7 +40,8 @@ export class Reporter {
       }
     } catch (err) {
       this.retryAt = nowMs() + FLUSH_INTERVAL_MS;
-      this.deps.log.error({ session: session.short, err: String(err) }, 'saving session runtime failed');
+      // The counters stay in memory: the next save that works writes them whole.
+      this.saveFailed((alike) => this.deps.log.error({ session: session.short, err: String(err), ...(alike ? { alike_since_last_line: alike } : {}) }, 'saving session runtime failed'));
     }
   }
 
@@ -62,7 +68,7 @@ export class Reporter {
         downloaded_bytes: session.totals.down,
       });
     } catch (err) {
-      this.deps.log.error({ session: session.short, err: String(err) }, 'publishing event failed');
+      this.publishFailed((alike) => this.deps.log.error({ session: session.short, err: String(err), ...(alike ? { alike_since_last_line: alike } : {}) }, 'publishing event failed'));
     }
   }
 

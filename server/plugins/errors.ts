@@ -4,6 +4,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, type ErrorCode } from '../contract/errors.ts';
 import type { Logger } from '../domain.ts';
+import { throttledLine } from '../log.ts';
 
 /** Writes an error record in a route's own format (status, content type and body). */
 export type ErrorWriter = (reply: FastifyReply, error: ApiError) => FastifyReply;
@@ -126,22 +127,14 @@ const OUTAGE_LINE_MS = 1000;
 
 /** Logs a failed request: a fault with its stack; the database away or unwritable without it, and seldom. */
 function failureLog(log: Logger): (err: FastifyError, apiError: ApiError, route: string | undefined) => void {
-  let lineAt = 0;
-  let alike = 0;
+  const outage = throttledLine(OUTAGE_LINE_MS);
   return (err, apiError, route) => {
     if (apiError.code !== 'service_unavailable') {
       log.error({ err: { message: err.message, code: err.code, stack: err.stack }, route }, 'request failed');
       return;
     }
-    const now = Date.now();
-    if (now - lineAt < OUTAGE_LINE_MS) {
-      alike++;
-      return;
-    }
     const cause = (apiError.cause as { message?: unknown } | undefined)?.message;
-    log.error({ err: apiError.message, ...(typeof cause === 'string' ? { cause } : {}), route, ...(alike ? { alike_since_last_line: alike } : {}) }, 'request failed');
-    lineAt = now;
-    alike = 0;
+    outage((alike) => log.error({ err: apiError.message, ...(typeof cause === 'string' ? { cause } : {}), route, ...(alike ? { alike_since_last_line: alike } : {}) }, 'request failed'));
   };
 }
 

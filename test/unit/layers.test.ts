@@ -48,7 +48,7 @@ const LAYERS: Record<string, Layer> = {
   usage: { files: ['server/usage/'], may: ['domain', 'util', 'store'], packages: ['node:'] },
   quota: { files: ['server/quota/'], may: ['domain', 'contract', 'util', 'store'], packages: ['node:'] },
   // The API's token guard and error format (fastify plugins), below the routes and the backends.
-  plugins: { files: ['server/plugins/'], may: ['domain', 'contract', 'store'], packages: ['node:', 'fastify'] },
+  plugins: { files: ['server/plugins/'], may: ['domain', 'contract', 'util', 'store'], packages: ['node:', 'fastify'] },
   // The control plane's side of the cluster: it never knows the services, only narrow deps types.
   cluster: {
     files: ['server/cluster/'],
