@@ -75,7 +75,7 @@ export async function askServer(values: ServeValues & { url?: string; token?: st
     const origin = values.url.replace(/\/+$/, '').replace(/\/v2$/, '');
     const answer = await get(`${origin}/v2/server-info`, values.token);
     const info = answer.ok ? (answer.body as ServerInfoJson) : undefined;
-    return { asked: origin, answer: { ...answer, info, version: info?.version } };
+    return { asked: origin, answer: { ...answer, info, version: typeof info?.version === 'string' ? clean(info.version) : undefined } };
   }
   const api = ports.find((p) => p.id === 'api');
   if (!api || api.port === 0) return { answer: null, asked: 'a port chosen at start (--port 0)' };
@@ -100,7 +100,22 @@ export async function askServerChecks(origin: string, token: string): Promise<{ 
   const answer = await get(`${origin}/v2/doctor`, token, SERVER_DOCTOR_TIMEOUT_MS);
   const checks = (answer.body as { checks?: unknown } | undefined)?.checks;
   if (!answer.ok || !Array.isArray(checks)) return { error: answer.error ?? 'the answer has no checks' };
-  return { checks: checks as Check[] };
+  return { checks: checks.filter(isCheck).map(printable) };
+}
+
+const STATUSES: readonly unknown[] = ['pass', 'warn', 'fail'];
+
+/** A check as GET /v2/doctor writes it; anything else in the answer is left out. */
+function isCheck(c: unknown): c is Check {
+  const k = c as Record<string, unknown> | null;
+  return typeof k === 'object' && k !== null && STATUSES.includes(k.status) && ['id', 'title', 'detail', 'fix'].every((f) => typeof k[f] === 'string');
+}
+
+/** A server's text without control characters: the terminal shows its words, never escape sequences. */
+const clean = (t: string): string => t.replace(/[\u0000-\u001f\u007f-\u009f]/g, ' ');
+
+function printable(c: Check): Check {
+  return { id: clean(c.id), title: clean(c.title), status: c.status, detail: clean(c.detail), fix: clean(c.fix) };
 }
 
 /** The public host, listeners and TLS a running service reports of itself. */

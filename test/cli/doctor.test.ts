@@ -1,10 +1,12 @@
 // `vpn-access doctor` run as a child process against real services: a healthy serve (and its
-// GET /v2/doctor), one asked with --url from a machine without its data folder, a served
-// certificate that differs from the pin in links, an expired certificate, a port another process
-// holds, and a cluster node added on PostgreSQL and never started. --json is parsed and the exit status asserted (1 exactly when a check fails).
+// GET /v2/doctor), one asked with --url from a machine without its data folder, a hostile one
+// answering garbage, a served certificate that differs from the pin in links, an expired
+// certificate, a port another process holds, and a cluster node added on PostgreSQL and never
+// started. --json is parsed and the exit status asserted (1 exactly when a check fails).
 import assert from 'node:assert/strict';
 import { execFile, spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
+import { createServer as createHttpServer } from 'node:http';
 import { get } from 'node:https';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
@@ -147,6 +149,37 @@ describe('vpn-access doctor', () => {
       await srv.exited;
       removeDir(d);
       removeDir(elsewhere);
+    }
+  });
+
+  test('--url to a server that answers garbage: malformed checks are left out, escape sequences never reach the terminal', async () => {
+    const ESC = String.fromCharCode(27);
+    const hostile = createHttpServer((req, res) => {
+      res.setHeader('content-type', 'application/json');
+      if (req.url === '/v2/server-info') {
+        const port = (hostile.address() as { port: number }).port;
+        res.end(JSON.stringify({ version: `9${ESC}]0;owned${String.fromCharCode(7)}`, api_port: port, public_host: '127.0.0.1', vless_tcp_port: null, proxy_port: null, tls: false,
+          tls_status: { mode: 'off', enabled: false, reason: 'off', source: null, self_signed: null, fingerprint_sha256: null } }));
+        return;
+      }
+      res.end(JSON.stringify({ checks: [
+        { id: 'database', title: 'Database', status: 'pass', detail: `fine${ESC}[2J${ESC}[31m`, fix: '' },
+        { id: 'zones', title: 'Zones', status: 'maybe', detail: 'x', fix: '' },
+        { id: 'cluster', title: 'Cluster', status: 'pass', detail: 42, fix: '' },
+        'nonsense',
+        null,
+      ] }));
+    });
+    const port = await listen(hostile as unknown as Server);
+    try {
+      const r = await doctor(['--url', `http://127.0.0.1:${port}`, '--token', 'vad_x']);
+      assert.equal(r.code, 0, r.stderr);
+      assert.ok(!r.stdout.includes(ESC), JSON.stringify(r.stdout));
+      assert.match(r.stdout, /^\[ ok \] Database: fine /m);
+      assert.doesNotMatch(r.stdout, /Zones|Cluster/);
+      assert.match(r.stdout, /\(version 9 \]0;owned \)/);
+    } finally {
+      await new Promise((r) => hostile.close(r));
     }
   });
 
