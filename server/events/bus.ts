@@ -90,11 +90,12 @@ export class EventBus {
     return this.kept.length;
   }
 
-  /** Stops retrying (the store is closing): one last try first. */
+  /** Stops retrying (the store is closing): one last try first; what is still refused is said. */
   close(): void {
     if (this.retry) this.storeKept();
     clearInterval(this.retry);
     this.retry = undefined;
+    if (this.kept.length) this.log.error({ events: this.kept.length }, 'session events the database refused could not be stored before shutdown');
   }
 
   /** Hands an event already stored (by publish, or in a node report's transaction) to the live subscribers. */
