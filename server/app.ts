@@ -20,7 +20,7 @@ import { startEventRetention } from './http/retention.ts';
 import { V2Guard } from './http/v2-guard.ts';
 import { registerWebUi } from './http/web-ui.ts';
 import { registerMetrics } from './http/metrics.ts';
-import { installErrorHandling } from './plugins/errors.ts';
+import { clientError, installErrorHandling } from './plugins/errors.ts';
 import { eventRoutes } from './routes/events.ts';
 import { limitRoutes } from './routes/limits.ts';
 import { doctorRoutes } from './routes/doctor.ts';
@@ -112,6 +112,8 @@ function createFastify(opts: ServerOptions, config: ResolvedConfig, tls: TlsCert
     // Malformed percent-encoding and over-long path parameters fail in the router, before any
     // hook: answer them with the error record too, not fastify's own body.
     frameworkErrors: (err, request, reply) => void guard.frameworkError(err, request, reply),
+    // What Node's HTTP parser refuses before a request exists: the error record too.
+    clientErrorHandler: clientError,
     // Slow and idle clients (http/config.ts HttpTimeouts); event streams and ws upgrades are not cut.
     requestTimeout: timeouts.requestMs,
     keepAliveTimeout: timeouts.keepAliveMs,

@@ -1,6 +1,8 @@
 // One error format for every non-2xx answer: `{ error: { code, message, details } }`.
 // 5xx answers never carry a stack trace or an internal message. A route whose answers are not
 // JSON (the event stream) writes its error record itself: it names a writer in its route config.
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, type ErrorCode } from '../contract/errors.ts';
 import type { Logger } from '../domain.ts';
@@ -136,6 +138,24 @@ function failureLog(log: Logger): (err: FastifyError, apiError: ApiError, route:
     const cause = (apiError.cause as { message?: unknown } | undefined)?.message;
     outage((alike) => log.error({ err: apiError.message, ...(typeof cause === 'string' ? { cause } : {}), route, ...(alike ? { alike_since_last_line: alike } : {}) }, 'request failed'));
   };
+}
+
+/**
+ * What Node's HTTP parser refuses before any request exists (fastify's clientErrorHandler): headers
+ * past the 16 KiB limit, a request not received within the request timeout, bytes that are not
+ * HTTP. The same error record as every other answer, then the connection is closed.
+ */
+export function clientError(err: NodeJS.ErrnoException, socket: Duplex): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const error = err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? new ApiError('request_timeout', 'The request was not received in time; send it again.')
+    : err.code === 'HPE_HEADER_OVERFLOW' ? new ApiError('request_header_too_large', 'The request headers are larger than 16 KiB.')
+    : new ApiError('invalid_request', 'The request is not valid HTTP/1.1.');
+  const body = JSON.stringify(error.toBody());
+  if (socket.writable) {
+    socket.write(`HTTP/1.1 ${error.statusCode} ${STATUS_CODES[error.statusCode]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  }
+  socket.destroy();
 }
 
 export function installErrorHandling(app: FastifyInstance, log: Logger): void {

@@ -1,7 +1,8 @@
 // Slow clients: the API port bounds how long a client may take to send its
 // headers and its whole request, and how long an idle keep-alive connection stays open; an
 // event stream (a long response, not a long request) and VLESS over ws (an upgraded socket)
-// are not cut by any of them. Timeouts are configured short here so the bounds are seconds.
+// are not cut by any of them. Timeouts are configured short here so the bounds are seconds. What
+// the HTTP parser refuses (a timeout, oversized headers, bytes that are not HTTP) is the error record.
 import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
 import { after, before, describe, test } from 'node:test';
@@ -59,6 +60,31 @@ describe('slow clients on the API port', () => {
     assert.ok(closedAt - t0 <= bound, `closed after ${closedAt - t0} ms (bound ${bound} ms)`);
     assert.ok(sent < body.length, 'the body was never completed');
     assert.match(c.received(), /^HTTP\/1\.1 408/);
+    // The error record, as every other answer.
+    const answer = JSON.parse(c.received().slice(c.received().indexOf('\r\n\r\n') + 4)) as { error: { code: string; message: string; details: object } };
+    assert.deepEqual(answer, { error: { code: 'request_timeout', message: 'The request was not received in time; send it again.', details: {} } });
+  });
+
+  test('what the HTTP parser refuses before a request exists answers the error record: headers past 16 KiB (431), bytes that are not HTTP (400)', async () => {
+    const cases: [string, number, string][] = [
+      [`GET /v2/zones HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(70_000)}\r\n\r\n`, 431, 'request_header_too_large'],
+      ['GARBAGE\r\n\r\n', 400, 'invalid_request'],
+      ['GET /v2/zones HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n', 400, 'invalid_request'],
+      ['GET /v2/zones HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n', 400, 'invalid_request'],
+    ];
+    for (const [raw, status, code] of cases) {
+      const c = await rawClient(s.apiPort);
+      c.socket.end(raw);
+      await Promise.race([c.closed, new Promise((r) => setTimeout(r, 3000))]);
+      const text = c.received();
+      assert.match(text, new RegExp(`^HTTP/1\\.1 ${status} `), text.slice(0, 200));
+      assert.match(text, /\r\nContent-Type: application\/json; charset=utf-8\r\n/);
+      assert.match(text, /\r\nConnection: close\r\n/);
+      const answer = JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4)) as { error: { code: string; message: string; details: object } };
+      assert.equal(answer.error.code, code);
+      assert.ok(answer.error.message.length > 10);
+      assert.deepEqual(answer.error.details, {});
+    }
   });
 
   test('headers sent one byte every 200 ms are cut within the headers timeout', async () => {

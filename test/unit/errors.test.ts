@@ -9,8 +9,8 @@ test('every decided error code exists with its status', () => {
   const decided: Record<string, number> = {
     invalid_request: 400, unauthorized: 401, forbidden: 403, not_found: 404, zone_not_found: 404, session_not_found: 404,
     limits_not_found: 404, subscription_not_found: 404, client_not_found: 404, device_not_found: 404, session_not_reusable: 400, session_already_paused: 400, session_not_paused: 400, session_ended: 400,
-    zone_unavailable: 422, unsupported_connection_type: 422, client_disabled: 422, client_expired: 422, method_not_allowed: 405, payload_too_large: 413,
-    unsupported_media_type: 415, rate_limited: 429, internal_error: 500, service_unavailable: 500,
+    zone_unavailable: 422, unsupported_connection_type: 422, client_disabled: 422, client_expired: 422, method_not_allowed: 405, request_timeout: 408, payload_too_large: 413,
+    unsupported_media_type: 415, request_header_too_large: 431, rate_limited: 429, internal_error: 500, service_unavailable: 500,
   };
   assert.deepEqual({ ...ERROR_STATUS }, decided);
   const e = new ApiError('zone_not_found', 'no', { zone: 'x' });
