@@ -61,9 +61,9 @@ export function tokenCreateCommand(where: { dataDir?: string; database?: string 
   return `vpn-access token create --customer default --role owner${target}`;
 }
 
-/** The store of `token` and `node`: PostgreSQL with --database (or VPN_ACCESS_DATABASE), else the data folder. */
 /**
- * The store a command works on. `makes`: the command creates something (a token, a node), so a data
+ * The store of `token` and `node`: PostgreSQL with --database (or VPN_ACCESS_DATABASE), else the data
+ * folder. `makes`: the command creates something (a token, a node), so a data
  * folder without a database gets one, said on stderr (a mistyped --data-dir shows); a command that
  * reads or changes what exists fails there instead of making an empty database to find nothing in.
  */
