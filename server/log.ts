@@ -37,10 +37,11 @@ export function createLogger(opts: { level?: Level | 'silent'; write?: (line: st
 export const silentLogger: Logger = createLogger({ level: 'silent' });
 
 /**
- * For a failure that repeats while it lasts (the database away, a full disk): `line(alike)` is
- * written at most once per `ms`, told how many calls were left out since the previous line.
+ * For a failure that repeats while it lasts (the database away, a full disk): `line(fields)` is
+ * written at most once per `ms`; `fields` holds `alike_since_last_line`, how many calls were left
+ * out since the previous line, when there were any.
  */
-export function throttledLine(ms: number): (line: (alike: number) => void) => void {
+export function throttledLine(ms: number): (line: (fields: { alike_since_last_line?: number }) => void) => void {
   let at = -Infinity;
   let alike = 0;
   return (line) => {
@@ -49,7 +50,7 @@ export function throttledLine(ms: number): (line: (alike: number) => void) => vo
       alike++;
       return;
     }
-    line(alike);
+    line(alike ? { alike_since_last_line: alike } : {});
     at = now;
     alike = 0;
   };

@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { createLogger } from '../log.ts';
 import { choosePublicHost, clearTextReach, isWildcardHost } from '../public-host.ts';
+import { DatabaseUnwritable, unwritable } from '../store/sql/unwritable.ts';
 import { decideTls, parseTlsMode } from '../tls/mode.ts';
 import { databaseUrl, defaultDataDir, egressAddressList, env, fail, HOST, port, redactUrl, tokenCreateCommand } from './shared.ts';
 
@@ -221,11 +222,12 @@ export async function serve(argv: string[], usage: string): Promise<void> {
 type Started = Awaited<ReturnType<typeof import('../serve.ts').startServer>>;
 
 /** A start that failed on the data folder itself, said in words (undefined: another failure). */
-function dataFolderFailure(err: NodeJS.ErrnoException & { errcode?: number }, dataDir: string): string | undefined {
+function dataFolderFailure(err: NodeJS.ErrnoException, dataDir: string): string | undefined {
   const inFolder = typeof err.path === 'string' && (err.path === dataDir || err.path.startsWith(`${dataDir}/`) || dataDir.startsWith(`${err.path}/`));
   if (inFolder && (err.code === 'EEXIST' || err.code === 'ENOTDIR')) return `--data-dir ${dataDir}: not a folder (${err.message}); name a folder, or one to be made`;
   if (inFolder && (err.code === 'EACCES' || err.code === 'EPERM' || err.code === 'EROFS')) return `--data-dir ${dataDir}: cannot be written (${err.message}); give this user a folder it may write`;
-  if (err.code === 'ENOSPC' || (err.errcode ?? 0) % 256 === 13) return `the data folder ${dataDir}: the disk is full (${err.message}); free space there, then start again`;
+  const refused = unwritable(err);
+  if (err.code === 'ENOSPC' || (refused instanceof DatabaseUnwritable && refused.details.reason === 'disk_full')) return `the data folder ${dataDir}: the disk is full (${err.message}); free space there, then start again`;
   return undefined;
 }
 

@@ -41,7 +41,7 @@ export class Reporter {
     } catch (err) {
       this.retryAt = nowMs() + FLUSH_INTERVAL_MS;
       // The counters stay in memory: the next save that works writes them whole.
-      this.saveFailed((alike) => this.deps.log.error({ session: session.short, err: String(err), ...(alike ? { alike_since_last_line: alike } : {}) }, 'saving session runtime failed'));
+      this.saveFailed((alike) => this.deps.log.error({ session: session.short, err: String(err), ...alike }, 'saving session runtime failed'));
     }
   }
 
@@ -68,7 +68,7 @@ export class Reporter {
         downloaded_bytes: session.totals.down,
       });
     } catch (err) {
-      this.publishFailed((alike) => this.deps.log.error({ session: session.short, err: String(err), ...(alike ? { alike_since_last_line: alike } : {}) }, 'publishing event failed'));
+      this.publishFailed((alike) => this.deps.log.error({ session: session.short, err: String(err), ...alike }, 'publishing event failed'));
     }
   }
 

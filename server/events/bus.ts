@@ -63,7 +63,7 @@ export class EventBus {
     }
     if (this.kept.length >= MAX_KEPT_EVENTS) {
       this.kept.shift();
-      this.dropLine((alike) => this.log.warn(`more than ${MAX_KEPT_EVENTS} session events wait for the database to take writes; the oldest is dropped${alike ? ` (and ${alike} more since the last line)` : ''}`));
+      this.dropLine((alike) => this.log.warn({ ...alike }, `more than ${MAX_KEPT_EVENTS} session events wait for the database to take writes; the oldest is dropped`));
     }
     this.kept.push({ customerId: input.customerId, row });
     this.retry ??= setInterval(() => this.storeKept(), RETRY_MS).unref();

@@ -136,7 +136,7 @@ function failureLog(log: Logger): (err: FastifyError, apiError: ApiError, route:
       return;
     }
     const cause = (apiError.cause as { message?: unknown } | undefined)?.message;
-    outage((alike) => log.error({ err: apiError.message, ...(typeof cause === 'string' ? { cause } : {}), route, ...(alike ? { alike_since_last_line: alike } : {}) }, 'request failed'));
+    outage((alike) => log.error({ err: apiError.message, ...(typeof cause === 'string' ? { cause } : {}), route, ...alike }, 'request failed'));
   };
 }
 
