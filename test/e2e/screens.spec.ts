@@ -4,7 +4,7 @@ import { test, expect } from './fixtures.ts';
 import type { NavName } from './pages.ts';
 import { curlViaSocks, startOrigin, startV2ray, type Configuration } from './vless.ts';
 
-const SCREENS: NavName[] = ['Sessions', 'New session', 'Limits', 'Events', 'Proxy', 'Settings'];
+const SCREENS: NavName[] = ['Dashboard', 'Sessions', 'Clients', 'New session', 'Limits', 'Events', 'Proxy', 'Settings'];
 
 for (const scheme of ['light', 'dark'] as const) {
   test(`screenshots of each screen (${scheme})`, async ({ app, backend }, testInfo) => {
