@@ -1,9 +1,10 @@
 // The `vpn-access` command line: `serve` runs the service headless; `token` issues,
 // lists and revokes API tokens, `node` adds, lists and removes the catalogue's data-plane
 // nodes, in a data folder (SQLite) or, with `--database URL`, on PostgreSQL; `node run` is a
-// data-plane node itself (server/node/run.ts).
+// data-plane node itself (server/node/run.ts); `backup` and `restore` copy a data folder whole.
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { backupCommand, restoreCommand } from './cli/backup.ts';
 import { doctor } from './cli/doctor.ts';
 import { node } from './cli/node.ts';
 import { serve } from './cli/serve.ts';
@@ -38,6 +39,12 @@ Usage:
                          and its migrations, the cluster's nodes and the zone catalogue; takes
                          serve's options (the same configuration) and, with --url and --token,
                          asks that running server; exit status 1 when a check fails
+  vpn-access backup --out DIR [--data-dir DIR]
+                         copies a data folder (SQLite) while its server runs: the database, its
+                         keys and certificates, with a manifest of checksums (PostgreSQL: pg_dump)
+  vpn-access restore --from DIR [--data-dir DIR] [--force]
+                         puts a backup back into a data folder whose server is stopped; --force
+                         replaces what is there, moving it into a replaced-<time> folder
 
 serve options (environment variable in brackets):
   --host HOST            bind address, default 127.0.0.1 (loopback); 0.0.0.0 or :: bind every
@@ -91,6 +98,8 @@ export async function main(argv: string[]): Promise<void> {
   else if (command === 'token') await token(rest);
   else if (command === 'node') await node(rest);
   else if (command === 'doctor') await doctor(rest, USAGE);
+  else if (command === 'backup') await backupCommand(rest);
+  else if (command === 'restore') await restoreCommand(rest);
   else if (!command || command === 'help' || command === '--help' || command === '-h') process.stdout.write(USAGE);
   else fail(`unknown command "${command}"\n\n${USAGE}`);
 }

@@ -5,6 +5,9 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
+/** The key files of a data folder: the subscription URL key and the webhook secrets' key. */
+export const KEY_FILES = { subscription: 'subscription.key', webhook: 'webhook.key' } as const;
+
 export function loadKeyFile(dataDir: string, fileName: string, bytes: number): Buffer {
   const file = join(dataDir, fileName);
   try {

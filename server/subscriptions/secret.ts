@@ -12,9 +12,9 @@
 // Deriving rather than encrypting needs no IV or cipher state. Losing the key file ends every
 // URL (a rotation issues new ones), as losing an encryption key would.
 import { createHash, createHmac, randomBytes } from 'node:crypto';
-import { loadKeyFile } from '../key-file.ts';
+import { KEY_FILES, loadKeyFile } from '../key-file.ts';
 
-export const KEY_FILE = 'subscription.key';
+export const KEY_FILE = KEY_FILES.subscription;
 export const KEY_BYTES = 32;
 /** base64url of 32 bytes. Anything else in /sub/<...> is not ours (answered like an unknown secret). */
 export const SECRET_SHAPE = /^[A-Za-z0-9_-]{43}$/;

@@ -10,9 +10,9 @@
 // Signature (as Stripe and GitHub do): `X-VAD-Signature: t=<unix seconds>,v1=<hex>` where hex is
 // HMAC-SHA256(secret, `${t}.${body}`). The receiver recomputes it and refuses old timestamps.
 import { createCipheriv, createDecipheriv, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { loadKeyFile } from '../key-file.ts';
+import { KEY_FILES, loadKeyFile } from '../key-file.ts';
 
-export const WEBHOOK_KEY_FILE = 'webhook.key';
+export const WEBHOOK_KEY_FILE = KEY_FILES.webhook;
 const KEY_BYTES = 32;
 /** The size of the webhook secrets' AES-256-GCM key. */
 export const WEBHOOK_KEY_BYTES = KEY_BYTES;

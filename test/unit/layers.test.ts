@@ -89,7 +89,7 @@ const LAYERS: Record<string, Layer> = {
   serve: { files: ['server/serve.ts'], may: ['public-host', 'app'], packages: ['node:'] },
   // A data-plane node (`vpn-access node run`): the data plane, a channel to the control plane.
   node: { files: ['server/node/'], may: ['domain', 'contract', 'util', 'key-file', 'links', 'store', 'zones', 'dataplane', 'tls', 'cluster'] },
-  cli: { files: ['server/cli/', 'server/cli.ts'], may: ['domain', 'util', 'store', 'audit', 'tls', 'public-host', 'doctor', 'serve', 'node'], packages: ['node:'] },
+  cli: { files: ['server/cli/', 'server/cli.ts'], may: ['domain', 'util', 'key-file', 'store', 'audit', 'tls', 'public-host', 'doctor', 'serve', 'node'], packages: ['node:'] },
   preload: { files: ['preload/'], may: ['common'], packages: ['electron'] },
   // The renderer's screens (and main.tsx, which mounts them) reach the platform only through the store's actions.
   screens: {
