@@ -20,7 +20,7 @@ import { startEventRetention } from './http/retention.ts';
 import { V2Guard } from './http/v2-guard.ts';
 import { registerWebUi } from './http/web-ui.ts';
 import { registerMetrics } from './http/metrics.ts';
-import { clientError, installErrorHandling } from './plugins/errors.ts';
+import { clientError, installErrorHandling, type WriteRefusals } from './plugins/errors.ts';
 import { eventRoutes } from './routes/events.ts';
 import { limitRoutes } from './routes/limits.ts';
 import { doctorRoutes } from './routes/doctor.ts';
@@ -82,14 +82,14 @@ async function assemble(opts: ServerOptions, config: ResolvedConfig, tls: TlsCer
   const guard = new V2Guard();
   const app = createFastify(opts, config, tls, guard);
   installBodyParsing(app);
-  installErrorHandling(app, services.log);
+  const refusals = installErrorHandling(app, services.log);
   if (opts.logRequests) {
     app.addHook('onResponse', (request, reply, done) => {
       services.log.info(`${request.method} ${loggedUrl(request.url)} ${reply.statusCode} ${reply.elapsedTime.toFixed(1)}ms`);
       done();
     });
   }
-  await registerRoutes(app, opts, config, services, guard);
+  await registerRoutes(app, opts, config, services, guard, refusals);
   wireTls(tls, app, services.dataPlane, config.settings.link);
   await startBackground(app, config, services);
   return app;
@@ -123,7 +123,7 @@ function createFastify(opts: ServerOptions, config: ResolvedConfig, tls: TlsCert
 }
 
 /** OpenAPI, metrics, the /v2 routes behind the token guard, the subscription feeds and the web UI. */
-async function registerRoutes(app: FastifyInstance, opts: ServerOptions, config: ResolvedConfig, services: Services, guard: V2Guard): Promise<void> {
+async function registerRoutes(app: FastifyInstance, opts: ServerOptions, config: ResolvedConfig, services: Services, guard: V2Guard, refusals: WriteRefusals): Promise<void> {
   const { subscriptions, webhooks } = services;
   await registerOpenApi(app);
   // Before the routes: its onResponse hook measures every request (server/http/metrics.ts).
@@ -137,7 +137,7 @@ async function registerRoutes(app: FastifyInstance, opts: ServerOptions, config:
       await eventRoutes(v2, services);
       await limitRoutes(v2, services);
       await clientRoutes(v2, services);
-      await metaRoutes(v2, services);
+      await metaRoutes(v2, services, refusals);
       await doctorRoutes(v2, services, { egress: config.dataPlane.egress ?? 'public-only', zonesFile: opts.zonesFile });
       await usageRoutes(v2, services);
       await auditRoutes(v2, services);

@@ -1,5 +1,5 @@
 // Schema of the doctor extension: GET /v2/doctor (owner tokens only), the same report as
-// `vpn-access doctor --json`. An extension of the contract (`x-extension: true`).
+// `vpn-access doctor --json`; and GET /v2/health's answer (no token). Extensions of the contract (`x-extension: true`).
 import Type, { type Static } from 'typebox';
 
 const ext = { 'x-extension': true } as const;
@@ -28,3 +28,8 @@ export const DoctorReport = Type.Object(
   { ...ext, additionalProperties: false, description: 'The checks the server can run about itself: what makes clients fail before they connect.' },
 );
 export type DoctorReport = Static<typeof DoctorReport>;
+
+export const Health = Type.Object(
+  { status: Type.Literal('ok', { description: 'This instance serves: its database answered a read within 2 s, and refused no write in the last 10 s.' }) },
+  { ...ext, description: 'GET /v2/health: for load balancers and service managers; no token needed. An instance that cannot serve answers 500 service_unavailable (details.reason) instead.' },
+);

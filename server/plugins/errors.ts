@@ -158,11 +158,37 @@ export function clientError(err: NodeJS.ErrnoException, socket: Duplex): void {
   socket.destroy();
 }
 
-export function installErrorHandling(app: FastifyInstance, log: Logger): void {
+/**
+ * The last write the database refused for a reason no request can fix (full disk, I/O error, a
+ * read-only standby: store/sql/unwritable.ts), until a write succeeds again; GET /v2/health reads it.
+ */
+export class WriteRefusals {
+  #last: { reason: string; at: number } | undefined;
+  note(error: ApiError): void {
+    const reason = error.details.reason;
+    if (error.code === 'service_unavailable' && typeof reason === 'string') this.#last = { reason, at: Date.now() };
+  }
+  cleared(): void {
+    this.#last = undefined;
+  }
+  /** The refusal of the last `ms`, if a write has not succeeded since. */
+  recent(ms: number): { reason: string; at: number } | undefined {
+    return this.#last && Date.now() - this.#last.at < ms ? this.#last : undefined;
+  }
+}
+
+export function installErrorHandling(app: FastifyInstance, log: Logger): WriteRefusals {
   const logFailure = failureLog(log);
+  const refusals = new WriteRefusals();
   app.setErrorHandler((err: FastifyError, request, reply) => {
     const apiError = toApiError(err);
     if (apiError.statusCode >= 500) logFailure(err, apiError, request.routeOptions.url);
+    refusals.note(apiError);
     return sendError(request, reply, apiError);
   });
+  // A write answered 2xx: the database takes writes again.
+  app.addHook('onResponse', async (request, reply) => {
+    if (request.method !== 'GET' && request.method !== 'HEAD' && reply.statusCode < 300) refusals.cleared();
+  });
+  return refusals;
 }

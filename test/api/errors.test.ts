@@ -192,6 +192,12 @@ describe('500 service_unavailable: the database cannot be written', () => {
         refused++;
       }
       assert.equal(refused, 20, 'the cap was reached');
+      // GET /v2/health (no token) tells a load balancer or service manager, until a write succeeds again.
+      const health = await t.app.inject({ url: '/v2/health' });
+      const h = assertError(health, 500, 'service_unavailable');
+      assert.deepEqual(h.details, { reason: 'disk_full', retry_after: 5 });
+      assert.match(h.message, /^The database refused a write \d+ s ago \(disk full\); the instance cannot save what it is asked to\.$/);
+      assert.equal(health.headers['retry-after'], '5');
       const listed = await t.app.inject({ url: '/v2/sessions?limit=100', headers: auth(t.owner) });
       assert.equal(listed.statusCode, 200);
       assert.equal(JSON.parse(listed.body).sessions.length, Math.min(created, 100), 'every answered creation is there, no refused one');
@@ -203,6 +209,7 @@ describe('500 service_unavailable: the database cannot be written', () => {
 
       db.exec('PRAGMA max_page_count = 1073741823');
       assert.equal((await t.app.inject({ method: 'POST', url: '/v2/sessions', headers: auth(t.owner), payload: { client_id: 'after', zone: 'de-fra' } })).statusCode, 201);
+      assert.equal((await t.app.inject({ url: '/v2/health' })).statusCode, 200, 'a write succeeded: healthy again');
     } finally {
       await t.close();
     }

@@ -1,5 +1,6 @@
 // GET /v2/server-info names the calling token's customer and role (extension `token`), so a UI
 // can say whom it is signed in as, and ask before a link's token replaces the stored one.
+// GET /v2/health (extension) tells a load balancer whether the instance serves.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { auth, json, makeServer, type TestServer } from '../helpers/server.ts';
@@ -24,4 +25,20 @@ test('the OpenAPI document describes it', async () => {
   const schema = doc.paths['/v2/server-info'].get.responses['200'].content['application/json'].schema;
   const props = schema.properties ?? doc.components?.schemas?.[schema.$ref?.split('/').pop()]?.properties;
   assert.ok(props.token, JSON.stringify(schema).slice(0, 300));
+});
+
+test('GET /v2/health answers without a token (and ignores a wrong one), says nothing more than ok, and is documented', async () => {
+  for (const headers of [{}, auth('vad_' + 'x'.repeat(43)), { authorization: 'garbage' }]) {
+    const res = await s.app.inject({ url: '/v2/health', headers });
+    assert.equal(res.statusCode, 200, res.body);
+    assert.deepEqual(json(res), { status: 'ok' });
+    assert.match(String(res.headers['content-type']), /^application\/json/);
+  }
+  // Requests without a token are rate-limited by address, this one too.
+  assert.ok((await s.app.inject({ url: '/v2/health' })).headers['x-ratelimit-limit']);
+  const doc = json(await s.app.inject({ url: '/v2/openapi.json' }));
+  const op = doc.paths['/v2/health'].get;
+  assert.equal(op['x-extension'], true);
+  assert.equal(op.security, undefined, 'no token');
+  assert.ok(op.responses['500']);
 });

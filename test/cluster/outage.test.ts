@@ -44,7 +44,17 @@ test('kill -9 of PostgreSQL: 500 service_unavailable with Retry-After at once; r
   assert.equal(created.status, 201);
   const id = created.json.id as string;
 
+  const health = () => fetch(`${srv.baseUrl}/health`, { signal: AbortSignal.timeout(15_000) });
+  const healthy = await health();
+  assert.equal(healthy.status, 200);
+  assert.deepEqual(await healthy.json(), { status: 'ok' });
+
   await pgServer.kill9();
+  // The health check (no token) says so at once, for a load balancer to stop sending requests here.
+  const down = await health();
+  assert.equal(down.status, 500);
+  assert.equal(((await down.json()) as { error: { code: string } }).error.code, 'service_unavailable');
+  assert.ok(Number(down.headers.get('retry-after')) >= 1);
   // A fresh token (not cached) and a cached one, a read, a write, the event stream: each gets the record.
   const other = 'vad_' + 'x'.repeat(43);
   for (const [method, path, body, token] of [
@@ -68,6 +78,7 @@ test('kill -9 of PostgreSQL: 500 service_unavailable with Retry-After at once; r
 
   await pgServer.restart();
   await waitFor(async () => (await timed('GET', `/sessions/${id}/status`)).status === 200, 15_000, 'the API serves again');
+  await waitFor(async () => (await health()).status === 200, 15_000, 'healthy again');
   assert.equal((await timed('PATCH', `/sessions/${id}/pause`)).status, 200);
   // The LISTEN connection came back too: a revocation reaches this instance's token cache.
   const t = (await srv.services.data.createToken('acme-2', 'owner')).token;
