@@ -28,6 +28,7 @@ Usage:
                      [--vless-tcp-port N|off] [--proxy-port N|off] [--egress POLICY]
                      [--egress-address ADDR[,ADDR]] [--data-dir DIR] [--control-ca FILE] [--control-pin SHA256]
                      [--relay-port N|off] [--tls auto|on|off] [--tls-cert FILE --tls-key FILE]
+                     [--log-format text|json]
                          runs a data-plane node: VLESS (ws on --port, default 8787; tcp,
                          default 8789), the proxy (default 8788) and the geo relay (default
                          8790); TLS on them unless it binds loopback (auto), fed by the control
@@ -90,6 +91,8 @@ serve options (environment variable in brackets):
                          names the client; default none: the socket peer [VPN_ACCESS_TRUST_PROXY]
   --no-ui                do not serve the web UI at /
   --quiet                no request log
+  --log-format text|json  readable lines (default) or one JSON object a line, for log shippers;
+                         with json the first start's owner token goes to stderr  [VPN_ACCESS_LOG_FORMAT]
 `;
 
 export async function main(argv: string[]): Promise<void> {

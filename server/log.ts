@@ -1,5 +1,6 @@
-// A readable line logger: `2026-11-22T10:04:05.123Z INFO  message key=value`.
-// Never give it a token or a whole session id (see redactIds / shortId in time.ts).
+// A line logger: readable, `2026-11-22T10:04:05.123Z INFO  message key=value`, or one JSON object a
+// line (`--log-format json`: {"time","level","msg", ...fields}) for log shippers. Ids are cut and
+// tokens redacted in both. Never give it a token or a whole session id (see redactIds / shortId in time.ts).
 import type { Logger } from './domain.ts';
 import { redactIds } from './time.ts';
 
@@ -12,12 +13,22 @@ function fmt(value: unknown): string {
   return JSON.stringify(value);
 }
 
-export function createLogger(opts: { level?: Level | 'silent'; write?: (line: string) => void } = {}): Logger {
+export type LogFormat = 'text' | 'json';
+
+/** One JSON object: time, level and msg first, then the fields (an Error as its message; a field never replaces those three). */
+function jsonLine(time: string, level: Level, msg: string, obj: object | string): string {
+  const record: Record<string, unknown> = { time, level, msg };
+  if (typeof obj !== 'string') for (const [k, v] of Object.entries(obj)) if (!(k in record)) record[k] = v instanceof Error ? v.message : v;
+  return JSON.stringify(record);
+}
+
+export function createLogger(opts: { level?: Level | 'silent'; format?: LogFormat; write?: (line: string) => void } = {}): Logger {
   const level = opts.level ?? 'info';
   const write = opts.write ?? ((line: string) => process.stdout.write(line + '\n'));
   const emit = (l: Level, obj: object | string, msg?: string) => {
     if (level === 'silent' || ORDER[l] < ORDER[level]) return;
     const text = typeof obj === 'string' ? obj : msg ?? '';
+    if (opts.format === 'json') return write(redactIds(jsonLine(new Date().toISOString(), l, text, obj)));
     const fields =
       typeof obj === 'string'
         ? ''

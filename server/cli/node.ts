@@ -7,7 +7,7 @@ import { parseArgs } from 'node:util';
 import { createLogger } from '../log.ts';
 import { nodeStateText } from '../store/repos/nodes.ts';
 import { clearTextReach, isWildcardHost } from '../public-host.ts';
-import { egressAddressList, env, fail, HOST, openStore, port } from './shared.ts';
+import { egressAddressList, env, fail, HOST, logFormat, openStore, port } from './shared.ts';
 
 const NODE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
 const ZONE_CODE = /^[a-z0-9-]{2,32}$/;
@@ -28,6 +28,7 @@ const NODE_RUN_OPTIONS = {
   tls: { type: 'string' },
   'tls-cert': { type: 'string' },
   'tls-key': { type: 'string' },
+  'log-format': { type: 'string' },
 } as const;
 
 type NodeRunValues = ReturnType<typeof parseArgs<{ args: string[]; options: typeof NODE_RUN_OPTIONS }>>['values'];
@@ -116,19 +117,19 @@ function nodeRunOptions(values: NodeRunValues) {
 async function nodeRun(argv: string[]): Promise<void> {
   const { values } = parseArgs({ args: argv, options: NODE_RUN_OPTIONS });
   const options = nodeRunOptions(values);
-  const log = createLogger();
+  const log = createLogger({ format: logFormat(values['log-format'] ?? env.VPN_ACCESS_LOG_FORMAT) });
   const { runNode } = await import('../node/run.ts');
   const node = await runNode({ ...options, log }).catch((err: NodeJS.ErrnoException) => {
     if (err.code === 'EADDRINUSE') fail(`a port is already in use (${err.message}); choose another with --port, --vless-tcp-port, --proxy-port or --relay-port`);
     throw err;
   });
   const p = node.ports;
-  process.stdout.write(`node listening: VLESS ${p.tls ? 'wss' : 'ws'} ${options.host}:${p.vless_ws_port}, tcp ${p.vless_tcp_port ?? 'off'}, proxy ${p.proxy_port ?? 'off'}, geo relay ${p.relay_port ?? 'off'}; TLS ${p.tls ? `on${p.tls_pcs ? ` (self-signed, sha256 ${p.tls_pcs})` : ''}` : 'off'}\n`);
+  log.info(`node listening: VLESS ${p.tls ? 'wss' : 'ws'} ${options.host}:${p.vless_ws_port}, tcp ${p.vless_tcp_port ?? 'off'}, proxy ${p.proxy_port ?? 'off'}, geo relay ${p.relay_port ?? 'off'}; TLS ${p.tls ? `on${p.tls_pcs ? ` (self-signed, sha256 ${p.tls_pcs})` : ''}` : 'off'}`);
   const stop = () => void node.close();
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
   const why = await node.stopped;
-  process.stdout.write(why === 'removed' ? 'node removed from the catalogue; stopped\n' : 'node stopped\n');
+  log.info(why === 'removed' ? 'node removed from the catalogue; stopped' : 'node stopped');
   process.exit(0);
 }
 

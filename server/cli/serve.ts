@@ -11,7 +11,7 @@ import { createLogger } from '../log.ts';
 import { choosePublicHost, clearTextReach, isWildcardHost } from '../public-host.ts';
 import { DatabaseUnwritable, unwritable } from '../store/sql/unwritable.ts';
 import { decideTls, parseTlsMode } from '../tls/mode.ts';
-import { databaseUrl, defaultDataDir, egressAddressList, env, fail, HOST, port, redactUrl, tokenCreateCommand } from './shared.ts';
+import { databaseUrl, defaultDataDir, egressAddressList, env, fail, HOST, logFormat, port, redactUrl, tokenCreateCommand } from './shared.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -83,6 +83,7 @@ export const SERVE_OPTIONS = {
   'trust-proxy': { type: 'string' },
   'no-ui': { type: 'boolean' },
   quiet: { type: 'boolean' },
+  'log-format': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -167,7 +168,8 @@ export async function serve(argv: string[], usage: string): Promise<void> {
   const tls = tlsOptions(values);
   const { egress, idleSeconds, linkNetwork } = dataPlaneOptions(values);
   const rendererDir = join(ROOT, 'dist', 'renderer');
-  const log = createLogger();
+  const format = logFormat(values['log-format'] ?? env.VPN_ACCESS_LOG_FORMAT);
+  const log = createLogger({ format });
   const { publicHost, reach } = publicHostAndReach(values, host, tls, log);
   const rateText = values['rate-limit'] ?? env.VPN_ACCESS_RATE_LIMIT;
   const timeoutsText = values['http-timeouts'] ?? env.VPN_ACCESS_HTTP_TIMEOUTS;
@@ -213,7 +215,8 @@ export async function serve(argv: string[], usage: string): Promise<void> {
   // stop the server the moment it reads it, and must get a clean shutdown.
   stopOnSignals(server, log);
   const where = database ? { database } : { dataDir };
-  if (server.ownerToken) process.stdout.write(firstTokenText(server.ownerToken, server.origin, !values['no-ui'], where));
+  // JSON logs: stdout holds only JSON lines (a log shipper reads it), so the token shown once goes to stderr.
+  if (server.ownerToken) (format === 'json' ? process.stderr : process.stdout).write(firstTokenText(server.ownerToken, server.origin, !values['no-ui'], where));
   announce(server, log, { host, where, reach, ui: !values['no-ui'] && existsSync(join(rendererDir, 'index.html')) });
   // certbot and acme.sh deploy hooks send SIGHUP: re-read the certificate files now.
   process.on('SIGHUP', () => void server.services.tls.reload());

@@ -4,6 +4,7 @@ import { existsSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
+import type { LogFormat } from '../log.ts';
 import { type ControlStore, sqliteControlStore } from '../store/control.ts';
 import { DB_FILE, openDatabase } from '../store/db.ts';
 import { Store } from '../store/store.ts';
@@ -15,6 +16,13 @@ export const HOST = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]{1,253}|[0-9A-Fa-f:.]+)$/
 
 export function defaultDataDir(): string {
   return env.VPN_ACCESS_DATA_DIR ?? join(env.XDG_DATA_HOME ?? join(homedir(), '.local', 'share'), 'vpn-access');
+}
+
+/** `--log-format` (or VPN_ACCESS_LOG_FORMAT): text (the default) or json. */
+export function logFormat(value: string | undefined): LogFormat {
+  if (value === undefined || value === '' || value === 'text') return 'text';
+  if (value === 'json') return 'json';
+  fail(`--log-format takes text or json, not "${value}"`);
 }
 
 export function fail(message: string): never {

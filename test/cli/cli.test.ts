@@ -247,6 +247,32 @@ describe('vpn-access serve', () => {
       await assert.rejects(serve(d, ['--read-cache', 'yes']), /exited early[\s\S]*--read-cache takes on or off/);
       await assert.rejects(serve(d, ['--read-cache', 'on']), /exited early[\s\S]*--read-cache applies to --database/);
       await assert.rejects(serve(d, ['--public-host', 'http://vpn.example.com']), /exited early[\s\S]*--public-host takes the host name or address clients connect to .*not "http:\/\/vpn\.example\.com"/);
+      await assert.rejects(serve(d, ['--log-format', 'yaml']), /exited early[\s\S]*--log-format takes text or json, not "yaml"/);
+    } finally {
+      removeDir(d);
+    }
+  });
+
+  test('--log-format json: stdout is one JSON object a line, the request log too; the first start\'s token goes to stderr', async () => {
+    const d = tempDir('vad-json-log-');
+    try {
+      const s = await serve(d, ['--log-format', 'json']);
+      let token: string | undefined;
+      try {
+        token = printedToken(s.stderr());
+        assert.ok(token, s.stderr());
+        assert.equal((await fetch(`${s.baseUrl}/zones`, { headers: { authorization: `Bearer ${token}` } })).status, 200);
+        await waitFor(() => /GET \/v2\/zones 200/.test(s.stdout()), 3000, 'the request log line');
+      } finally {
+        s.kill('SIGTERM');
+      }
+      assert.deepEqual(await s.exited, { code: 0, signal: null }, s.stderr());
+      const records = s.stdout().split('\n').filter(Boolean).map((l) => JSON.parse(l) as { time: string; level: string; msg: string });
+      for (const r of records) assert.ok(!Number.isNaN(Date.parse(r.time)) && ['info', 'warn', 'error'].includes(r.level) && typeof r.msg === 'string', JSON.stringify(r));
+      assert.ok(records.some((r) => r.msg.startsWith('listening: API ')));
+      assert.ok(records.some((r) => r.msg.startsWith('GET /v2/zones 200')));
+      assert.ok(records.some((r) => r.msg === 'SIGTERM: shutting down'));
+      assert.ok(!s.stdout().includes(token!), 'the token is never in the shipped log');
     } finally {
       removeDir(d);
     }

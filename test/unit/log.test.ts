@@ -20,3 +20,22 @@ test('createLogger: one readable line, levels, fields, and ids redacted', () => 
   createLogger({ level: 'silent', write: (l) => silent.push(l) }).error('x');
   assert.deepEqual(silent, []);
 });
+
+test('createLogger json: one object a line, time, level and msg first, fields after, ids and tokens redacted', () => {
+  const lines: string[] = [];
+  const log = createLogger({ level: 'info', format: 'json', write: (l) => lines.push(l) });
+  const id = '3f1c2a9e-7b4d-4c1e-9a2f-0123456789ab';
+  const token = 'vad_' + 'k'.repeat(43);
+  log.debug('hidden');
+  log.info(`GET /v2/sessions/${id}/status 200`);
+  log.warn({ session: id, n: 3, text: 'two "quoted" words\nand a line', level: 'not mine', auth: `Bearer ${token}` }, 'limit reached');
+  log.error({ err: new Error('boom') }, 'failed');
+  assert.equal(lines.length, 3);
+  const records = lines.map((l) => JSON.parse(l));
+  assert.match(records[0].time, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+  assert.deepEqual(Object.keys(records[0]), ['time', 'level', 'msg']);
+  assert.deepEqual({ ...records[0], time: 'T' }, { time: 'T', level: 'info', msg: 'GET /v2/sessions/3f1c2a9e…/status 200' });
+  assert.deepEqual({ ...records[1], time: 'T' }, { time: 'T', level: 'warn', msg: 'limit reached', session: '3f1c2a9e…', n: 3, text: 'two "quoted" words\nand a line', auth: 'Bearer …' });
+  assert.deepEqual({ ...records[2], time: 'T' }, { time: 'T', level: 'error', msg: 'failed', err: 'boom' });
+  for (const l of lines) assert.ok(!l.includes(id) && !l.includes(token) && !l.includes('\n'));
+});
