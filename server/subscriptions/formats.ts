@@ -73,7 +73,8 @@ export async function render(format: SubscriptionFormat, entries: SubscriptionEn
     case 'sing-box':
       return { body: JSON.stringify(singBoxConfig(entries), null, 2), contentType: 'application/json; charset=utf-8', extension: 'json' };
     case 'clash':
-      return { body: (await import('yaml')).stringify(clashConfig(entries)), contentType: 'text/yaml; charset=utf-8', extension: 'yaml' };
+      // `default` (module.exports of yaml's CommonJS build): the server bundle's chunk has no named exports.
+      return { body: (await import('yaml')).default.stringify(clashConfig(entries)), contentType: 'text/yaml; charset=utf-8', extension: 'yaml' };
   }
 }
 

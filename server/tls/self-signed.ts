@@ -44,7 +44,9 @@ function usable(pair: PemPair, host: string): boolean {
 
 async function generate(host: string): Promise<PemPair> {
   // Loaded on first use: the generator and its X.509 library are a tenth of a start-up otherwise.
-  const { generate: generateSelfSigned } = await import('selfsigned');
+  // Through `default` (module.exports of this CommonJS package): the server bundle's chunk of it
+  // has no named exports, only under Node's own loader are they there too.
+  const { generate: generateSelfSigned } = (await import('selfsigned')).default;
   const h = bareHost(host);
   const notBeforeDate = new Date(Date.now() - 3_600_000); // an hour of slack for clients with a slow clock
   const notAfterDate = new Date(notBeforeDate.getTime() + SELF_SIGNED_DAYS * 86_400_000);

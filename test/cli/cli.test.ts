@@ -381,6 +381,30 @@ describe('vpn-access from the bundle (dist/server/cli.mjs, what the bin runs aft
     assert.deepEqual(await srv.exited, { code: 0, signal: null });
   });
 
+  test('what the server loads on first use works from the bundle: the self-signed certificate, Clash YAML, the subscription page', async () => {
+    const d = tempDir('vad-bundle-lazy-');
+    const srv = await serve(d, ['--tls', 'on'], 20_000, 'bundle');
+    try {
+      assert.match(srv.baseUrl, /^https:/);
+      const token = printedToken(srv.stdout())!;
+      process.env.NODE_TLS_REJECT_UNAUTHORIZED = '0'; // the self-signed certificate just made, on loopback
+      const H = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+      assert.equal((await fetch(`${srv.baseUrl}/sessions`, { method: 'POST', headers: H, body: JSON.stringify({ client_id: 'lazy', zone: 'de-fra' }) })).status, 201);
+      const sub = (await (await fetch(`${srv.baseUrl}/subscriptions/lazy`, { method: 'PUT', headers: { authorization: H.authorization } })).json()) as { url: string };
+      const clash = await fetch(`${sub.url}?format=clash`);
+      assert.equal(clash.status, 200);
+      assert.match(await clash.text(), /^proxies:\n {2}- name: /m);
+      const page = await fetch(sub.url, { headers: { accept: 'text/html' } });
+      assert.equal(page.status, 200);
+      assert.match(await page.text(), /<svg|data:image\/png/, 'the page has its QR code');
+    } finally {
+      delete process.env.NODE_TLS_REJECT_UNAUTHORIZED;
+      srv.kill('SIGTERM');
+      await srv.exited;
+      removeDir(d);
+    }
+  });
+
   test('token commands run from the bundle too', () => {
     const env: NodeJS.ProcessEnv = { ...process.env, VPN_ACCESS_LAUNCH: 'bundle' };
     delete env.VPN_ACCESS_DATA_DIR;
