@@ -1,7 +1,8 @@
 // ACME end to end against Debian's pebble with real http-01 validation (names resolved by our
 // DNS responder to 127.0.0.1, pebble fetching the challenge from the server's listener): the
 // certificate serves every port, links carry no pcs, a forced renewal validates again and swaps
-// the certificate in, a restart reuses the stored one, and a failed validation gets no certificate.
+// the certificate in, a restart reuses the stored one, and a failed validation gets no certificate;
+// the same from the server bundle.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -11,6 +12,7 @@ import { startServer, type RunningServer } from '../../server/serve.ts';
 import { silentLogger } from '../../server/log.ts';
 import { acmePaths, renewalDue, type AcmeOptions } from '../../server/tls/acme.ts';
 import { removeDir, tempDir } from '../helpers/server.ts';
+import { ensureServerBundle, serve } from '../helpers/cli.ts';
 import { startPebble, type Pebble } from '../helpers/pebble.ts';
 import { opensslPin, servedCertificate } from '../helpers/tls.ts';
 import { freePort } from './helpers/targets.ts';
@@ -134,5 +136,22 @@ test('a challenge the CA cannot fetch gets no certificate: the server falls back
     assert.match((await link(s)).searchParams.get('pcs') ?? '', /^[0-9a-f]{64}$/);
   } finally {
     await s.close();
+  }
+});
+
+test('from the bundle (what `npm run serve` runs after a build) the certificate is issued too, and a failed one falls back', async () => {
+  ensureServerBundle();
+  const caFile = `${dir()}/pebble-api.pem`;
+  writeFileSync(caFile, pebble.apiCa);
+  const flags = (httpPort: number) => ['--public-host', DOMAIN, '--acme-domain', DOMAIN, '--acme-email', 'ops@vpn-acme.test', '--acme-directory', pebble.directoryUrl,
+    '--acme-directory-ca', caFile, '--acme-http-port', String(httpPort), '--quiet'];
+  for (const [httpPort, source] of [[pebble.httpPort, /TLS on \(acme, sha256 [0-9a-f]{64}\)/], [await freePort(), /TLS on \(self-signed, sha256 [0-9a-f]{64}\): .*ACME failed/]] as const) {
+    const srv = await serve(dir(), flags(httpPort), 60_000, 'bundle');
+    try {
+      assert.match(srv.stdout(), source, `${srv.stdout()}\n${pebble.output()}`);
+    } finally {
+      srv.kill('SIGTERM');
+      await srv.exited;
+    }
   }
 });
