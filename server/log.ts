@@ -15,10 +15,19 @@ function fmt(value: unknown): string {
 
 export type LogFormat = 'text' | 'json';
 
+/** A field's value with every string in it redacted (before JSON escapes it: a redaction must never eat an escape). */
+function redactDeep(v: unknown, depth = 0): unknown {
+  if (typeof v === 'string') return redactIds(v);
+  if (v instanceof Error) return redactIds(v.message);
+  if (depth > 8 || v === null || typeof v !== 'object') return v;
+  if (Array.isArray(v)) return v.map((x) => redactDeep(x, depth + 1));
+  return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, redactDeep(x, depth + 1)]));
+}
+
 /** One JSON object: time, level and msg first, then the fields (an Error as its message; a field never replaces those three). */
 function jsonLine(time: string, level: Level, msg: string, obj: object | string): string {
-  const record: Record<string, unknown> = { time, level, msg };
-  if (typeof obj !== 'string') for (const [k, v] of Object.entries(obj)) if (!(k in record)) record[k] = v instanceof Error ? v.message : v;
+  const record: Record<string, unknown> = { time, level, msg: redactIds(msg) };
+  if (typeof obj !== 'string') for (const [k, v] of Object.entries(obj)) if (!(k in record)) record[k] = redactDeep(v);
   return JSON.stringify(record);
 }
 
@@ -28,7 +37,7 @@ export function createLogger(opts: { level?: Level | 'silent'; format?: LogForma
   const emit = (l: Level, obj: object | string, msg?: string) => {
     if (level === 'silent' || ORDER[l] < ORDER[level]) return;
     const text = typeof obj === 'string' ? obj : msg ?? '';
-    if (opts.format === 'json') return write(redactIds(jsonLine(new Date().toISOString(), l, text, obj)));
+    if (opts.format === 'json') return write(jsonLine(new Date().toISOString(), l, text, obj));
     const fields =
       typeof obj === 'string'
         ? ''

@@ -38,4 +38,12 @@ test('createLogger json: one object a line, time, level and msg first, fields af
   assert.deepEqual({ ...records[1], time: 'T' }, { time: 'T', level: 'warn', msg: 'limit reached', session: '3f1c2a9e…', n: 3, text: 'two "quoted" words\nand a line', auth: 'Bearer …' });
   assert.deepEqual({ ...records[2], time: 'T' }, { time: 'T', level: 'error', msg: 'failed', err: 'boom' });
   for (const l of lines) assert.ok(!l.includes(id) && !l.includes(token) && !l.includes('\n'));
+  // A secret next to a quote, nested fields: still one valid JSON object, still redacted.
+  lines.length = 0;
+  log.info({ header: `"Bearer ${token}"`, url: 'https://h/x?token=abc"', nested: { ids: [id], deep: { sub: '/sub/abcdef123' } } }, `said "Bearer ${token}"`);
+  const r = JSON.parse(lines[0]);
+  assert.equal(r.msg, 'said "Bearer …"');
+  assert.equal(r.header, '"Bearer …"');
+  assert.equal(r.url, 'https://h/x?token=…"');
+  assert.deepEqual(r.nested, { ids: ['3f1c2a9e…'], deep: { sub: '/sub/…' } });
 });
