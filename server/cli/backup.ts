@@ -7,7 +7,7 @@
 // takes the folder's lock (refused while a server runs there) and moves whatever it replaces aside.
 // On PostgreSQL the database holds the keys too: pg_dump is the backup (docs/operations.md).
 import { createHash } from 'node:crypto';
-import { chmodSync, copyFileSync, createReadStream, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, closeSync, copyFileSync, createReadStream, existsSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { copyFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -164,13 +164,17 @@ async function checkedManifest(from: string): Promise<Manifest> {
   } finally {
     shown.stop();
   }
-  const db = new DatabaseSync(join(from, DB_FILE), { readOnly: true });
+  // The schema version from the file's header (user_version, bytes 60-63), without opening it: a backup on read-only media has no room for SQLite's -shm.
+  const header = Buffer.alloc(100);
+  const fd = openSync(join(from, DB_FILE), 'r');
   try {
-    const { user_version } = db.prepare('PRAGMA user_version').get() as { user_version: number };
-    if (user_version > MIGRATIONS.length) fail(`the backup was made by a newer vpn-access (database schema ${user_version}; this one knows up to ${MIGRATIONS.length})`);
+    readSync(fd, header, 0, 100, 0);
   } finally {
-    db.close();
+    closeSync(fd);
   }
+  if (header.toString('latin1', 0, 16) !== 'SQLite format 3\0') fail(`the backup's ${DB_FILE} is not an SQLite database`);
+  const version = header.readUInt32BE(60);
+  if (version > MIGRATIONS.length) fail(`the backup was made by a newer vpn-access (database schema ${version}; this one knows up to ${MIGRATIONS.length})`);
   return m;
 }
 

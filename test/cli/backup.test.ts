@@ -160,6 +160,15 @@ test('backup and restore refuse what they cannot do, say why, and change nothing
     r = cli(['restore', '--from', newer, '--data-dir', join(root, 't')]);
     assert.equal(r.status, 2);
     assert.match(r.stderr, /made by a newer vpn-access \(database schema 9999; this one knows up to \d+\)/);
+    const notDb = join(root, 'not-db');
+    cpSync(good, notDb, { recursive: true });
+    writeFileSync(join(notDb, 'vpn-access.db'), 'not a database at all, but listed with its right checksum........................................');
+    const nd = JSON.parse(readFileSync(join(notDb, 'backup.json'), 'utf8'));
+    nd.files[0].sha256 = sha(join(notDb, 'vpn-access.db'));
+    writeFileSync(join(notDb, 'backup.json'), JSON.stringify(nd));
+    r = cli(['restore', '--from', notDb, '--data-dir', join(root, 't')]);
+    assert.equal(r.status, 2);
+    assert.match(r.stderr, /the backup's vpn-access\.db is not an SQLite database/);
     assert.equal(existsSync(join(root, 't')), false, 'nothing made by a refused restore');
 
     // restore into a folder a server runs in, or one that holds a database already
