@@ -2,6 +2,7 @@
 // lists and revokes API tokens, `node` adds, lists and removes the catalogue's data-plane
 // nodes, in a data folder (SQLite) or, with `--database URL`, on PostgreSQL; `node run` is a
 // data-plane node itself (server/node/run.ts); `backup` and `restore` copy a data folder whole.
+import { createRequire } from 'node:module';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { backupCommand, restoreCommand } from './cli/backup.ts';
@@ -13,9 +14,13 @@ import { token } from './cli/token.ts';
 
 export { defaultDataDir };
 
+/** This program's version (package.json, found from this file's path, as the bundle rewrites it). */
+const version = () => (createRequire(import.meta.url)('../package.json') as { version: string }).version;
+
 const USAGE = `vpn-access: the VPN access service
 
 Usage:
+  vpn-access --version
   vpn-access serve [options]
   vpn-access token create --customer NAME --role owner|agent [--data-dir DIR | --database URL]
   vpn-access token list [--data-dir DIR | --database URL]
@@ -103,6 +108,7 @@ export async function main(argv: string[]): Promise<void> {
   else if (command === 'doctor') await doctor(rest, USAGE);
   else if (command === 'backup') await backupCommand(rest);
   else if (command === 'restore') await restoreCommand(rest);
+  else if (command === '--version' || command === 'version') process.stdout.write(`vpn-access ${version()}\n`);
   else if (!command || command === 'help' || command === '--help' || command === '-h') process.stdout.write(USAGE);
   else fail(`unknown command "${command}"\n\n${USAGE}`);
 }

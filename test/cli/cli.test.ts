@@ -423,6 +423,15 @@ describe('vpn-access from the bundle (dist/server/cli.mjs, what the bin runs aft
     }
   });
 
+  test('--version prints the package version, from the sources and from the bundle', () => {
+    const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
+    for (const launch of ['source', 'bundle']) {
+      const r = spawnSync(NODE, [BIN, '--version'], { env: { ...childEnv(), VPN_ACCESS_LAUNCH: launch }, encoding: 'utf8', timeout: 20_000 });
+      assert.equal(r.status, 0, r.stderr);
+      assert.equal(r.stdout, `vpn-access ${pkg.version}\n`, launch);
+    }
+  });
+
   test('token commands run from the bundle too', () => {
     const env: NodeJS.ProcessEnv = { ...process.env, VPN_ACCESS_LAUNCH: 'bundle' };
     delete env.VPN_ACCESS_DATA_DIR;
