@@ -111,7 +111,7 @@ export async function backupCommand(argv: string[]): Promise<void> {
   const out = resolve(values.out);
   const dbFile = join(dataDir, DB_FILE);
   if (!existsSync(dbFile)) fail(`no database in ${dataDir}: check --data-dir`);
-  if (!emptyOrAbsent(out)) fail(`${out} is not empty: back up into a new folder`);
+  if (!emptyOrAbsent(out)) fail(`${out} is a file or a folder that is not empty: back up into a new folder`);
   mkdirSync(out, { recursive: true, mode: 0o700 });
   chmodSync(out, 0o700); // the backup holds session ids, token hashes and keys, as the folder does
   // Not through openDatabase: a backup reads, it never migrates. The busy timeout covers a checkpoint's moment.

@@ -115,7 +115,10 @@ test('backup and restore refuse what they cannot do, say why, and change nothing
     writeFileSync(join(root, 'full', 'x'), 'x');
     r = cli(['backup', '--data-dir', data, '--out', join(root, 'full')]);
     assert.equal(r.status, 2);
-    assert.match(r.stderr, /full is not empty: back up into a new folder/);
+    assert.match(r.stderr, /full is a file or a folder that is not empty: back up into a new folder/);
+    r = cli(['backup', '--data-dir', data, '--out', join(root, 'full', 'x')]);
+    assert.equal(r.status, 2);
+    assert.match(r.stderr, /x is a file or a folder that is not empty/);
     r = cli(['backup', '--database', 'postgres://u:p@127.0.0.1:1/db', '--out', join(root, 'b1')]);
     assert.equal(r.status, 2);
     assert.match(r.stderr, /on PostgreSQL, back up the database itself \(pg_dump\)/);
