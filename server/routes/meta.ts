@@ -23,10 +23,12 @@ class Unhealthy extends ApiError {
 async function health(ctx: Services, refusals: WriteRefusals): Promise<{ status: 'ok' }> {
   const refused = refusals.recent(REFUSAL_MS);
   if (refused) throw new Unhealthy(refused.reason, `The database refused a write ${Math.round((Date.now() - refused.at) / 1000)} s ago (${refused.reason.replace('_', ' ')}); the instance cannot save what it is asked to.`);
+  let settled = false;
   try {
-    await within(ctx.data.schemaVersion(), 'the database', PROBE_TIMEOUT_MS);
+    await within(ctx.data.schemaVersion().finally(() => (settled = true)), 'the database', PROBE_TIMEOUT_MS);
   } catch (err) {
     if (err instanceof ApiError) throw err; // the database unreachable: its own record, with Retry-After
+    if (settled) throw new Unhealthy('database_error', 'The database failed a read.');
     throw new Unhealthy('database_timeout', `The database did not answer a read within ${PROBE_TIMEOUT_MS / 1000} s.`);
   }
   return { status: 'ok' };
@@ -40,7 +42,7 @@ export async function metaRoutes(app: FastifyInstance, ctx: Services, refusals: 
       description:
         'No token needed; rate-limited by address like every request without one. 200 when the database answered a read within 2 s and has refused no write ' +
         'in the last 10 s (a write that succeeds since clears it); otherwise 500 service_unavailable with details.reason (disk_full, io_error, read_only, ' +
-        'database_timeout; none when the database is unreachable) and Retry-After. For load balancers and service managers.',
+        'database_timeout, database_error; none when the database is unreachable) and Retry-After. For load balancers and service managers.',
       tags: ['meta'],
       response: responses({ 200: Health }, 429, 500),
       'x-extension': true,

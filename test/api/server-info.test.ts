@@ -42,3 +42,18 @@ test('GET /v2/health answers without a token (and ignores a wrong one), says not
   assert.equal(op.security, undefined, 'no token');
   assert.ok(op.responses['500']);
 });
+
+test('GET /v2/health: a database that fails a read is unhealthy, with the reason', async () => {
+  const t = await makeServer();
+  try {
+    t.services.sqlite!.store.db.close();
+    const res = await t.app.inject({ url: '/v2/health' });
+    assert.equal(res.statusCode, 500, res.body);
+    const e = json(res).error;
+    assert.equal(e.code, 'service_unavailable');
+    assert.deepEqual(e.details, { reason: 'database_error', retry_after: 5 });
+    assert.equal(res.headers['retry-after'], '5');
+  } finally {
+    await t.close().catch(() => {});
+  }
+});
