@@ -116,6 +116,7 @@ export async function backupCommand(argv: string[]): Promise<void> {
   chmodSync(out, 0o700); // the backup holds session ids, token hashes and keys, as the folder does
   // Not through openDatabase: a backup reads, it never migrates. The busy timeout covers a checkpoint's moment.
   const db = new DatabaseSync(dbFile, { timeout: 5000 });
+  const madeAt = new Date().toISOString(); // the snapshot's time: it holds what was committed before it
   let copied: { schema: number; sha256: string };
   try {
     const partial = join(out, `${DB_FILE}.partial`);
@@ -137,7 +138,7 @@ export async function backupCommand(argv: string[]): Promise<void> {
   const files = [{ path: DB_FILE, bytes: statSync(join(out, DB_FILE)).size, sha256: copied.sha256 }];
   for (const path of others) files.push({ path, bytes: statSync(join(out, path)).size, sha256: await sha256(join(out, path)) });
   const schema = copied.schema;
-  const manifest: Manifest = { format: FORMAT, made_at: new Date().toISOString(), data_dir: dataDir, schema_version: schema, files };
+  const manifest: Manifest = { format: FORMAT, made_at: madeAt, data_dir: dataDir, schema_version: schema, files };
   writeFileSync(join(out, MANIFEST), JSON.stringify(manifest, null, 2) + '\n', { mode: 0o600 });
   process.stdout.write(
     `backed up ${dataDir} into ${out}: the database (${mib(files[0].bytes)}, schema ${schema})${others.length ? `, ${others.join(', ')}` : ''}\n` +
