@@ -7,6 +7,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { ApiError, type ErrorCode } from '../contract/errors.ts';
 import type { Logger } from '../domain.ts';
 import { throttledLine } from '../log.ts';
+import { DatabaseUnwritable } from '../store/sql/unwritable.ts';
 
 /** Writes an error record in a route's own format (status, content type and body). */
 export type ErrorWriter = (reply: FastifyReply, error: ApiError) => FastifyReply;
@@ -164,9 +165,9 @@ export function clientError(err: NodeJS.ErrnoException, socket: Duplex): void {
  */
 export class WriteRefusals {
   #last: { reason: string; at: number } | undefined;
+  /** Only the database's own refusals count: not the health check's answer, which would renew itself at every check. */
   note(error: ApiError): void {
-    const reason = error.details.reason;
-    if (error.code === 'service_unavailable' && typeof reason === 'string') this.#last = { reason, at: Date.now() };
+    if (error instanceof DatabaseUnwritable) this.#last = { reason: String(error.details.reason), at: Date.now() };
   }
   cleared(): void {
     this.#last = undefined;

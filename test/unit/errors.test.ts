@@ -3,7 +3,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ApiError, ERROR_STATUS, PROXY_ERRORS, PROXY_ERROR_STATUS, proxyErrorBody } from '../../server/contract/errors.ts';
-import { describeValidation, toApiError } from '../../server/plugins/errors.ts';
+import { describeValidation, toApiError, WriteRefusals } from '../../server/plugins/errors.ts';
+import { DatabaseUnwritable } from '../../server/store/sql/unwritable.ts';
 
 test('every decided error code exists with its status', () => {
   const decided: Record<string, number> = {
@@ -84,4 +85,16 @@ test('toApiError: framework errors map to their codes; anything else is internal
   assert.deepEqual(internal.details, {});
   const own = new ApiError('session_ended', 'ended');
   assert.equal(toApiError(own), own);
+});
+
+test('WriteRefusals keeps only the database\'s own refusals, until a write succeeds', () => {
+  const r = new WriteRefusals();
+  // GET /v2/health's own unhealthy answer (and the unreachable database's) must not count, or every check would renew it.
+  r.note(new ApiError('service_unavailable', 'The database refused a write 3 s ago (disk full).', { reason: 'disk_full', retry_after: 5 }));
+  r.note(new ApiError('service_unavailable', 'The database did not answer a read within 2 s.', { reason: 'database_timeout', retry_after: 5 }));
+  assert.equal(r.recent(10_000), undefined);
+  r.note(new DatabaseUnwritable('read_only', new Error('cannot execute INSERT in a read-only transaction')));
+  assert.equal(r.recent(10_000)?.reason, 'read_only');
+  r.cleared();
+  assert.equal(r.recent(10_000), undefined);
 });
