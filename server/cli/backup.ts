@@ -7,7 +7,7 @@
 // takes the folder's lock (refused while a server runs there) and moves whatever it replaces aside.
 // On PostgreSQL the database holds the keys too: pg_dump is the backup (docs/operations.md).
 import { createHash } from 'node:crypto';
-import { chmodSync, closeSync, copyFileSync, createReadStream, existsSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, closeSync, createReadStream, existsSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { copyFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -94,6 +94,17 @@ async function copyDatabase(db: DatabaseSync, to: string, bytes: number): Promis
   }
 }
 
+/** `files` (paths relative to both folders) from one folder into another, each 0600 in 0700 folders, written whole before it takes its name. */
+async function copyFiles(from: string, to: string, files: string[]): Promise<void> {
+  for (const f of files) {
+    const dest = join(to, f);
+    mkdirSync(dirname(dest), { recursive: true, mode: 0o700 });
+    await copyFile(join(from, f), `${dest}.partial`);
+    chmodSync(`${dest}.partial`, 0o600);
+    renameSync(`${dest}.partial`, dest);
+  }
+}
+
 function emptyOrAbsent(dir: string): boolean {
   return !existsSync(dir) || (statSync(dir).isDirectory() && readdirSync(dir).length === 0);
 }
@@ -130,11 +141,7 @@ export async function backupCommand(argv: string[]): Promise<void> {
     db.close();
   }
   const others = KEPT.filter((f) => existsSync(join(dataDir, f)));
-  for (const f of others) {
-    mkdirSync(dirname(join(out, f)), { recursive: true, mode: 0o700 });
-    copyFileSync(join(dataDir, f), join(out, f));
-    chmodSync(join(out, f), 0o600);
-  }
+  await copyFiles(dataDir, out, others);
   const files = [{ path: DB_FILE, bytes: statSync(join(out, DB_FILE)).size, sha256: copied.sha256 }];
   for (const path of others) files.push({ path, bytes: statSync(join(out, path)).size, sha256: await sha256(join(out, path)) });
   const schema = copied.schema;
@@ -208,13 +215,7 @@ export async function restoreCommand(argv: string[]): Promise<void> {
     const aside = present.length ? moveAside(dataDir, present) : undefined;
     const shown = progress(statSync(join(from, DB_FILE)).size, 'restoring');
     try {
-      for (const f of manifest.files) {
-        const to = join(dataDir, f.path);
-        mkdirSync(dirname(to), { recursive: true, mode: 0o700 });
-        await copyFile(join(from, f.path), `${to}.restoring`);
-        chmodSync(`${to}.restoring`, 0o600);
-        renameSync(`${to}.restoring`, to);
-      }
+      await copyFiles(from, dataDir, manifest.files.map((f) => f.path));
     } finally {
       shown.stop();
     }
