@@ -2,20 +2,17 @@
 // every session it acknowledged before the backup began, the keys (the subscription URL is the same
 // after a restore) and the certificates; every refusal is clear and changes nothing.
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { test } from 'node:test';
-import { childEnv, printedToken, serve, type ServeProcess, tokenCli } from '../helpers/cli.ts';
+import { childEnv, printedToken, runCli, serve, type ServeProcess, tokenCli } from '../helpers/cli.ts';
 import { CLI, NODE, removeDir, ROOT, tempDir } from '../helpers/server.ts';
 
-type Run = { status: number | null; stdout: string; stderr: string };
-const cli = (args: string[]): Run => {
-  const r = spawnSync(NODE, [CLI, ...args], { cwd: ROOT, env: childEnv(), encoding: 'utf8', timeout: 60_000 });
-  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
-};
+type Run = ReturnType<typeof runCli>;
+const cli = (args: string[]): Run => runCli(args, 60_000);
 /** The same, without blocking this process (the server's requests go on meanwhile). */
 const cliAsync = (args: string[]): Promise<Run> =>
   new Promise((resolve) => {

@@ -58,11 +58,14 @@ export function serve(dataDir: string, extra: string[] = [], timeoutMs = 20_000,
   });
 }
 
-/** Runs `vpn-access token ...` to completion. */
-export function tokenCli(args: string[]): { status: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(NODE, [CLI, 'token', ...args], { cwd: ROOT, env: childEnv(), encoding: 'utf8', timeout: 20_000 });
+/** Runs `vpn-access ARGS...` to completion. */
+export function runCli(args: string[], timeoutMs = 20_000): { status: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(NODE, [CLI, ...args], { cwd: ROOT, env: childEnv(), encoding: 'utf8', timeout: timeoutMs });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
+
+/** Runs `vpn-access token ...` to completion. */
+export const tokenCli = (args: string[]) => runCli(['token', ...args]);
 
 /**
  * Makes sure dist/server/cli.mjs exists and is not older than the sources (what
