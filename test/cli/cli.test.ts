@@ -7,7 +7,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { BIN, childEnv, ensureServerBundle, printedToken, serve, type ServeProcess, tokenCli } from '../helpers/cli.ts';
+import { BIN, childEnv, ensureServerBundle, printedToken, runUntil, serve, type ServeProcess, tokenCli } from '../helpers/cli.ts';
 import { CLI, NODE, removeDir, ROOT, tempDir, waitFor } from '../helpers/server.ts';
 
 describe('vpn-access token', () => {
@@ -407,18 +407,11 @@ describe('vpn-access from the bundle (dist/server/cli.mjs, what the bin runs aft
 
   test('node run starts from the bundle: its geo relay\'s certificate and TLS on its listeners are made there too', async () => {
     const d = tempDir('vad-bundle-node-');
-    const child = spawn(NODE, [BIN, 'node', 'run', '--control', 'http://127.0.0.1:9', '--token', `vadn_${'x'.repeat(40)}`, '--host', '127.0.0.1', '--port', '0',
-      '--vless-tcp-port', '0', '--proxy-port', '0', '--relay-port', '0', '--tls', 'on', '--data-dir', d], { env: { ...childEnv(), VPN_ACCESS_LAUNCH: 'bundle' }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    child.stdout!.setEncoding('utf8').on('data', (c: string) => (out += c));
-    child.stderr!.setEncoding('utf8').on('data', (c: string) => (out += c));
-    const exited = new Promise((r) => child.once('exit', r));
     try {
-      await waitFor(() => /node listening: /.test(out) || child.exitCode !== null, 20_000, 'node run to start');
-      assert.match(out, /node listening: VLESS wss 127\.0\.0\.1:\d+, tcp \d+, proxy \d+, geo relay \d+; TLS on \(self-signed, sha256 [0-9a-f]{64}\)/, out);
+      await runUntil([NODE, BIN, 'node', 'run', '--control', 'http://127.0.0.1:9', '--token', `vadn_${'x'.repeat(40)}`, '--host', '127.0.0.1', '--port', '0',
+        '--vless-tcp-port', '0', '--proxy-port', '0', '--relay-port', '0', '--tls', 'on', '--data-dir', d], { VPN_ACCESS_LAUNCH: 'bundle' },
+        /node listening: VLESS wss 127\.0\.0\.1:\d+, tcp \d+, proxy \d+, geo relay \d+; TLS on \(self-signed, sha256 [0-9a-f]{64}\)/, 20_000);
     } finally {
-      child.kill('SIGTERM');
-      await exited;
       removeDir(d);
     }
   });

@@ -3,12 +3,12 @@
 // uses), and each ExecStart, configured by its environment file, really starts: serve from the
 // environment alone, node run with the flags the unit gives it.
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { accessSync, constants, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { childEnv } from '../helpers/cli.ts';
-import { removeDir, ROOT, tempDir, waitFor } from '../helpers/server.ts';
+import { runUntil } from '../helpers/cli.ts';
+import { removeDir, ROOT, tempDir } from '../helpers/server.ts';
 
 const DIR = join(ROOT, 'deploy', 'systemd');
 const INSTALLED = '/opt/vpn-access';
@@ -83,24 +83,6 @@ test('systemd-analyze verifies both units', (t) => {
     removeDir(dir);
   }
 });
-
-/** Runs an ExecStart until `ready` shows in its output; resolves with everything it wrote. */
-async function runUntil(argv: string[], env: Record<string, string>, ready: RegExp): Promise<{ stdout: string; stderr: string }> {
-  const child = spawn(argv[0], argv.slice(1), { cwd: '/', env: { ...childEnv(), ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));
-  child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
-  const exited = new Promise((r) => child.once('exit', r));
-  try {
-    await waitFor(() => ready.test(stdout) || child.exitCode !== null, 30_000, 'the unit\'s command to start');
-    assert.match(stdout, ready, `stdout: ${stdout}\nstderr: ${stderr}`);
-  } finally {
-    child.kill('SIGTERM');
-    await exited;
-  }
-  return { stdout, stderr };
-}
 
 test('the units\' commands start as configured: serve from serve.env alone, node run from its flags', async () => {
   const dir = tempDir('vad-unit-run-');

@@ -2,7 +2,8 @@
 // launcher (bin/vpn-access.mjs) forced onto the bundle or the sources.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { join } from 'node:path';
-import { CLI, NODE, ROOT } from './server.ts';
+import assert from 'node:assert/strict';
+import { CLI, NODE, ROOT, waitFor } from './server.ts';
 
 export const BIN = join(ROOT, 'bin', 'vpn-access.mjs');
 
@@ -81,4 +82,26 @@ export function ensureServerBundle(): void {
 /** The owner token a first start prints, if any. */
 export function printedToken(stdout: string): string | undefined {
   return /^\s+(vad_[A-Za-z0-9_-]+)\s*$/m.exec(stdout)?.[1];
+}
+
+/**
+ * Runs `argv` (its environment: the test's, without VPN_ACCESS_ variables, plus `env`) until `ready`
+ * shows on its stdout, then stops it with SIGTERM; resolves with everything it wrote. Fails, with
+ * that output, when it exits first or `timeoutMs` pass.
+ */
+export async function runUntil(argv: string[], env: Record<string, string>, ready: RegExp, timeoutMs = 30_000): Promise<{ stdout: string; stderr: string }> {
+  const child = spawn(argv[0], argv.slice(1), { cwd: '/', env: { ...childEnv(), ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.setEncoding('utf8').on('data', (c: string) => (stdout += c));
+  child.stderr!.setEncoding('utf8').on('data', (c: string) => (stderr += c));
+  const exited = new Promise((r) => child.once('exit', r));
+  try {
+    await waitFor(() => ready.test(stdout) || child.exitCode !== null, timeoutMs, `${argv.slice(1, 4).join(' ')} to start`);
+    assert.match(stdout, ready, `stdout: ${stdout}\nstderr: ${stderr}`);
+  } finally {
+    child.kill('SIGTERM');
+    await exited;
+  }
+  return { stdout, stderr };
 }
