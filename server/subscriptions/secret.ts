@@ -14,14 +14,13 @@
 import { createHash, createHmac, randomBytes } from 'node:crypto';
 import { KEY_FILES, loadKeyFile } from '../key-file.ts';
 
-export const KEY_FILE = KEY_FILES.subscription;
 export const KEY_BYTES = 32;
 /** base64url of 32 bytes. Anything else in /sub/<...> is not ours (answered like an unknown secret). */
 export const SECRET_SHAPE = /^[A-Za-z0-9_-]{43}$/;
 
 /** Reads the server key from the data folder, creating it (0600) when it is missing. */
 export function loadServerKey(dataDir: string): Buffer {
-  return loadKeyFile(dataDir, KEY_FILE, KEY_BYTES);
+  return loadKeyFile(dataDir, KEY_FILES.subscription, KEY_BYTES);
 }
 
 export class SubscriptionSecrets {

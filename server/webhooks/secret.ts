@@ -12,13 +12,12 @@
 import { createCipheriv, createDecipheriv, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { KEY_FILES, loadKeyFile } from '../key-file.ts';
 
-export const WEBHOOK_KEY_FILE = KEY_FILES.webhook;
 const KEY_BYTES = 32;
 /** The size of the webhook secrets' AES-256-GCM key. */
 export const WEBHOOK_KEY_BYTES = KEY_BYTES;
 
 export function loadWebhookKey(dataDir: string): Buffer {
-  return loadKeyFile(dataDir, WEBHOOK_KEY_FILE, KEY_BYTES);
+  return loadKeyFile(dataDir, KEY_FILES.webhook, KEY_BYTES);
 }
 
 /** A new secret: `whsec_` and 32 random bytes in base64url. */

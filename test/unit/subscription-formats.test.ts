@@ -20,7 +20,8 @@ import {
   type SubscriptionEntry,
 } from '../../server/subscriptions/formats.ts';
 import { MissLimiter } from '../../server/subscriptions/miss-limiter.ts';
-import { KEY_FILE, loadServerKey, SECRET_SHAPE, SubscriptionSecrets } from '../../server/subscriptions/secret.ts';
+import { KEY_FILES } from '../../server/key-file.ts';
+import { loadServerKey, SECRET_SHAPE, SubscriptionSecrets } from '../../server/subscriptions/secret.ts';
 import { redactIds } from '../../server/time.ts';
 import { parseVlessLink } from '../helpers/vless-link.ts';
 import { removeDir, tempDir } from '../helpers/server.ts';
@@ -264,7 +265,7 @@ test('secret: 256 bits from the 0600 key file and the nonce, the same on each de
   try {
     const key = loadServerKey(dir);
     assert.equal(key.length, 32);
-    assert.equal(statSync(join(dir, KEY_FILE)).mode & 0o777, 0o600);
+    assert.equal(statSync(join(dir, KEY_FILES.subscription)).mode & 0o777, 0o600);
     assert.deepEqual(loadServerKey(dir), key, 'kept and reused');
     const s = new SubscriptionSecrets(key);
     const n1 = SubscriptionSecrets.newNonce();
