@@ -187,9 +187,11 @@ export function installErrorHandling(app: FastifyInstance, log: Logger): WriteRe
     refusals.note(apiError);
     return sendError(request, reply, apiError);
   });
-  // A write answered 2xx: the database takes writes again.
-  app.addHook('onResponse', async (request, reply) => {
+  // A write answered 2xx: the database takes writes again. A callback hook, as the request log's:
+  // on every response, an async one would make a promise each time.
+  app.addHook('onResponse', (request, reply, done) => {
     if (request.method !== 'GET' && request.method !== 'HEAD' && reply.statusCode < 300) refusals.cleared();
+    done();
   });
   return refusals;
 }
