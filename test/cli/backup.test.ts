@@ -1,6 +1,7 @@
 // `vpn-access backup` and `restore` on real data folders: a backup taken while the server writes holds
 // every session it acknowledged before the backup began, the keys (the subscription URL is the same
-// after a restore) and the certificates; every refusal is clear and changes nothing.
+// after a restore) and the certificates; every refusal is clear and changes nothing, and a restore
+// that fails half-way puts back what was there.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -8,6 +9,9 @@ import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, wri
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { test } from 'node:test';
+import { BackupRefused } from '../../server/backup/files.ts';
+import { makeBackup } from '../../server/backup/make.ts';
+import { restoreBackup } from '../../server/backup/restore.ts';
 import { childEnv, printedToken, runCli, serve, type ServeProcess, tokenCli } from '../helpers/cli.ts';
 import { CLI, NODE, removeDir, ROOT, tempDir } from '../helpers/server.ts';
 
@@ -199,6 +203,40 @@ test('backup and restore refuse what they cannot do, say why, and change nothing
     const listed = tokenCli(['list', '--data-dir', target]);
     assert.match(listed.stdout, /acme/);
     assert.doesNotMatch(listed.stdout, /other/);
+  } finally {
+    removeDir(root);
+  }
+});
+
+test('a restore whose copy fails leaves the folder as it was; one that succeeds names the restored customers', async () => {
+  const root = tempDir('vad-backup-fail-');
+  try {
+    const source = join(root, 'source');
+    assert.equal(tokenCli(['create', '--customer', 'acme', '--role', 'owner', '--data-dir', source]).status, 0);
+    writeFileSync(join(source, 'subscription.key'), 'a'.repeat(44) + '\n', { mode: 0o600 });
+    const good = join(root, 'good');
+    const made = await makeBackup(source, good);
+    assert.deepEqual(made.others, ['subscription.key']);
+
+    const target = join(root, 'target');
+    assert.equal(tokenCli(['create', '--customer', 'other', '--role', 'owner', '--data-dir', target]).status, 0);
+    writeFileSync(join(target, 'subscription.key'), 'b'.repeat(44) + '\n', { mode: 0o600 });
+    const before = { db: sha(join(target, 'vpn-access.db')), key: sha(join(target, 'subscription.key')) };
+    // The key's copy cannot take its temporary name (a folder is there): the copy fails after the database came in.
+    mkdirSync(join(target, 'subscription.key.partial', 'x'), { recursive: true });
+    await assert.rejects(restoreBackup(good, target, { force: true }), (e: Error) => {
+      assert.ok(e instanceof BackupRefused);
+      assert.match(e.message, /^the backup could not be copied in, and the folder is as it was: /);
+      return true;
+    });
+    assert.deepEqual({ db: sha(join(target, 'vpn-access.db')), key: sha(join(target, 'subscription.key')) }, before);
+    assert.deepEqual(readdirSync(target).filter((f) => f.startsWith('replaced-')), [], 'nothing left aside');
+
+    removeDir(join(target, 'subscription.key.partial'));
+    const done = await restoreBackup(good, target, { force: true });
+    assert.deepEqual(done.customers, ['acme']);
+    assert.match(done.replaced_into ?? '', /replaced-/);
+    assert.equal(sha(join(target, 'subscription.key')), sha(join(source, 'subscription.key')));
   } finally {
     removeDir(root);
   }

@@ -89,7 +89,9 @@ const LAYERS: Record<string, Layer> = {
   serve: { files: ['server/serve.ts'], may: ['public-host', 'app'], packages: ['node:'] },
   // A data-plane node (`vpn-access node run`): the data plane, a channel to the control plane.
   node: { files: ['server/node/'], may: ['domain', 'contract', 'util', 'key-file', 'links', 'store', 'zones', 'dataplane', 'tls', 'cluster'] },
-  cli: { files: ['server/cli/', 'server/cli.ts'], may: ['domain', 'util', 'key-file', 'store', 'audit', 'tls', 'public-host', 'doctor', 'serve', 'node'], packages: ['node:'] },
+  // Backups of a data folder (SQLite): made while its server runs, put back while it is stopped.
+  backup: { files: ['server/backup/'], may: ['domain', 'util', 'key-file', 'store', 'tls'], packages: ['node:'] },
+  cli: { files: ['server/cli/', 'server/cli.ts'], may: ['domain', 'util', 'key-file', 'store', 'audit', 'tls', 'public-host', 'doctor', 'serve', 'node', 'backup'], packages: ['node:'] },
   preload: { files: ['preload/'], may: ['common'], packages: ['electron'] },
   // The renderer's screens (and main.tsx, which mounts them) reach the platform only through the store's actions.
   screens: {
@@ -99,8 +101,8 @@ const LAYERS: Record<string, Layer> = {
   },
   'renderer-platform': { files: ['renderer/src/platform/'], may: ['common', 'contract'], packages: RENDERER_PACKAGES },
   renderer: { files: ['renderer/'], may: ['renderer-platform', 'common', 'contract'], packages: RENDERER_PACKAGES },
-  // Main may start the embedded server (server/serve.ts) and nothing else of the server but its contract.
-  main: { files: ['main/'], may: ['common', 'contract', 'serve'] },
+  // Main may start the embedded server (server/serve.ts), back its folder up and restore it (server/backup/), and nothing else of the server but its contract.
+  main: { files: ['main/'], may: ['common', 'contract', 'serve', 'backup'] },
 };
 
 const SOURCE = /\.(ts|tsx|mts|cts)$/;
