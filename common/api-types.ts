@@ -111,3 +111,27 @@ export interface LanSharingRequest {
   /** Required when enabling: one of `LanSharing.addresses`. */
   address?: string;
 }
+
+/** Desktop: a backup of the embedded server's data folder, made by Settings → Backup. */
+export interface BackupDone {
+  /** The backup's own folder (made inside the folder the person chose). */
+  folder: string;
+  /** When its snapshot began: it holds what was saved before then. */
+  made_at: string;
+  /** The database's size, in bytes. */
+  bytes: number;
+  /** Every file it holds, the database first. */
+  files: string[];
+}
+
+/** Desktop: a backup put back into the embedded server's data folder. */
+export interface RestoreDone {
+  /** When the restored backup was made. */
+  made_at: string;
+  /** Where the data it replaced was moved (never deleted), or null when there was none. */
+  replaced_into: string | null;
+  /** The customer the app shows now (the backup's). */
+  customer: string;
+  /** True when the backup did not know the app's API token, so a new owner token was made. */
+  token_renewed: boolean;
+}

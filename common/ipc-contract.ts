@@ -4,6 +4,7 @@
 // all three read it and none of them owns it. One function per operation;
 // every call resolves to a Result so the error record survives the IPC boundary intact.
 import type {
+  BackupDone,
   ConnectionInfo,
   DoctorReport,
   ConnectionSettings,
@@ -36,6 +37,7 @@ import type {
   AuditQuery,
   ConnectionList,
   RefusalList,
+  RestoreDone,
 } from './api-types.ts';
 import type { Client, ClientList, ClientListQuery, ClientOverride, ClientOverrideUpdate, ClientUpdate, DeviceList } from './client-types.ts';
 import type { Result } from './result.ts';
@@ -85,6 +87,10 @@ export interface AppOps {
   lanSharing(): Promise<Result<LanSharing>>;
   /** Desktop: turns sharing on (on an address) or off; main restarts the embedded server. */
   setLanSharing(request: LanSharingRequest): Promise<Result<LanSharing>>;
+  /** Desktop: backs the embedded server's data up into a folder the person picks (null: they cancelled). */
+  backupData(): Promise<Result<BackupDone | null>>;
+  /** Desktop: puts a backup the person picks back, once they confirm; the embedded server restarts (null: cancelled). */
+  restoreData(): Promise<Result<RestoreDone | null>>;
   /** The doctor's checks the server runs about itself (GET /v2/doctor, owner token). */
   runDoctor(): Promise<Result<DoctorReport>>;
   /** Support: the session's open connections on every data plane (GET /v2/sessions/{id}/connections). */

@@ -6,7 +6,6 @@
 // to one of this machine's addresses (data plane and API; the API still wants its token),
 // with that address in links and subscriptions and the `lan` egress policy; turning it off
 // restarts it on loopback. The old server is closed before the new one listens.
-import { isIP } from 'node:net';
 import { join } from 'node:path';
 import type { ConnectionInfo, ConnectionSettings, LanAddress, LanSharing, LanSharingRequest } from '../common/api-types.ts';
 import { fail, type Result } from '../common/result.ts';
@@ -14,6 +13,7 @@ import { startServer, type RunningServer } from '../server/serve.ts';
 import type { Endpoint } from './api-client.ts';
 import { trustEmbeddedServer } from './embedded-trust.ts';
 import { listAddresses, pickLanAddress } from './lan.ts';
+import { checkRemoteUrl } from './remote-url.ts';
 import type { Settings, SettingsFile } from './settings.ts';
 import { TokenUnreadable, type TokenStore } from './token-store.ts';
 
@@ -38,6 +38,9 @@ export interface EmbeddedBind {
   egress?: 'lan';
 }
 
+/** The customer the embedded server's first start makes (a restored backup may bring another: Settings.embeddedCustomer). */
+export const EMBEDDED_CUSTOMER = 'local';
+
 export const LOOPBACK_BIND: EmbeddedBind = { host: '127.0.0.1', publicHost: '127.0.0.1' };
 
 /** The bind the saved settings ask for: the chosen address while sharing is on, else loopback. */
@@ -50,51 +53,14 @@ export function embeddedBind(lan: Settings['lanSharing']): EmbeddedBind {
  * (a free one if that is taken), the raw TCP inbound and the proxy on free ports, all on
  * `bind.host`.
  */
-export async function startEmbeddedServer(dataDir: string, port: number, bind: EmbeddedBind, egress?: 'allow-all'): Promise<RunningServer> {
-  const opts = { dataDir, host: bind.host, publicHost: bind.publicHost, egress: egress ?? bind.egress, firstCustomer: 'local' };
+export async function startEmbeddedServer(dataDir: string, port: number, bind: EmbeddedBind, egress?: 'allow-all', customer = EMBEDDED_CUSTOMER): Promise<RunningServer> {
+  const opts = { dataDir, host: bind.host, publicHost: bind.publicHost, egress: egress ?? bind.egress, firstCustomer: customer };
   try {
     return await startServer({ ...opts, port });
   } catch (e) {
     if ((e as { code?: string }).code !== 'EADDRINUSE' || port === 0) throw e;
     return startServer({ ...opts, port: 0 });
   }
-}
-
-/** The remote endpoint the environment names, if both variables are set. */
-export function endpointFromEnv(env: NodeJS.ProcessEnv): Endpoint | null {
-  return env.VPN_ACCESS_REMOTE_URL && env.VPN_ACCESS_REMOTE_TOKEN ? { baseUrl: env.VPN_ACCESS_REMOTE_URL.replace(/\/$/, ''), token: env.VPN_ACCESS_REMOTE_TOKEN } : null;
-}
-
-/** This computer: `localhost` (and `*.localhost`), 127.0.0.0/8, ::1 (also IPv4-mapped). */
-export function isLoopbackHost(hostname: string): boolean {
-  const h = hostname.replace(/^\[|\]$/g, '').toLowerCase().replace(/\.$/, '');
-  if (h === 'localhost' || h.endsWith('.localhost')) return true;
-  if (isIP(h) === 4) return h.startsWith('127.');
-  if (isIP(h) === 6) return h === '::1' || /^::ffff:127\./.test(h) || /^::ffff:7f[0-9a-f]{2}:/.test(h);
-  return false;
-}
-
-/**
- * Checks a remote base URL the renderer sent: http(s), no credentials in it, and plain http only
- * to this computer unless the user confirmed it. Returns the normalized URL or the refusal.
- */
-export function checkRemoteUrl(raw: string | undefined, allowPlainHttp: boolean): { url: string } | { refusal: string } {
-  let u: URL;
-  try {
-    u = new URL(raw ?? '');
-  } catch {
-    return { refusal: 'Enter an http(s) base URL.' };
-  }
-  if (u.protocol !== 'https:' && u.protocol !== 'http:') return { refusal: 'Enter an http(s) base URL.' };
-  if (u.username || u.password) return { refusal: 'The base URL must not contain a user name or password: enter the API token in its own field.' };
-  if (u.protocol === 'http:' && !isLoopbackHost(u.hostname) && !allowPlainHttp) {
-    return {
-      refusal: `Plain http to ${u.hostname} would send the API token unencrypted over the network. Use https (the server turns TLS on with --tls on), ` +
-        'or confirm plain http explicitly on a network you trust.',
-    };
-  }
-  u.hash = '';
-  return { url: u.href.replace(/\/$/, '') };
 }
 
 export class Endpoints {
@@ -105,6 +71,10 @@ export class Endpoints {
   #queue: Promise<unknown> = Promise.resolve();
   /** Why the stored token could not be used (shown on the window's token screen), or null. */
   #problem: string | null = null;
+  /** After a restore: whether the stored token signs in to the restored data is checked once. */
+  #checkToken = false;
+  /** Whether that check made a new owner token. */
+  tokenRenewed = false;
   readonly serverDir: string;
 
   constructor(opts: EndpointsOptions) {
@@ -116,8 +86,11 @@ export class Endpoints {
     return this.#current;
   }
 
-  /** Picks the endpoint the settings (or the environment) ask for, starting the embedded server if needed. */
-  async select(sameServer = false): Promise<void> {
+  /**
+   * Picks the endpoint the settings (or the environment) ask for, starting the embedded server if
+   * needed. Its owner is told the server is another one when its URL changed, or when `change` says.
+   */
+  async select(change: 'same' | 'by-url' | 'other' = 'by-url'): Promise<void> {
     const { settings, tokens, override } = this.#opts;
     const before = this.#current?.baseUrl;
     const s = settings.get();
@@ -138,7 +111,7 @@ export class Endpoints {
           `To start over instead, delete ${e.file} and restart: a new owner token is then created (the old one stays valid until revoked with "vpn-access token revoke").`;
       console.error(this.#problem);
     }
-    this.#opts.onChange(!sameServer && this.#current?.baseUrl !== before);
+    this.#opts.onChange(change === 'other' || (change === 'by-url' && this.#current?.baseUrl !== before));
   }
 
   /** Stores new connection settings (the remote token encrypted) and selects again. */
@@ -177,23 +150,54 @@ export class Endpoints {
     const { settings, tokens } = this.#opts;
     if (!this.#server) {
       const s = settings.get();
+      const customer = s.embeddedCustomer ?? EMBEDDED_CUSTOMER;
       let server: RunningServer;
       try {
-        server = await startEmbeddedServer(this.serverDir, s.embeddedPort ?? 0, embeddedBind(s.lanSharing), this.#opts.egress);
+        server = await startEmbeddedServer(this.serverDir, s.embeddedPort ?? 0, embeddedBind(s.lanSharing), this.#opts.egress, customer);
       } catch (e) {
         if (!s.lanSharing?.enabled) throw e;
         // The chosen address is gone (another network, a cable out): back to loopback, sharing off.
         settings.update({ lanSharing: { ...s.lanSharing, enabled: false } });
-        server = await startEmbeddedServer(this.serverDir, s.embeddedPort ?? 0, LOOPBACK_BIND, this.#opts.egress);
+        server = await startEmbeddedServer(this.serverDir, s.embeddedPort ?? 0, LOOPBACK_BIND, this.#opts.egress, customer);
       }
       this.#server = server;
       trustEmbeddedServer(server);
       // Keep the port: configuration links handed out earlier carry it.
       if (settings.get().embeddedPort !== server.apiPort) settings.update({ embeddedPort: server.apiPort });
+      const stale = this.#checkToken && !(await this.#ownerOf(server, customer));
+      this.#checkToken = false;
+      this.tokenRenewed = !server.ownerToken && stale;
       if (server.ownerToken) tokens.write('embedded', server.ownerToken);
-      else if (!tokens.read('embedded')) tokens.write('embedded', (await server.services.data.createToken('local', 'owner')).token);
+      else if (stale || !tokens.read('embedded')) tokens.write('embedded', (await server.services.data.createToken(customer, 'owner')).token);
     }
     return { baseUrl: this.#server.baseUrl, token: tokens.read('embedded') ?? '' };
+  }
+
+  /** Whether the stored token is an owner token of `customer` in the server's data. */
+  async #ownerOf(server: RunningServer, customer: string): Promise<boolean> {
+    const stored = this.#opts.tokens.read('embedded');
+    const info = stored ? await server.services.data.findToken(stored) : undefined;
+    return info?.customer_name === customer && info.role === 'owner';
+  }
+
+  /**
+   * Stops the embedded server, runs `work` on its data folder (a restore), and starts it again:
+   * to the app another server (other data), whose token is checked once.
+   */
+  replaceData<T>(work: (dataDir: string) => Promise<T>): Promise<T> {
+    const run = this.#queue.then(async () => {
+      const old = this.#server;
+      this.#server = null;
+      await old?.close().catch(() => {});
+      try {
+        return await work(this.serverDir);
+      } finally {
+        this.#checkToken = true;
+        await this.select('other');
+      }
+    });
+    this.#queue = run.catch(() => {});
+    return run;
   }
 
   /** The running embedded server, if any (tests read its ports). */
@@ -254,7 +258,7 @@ export class Endpoints {
     const old = this.#server;
     this.#server = null;
     await old?.close().catch(() => {});
-    await this.select(true);
+    await this.select('same');
   }
 
   /** Stops the embedded server, if it was started. */

@@ -4,12 +4,14 @@
 // router and its handlers (ipc.ts, ipc-handlers.ts), the renderer's event streams
 // (renderer-streams.ts), the window (window.ts), the tray (tray.ts) and the Notifier that
 // watches the event stream for the tray and notifications (notifier.ts).
-import { app, clipboard, dialog, ipcMain, Menu, nativeImage, safeStorage, session as electronSession, shell, Tray, type WebContents } from 'electron';
+import { app, clipboard, dialog, ipcMain, Menu, nativeImage, safeStorage, session as electronSession, shell, Tray, type BrowserWindow, type MessageBoxOptions, type OpenDialogOptions, type WebContents } from 'electron';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { ApiClient } from './api-client.ts';
+import { DataBackups, type BackupDialogs } from './backup.ts';
 import { DisposableStore } from '../common/disposable-store.ts';
-import { endpointFromEnv, Endpoints } from './endpoint.ts';
+import { Endpoints } from './endpoint.ts';
+import { endpointFromEnv } from './remote-url.ts';
 import { registerIpc } from './ipc.ts';
 import { createHandlers } from './ipc-handlers.ts';
 import { Notifier } from './notifier.ts';
@@ -53,10 +55,11 @@ async function start(): Promise<void> {
     () => endpoints.current(),
     (m) => appWindow?.send('app:stream', m),
   );
+  const settings = new SettingsFile(userData);
   const endpoints = disposables.add(
     new Endpoints({
       userData,
-      settings: new SettingsFile(userData),
+      settings,
       tokens: new TokenStore(userData, safeStorage),
       // Tests (and support staff) may aim the app at a remote server without touching settings.
       override: endpointFromEnv(process.env),
@@ -69,7 +72,8 @@ async function start(): Promise<void> {
   const api = new ApiClient(() => endpoints.current());
   await endpoints.select();
 
-  disposables.add(registerIpc(ipcMain, createHandlers({ api, endpoints, streams, clipboard }), (frame) => isTrustedFrame(frame, RENDERER_INDEX)));
+  const backups = new DataBackups({ endpoints, settings, dialogs: nativeDialogs(() => appWindow?.browserWindow ?? null), log: (line) => console.log(`backup: ${line}`) });
+  disposables.add(registerIpc(ipcMain, createHandlers({ api, endpoints, streams, clipboard, backups }), (frame) => isTrustedFrame(frame, RENDERER_INDEX)));
 
   hardenSession(electronSession.defaultSession, join(ROOT, 'dist', 'renderer'));
   app.on('web-contents-created', (_e, contents: WebContents) => hardenContents(contents, RENDERER_INDEX, (url) => void shell.openExternal(url)));
@@ -93,6 +97,23 @@ async function start(): Promise<void> {
   disposables.add(streams);
   notifier = disposables.add(new Notifier({ api, endpoint: () => endpoints.current(), render: (sessions, totals) => tray.update(sessions, totals) }));
   await notifier.seed();
+}
+
+/** Backup's folder choice and confirmation as Electron's dialogs, over the window when it is open. */
+function nativeDialogs(parent: () => BrowserWindow | null): BackupDialogs {
+  return {
+    async chooseFolder({ title, buttonLabel, create }) {
+      const options: OpenDialogOptions = { title, buttonLabel, properties: create ? ['openDirectory', 'createDirectory'] : ['openDirectory'] };
+      const win = parent();
+      const r = await (win ? dialog.showOpenDialog(win, options) : dialog.showOpenDialog(options));
+      return r.canceled || !r.filePaths[0] ? null : r.filePaths[0];
+    },
+    async confirm({ message, detail, action }) {
+      const options: MessageBoxOptions = { type: 'warning', message, detail, buttons: [action, 'Cancel'], defaultId: 1, cancelId: 1, noLink: true };
+      const win = parent();
+      return (await (win ? dialog.showMessageBox(win, options) : dialog.showMessageBox(options))).response === 0;
+    },
+  };
 }
 
 app.on('before-quit', () => {

@@ -1,7 +1,9 @@
 // What each IPC operation does: most pass straight to the API client (the Result crosses IPC
-// unchanged); the connection and LAN-sharing ones go to Endpoints, the stream ones to RendererStreams, and
+// unchanged); the connection and LAN-sharing ones go to Endpoints, backup and restore to DataBackups,
+// the stream ones to RendererStreams, and
 // "Copy API token" writes the clipboard here, so the token never reaches the renderer.
 import type { ApiClient } from './api-client.ts';
+import type { DataBackups } from './backup.ts';
 import type { Endpoints } from './endpoint.ts';
 import type { Handlers } from './ipc.ts';
 import type { RendererStreams } from './renderer-streams.ts';
@@ -12,9 +14,10 @@ export interface HandlerDeps {
   endpoints: Endpoints;
   streams: RendererStreams;
   clipboard: { writeText(text: string): void };
+  backups: DataBackups;
 }
 
-export function createHandlers({ api, endpoints, streams, clipboard }: HandlerDeps): Handlers {
+export function createHandlers({ api, endpoints, streams, clipboard, backups }: HandlerDeps): Handlers {
   return {
     connectionInfo: async () => ({ ok: true, value: endpoints.info() }),
     saveConnection: (c) => endpoints.save(c),
@@ -51,6 +54,8 @@ export function createHandlers({ api, endpoints, streams, clipboard }: HandlerDe
     testWebhook: (id) => api.testWebhook(id),
     lanSharing: async () => ({ ok: true, value: endpoints.lanSharing() }),
     setLanSharing: (r) => endpoints.setLanSharing({ enabled: r.enabled, address: r.address }),
+    backupData: () => backups.backup(),
+    restoreData: () => backups.restore(),
     usage: (q) => api.usage(q),
     listClients: (q) => api.listClients(q),
     getClient: (c) => api.getClient(c),

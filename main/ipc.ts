@@ -38,6 +38,8 @@ export const OP_NAMES = [
   'testWebhook',
   'lanSharing',
   'setLanSharing',
+  'backupData',
+  'restoreData',
   'usage',
   'listClients',
   'getClient',

@@ -10,6 +10,8 @@ export interface Settings {
   embeddedPort?: number;
   /** "Let other devices connect": the embedded server listens on `address` instead of loopback. */
   lanSharing?: { enabled: boolean; address: string };
+  /** The customer the embedded server's window shows: `local`, or a restored backup's customer. */
+  embeddedCustomer?: string;
 }
 
 export class SettingsFile {
@@ -24,6 +26,7 @@ export class SettingsFile {
       if (v.mode === 'remote' || v.mode === 'embedded') this.#value.mode = v.mode;
       if (typeof v.remoteBaseUrl === 'string') this.#value.remoteBaseUrl = v.remoteBaseUrl;
       if (typeof v.embeddedPort === 'number') this.#value.embeddedPort = v.embeddedPort;
+      if (typeof v.embeddedCustomer === 'string' && v.embeddedCustomer) this.#value.embeddedCustomer = v.embeddedCustomer;
       const lan = v.lanSharing;
       if (lan && typeof lan.enabled === 'boolean' && typeof lan.address === 'string') this.#value.lanSharing = { enabled: lan.enabled, address: lan.address };
     } catch {

@@ -15,6 +15,11 @@ export interface AppWindowOptions {
 export class AppWindow {
   #opts: AppWindowOptions;
   #win: BrowserWindow | null = null;
+
+  /** The window while it exists (native dialogs are shown over it). */
+  get browserWindow(): BrowserWindow | null {
+    return this.#win && !this.#win.isDestroyed() ? this.#win : null;
+  }
   #quitting = false;
 
   constructor(opts: AppWindowOptions) {

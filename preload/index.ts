@@ -54,6 +54,8 @@ const bridge: AppBridge = {
   clientRefusals: op('clientRefusals'),
   lanSharing: op('lanSharing'),
   setLanSharing: op('setLanSharing'),
+  backupData: op('backupData'),
+  restoreData: op('restoreData'),
   usage: op('usage'),
   listClients: op('listClients'),
   getClient: op('getClient'),

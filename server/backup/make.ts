@@ -23,6 +23,8 @@ export interface BackupMade {
   bytes: number;
   /** Besides the database, the files kept (relative paths). */
   others: string[];
+  /** Every file, the database first. */
+  files: string[];
 }
 
 function emptyOrAbsent(dir: string): boolean {
@@ -74,5 +76,5 @@ export async function makeBackup(dataDir: string, out: string, say?: Progress): 
   for (const path of others) files.push({ path, bytes: statSync(join(out, path)).size, sha256: await sha256(join(out, path)) });
   const manifest: Manifest = { format: FORMAT, made_at: madeAt, data_dir: dataDir, schema_version: copied.schema, files };
   writeFileSync(join(out, MANIFEST), JSON.stringify(manifest, null, 2) + '\n', { mode: 0o600 });
-  return { out, made_at: madeAt, schema_version: copied.schema, bytes: files[0].bytes, others };
+  return { out, made_at: madeAt, schema_version: copied.schema, bytes: files[0].bytes, others, files: files.map((f) => f.path) };
 }

@@ -1,6 +1,6 @@
 // Where the API lives (embedded or remote in the desktop app), its ports and data folder, the
 // TLS mode in force and why, the theme (AppearanceCard.tsx), "Let other devices connect" (LanSharing.tsx),
-// what every subscription carries (SettingsSubscriptionPage.tsx), webhooks, and support tools:
+// what every subscription carries (SettingsSubscriptionPage.tsx), webhooks, backups (BackupCard.tsx), and support tools:
 // copy the API token, read the OpenAPI document.
 import { useState, type FormEvent } from 'react';
 import { humanError } from '../lib/errors.ts';
@@ -11,6 +11,7 @@ import type { ServerInfo } from '../../../common/api-types.ts';
 import { LanSharingCard } from './LanSharing.tsx';
 import { WebhooksCard } from './WebhooksCard.tsx';
 import { DoctorCard } from './DoctorCard.tsx';
+import { BackupCard } from './BackupCard.tsx';
 import { AppearanceCard } from './AppearanceCard.tsx';
 import { SubscriptionPageCard } from './SettingsSubscriptionPage.tsx';
 import { selectConnection, selectPlatformKind, selectServerInfo } from '../store/selectors.ts';
@@ -229,6 +230,7 @@ export function SettingsScreen() {
       <SubscriptionPageCard />
       <WebhooksCard />
       <DoctorCard />
+      <BackupCard />
       <div className="card" role="region" aria-labelledby="support-title">
         <h2 id="support-title">Support</h2>
         <p className="muted">Support staff may need the API token to call the API directly. Treat it like a password.</p>

@@ -63,6 +63,8 @@ export function createElectronPlatform(bridge: AppBridge): Platform {
     testWebhook: (id) => unwrap(bridge.testWebhook(id)),
     lanSharing: () => unwrap(bridge.lanSharing()),
     setLanSharing: (r) => unwrap(bridge.setLanSharing(r)),
+    backupData: () => unwrap(bridge.backupData()),
+    restoreData: () => unwrap(bridge.restoreData()),
     usage: (q) => unwrap(bridge.usage(q)),
     listClients: (q) => unwrap(bridge.listClients(q)),
     getClient: (c) => unwrap(bridge.getClient(c)),

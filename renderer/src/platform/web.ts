@@ -11,6 +11,7 @@ import { ApiError } from './platform.ts';
 import type { EventFilter, LimitScope } from '../../../common/api-types.ts';
 
 export const TOKEN_KEY = 'vpn-access.token';
+export const WEB_BACKUP_REASON = 'This page talks to a server that was started from the command line: back it up on that machine with vpn-access backup.';
 export const WEB_LAN_REASON = 'This page talks to a server that was started from the command line; that server decides which address it listens on.';
 export const BASE_KEY = 'vpn-access.baseUrl';
 
@@ -122,6 +123,13 @@ function webOps(call: Call, getToken: () => string | null, baseUrl: string): Pla
     lanSharing: async () => ({ supported: false, reason: WEB_LAN_REASON, enabled: false, address: null, addresses: [], suggested: null }),
     setLanSharing: async () => {
       throw new ApiError({ status: 400, code: 'not_supported', message: WEB_LAN_REASON, details: {} });
+    },
+    // Backups are made where the server runs: `vpn-access backup` / `restore` (the card says how).
+    backupData: async () => {
+      throw new ApiError({ status: 400, code: 'not_supported', message: WEB_BACKUP_REASON, details: {} });
+    },
+    restoreData: async () => {
+      throw new ApiError({ status: 400, code: 'not_supported', message: WEB_BACKUP_REASON, details: {} });
     },
     usage: (q) => call('GET', `/usage${qs({ ...q })}`),
     listClients: (q) => call('GET', `/clients${qs({ ...q })}`),

@@ -1,10 +1,11 @@
 // One zustand store made of slices (slices/: app, zones, sessions, events, limits, sharing, clients,
-// webhooks, history), in the zustand slices pattern; their shapes are in state.ts. Actions are
+// webhooks, history, backup), in the zustand slices pattern; their shapes are in state.ts. Actions are
 // the only writers, and the only way screens reach the platform; screens read through the named
 // selectors in selectors.ts; events from the platform enter through bridge.ts; the pure view
 // logic is in session-view.ts and event-merge.ts; routes are in routing.ts.
 import { create } from 'zustand';
 import { createAppSlice } from './slices/app.ts';
+import { createBackupSlice } from './slices/backup.ts';
 import { createClientsSlice } from './slices/clients.ts';
 import { createEventsSlice } from './slices/events.ts';
 import { createHistorySlice } from './slices/history.ts';
@@ -27,6 +28,7 @@ export const useStore = create<State>()((...a) => ({
   ...createSupportSlice(...a),
   ...createHistorySlice(...a),
   ...createClientsSlice(...a),
+  ...createBackupSlice(...a),
 }));
 
 // The actions never change after the store is made, so components and the bridge import them
@@ -98,6 +100,8 @@ export const {
   deleteClientLimits,
   loadDevices,
   removeDevice,
+  backupData,
+  restoreData,
 } = useStore.getState();
 
 export type { DevicesEntry, LimitsState, OverrideState, State, SubscriptionEntry, Toast } from './state.ts';

@@ -62,6 +62,10 @@ export const selectNewestEventId = (id: string) => (s: State) => s.timelines[id]
 export const selectLimits = (scope: LimitScope) => (s: State) => s.limits[scope];
 export const selectLan = (s: State) => s.lan;
 export const selectLanPending = (s: State) => s.lanPending;
+export const selectBackupPending = (s: State) => s.backupPending;
+export const selectBackupError = (s: State) => s.backupError;
+export const selectLastBackup = (s: State) => s.lastBackup;
+export const selectLastRestore = (s: State) => s.lastRestore;
 export const selectLanError = (s: State) => s.lanError;
 
 /** What a selector answers right now, for code outside rendering (effects, handlers). */

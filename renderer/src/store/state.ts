@@ -5,6 +5,7 @@
 // an action may call another slice's action (the zustand slices pattern).
 import type { StateCreator } from 'zustand';
 import type {
+  BackupDone,
   ConnectionInfo,
   ConnectionSettings,
   LanSharing,
@@ -12,6 +13,7 @@ import type {
   LimitScope,
   LimitsRecord,
   LimitsUpdate,
+  RestoreDone,
   ServerInfo,
   Session,
   SessionCreateRequest,
@@ -261,7 +263,17 @@ export interface ClientsSlice {
   removeDevice(id: string, hwid: string): Promise<boolean>;
 }
 
-export type State = AppSlice & ZonesSlice & SessionsSlice & EventsSlice & LimitsSlice & SharingSlice & WebhooksSlice & SupportSlice & HistorySlice & ClientsSlice;
+/** Desktop: Settings → Backup. `lastRestore` stays to say what the restore replaced and where that went. */
+export interface BackupSlice {
+  backupPending: 'backup' | 'restore' | null;
+  backupError: ApiErrorInfo | null;
+  lastBackup: BackupDone | null;
+  lastRestore: RestoreDone | null;
+  backupData(): Promise<void>;
+  restoreData(): Promise<void>;
+}
+
+export type State = AppSlice & ZonesSlice & SessionsSlice & EventsSlice & LimitsSlice & SharingSlice & WebhooksSlice & SupportSlice & HistorySlice & ClientsSlice & BackupSlice;
 
 export type SliceCreator<Slice> = StateCreator<State, [], [], Slice>;
 

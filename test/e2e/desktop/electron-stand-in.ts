@@ -78,6 +78,11 @@ export class StandInState {
   headersReceived: unknown = null;
   lock: InstanceLock | null = null;
   exitCode: number | null = null;
+  /** What the person answers in the next native dialogs, in order: a folder (null: Cancel), a message box's button index. Nothing queued: Cancel. */
+  readonly folderAnswers: Array<string | null> = [];
+  readonly buttonAnswers: number[] = [];
+  /** Every native dialog main showed (its options), and whether it had the window as its parent. */
+  readonly dialogsShown: Array<{ kind: 'open' | 'message'; options: Record<string, unknown>; parented: boolean }> = [];
 }
 
 let nextId = 1;
@@ -453,6 +458,18 @@ export function createElectron(opts: StandInOptions): { electron: Record<string,
       readText: () => state.clipboardWrites.at(-1) ?? '',
     },
     dialog: {
+      // Electron's signatures: (window, options) or (options).
+      showOpenDialog: async (...a: unknown[]) => {
+        const options = a.at(-1) as Record<string, unknown>;
+        state.dialogsShown.push({ kind: 'open', options, parented: a.length === 2 });
+        const folder = state.folderAnswers.length ? state.folderAnswers.shift()! : null;
+        return folder === null ? { canceled: true, filePaths: [] } : { canceled: false, filePaths: [folder] };
+      },
+      showMessageBox: async (...a: unknown[]) => {
+        const options = a.at(-1) as Record<string, unknown>;
+        state.dialogsShown.push({ kind: 'message', options, parented: a.length === 2 });
+        return { response: state.buttonAnswers.length ? state.buttonAnswers.shift()! : (options.cancelId as number), checkboxChecked: false };
+      },
       showErrorBox: (title: string, content: string) => {
         state.errors.push({ title, content });
         console.error(`[electron stand-in] error box: ${title}: ${content}`);

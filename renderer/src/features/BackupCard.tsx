@@ -1,0 +1,81 @@
+// Settings → Backup. Desktop with the embedded server: "Back up…" (a native folder dialog; the copy is
+// made while the server runs) and "Restore from a backup…" (a folder dialog, then a confirmation; the
+// server restarts on the restored data). A remote server, or web mode, is backed up where it runs:
+// the card says with which commands.
+import { backupData, restoreData, useStore } from '../store/index.ts';
+import { ErrorBanner, Spinner } from '../components/ui.tsx';
+import { formatDateTime } from '../lib/format.ts';
+import { selectBackupError, selectBackupPending, selectConnection, selectLastBackup, selectLastRestore, selectPlatformKind } from '../store/selectors.ts';
+
+function Elsewhere({ remote }: { remote: boolean }) {
+  return (
+    <>
+      <p>
+        {remote ? 'The app uses a remote server' : 'This page talks to a server started from the command line'}: back it up on the machine it runs on. A backup may be made
+        while the server runs; a restore needs it stopped.
+      </p>
+      <pre className="code-block" aria-label="Commands to back up and restore the server">{`vpn-access backup --out /path/to/new-folder --data-dir DIR
+vpn-access restore --from /path/to/new-folder --data-dir DIR`}</pre>
+      <p className="help">A cluster on PostgreSQL is backed up with pg_dump: the database holds its keys too.</p>
+    </>
+  );
+}
+
+export function BackupCard() {
+  const kind = useStore(selectPlatformKind);
+  const connection = useStore(selectConnection);
+  const pending = useStore(selectBackupPending);
+  const error = useStore(selectBackupError);
+  const lastBackup = useStore(selectLastBackup);
+  const lastRestore = useStore(selectLastRestore);
+  const embedded = kind === 'electron' && connection?.mode === 'embedded';
+  return (
+    <div className="card" role="region" aria-labelledby="backup-title">
+      <h2 id="backup-title">Backup</h2>
+      {!embedded ? (
+        <Elsewhere remote={kind === 'electron'} />
+      ) : (
+        <>
+          <p className="help">
+            A backup holds everything the app keeps: sessions, clients, limits, tokens, webhooks, and the keys that subscription URLs and webhook signatures depend on. Keep it
+            where only you can read it.
+          </p>
+          {connection?.dataDir ? (
+            <p className="muted small">
+              Data folder: <span className="mono wrap">{connection.dataDir}</span>
+            </p>
+          ) : null}
+          <div className="actions">
+            <button type="button" className="btn primary" disabled={pending !== null} aria-busy={pending === 'backup'} onClick={() => void backupData()}>
+              Back up…
+            </button>
+            <button type="button" className="btn" disabled={pending !== null} aria-busy={pending === 'restore'} onClick={() => void restoreData()}>
+              Restore from a backup…
+            </button>
+          </div>
+          {pending === 'backup' ? <Spinner label="Backing up: copying and checking the database…" /> : null}
+          {pending === 'restore' ? <Spinner label="Restoring: checking the backup, then restarting the server on it…" /> : null}
+          <ErrorBanner error={error} />
+          {lastBackup ? (
+            <p className="muted" data-testid="last-backup">
+              Last backup: {formatDateTime(lastBackup.made_at)}, into <span className="mono wrap">{lastBackup.folder}</span>
+            </p>
+          ) : null}
+          {lastRestore ? (
+            <p className="muted" data-testid="last-restore">
+              Restored the backup of {formatDateTime(lastRestore.made_at)}
+              {lastRestore.customer !== 'local' ? ` (customer ${lastRestore.customer})` : ''}.
+              {lastRestore.replaced_into ? (
+                <>
+                  {' '}
+                  The data it replaced is kept in <span className="mono wrap">{lastRestore.replaced_into}</span>.
+                </>
+              ) : null}
+              {lastRestore.token_renewed ? ' The backup did not know the app’s API token, so a new owner token was made.' : ''}
+            </p>
+          ) : null}
+        </>
+      )}
+    </div>
+  );
+}

@@ -1,0 +1,51 @@
+// The backup slice (desktop, embedded server): "Back up…" and "Restore…" in Settings. Main shows the
+// native folder dialog and the confirmation; null from main means the person cancelled. After a
+// restore the server holds other data (another customer perhaps, other event ids): nothing of the
+// old view stays, and the app starts again on the restored data.
+import { ops, type BackupSlice, type SliceCreator } from '../state.ts';
+import { toApiError } from '../../platform/index.ts';
+import { formatDateTime } from '../../lib/format.ts';
+
+const bytes = (n: number) => (n >= 1048576 ? `${(n / 1048576).toFixed(1)} MiB` : `${Math.max(1, Math.round(n / 1024))} KiB`);
+
+export const createBackupSlice: SliceCreator<BackupSlice> = (set, get) => ({
+  backupPending: null,
+  backupError: null,
+  lastBackup: null,
+  lastRestore: null,
+
+  async backupData() {
+    set({ backupPending: 'backup', backupError: null });
+    try {
+      const done = await ops().backupData();
+      if (done) {
+        set({ lastBackup: done });
+        get().toast(`Backed up (${bytes(done.bytes)}) into ${done.folder}.`);
+      }
+    } catch (e) {
+      set({ backupError: toApiError(e) });
+    } finally {
+      set({ backupPending: null });
+    }
+  },
+
+  async restoreData() {
+    set({ backupPending: 'restore', backupError: null });
+    try {
+      const done = await ops().restoreData();
+      if (!done) return;
+      set({
+        lastRestore: done,
+        sessions: {}, sessionOrder: [], speedHistory: {}, events: [], lastEventId: undefined, serverInfo: null, timelines: {},
+        clients: {}, clientOrder: [], clientsLoad: 'idle', overrides: {}, devices: {}, subscriptions: {},
+        limits: { global: { load: 'idle', record: null, error: null, saving: false }, client: { load: 'idle', record: null, error: null, saving: false }, session: { load: 'idle', record: null, error: null, saving: false } },
+      });
+      get().toast(`Restored the backup of ${formatDateTime(done.made_at)}.`);
+      await get().startApp();
+    } catch (e) {
+      set({ backupError: toApiError(e) });
+    } finally {
+      set({ backupPending: null });
+    }
+  },
+});
