@@ -1,8 +1,9 @@
 // Silence on a node's channel, watched from both ends. The control plane closes a channel on which
 // nothing came for CHANNEL_SILENT_MS as lost (node-connection.ts), which marks the node down
 // NODE_LOST_SECONDS later: a node reports every 500 ms (node/reporter.ts) and pings as often. The
-// node, hearing nothing for CHANNEL_SILENT_MS (the control plane answers its pings), connects again,
-// to the next control URL (node/channel-client.ts). Either way the silence is a hung process or a
+// node, hearing nothing for CHANNEL_SILENT_MS (the control plane answers its pings, and pings it every
+// second: a pong waits behind the node's own large report on a slow uplink, a ping does not), connects
+// again, to the next control URL (node/channel-client.ts). Either way the silence is a hung process or a
 // host gone from the network without closing its connections, which TCP alone notices only after
 // minutes of retransmissions. What counts is bytes read from the socket, not whole messages, so a
 // large frame arriving over a slow link is not silence. A turn of the checking timer that comes

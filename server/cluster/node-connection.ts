@@ -14,6 +14,8 @@ import { ChannelSilence, CHANNEL_SILENT_MS, type ReadCounter } from './channel-s
 
 /** How often the state sent to a node is rebuilt and compared with the last one sent. */
 const STATE_MS = 250;
+/** A ping this often: the node hears this instance while its pings wait behind a large report on a slow uplink. */
+const PING_EVERY = 4;
 /**
  * A channel that ends without the node's stop: the node is down once this many seconds pass
  * without its contact on any instance (a crash, `kill -9`), not NODE_UP_SECONDS after its last
@@ -79,7 +81,9 @@ export class NodeConnection {
       (err: unknown) => log.warn({ node: node.name, err: String(err) }, 'reading a node\'s last report failed'),
     );
     const silence = new ChannelSilence(STATE_MS, socket);
+    let turn = 0;
     const timer = setInterval(() => {
+      if (++turn % PING_EVERY === 0) ws.ping();
       if (!silence.silent()) return void this.sendState();
       clearInterval(timer);
       log.warn({ node: node.name, id: short }, `node channel silent for ${CHANNEL_SILENT_MS / 1000} s (a hung node, or its host gone): closed as lost`);
