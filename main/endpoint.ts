@@ -5,7 +5,9 @@
 // old one mean nothing there). "Let other devices connect" restarts the embedded server bound
 // to one of this machine's addresses (data plane and API; the API still wants its token),
 // with that address in links and subscriptions and the `lan` egress policy; turning it off
-// restarts it on loopback. The old server is closed before the new one listens.
+// restarts it on loopback. The old server is closed before the new one listens. A restore
+// (backup.ts) runs while the embedded server is stopped; the server that starts after it holds other
+// data, so its owner hears of another server, and the stored token is checked against it once.
 import { join } from 'node:path';
 import type { ConnectionInfo, ConnectionSettings, LanAddress, LanSharing, LanSharingRequest } from '../common/api-types.ts';
 import { fail, type Result } from '../common/result.ts';
