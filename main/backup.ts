@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import type { BackupDone, RestoreDone } from '../common/api-types.ts';
 import { fail, type Result } from '../common/result.ts';
 import { BackupRefused } from '../server/backup/files.ts';
-import { makeBackup } from '../server/backup/make.ts';
+import { backupFolderName, makeBackup } from '../server/backup/make.ts';
 import { checkBackup, restoreBackup } from '../server/backup/restore.ts';
 import { EMBEDDED_CUSTOMER, type Endpoints } from './endpoint.ts';
 import type { SettingsFile } from './settings.ts';
@@ -30,9 +30,6 @@ export interface DataBackupsDeps {
 }
 
 const REMOTE = 'The app uses a remote server: back it up on its own machine (vpn-access backup --out DIR, or pg_dump for a cluster).';
-
-/** A folder name of the time (colons are not allowed in names on every system). */
-const stamp = (d: Date) => d.toISOString().slice(0, 19).replaceAll(':', '-');
 
 /** The customer to show after a restore: the one shown before if the backup has it, else `local`, else its oldest. */
 export function customerAfterRestore(before: string, restored: string[]): string {
@@ -72,7 +69,7 @@ export class DataBackups {
       if (this.#remote()) return fail(409, 'not_supported', REMOTE);
       const parent = await this.#d.dialogs.chooseFolder({ title: 'Back up the app’s data into a folder', buttonLabel: 'Back up here', create: true });
       if (!parent) return { ok: true, value: null };
-      const made = await makeBackup(this.#d.endpoints.serverDir, join(parent, `vpn-access-backup-${stamp(new Date())}`), this.#d.log);
+      const made = await makeBackup(this.#d.endpoints.serverDir, join(parent, backupFolderName()), this.#d.log);
       return { ok: true, value: { folder: made.out, made_at: made.made_at, bytes: made.bytes, files: made.files } };
     });
   }

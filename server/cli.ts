@@ -45,9 +45,10 @@ Usage:
                          and its migrations, the cluster's nodes and the zone catalogue; takes
                          serve's options (the same configuration) and, with --url and --token,
                          asks that running server; exit status 1 when a check fails
-  vpn-access backup --out DIR [--data-dir DIR]
+  vpn-access backup --out DIR | --into DIR [--keep N]  [--data-dir DIR]
                          copies a data folder (SQLite) while its server runs: the database, its
-                         keys and certificates, with a manifest of checksums (PostgreSQL: pg_dump)
+                         keys and certificates, with a manifest of checksums (PostgreSQL: pg_dump);
+                         --into makes a dated folder in DIR, --keep removes the oldest beyond N
   vpn-access restore --from DIR [--data-dir DIR] [--force]
                          puts a backup back into a data folder whose server is stopped; --force
                          replaces what is there, moving it into a replaced-<time> folder

@@ -10,6 +10,10 @@ import { backup as sqliteBackup, DatabaseSync } from 'node:sqlite';
 import { DB_FILE } from '../store/db.ts';
 import { BackupRefused, checkDatabase, copyFiles, FORMAT, KEPT, MANIFEST, progress, sha256, type Manifest, type Progress } from './files.ts';
 
+/** A backup folder's name: the time it was made (no colons: not every system allows them), sorting as the time. */
+export const backupFolderName = (at = new Date()) => `vpn-access-backup-${at.toISOString().replaceAll(':', '-')}`;
+const FOLDER_NAME = /^vpn-access-backup-\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d(\.\d{3})?Z$/;
+
 /** All pages in one backup step: a step that another connection's write interrupts starts over. */
 const ONE_STEP = 0x7fffffff;
 
@@ -77,4 +81,20 @@ export async function makeBackup(dataDir: string, out: string, say?: Progress): 
   const manifest: Manifest = { format: FORMAT, made_at: madeAt, data_dir: dataDir, schema_version: copied.schema, files };
   writeFileSync(join(out, MANIFEST), JSON.stringify(manifest, null, 2) + '\n', { mode: 0o600 });
   return { out, made_at: madeAt, schema_version: copied.schema, bytes: files[0].bytes, others, files: files.map((f) => f.path) };
+}
+
+/**
+ * Removes the oldest backups in `dir` so that `keep` remain, `made` (the one just made) among them
+ * whatever the clock did. Only folders named by backupFolderName that hold a manifest are counted or
+ * removed: nothing else in `dir` is touched. Returns the names removed.
+ */
+export function pruneBackups(dir: string, keep: number, made: string): string[] {
+  const others = readdirSync(dir, { withFileTypes: true })
+    .filter((e) => e.isDirectory() && FOLDER_NAME.test(e.name) && e.name !== made && existsSync(join(dir, e.name, MANIFEST)))
+    .map((e) => e.name)
+    .sort()
+    .reverse();
+  const removed = others.slice(Math.max(0, keep - 1));
+  for (const name of removed) rmSync(join(dir, name), { recursive: true, force: true });
+  return removed;
 }

@@ -1,10 +1,13 @@
 // `vpn-access backup` and `vpn-access restore`: a data folder (SQLite) copied whole while its server
-// runs, and put back while it is stopped (server/backup/: what a backup holds and how it is checked).
+// runs (into a new folder, or a dated one in a folder of backups that keeps the newest N: what a
+// daily timer runs), and put back while it is stopped (server/backup/: what a backup holds and how
+// it is checked).
 // On PostgreSQL the database holds the keys too: pg_dump is the backup (docs/operations.md).
-import { resolve } from 'node:path';
+import { chmodSync, mkdirSync } from 'node:fs';
+import { basename, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { BackupRefused, mib, type Progress } from '../backup/files.ts';
-import { makeBackup } from '../backup/make.ts';
+import { backupFolderName, makeBackup, pruneBackups } from '../backup/make.ts';
 import { restoreBackup } from '../backup/restore.ts';
 import { defaultDataDir, env, fail } from './shared.ts';
 
@@ -25,14 +28,34 @@ async function refusing<T>(work: () => Promise<T>): Promise<T> {
   }
 }
 
+/** `--out DIR`, or `--into DIR` (a new dated folder in it) with `--keep N` (the oldest beyond N removed). */
+function destination(values: { out?: string; into?: string; keep?: string }): { out: string; into?: string; keep?: number } {
+  if (values.out && values.into) fail('backup takes --out DIR or --into DIR, not both');
+  if (values.keep !== undefined && !values.into) fail('--keep N goes with --into DIR: it removes the oldest backups there');
+  if (values.into) {
+    const keep = values.keep === undefined ? undefined : Number(values.keep);
+    if (keep !== undefined && !(Number.isInteger(keep) && keep >= 1)) fail(`--keep takes a whole number of backups, 1 or more, not "${values.keep}"`);
+    const into = resolve(values.into);
+    return { out: join(into, backupFolderName()), into, keep };
+  }
+  if (!values.out) fail('backup needs --out DIR, a folder that does not exist yet or is empty (or --into DIR [--keep N]: a dated folder in DIR)');
+  return { out: values.out };
+}
+
 export async function backupCommand(argv: string[]): Promise<void> {
-  const { values } = parseArgs({ args: argv, options: { out: { type: 'string' }, 'data-dir': { type: 'string' }, database: { type: 'string' } } });
+  const { values } = parseArgs({ args: argv, options: { out: { type: 'string' }, into: { type: 'string' }, keep: { type: 'string' }, 'data-dir': { type: 'string' }, database: { type: 'string' } } });
   postgresRefusal(values.database);
-  if (!values.out) fail('backup needs --out DIR, a folder that does not exist yet or is empty');
+  const to = destination(values);
   const dataDir = resolve(values['data-dir'] ?? defaultDataDir());
-  const made = await refusing(() => makeBackup(dataDir, values.out!, note));
+  if (to.into) {
+    mkdirSync(to.into, { recursive: true, mode: 0o700 });
+    chmodSync(to.into, 0o700);
+  }
+  const made = await refusing(() => makeBackup(dataDir, to.out, note));
+  const removed = to.into && to.keep ? pruneBackups(to.into, to.keep, basename(made.out)) : [];
   process.stdout.write(
     `backed up ${dataDir} into ${made.out}: the database (${mib(made.bytes)}, schema ${made.schema_version})${made.others.length ? `, ${made.others.join(', ')}` : ''}\n` +
+      (removed.length ? `removed the ${removed.length} oldest backup${removed.length === 1 ? '' : 's'} in ${to.into} (kept the newest ${to.keep}): ${removed.join(', ')}\n` : '') +
       `it holds secrets (keys, session ids): keep it where only you can read it; restore with: vpn-access restore --from ${made.out} --data-dir DIR\n`,
   );
 }

@@ -241,3 +241,40 @@ test('a restore whose copy fails leaves the folder as it was; one that succeeds 
     removeDir(root);
   }
 });
+
+test('backup --into DIR --keep N: a dated folder each time, the oldest beyond N removed, nothing else in DIR touched', () => {
+  const root = tempDir('vad-backup-keep-');
+  try {
+    const data = join(root, 'data');
+    assert.equal(tokenCli(['create', '--customer', 'acme', '--role', 'owner', '--data-dir', data]).status, 0);
+    const into = join(root, 'backups');
+    mkdirSync(join(into, 'vpn-access-backup-2001-01-01T00-00-00.000Z'), { recursive: true }); // named so, but no manifest: not ours
+    writeFileSync(join(into, 'notes.txt'), 'kept');
+    const made: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      const r = cli(['backup', '--data-dir', data, '--into', into, '--keep', '2']);
+      assert.equal(r.status, 0, r.stderr);
+      made.push(/^backed up .* into (\S+): /.exec(r.stdout)![1]);
+      if (i >= 2) assert.match(r.stdout, /\nremoved the 1 oldest backup in .* \(kept the newest 2\): vpn-access-backup-/);
+      else assert.doesNotMatch(r.stdout, /removed/);
+    }
+    assert.equal(mode(into), 0o700);
+    const left = readdirSync(into).sort();
+    assert.deepEqual(left, ['notes.txt', 'vpn-access-backup-2001-01-01T00-00-00.000Z', ...made.slice(2).map((p) => p.slice(into.length + 1))].sort());
+    for (const p of made.slice(2)) assert.ok(existsSync(join(p, 'backup.json')));
+
+    for (const [args, said] of [
+      [['--out', join(root, 'x'), '--into', into], /takes --out DIR or --into DIR, not both/],
+      [['--out', join(root, 'x'), '--keep', '2'], /--keep N goes with --into DIR/],
+      [['--into', into, '--keep', '0'], /--keep takes a whole number of backups, 1 or more, not "0"/],
+      [['--into', into, '--keep', 'many'], /not "many"/],
+    ] as const) {
+      const r = cli(['backup', '--data-dir', data, ...args]);
+      assert.equal(r.status, 2, args.join(' '));
+      assert.match(r.stderr, said);
+    }
+    assert.equal(readdirSync(into).length, left.length, 'a refused backup leaves the folder as it was');
+  } finally {
+    removeDir(root);
+  }
+});

@@ -1,7 +1,7 @@
 // The systemd units of deploy/systemd/: systemd-analyze verifies them (with the checkout's paths),
 // every variable their environment files set is one the command reads (or the unit's ExecStart
 // uses), and each ExecStart, configured by its environment file, really starts: serve from the
-// environment alone, node run with the flags the unit gives it.
+// environment alone, node run with the flags the unit gives it, the daily backup of serve's folder.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { accessSync, constants, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -53,7 +53,10 @@ function execStart(unit: string, env: Record<string, string>): string[] {
 const UNITS = [
   { unit: 'vpn-access.service', env: 'serve.env' },
   { unit: 'vpn-access-node.service', env: 'node.env' },
+  { unit: 'vpn-access-backup.service', env: 'serve.env' },
 ];
+/** Units without a command of their own. */
+const TIMERS = ['vpn-access-backup.timer'];
 
 test('each environment file sets only variables its command reads or its ExecStart uses', () => {
   const read = variablesRead();
@@ -68,15 +71,16 @@ test('each environment file sets only variables its command reads or its ExecSta
   }
 });
 
-test('systemd-analyze verifies both units', (t) => {
+test('systemd-analyze verifies every unit', (t) => {
   if (spawnSync('systemd-analyze', ['--version']).error) return t.skip('systemd-analyze is not installed (Debian package systemd; .ci/run installs it)');
   const dir = tempDir('vad-units-');
   try {
-    for (const { unit } of UNITS) {
+    const units = [...UNITS.map((u) => u.unit), ...TIMERS];
+    for (const unit of units) {
       const text = readFileSync(join(DIR, unit), 'utf8').replaceAll(INSTALLED, ROOT).replaceAll('/etc/vpn-access/', `${DIR}/`);
       writeFileSync(join(dir, unit), text);
     }
-    const r = spawnSync('systemd-analyze', ['verify', ...UNITS.map((u) => join(dir, u.unit))], { encoding: 'utf8', timeout: 30_000 });
+    const r = spawnSync('systemd-analyze', ['verify', ...units.map((u) => join(dir, u))], { encoding: 'utf8', timeout: 30_000 });
     assert.equal(r.status, 0, r.stderr);
     assert.equal(r.stderr.trim(), '', 'no warning either');
   } finally {
@@ -101,6 +105,13 @@ test('the units\' commands start as configured: serve from serve.env alone, node
     const argv = [...execStart('vpn-access-node.service', nodeEnv), '--port', '0', '--vless-tcp-port', '0', '--proxy-port', '0', '--relay-port', '0', '--data-dir', join(dir, 'node')];
     const node = await runUntil(argv, nodeEnv, /"msg":"node listening: VLESS ws 127\.0\.0\.1:\d+/);
     for (const line of node.stdout.trim().split('\n')) JSON.parse(line);
+
+    // The timer's backup, of the folder serve made, from serve.env, into the test's folder of backups.
+    const backupArgv = execStart('vpn-access-backup.service', serveEnv).map((w) => (w === '/var/lib/vpn-access-backups' ? join(dir, 'backups') : w));
+    const backup = spawnSync(backupArgv[0], backupArgv.slice(1), { env: { PATH: process.env.PATH, ...serveEnv }, encoding: 'utf8', timeout: 60_000 });
+    assert.equal(backup.status, 0, backup.stderr);
+    assert.match(backup.stdout, new RegExp(`^backed up ${join(dir, 'serve')} into ${join(dir, 'backups')}/vpn-access-backup-`));
+    assert.equal(readdirSync(join(dir, 'backups')).length, 1);
   } finally {
     removeDir(dir);
   }
