@@ -135,3 +135,17 @@ export interface RestoreDone {
   /** True when the backup did not know the app's API token, so a new owner token was made. */
   token_renewed: boolean;
 }
+
+/** Desktop: the daily automatic backup of the embedded server's data (Settings → Backup). */
+export interface AutoBackupState {
+  enabled: boolean;
+  /** The folder the dated backups go into. */
+  folder: string | null;
+  /** How many of them are kept (the oldest beyond are removed). */
+  keep: number;
+  /** The last automatic backup that worked, and the last failure since (cleared by a success). */
+  last_at: string | null;
+  last_error: string | null;
+  /** When the next one is due (while enabled). */
+  next_at: string | null;
+}

@@ -34,6 +34,7 @@ import type {
   WebhookTestResult,
   ZoneList,
   AuditPage,
+  AutoBackupState,
   AuditQuery,
   ConnectionList,
   RefusalList,
@@ -91,6 +92,10 @@ export interface AppOps {
   backupData(): Promise<Result<BackupDone | null>>;
   /** Desktop: puts a backup the person picks back, once they confirm; the embedded server restarts (null: cancelled). */
   restoreData(): Promise<Result<RestoreDone | null>>;
+  /** Desktop: the daily automatic backup's state. */
+  autoBackup(): Promise<Result<AutoBackupState>>;
+  /** Desktop: turns the daily backup on (main asks for its folder: null when the person cancelled) or off. */
+  setAutoBackup(enabled: boolean): Promise<Result<AutoBackupState | null>>;
   /** The doctor's checks the server runs about itself (GET /v2/doctor, owner token). */
   runDoctor(): Promise<Result<DoctorReport>>;
   /** Support: the session's open connections on every data plane (GET /v2/sessions/{id}/connections). */

@@ -51,6 +51,18 @@ export class DataBackups {
     return this.#d.endpoints.info().mode !== 'embedded';
   }
 
+  /** Runs `work` unless a backup or restore is running (then false, and it did not run). */
+  async ifFree(work: () => Promise<void>): Promise<boolean> {
+    if (this.#busy) return false;
+    this.#busy = true;
+    try {
+      await work();
+      return true;
+    } finally {
+      this.#busy = false;
+    }
+  }
+
   async #once<T>(work: () => Promise<Result<T>>): Promise<Result<T>> {
     if (this.#busy) return fail(409, 'conflict', 'A backup or restore is already running: wait for it to finish.');
     this.#busy = true;

@@ -8,6 +8,7 @@ import { app, clipboard, dialog, ipcMain, Menu, nativeImage, safeStorage, sessio
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { ApiClient } from './api-client.ts';
+import { AutoBackup } from './auto-backup.ts';
 import { DataBackups, type BackupDialogs } from './backup.ts';
 import { DisposableStore } from '../common/disposable-store.ts';
 import { Endpoints } from './endpoint.ts';
@@ -72,8 +73,11 @@ async function start(): Promise<void> {
   const api = new ApiClient(() => endpoints.current());
   await endpoints.select();
 
-  const backups = new DataBackups({ endpoints, settings, dialogs: nativeDialogs(() => appWindow?.browserWindow ?? null), log: (line) => console.log(`backup: ${line}`) });
-  disposables.add(registerIpc(ipcMain, createHandlers({ api, endpoints, streams, clipboard, backups }), (frame) => isTrustedFrame(frame, RENDERER_INDEX)));
+  const dialogs = nativeDialogs(() => appWindow?.browserWindow ?? null);
+  const backups = new DataBackups({ endpoints, settings, dialogs, log: (line) => console.log(`backup: ${line}`) });
+  const autoBackup = disposables.add(new AutoBackup({ endpoints, settings, backups, dialogs }));
+  autoBackup.start();
+  disposables.add(registerIpc(ipcMain, createHandlers({ api, endpoints, streams, clipboard, backups, autoBackup }), (frame) => isTrustedFrame(frame, RENDERER_INDEX)));
 
   hardenSession(electronSession.defaultSession, join(ROOT, 'dist', 'renderer'));
   app.on('web-contents-created', (_e, contents: WebContents) => hardenContents(contents, RENDERER_INDEX, (url) => void shell.openExternal(url)));

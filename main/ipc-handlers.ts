@@ -3,6 +3,7 @@
 // the stream ones to RendererStreams, and
 // "Copy API token" writes the clipboard here, so the token never reaches the renderer.
 import type { ApiClient } from './api-client.ts';
+import type { AutoBackup } from './auto-backup.ts';
 import type { DataBackups } from './backup.ts';
 import type { Endpoints } from './endpoint.ts';
 import type { Handlers } from './ipc.ts';
@@ -15,9 +16,10 @@ export interface HandlerDeps {
   streams: RendererStreams;
   clipboard: { writeText(text: string): void };
   backups: DataBackups;
+  autoBackup: AutoBackup;
 }
 
-export function createHandlers({ api, endpoints, streams, clipboard, backups }: HandlerDeps): Handlers {
+export function createHandlers({ api, endpoints, streams, clipboard, backups, autoBackup }: HandlerDeps): Handlers {
   return {
     connectionInfo: async () => ({ ok: true, value: endpoints.info() }),
     saveConnection: (c) => endpoints.save(c),
@@ -56,6 +58,8 @@ export function createHandlers({ api, endpoints, streams, clipboard, backups }: 
     setLanSharing: (r) => endpoints.setLanSharing({ enabled: r.enabled, address: r.address }),
     backupData: () => backups.backup(),
     restoreData: () => backups.restore(),
+    autoBackup: async () => ({ ok: true, value: autoBackup.state() }),
+    setAutoBackup: (enabled) => autoBackup.set(enabled),
     usage: (q) => api.usage(q),
     listClients: (q) => api.listClients(q),
     getClient: (c) => api.getClient(c),

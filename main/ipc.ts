@@ -40,6 +40,8 @@ export const OP_NAMES = [
   'setLanSharing',
   'backupData',
   'restoreData',
+  'autoBackup',
+  'setAutoBackup',
   'usage',
   'listClients',
   'getClient',
@@ -160,6 +162,8 @@ function validArgs(name: AppOpName, a: unknown[]): boolean {
       return a.length === 1 && isClientId(a[0]);
     case 'setLanSharing':
       return a.length === 1 && isLanRequest(a[0]);
+    case 'setAutoBackup':
+      return a.length === 1 && typeof a[0] === 'boolean';
     case 'usage':
       return a.length === 1 && isUsageQuery(a[0]);
     case 'listClients':

@@ -12,6 +12,8 @@ export interface Settings {
   lanSharing?: { enabled: boolean; address: string };
   /** The customer the embedded server's window shows: `local`, or a restored backup's customer. */
   embeddedCustomer?: string;
+  /** The daily backup: where, the last one made, the last try and its failure. */
+  autoBackup?: { enabled: boolean; folder: string; lastAt?: string; triedAt?: string; lastError?: string };
 }
 
 export class SettingsFile {
@@ -27,6 +29,11 @@ export class SettingsFile {
       if (typeof v.remoteBaseUrl === 'string') this.#value.remoteBaseUrl = v.remoteBaseUrl;
       if (typeof v.embeddedPort === 'number') this.#value.embeddedPort = v.embeddedPort;
       if (typeof v.embeddedCustomer === 'string' && v.embeddedCustomer) this.#value.embeddedCustomer = v.embeddedCustomer;
+      const auto = v.autoBackup;
+      if (auto && typeof auto.enabled === 'boolean' && typeof auto.folder === 'string') {
+        const text = (x: unknown) => (typeof x === 'string' ? x : undefined);
+        this.#value.autoBackup = { enabled: auto.enabled, folder: auto.folder, lastAt: text(auto.lastAt), triedAt: text(auto.triedAt), lastError: text(auto.lastError) };
+      }
       const lan = v.lanSharing;
       if (lan && typeof lan.enabled === 'boolean' && typeof lan.address === 'string') this.#value.lanSharing = { enabled: lan.enabled, address: lan.address };
     } catch {

@@ -56,6 +56,8 @@ const bridge: AppBridge = {
   setLanSharing: op('setLanSharing'),
   backupData: op('backupData'),
   restoreData: op('restoreData'),
+  autoBackup: op('autoBackup'),
+  setAutoBackup: op('setAutoBackup'),
   usage: op('usage'),
   listClients: op('listClients'),
   getClient: op('getClient'),

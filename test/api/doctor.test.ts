@@ -35,7 +35,7 @@ describe('GET /v2/doctor', () => {
   test('SQLite, TLS off: the server\'s own checks through the desktop path; a zone offered without a node warns; agents are refused', async () => {
     const s = await doctorOf();
     try {
-      const handlers = createHandlers({ api: s.client(s.owner), endpoints: {} as never, streams: {} as never, clipboard: { writeText: () => {} }, backups: {} as never });
+      const handlers = createHandlers({ api: s.client(s.owner), endpoints: {} as never, streams: {} as never, clipboard: { writeText: () => {} }, backups: {} as never, autoBackup: {} as never });
       const got = await handlers.runDoctor();
       assert.ok(got.ok, JSON.stringify(got));
       const r = got.value as Report;

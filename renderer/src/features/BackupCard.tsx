@@ -1,11 +1,21 @@
 // Settings → Backup. Desktop with the embedded server: "Back up…" (a native folder dialog; the copy is
-// made while the server runs) and "Restore from a backup…" (a folder dialog, then a confirmation; the
-// server restarts on the restored data). A remote server, or web mode, is backed up where it runs:
+// made while the server runs), "Restore from a backup…" (a folder dialog, then a confirmation; the
+// server restarts on the restored data) and "Back up every day" (into a folder chosen once). A remote server, or web mode, is backed up where it runs:
 // the card says with which commands.
-import { backupData, restoreData, useStore } from '../store/index.ts';
+import { useEffect } from 'react';
+import { backupData, loadAutoBackup, restoreData, setAutoBackup, useStore } from '../store/index.ts';
 import { ErrorBanner, Spinner } from '../components/ui.tsx';
 import { formatDateTime } from '../lib/format.ts';
-import { selectBackupError, selectBackupPending, selectConnection, selectLastBackup, selectLastRestore, selectPlatformKind } from '../store/selectors.ts';
+import {
+  selectAutoBackup,
+  selectAutoBackupPending,
+  selectBackupError,
+  selectBackupPending,
+  selectConnection,
+  selectLastBackup,
+  selectLastRestore,
+  selectPlatformKind,
+} from '../store/selectors.ts';
 
 function Elsewhere({ remote }: { remote: boolean }) {
   return (
@@ -18,6 +28,34 @@ function Elsewhere({ remote }: { remote: boolean }) {
 vpn-access restore --from /path/to/new-folder --data-dir DIR`}</pre>
       <p className="help">A cluster on PostgreSQL is backed up with pg_dump: the database holds its keys too.</p>
     </>
+  );
+}
+
+/** "Back up every day": the switch, where, when last and next, or why the last one failed. */
+function Daily() {
+  const auto = useStore(selectAutoBackup);
+  const pending = useStore(selectAutoBackupPending);
+  useEffect(() => {
+    void loadAutoBackup();
+  }, []);
+  if (!auto) return null;
+  return (
+    <div className="auto-backup">
+      <label className="switch">
+        <input type="checkbox" role="switch" checked={auto.enabled} aria-checked={auto.enabled} disabled={pending} onChange={(e) => void setAutoBackup(e.target.checked)} />
+        <span className="switch-track" aria-hidden="true" />
+        <span>Back up every day</span>
+      </label>
+      {pending ? <Spinner label="Choosing the folder, then backing up…" /> : null}
+      {auto.enabled ? (
+        <p className="muted" data-testid="auto-backup">
+          Into <span className="mono wrap">{auto.folder}</span>, keeping the newest {auto.keep}, while the app runs.
+          {auto.last_at ? ` Last: ${formatDateTime(auto.last_at)}.` : ''}
+          {auto.next_at && !auto.last_error ? ` Next: ${formatDateTime(auto.next_at)}.` : ''}
+        </p>
+      ) : null}
+      {auto.enabled && auto.last_error ? <ErrorBanner error={`The last automatic backup failed: ${auto.last_error}. It is tried again every hour.`} /> : null}
+    </div>
   );
 }
 
@@ -53,6 +91,7 @@ export function BackupCard() {
               Restore from a backup…
             </button>
           </div>
+          <Daily />
           {pending === 'backup' ? <Spinner label="Backing up: copying and checking the database…" /> : null}
           {pending === 'restore' ? <Spinner label="Restoring: checking the backup, then restarting the server on it…" /> : null}
           <ErrorBanner error={error} />

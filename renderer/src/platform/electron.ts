@@ -65,6 +65,8 @@ export function createElectronPlatform(bridge: AppBridge): Platform {
     setLanSharing: (r) => unwrap(bridge.setLanSharing(r)),
     backupData: () => unwrap(bridge.backupData()),
     restoreData: () => unwrap(bridge.restoreData()),
+    autoBackup: () => unwrap(bridge.autoBackup()),
+    setAutoBackup: (enabled) => unwrap(bridge.setAutoBackup(enabled)),
     usage: (q) => unwrap(bridge.usage(q)),
     listClients: (q) => unwrap(bridge.listClients(q)),
     getClient: (c) => unwrap(bridge.getClient(c)),

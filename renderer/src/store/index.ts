@@ -102,6 +102,8 @@ export const {
   removeDevice,
   backupData,
   restoreData,
+  loadAutoBackup,
+  setAutoBackup,
 } = useStore.getState();
 
 export type { DevicesEntry, LimitsState, OverrideState, State, SubscriptionEntry, Toast } from './state.ts';

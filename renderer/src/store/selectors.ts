@@ -66,6 +66,8 @@ export const selectBackupPending = (s: State) => s.backupPending;
 export const selectBackupError = (s: State) => s.backupError;
 export const selectLastBackup = (s: State) => s.lastBackup;
 export const selectLastRestore = (s: State) => s.lastRestore;
+export const selectAutoBackup = (s: State) => s.autoBackup;
+export const selectAutoBackupPending = (s: State) => s.autoBackupPending;
 export const selectLanError = (s: State) => s.lanError;
 
 /** What a selector answers right now, for code outside rendering (effects, handlers). */

@@ -5,6 +5,7 @@
 // an action may call another slice's action (the zustand slices pattern).
 import type { StateCreator } from 'zustand';
 import type {
+  AutoBackupState,
   BackupDone,
   ConnectionInfo,
   ConnectionSettings,
@@ -269,8 +270,13 @@ export interface BackupSlice {
   backupError: ApiErrorInfo | null;
   lastBackup: BackupDone | null;
   lastRestore: RestoreDone | null;
+  /** The daily backup (null until read), and whether turning it on or off is under way. */
+  autoBackup: AutoBackupState | null;
+  autoBackupPending: boolean;
   backupData(): Promise<void>;
   restoreData(): Promise<void>;
+  loadAutoBackup(): Promise<void>;
+  setAutoBackup(enabled: boolean): Promise<void>;
 }
 
 export type State = AppSlice & ZonesSlice & SessionsSlice & EventsSlice & LimitsSlice & SharingSlice & WebhooksSlice & SupportSlice & HistorySlice & ClientsSlice & BackupSlice;

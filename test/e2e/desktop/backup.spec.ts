@@ -3,7 +3,7 @@
 // then "Restore from a backup…" after the confirmation: the sessions made after the backup are gone,
 // what was replaced is kept aside, the app stays signed in. A headless server's backup (another
 // customer, a token the app never had) restored into a fresh app: the window shows that customer, with
-// a new owner token, and still does after a restart.
+// a new owner token, and still does after a restart. "Back up every day" turned on (a backup at once) and off.
 import { spawnSync } from 'node:child_process';
 import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -106,5 +106,36 @@ test("a headless server's backup restored into a fresh app: its customer, a new 
   } finally {
     rmSync(root, { recursive: true, force: true });
     rmSync(userData, { recursive: true, force: true });
+  }
+});
+
+test('back up every day: on into a chosen folder (a backup at once), then off', async ({ openEmbeddedDesktop }) => {
+  test.setTimeout(90_000);
+  const daily = mkdtempSync(join(tmpdir(), 'vad-desktop-daily-'));
+  try {
+    const desktop = await openEmbeddedDesktop();
+    const app = new AppPage(desktop.page);
+    await app.waitReady();
+    await app.go('Settings');
+    const card = backupCard(app);
+    const daySwitch = card.getByRole('switch', { name: 'Back up every day' });
+    await expect(daySwitch).not.toBeChecked();
+    // Cancelled in the folder dialog: still off.
+    await daySwitch.click();
+    await expect(daySwitch).not.toBeChecked();
+    await expect(daySwitch).toBeEnabled();
+
+    desktop.state.folderAnswers.push(daily);
+    await daySwitch.click();
+    await expect(daySwitch).toBeChecked({ timeout: 30_000 });
+    await expect(card.getByTestId('auto-backup')).toContainText(`Into ${daily}, keeping the newest 7, while the app runs. Last: `);
+    await expect(card.getByTestId('auto-backup')).toContainText('Next: ');
+    expect(readdirSync(daily).filter((f) => f.startsWith('vpn-access-backup-'))).toHaveLength(1);
+
+    await daySwitch.click();
+    await expect(daySwitch).not.toBeChecked();
+    await expect(card.getByTestId('auto-backup')).toHaveCount(0);
+  } finally {
+    rmSync(daily, { recursive: true, force: true });
   }
 });

@@ -13,6 +13,29 @@ export const createBackupSlice: SliceCreator<BackupSlice> = (set, get) => ({
   backupError: null,
   lastBackup: null,
   lastRestore: null,
+  autoBackup: null,
+  autoBackupPending: false,
+
+  async loadAutoBackup() {
+    try {
+      set({ autoBackup: await ops().autoBackup() });
+    } catch (e) {
+      set({ backupError: toApiError(e) });
+    }
+  },
+
+  async setAutoBackup(enabled) {
+    set({ autoBackupPending: true, backupError: null });
+    try {
+      const state = await ops().setAutoBackup(enabled);
+      if (state) set({ autoBackup: state });
+      if (state?.enabled && state.last_at) get().toast(`Backed up into ${state.folder}; the next backup is due in a day.`);
+    } catch (e) {
+      set({ backupError: toApiError(e) });
+    } finally {
+      set({ autoBackupPending: false });
+    }
+  },
 
   async backupData() {
     set({ backupPending: 'backup', backupError: null });
