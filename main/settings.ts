@@ -1,5 +1,6 @@
 // Persisted settings (userData/settings.json): the endpoint mode, the remote base URL, the
-// embedded server's port and whether it lets other devices connect (and on which address).
+// embedded server's port and whether it lets other devices connect (and on which address), the
+// customer its window shows, and the daily backup.
 // Tokens are not here: see token-store.ts.
 import { readFileSync, writeFileSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
