@@ -75,11 +75,17 @@ export async function makeBackup(dataDir: string, out: string, say?: Progress): 
     db.close();
   }
   const others = KEPT.filter((f) => existsSync(join(dataDir, f)));
-  await copyFiles(dataDir, out, others);
   const files = [{ path: DB_FILE, bytes: statSync(join(out, DB_FILE)).size, sha256: copied.sha256 }];
-  for (const path of others) files.push({ path, bytes: statSync(join(out, path)).size, sha256: await sha256(join(out, path)) });
-  const manifest: Manifest = { format: FORMAT, made_at: madeAt, data_dir: dataDir, schema_version: copied.schema, files };
-  writeFileSync(join(out, MANIFEST), JSON.stringify(manifest, null, 2) + '\n', { mode: 0o600 });
+  try {
+    await copyFiles(dataDir, out, others);
+    for (const path of others) files.push({ path, bytes: statSync(join(out, path)).size, sha256: await sha256(join(out, path)) });
+    const manifest: Manifest = { format: FORMAT, made_at: madeAt, data_dir: dataDir, schema_version: copied.schema, files };
+    writeFileSync(join(out, MANIFEST), JSON.stringify(manifest, null, 2) + '\n', { mode: 0o600 });
+  } catch (err) {
+    // A full disk half-way: no folder that looks like a backup and is not one.
+    rmSync(out, { recursive: true, force: true });
+    throw new BackupRefused(`the keys and certificates could not be copied: ${err instanceof Error ? err.message : String(err)}`);
+  }
   return { out, made_at: madeAt, schema_version: copied.schema, bytes: files[0].bytes, others, files: files.map((f) => f.path) };
 }
 

@@ -208,7 +208,7 @@ test('backup and restore refuse what they cannot do, say why, and change nothing
   }
 });
 
-test('a restore whose copy fails leaves the folder as it was; one that succeeds names the restored customers', async () => {
+test('a restore whose copy fails leaves the folder as it was (a backup whose copy fails leaves nothing); one that succeeds names the restored customers', async () => {
   const root = tempDir('vad-backup-fail-');
   try {
     const source = join(root, 'source');
@@ -231,6 +231,13 @@ test('a restore whose copy fails leaves the folder as it was; one that succeeds 
     });
     assert.deepEqual({ db: sha(join(target, 'vpn-access.db')), key: sha(join(target, 'subscription.key')) }, before);
     assert.deepEqual(readdirSync(target).filter((f) => f.startsWith('replaced-')), [], 'nothing left aside');
+
+    // A backup whose key cannot be copied (here a folder where the key file should be) leaves no half-made backup.
+    const odd = join(root, 'odd');
+    assert.equal(tokenCli(['create', '--customer', 'odd', '--role', 'owner', '--data-dir', odd]).status, 0);
+    mkdirSync(join(odd, 'webhook.key'));
+    await assert.rejects(makeBackup(odd, join(root, 'odd-backup')), /^BackupRefused: the keys and certificates could not be copied: /);
+    assert.equal(existsSync(join(root, 'odd-backup')), false);
 
     removeDir(join(target, 'subscription.key.partial'));
     const done = await restoreBackup(good, target, { force: true });
