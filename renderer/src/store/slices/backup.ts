@@ -27,9 +27,10 @@ export const createBackupSlice: SliceCreator<BackupSlice> = (set, get) => ({
   async setAutoBackup(enabled) {
     set({ autoBackupPending: true, backupError: null });
     try {
+      const before = get().autoBackup?.last_at;
       const state = await ops().setAutoBackup(enabled);
       if (state) set({ autoBackup: state });
-      if (state?.enabled && state.last_at) get().toast(`Backed up into ${state.folder}; the next backup is due in a day.`);
+      if (state?.enabled && state.last_at && state.last_at !== before) get().toast(`Backed up into ${state.folder}; the next backup is due in a day.`);
     } catch (e) {
       set({ backupError: toApiError(e) });
     } finally {
