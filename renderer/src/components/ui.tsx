@@ -119,6 +119,20 @@ export function AnyOrOptions({ any, values, label = (v) => v }: { any: string; v
 }
 
 /**
+ * An on/off switch: a checkbox with the switch role, its track and its caption (the accessible
+ * name). `onChange` gets the asked-for state.
+ */
+export function Switch({ label, checked, disabled, className, onChange }: { label: string; checked: boolean; disabled?: boolean; className?: string; onChange: (on: boolean) => void }) {
+  return (
+    <label className={className ? `switch ${className}` : 'switch'}>
+      <input type="checkbox" role="switch" checked={checked} aria-checked={checked} disabled={disabled} onChange={(e) => onChange(e.target.checked)} />
+      <span className="switch-track" aria-hidden="true" />
+      <span>{label}</span>
+    </label>
+  );
+}
+
+/**
  * One row of a form: its caption and its control. With `htmlFor` the caption is the control's
  * <label> (its accessible name); without, a plain caption for a group or a read-only value.
  */

@@ -1,10 +1,10 @@
 // Settings → Backup. Desktop with the embedded server: "Back up…" (a native folder dialog; the copy is
 // made while the server runs), "Restore from a backup…" (a folder dialog, then a confirmation; the
-// server restarts on the restored data) and "Back up every day" (into a folder chosen once). A remote server, or web mode, is backed up where it runs:
-// the card says with which commands.
+// server restarts on the restored data) and "Back up every day" (into a folder chosen once). A
+// remote server, or web mode, is backed up where it runs: the card says with which commands.
 import { useEffect } from 'react';
 import { backupData, loadAutoBackup, restoreData, setAutoBackup, useStore } from '../store/index.ts';
-import { ErrorBanner, Spinner } from '../components/ui.tsx';
+import { ErrorBanner, Spinner, Switch } from '../components/ui.tsx';
 import { formatDateTime } from '../lib/format.ts';
 import {
   selectAutoBackup,
@@ -41,11 +41,7 @@ function Daily() {
   if (!auto) return null;
   return (
     <div className="auto-backup">
-      <label className="switch">
-        <input type="checkbox" role="switch" checked={auto.enabled} aria-checked={auto.enabled} disabled={pending} onChange={(e) => void setAutoBackup(e.target.checked)} />
-        <span className="switch-track" aria-hidden="true" />
-        <span>Back up every day</span>
-      </label>
+      <Switch label="Back up every day" checked={auto.enabled} disabled={pending} onChange={(on) => void setAutoBackup(on)} />
       {pending ? <Spinner label="Choosing the folder, then backing up…" /> : null}
       {auto.enabled ? (
         <p className="muted" data-testid="auto-backup">

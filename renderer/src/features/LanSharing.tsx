@@ -5,7 +5,7 @@
 // In web mode the server was started from the command line, so the card says which flags do it.
 import { useEffect, useMemo, useState } from 'react';
 import { loadLanSharing, loadSubscription, setLanSharing, useStore } from '../store/index.ts';
-import { ErrorBanner, FormRow, Spinner } from '../components/ui.tsx';
+import { ErrorBanner, FormRow, Spinner, Switch } from '../components/ui.tsx';
 import { QrImage } from '../components/Qr.tsx';
 import { selectLan, selectLanError, selectLanPending, selectPlatformKind, selectPublicHost, selectSessionOrder, selectSessions, selectSubscription } from '../store/selectors.ts';
 
@@ -91,24 +91,18 @@ export function LanSharingCard() {
     body = (
       <>
         <p className="help">Phones and other computers on your network connect to this computer. Links and subscriptions then carry the address chosen here.</p>
-        <label className="switch lan-switch">
-          <input
-            type="checkbox"
-            role="switch"
-            checked={wanted ?? lan.enabled}
-            aria-checked={wanted ?? lan.enabled}
-            disabled={pending || (!lan.enabled && !address)}
-            onChange={async (e) => {
-              // The switch shows the asked-for state while the server restarts.
-              const enabled = e.target.checked;
-              setWanted(enabled);
-              await setLanSharing({ enabled, address: address || undefined });
-              setWanted(null);
-            }}
-          />
-          <span className="switch-track" aria-hidden="true" />
-          <span>Let other devices connect</span>
-        </label>
+        <Switch
+          label="Let other devices connect"
+          className="lan-switch"
+          checked={wanted ?? lan.enabled}
+          disabled={pending || (!lan.enabled && !address)}
+          onChange={async (enabled) => {
+            // The switch shows the asked-for state while the server restarts.
+            setWanted(enabled);
+            await setLanSharing({ enabled, address: address || undefined });
+            setWanted(null);
+          }}
+        />
         {lan.addresses.length === 0 ? (
           <p className="muted">This computer has no network address other devices could reach: connect it to a network first.</p>
         ) : (
