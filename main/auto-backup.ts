@@ -6,7 +6,7 @@
 import { existsSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import type { AutoBackupState } from '../common/api-types.ts';
-import { fail, type Result } from '../common/result.ts';
+import type { Result } from '../common/result.ts';
 import { backupFolderName, makeBackup, pruneBackups } from '../server/backup/make.ts';
 import type { BackupDialogs, DataBackups } from './backup.ts';
 import type { Endpoints } from './endpoint.ts';
@@ -58,7 +58,8 @@ export class AutoBackup {
 
   /** Turns it on (asking for the folder; null when the person cancelled: nothing changes) and backs up at once, or off. */
   async set(enabled: boolean): Promise<Result<AutoBackupState | null>> {
-    if (this.#d.endpoints.info().mode !== 'embedded') return fail(409, 'not_supported', 'The app uses a remote server: back it up where it runs.');
+    const refused = this.#d.backups.remoteRefusal<AutoBackupState | null>();
+    if (refused) return refused;
     if (!enabled) {
       this.#save({ enabled: false });
       return { ok: true, value: this.state() };
@@ -74,7 +75,7 @@ export class AutoBackup {
   /** Makes the backup when one is due; the outcome is kept in the settings. */
   async runIfDue(): Promise<void> {
     const a = this.#saved();
-    if (!a?.enabled || this.#d.endpoints.info().mode !== 'embedded') return;
+    if (!a?.enabled || this.#d.backups.remoteRefusal()) return;
     if (Date.parse(this.state().next_at ?? '') > this.#now()) return;
     await this.#d.backups.ifFree(async () => {
       const at = new Date(this.#now()).toISOString();

@@ -47,8 +47,9 @@ export class DataBackups {
     this.#d = deps;
   }
 
-  #remote(): boolean {
-    return this.#d.endpoints.info().mode !== 'embedded';
+  /** The refusal when the app uses a remote server (backed up where it runs), else null. */
+  remoteRefusal<T>(): Result<T> | null {
+    return this.#d.endpoints.info().mode === 'embedded' ? null : fail(409, 'not_supported', REMOTE);
   }
 
   /** Runs `work` unless a backup or restore is running (then false, and it did not run). */
@@ -63,22 +64,24 @@ export class DataBackups {
     }
   }
 
+  /** Runs `work` (one of the person's) when no other backup or restore runs; a refused backup is a 400. */
   async #once<T>(work: () => Promise<Result<T>>): Promise<Result<T>> {
-    if (this.#busy) return fail(409, 'conflict', 'A backup or restore is already running: wait for it to finish.');
-    this.#busy = true;
-    try {
-      return await work();
-    } catch (e) {
-      if (e instanceof BackupRefused) return fail(400, 'backup_refused', e.message);
-      throw e;
-    } finally {
-      this.#busy = false;
-    }
+    let out: Result<T> = fail(409, 'conflict', 'A backup or restore is already running: wait for it to finish.');
+    await this.ifFree(async () => {
+      try {
+        out = await work();
+      } catch (e) {
+        if (!(e instanceof BackupRefused)) throw e;
+        out = fail(400, 'backup_refused', e.message);
+      }
+    });
+    return out;
   }
 
   backup(): Promise<Result<BackupDone | null>> {
     return this.#once(async () => {
-      if (this.#remote()) return fail(409, 'not_supported', REMOTE);
+      const refused = this.remoteRefusal<BackupDone | null>();
+      if (refused) return refused;
       const parent = await this.#d.dialogs.chooseFolder({ title: 'Back up the app’s data into a folder', buttonLabel: 'Back up here', create: true });
       if (!parent) return { ok: true, value: null };
       const made = await makeBackup(this.#d.endpoints.serverDir, join(parent, backupFolderName()), this.#d.log);
@@ -88,7 +91,8 @@ export class DataBackups {
 
   restore(): Promise<Result<RestoreDone | null>> {
     return this.#once(async () => {
-      if (this.#remote()) return fail(409, 'not_supported', REMOTE);
+      const refused = this.remoteRefusal<RestoreDone | null>();
+      if (refused) return refused;
       const from = await this.#d.dialogs.chooseFolder({ title: 'Restore the app’s data from a backup folder', buttonLabel: 'Restore from here', create: false });
       if (!from) return { ok: true, value: null };
       const manifest = await checkBackup(from, this.#d.log);
@@ -103,13 +107,13 @@ export class DataBackups {
       const { endpoints, settings } = this.#d;
       const before = settings.get().embeddedCustomer ?? EMBEDDED_CUSTOMER;
       let customer = before;
-      const done = await endpoints.replaceData(async (dir) => {
+      const { value: done, tokenRenewed } = await endpoints.replaceData(async (dir) => {
         const restored = await restoreBackup(from, dir, { force: true, say: this.#d.log });
         customer = customerAfterRestore(before, restored.customers);
         settings.update({ embeddedCustomer: customer });
         return restored;
       });
-      return { ok: true, value: { made_at: done.made_at, replaced_into: done.replaced_into, customer, token_renewed: endpoints.tokenRenewed } };
+      return { ok: true, value: { made_at: done.made_at, replaced_into: done.replaced_into, customer, token_renewed: tokenRenewed } };
     });
   }
 }

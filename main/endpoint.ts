@@ -75,8 +75,8 @@ export class Endpoints {
   #problem: string | null = null;
   /** After a restore: whether the stored token signs in to the restored data is checked once. */
   #checkToken = false;
-  /** Whether that check made a new owner token. */
-  tokenRenewed = false;
+  /** Whether that check made a new owner token (what `replaceData` returns with the work's result). */
+  #tokenRenewed = false;
   readonly serverDir: string;
 
   constructor(opts: EndpointsOptions) {
@@ -168,7 +168,7 @@ export class Endpoints {
       if (settings.get().embeddedPort !== server.apiPort) settings.update({ embeddedPort: server.apiPort });
       const stale = this.#checkToken && !(await this.#ownerOf(server, customer));
       this.#checkToken = false;
-      this.tokenRenewed = !server.ownerToken && stale;
+      this.#tokenRenewed = !server.ownerToken && stale;
       if (server.ownerToken) tokens.write('embedded', server.ownerToken);
       else if (stale || !tokens.read('embedded')) tokens.write('embedded', (await server.services.data.createToken(customer, 'owner')).token);
     }
@@ -184,19 +184,23 @@ export class Endpoints {
 
   /**
    * Stops the embedded server, runs `work` on its data folder (a restore), and starts it again:
-   * to the app another server (other data), whose token is checked once.
+   * to the app another server (other data), whose token is checked once. Returns the work's result
+   * and whether that check had to make a new owner token.
    */
-  replaceData<T>(work: (dataDir: string) => Promise<T>): Promise<T> {
+  replaceData<T>(work: (dataDir: string) => Promise<T>): Promise<{ value: T; tokenRenewed: boolean }> {
     const run = this.#queue.then(async () => {
       const old = this.#server;
       this.#server = null;
       await old?.close().catch(() => {});
+      this.#tokenRenewed = false;
+      let value: T;
       try {
-        return await work(this.serverDir);
+        value = await work(this.serverDir);
       } finally {
         this.#checkToken = true;
         await this.select('other');
       }
+      return { value, tokenRenewed: this.#tokenRenewed };
     });
     this.#queue = run.catch(() => {});
     return run;
