@@ -7,7 +7,7 @@
 import { join } from 'node:path';
 import type { BackupDone, RestoreDone } from '../common/api-types.ts';
 import { fail, type Result } from '../common/result.ts';
-import { BackupRefused } from '../server/backup/files.ts';
+import { BackupRefused, mib, type Progress } from '../server/backup/files.ts';
 import { backupFolderName, makeBackup } from '../server/backup/make.ts';
 import { checkBackup, restoreBackup } from '../server/backup/restore.ts';
 import { EMBEDDED_CUSTOMER, type Endpoints } from './endpoint.ts';
@@ -42,6 +42,8 @@ export class DataBackups {
   #d: DataBackupsDeps;
   /** One backup or restore at a time. */
   #busy = false;
+  /** The step the running one is in (server/backup/ tells each as it begins), for the window. */
+  #step: { doing: string; bytes: number; since: number } | null = null;
 
   constructor(deps: DataBackupsDeps) {
     this.#d = deps;
@@ -65,37 +67,48 @@ export class DataBackups {
   }
 
   /** Runs `work` (one of the person's) when no other backup or restore runs; a refused backup is a 400. */
-  async #once<T>(work: () => Promise<Result<T>>): Promise<Result<T>> {
+  async #once<T>(work: (shown: Progress) => Promise<Result<T>>): Promise<Result<T>> {
     let out: Result<T> = fail(409, 'conflict', 'A backup or restore is already running: wait for it to finish.');
+    const shown: Progress = { line: (text) => this.#d.log?.(text), step: (doing, bytes) => (this.#step = { doing, bytes, since: Date.now() }) };
     await this.ifFree(async () => {
       try {
-        out = await work();
+        out = await work(shown);
       } catch (e) {
         if (!(e instanceof BackupRefused)) throw e;
         out = fail(400, 'backup_refused', e.message);
+      } finally {
+        this.#step = null;
       }
     });
     return out;
   }
 
+  /** What the person's running backup or restore is doing ("Copying the database (812.4 MiB): 4 s"), or null. */
+  progress(): string | null {
+    const s = this.#step;
+    if (!s) return null;
+    return `${s.doing[0].toUpperCase()}${s.doing.slice(1)} the database (${mib(s.bytes)}): ${Math.floor((Date.now() - s.since) / 1000)} s`;
+  }
+
   backup(): Promise<Result<BackupDone | null>> {
-    return this.#once(async () => {
+    return this.#once(async (shown) => {
       const refused = this.remoteRefusal<BackupDone | null>();
       if (refused) return refused;
       const parent = await this.#d.dialogs.chooseFolder({ title: 'Back up the app’s data into a folder', buttonLabel: 'Back up here', create: true });
       if (!parent) return { ok: true, value: null };
-      const made = await makeBackup(this.#d.endpoints.serverDir, join(parent, backupFolderName()), this.#d.log);
+      const made = await makeBackup(this.#d.endpoints.serverDir, join(parent, backupFolderName()), shown);
       return { ok: true, value: { folder: made.out, made_at: made.made_at, bytes: made.bytes, files: made.files } };
     });
   }
 
   restore(): Promise<Result<RestoreDone | null>> {
-    return this.#once(async () => {
+    return this.#once(async (shown) => {
       const refused = this.remoteRefusal<RestoreDone | null>();
       if (refused) return refused;
       const from = await this.#d.dialogs.chooseFolder({ title: 'Restore the app’s data from a backup folder', buttonLabel: 'Restore from here', create: false });
       if (!from) return { ok: true, value: null };
-      const manifest = await checkBackup(from, this.#d.log);
+      const manifest = await checkBackup(from, shown);
+      this.#step = null; // nothing runs while the question is shown
       const sure = await this.#d.dialogs.confirm({
         message: `Replace the app’s data with the backup of ${new Date(manifest.made_at).toLocaleString()}?`,
         detail:
@@ -108,7 +121,7 @@ export class DataBackups {
       const before = settings.get().embeddedCustomer ?? EMBEDDED_CUSTOMER;
       let customer = before;
       const { value: done, tokenRenewed } = await endpoints.replaceData(async (dir) => {
-        const restored = await restoreBackup(from, dir, { force: true, say: this.#d.log });
+        const restored = await restoreBackup(from, dir, { force: true, say: shown });
         customer = customerAfterRestore(before, restored.customers);
         settings.update({ embeddedCustomer: customer });
         return restored;

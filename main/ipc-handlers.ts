@@ -58,6 +58,7 @@ export function createHandlers({ api, endpoints, streams, clipboard, backups, au
     setLanSharing: (r) => endpoints.setLanSharing({ enabled: r.enabled, address: r.address }),
     backupData: () => backups.backup(),
     restoreData: () => backups.restore(),
+    backupProgress: async () => ({ ok: true, value: backups.progress() }),
     autoBackup: async () => ({ ok: true, value: autoBackup.state() }),
     setAutoBackup: (enabled) => autoBackup.set(enabled),
     usage: (q) => api.usage(q),

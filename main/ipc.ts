@@ -40,6 +40,7 @@ export const OP_NAMES = [
   'setLanSharing',
   'backupData',
   'restoreData',
+  'backupProgress',
   'autoBackup',
   'setAutoBackup',
   'usage',

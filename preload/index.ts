@@ -56,6 +56,7 @@ const bridge: AppBridge = {
   setLanSharing: op('setLanSharing'),
   backupData: op('backupData'),
   restoreData: op('restoreData'),
+  backupProgress: op('backupProgress'),
   autoBackup: op('autoBackup'),
   setAutoBackup: op('setAutoBackup'),
   usage: op('usage'),

@@ -38,8 +38,15 @@ export class BackupRefused extends Error {
   override name = 'BackupRefused';
 }
 
-/** Where progress lines of a long job go (the CLI: stderr; the desktop app: its log). */
-export type Progress = (line: string) => void;
+/**
+ * Where a long job's progress goes: `line`, every 2 s once it has run that long (the CLI: stderr;
+ * the desktop app: its log); `step`, at once as each step begins (the desktop window shows it).
+ */
+export interface Progress {
+  line(text: string): void;
+  /** `doing` is the step's words before "the database" ("copying", "checking the copy of"). */
+  step?(doing: string, bytes: number): void;
+}
 
 export const mib = (bytes: number) => `${(bytes / 1048576).toFixed(1)} MiB`;
 
@@ -91,17 +98,19 @@ export function checkDatabase(file: string): Promise<DatabaseCheck> {
 }
 
 /**
- * What a long job on the database is doing, on `say`: every 2 s while it runs, and at each new step
- * once it has run 2 s. Quiet when quick.
+ * What a long job on the database is doing, on `out`: a line every 2 s while it runs, and at each
+ * new step once it has run 2 s (quiet when quick); each step to `out.step` as it begins.
  */
 export function progress(out: Progress | undefined, bytes: number, first: string): { step(name: string): void; stop(): void } {
   const started = Date.now();
   let current = first;
-  const say = () => out?.(`${current} the database (${mib(bytes)}): ${Math.round((Date.now() - started) / 1000)} s`);
+  const say = () => out?.line(`${current} the database (${mib(bytes)}): ${Math.round((Date.now() - started) / 1000)} s`);
   let timer = setInterval(say, PROGRESS_MS);
+  out?.step?.(first, bytes);
   return {
     step: (name) => {
       current = name;
+      out?.step?.(name, bytes);
       if (Date.now() - started < PROGRESS_MS) return;
       say();
       clearInterval(timer);

@@ -11,7 +11,7 @@ import { backupFolderName, makeBackup, pruneBackups } from '../backup/make.ts';
 import { restoreBackup } from '../backup/restore.ts';
 import { defaultDataDir, env, fail } from './shared.ts';
 
-const note: Progress = (line) => process.stderr.write(`vpn-access: ${line}\n`);
+const note: Progress = { line: (text) => process.stderr.write(`vpn-access: ${text}\n`) };
 
 function postgresRefusal(database: string | undefined): void {
   if (database ?? env.VPN_ACCESS_DATABASE)

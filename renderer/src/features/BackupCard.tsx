@@ -11,6 +11,7 @@ import {
   selectAutoBackupPending,
   selectBackupError,
   selectBackupPending,
+  selectBackupProgress,
   selectConnection,
   selectLastBackup,
   selectLastRestore,
@@ -59,6 +60,7 @@ export function BackupCard() {
   const kind = useStore(selectPlatformKind);
   const connection = useStore(selectConnection);
   const pending = useStore(selectBackupPending);
+  const progress = useStore(selectBackupProgress);
   const error = useStore(selectBackupError);
   const lastBackup = useStore(selectLastBackup);
   const lastRestore = useStore(selectLastRestore);
@@ -88,8 +90,8 @@ export function BackupCard() {
             </button>
           </div>
           <Daily />
-          {pending === 'backup' ? <Spinner label="Backing up: copying and checking the database…" /> : null}
-          {pending === 'restore' ? <Spinner label="Restoring: checking the backup, then restarting the server on it…" /> : null}
+          {pending === 'backup' ? <Spinner label={progress ? `Backing up. ${progress}` : 'Backing up: copying and checking the database…'} /> : null}
+          {pending === 'restore' ? <Spinner label={progress ? `Restoring. ${progress}` : 'Restoring: checking the backup, then restarting the server on it…'} /> : null}
           <ErrorBanner error={error} />
           {lastBackup ? (
             <p className="muted" data-testid="last-backup">

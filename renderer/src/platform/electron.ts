@@ -65,6 +65,7 @@ export function createElectronPlatform(bridge: AppBridge): Platform {
     setLanSharing: (r) => unwrap(bridge.setLanSharing(r)),
     backupData: () => unwrap(bridge.backupData()),
     restoreData: () => unwrap(bridge.restoreData()),
+    backupProgress: () => unwrap(bridge.backupProgress()),
     autoBackup: () => unwrap(bridge.autoBackup()),
     setAutoBackup: (enabled) => unwrap(bridge.setAutoBackup(enabled)),
     usage: (q) => unwrap(bridge.usage(q)),

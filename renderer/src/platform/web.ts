@@ -131,6 +131,7 @@ function webOps(call: Call, getToken: () => string | null, baseUrl: string): Pla
     restoreData: async () => {
       throw new ApiError({ status: 400, code: 'not_supported', message: WEB_BACKUP_REASON, details: {} });
     },
+    backupProgress: async () => null,
     autoBackup: async () => ({ enabled: false, folder: null, keep: 0, last_at: null, last_error: null, next_at: null }),
     setAutoBackup: async () => {
       throw new ApiError({ status: 400, code: 'not_supported', message: WEB_BACKUP_REASON, details: {} });

@@ -63,6 +63,7 @@ export const selectLimits = (scope: LimitScope) => (s: State) => s.limits[scope]
 export const selectLan = (s: State) => s.lan;
 export const selectLanPending = (s: State) => s.lanPending;
 export const selectBackupPending = (s: State) => s.backupPending;
+export const selectBackupProgress = (s: State) => s.backupProgress;
 export const selectBackupError = (s: State) => s.backupError;
 export const selectLastBackup = (s: State) => s.lastBackup;
 export const selectLastRestore = (s: State) => s.lastRestore;

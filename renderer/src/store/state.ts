@@ -267,6 +267,8 @@ export interface ClientsSlice {
 /** Desktop: Settings → Backup. `lastRestore` stays to say what the restore replaced and where that went. */
 export interface BackupSlice {
   backupPending: 'backup' | 'restore' | null;
+  /** While one runs: what it is doing, in main's words (step, database size, seconds), once main has said. */
+  backupProgress: string | null;
   backupError: ApiErrorInfo | null;
   lastBackup: BackupDone | null;
   lastRestore: RestoreDone | null;

@@ -40,6 +40,8 @@ test('back up while the app runs, refuse a damaged backup, restore after the con
     const backup = join(root, made!);
     const manifest = JSON.parse(readFileSync(join(backup, 'backup.json'), 'utf8')) as { files: { path: string }[] };
     expect(manifest.files.map((f) => f.path)).toEqual(expect.arrayContaining(['vpn-access.db', 'webhook.key']));
+    // What a running one is doing reaches the window through the bridge (test/unit/data-backups.test.ts: its words); none runs now.
+    expect(await desktop.page.evaluate(() => (window as unknown as { app: { backupProgress(): Promise<unknown> } }).app.backupProgress())).toEqual({ ok: true, value: null });
 
     await app.createSession({ clientId: 'after-backup' });
 
