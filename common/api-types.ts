@@ -124,6 +124,16 @@ export interface BackupDone {
   files: string[];
 }
 
+/** Desktop: what a running backup or restore is doing. */
+export interface BackupProgress {
+  /** The step's words before "the database": "copying", "checking the copy of", "hashing the copy of", "checking the backup of", "restoring". */
+  doing: string;
+  /** The database's size, in bytes. */
+  bytes: number;
+  /** Seconds since the step began. */
+  seconds: number;
+}
+
 /** Desktop: a backup put back into the embedded server's data folder. */
 export interface RestoreDone {
   /** When the restored backup was made. */

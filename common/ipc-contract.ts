@@ -5,6 +5,7 @@
 // every call resolves to a Result so the error record survives the IPC boundary intact.
 import type {
   BackupDone,
+  BackupProgress,
   ConnectionInfo,
   DoctorReport,
   ConnectionSettings,
@@ -92,8 +93,8 @@ export interface AppOps {
   backupData(): Promise<Result<BackupDone | null>>;
   /** Desktop: puts a backup the person picks back, once they confirm; the embedded server restarts (null: cancelled). */
   restoreData(): Promise<Result<RestoreDone | null>>;
-  /** Desktop: what the running backup or restore is doing, in words (with the database's size and the seconds so far), or null when none runs. */
-  backupProgress(): Promise<Result<string | null>>;
+  /** Desktop: what the running backup or restore is doing (its step, the database's size, the seconds so far), or null when none runs. */
+  backupProgress(): Promise<Result<BackupProgress | null>>;
   /** Desktop: the daily automatic backup's state. */
   autoBackup(): Promise<Result<AutoBackupState>>;
   /** Desktop: turns the daily backup on (main asks for its folder: null when the person cancelled) or off. */

@@ -5,9 +5,9 @@
 // the server again. The window then shows the restored data, as the backup's customer; if the
 // backup does not know the app's API token, a new owner token is made for it.
 import { join } from 'node:path';
-import type { BackupDone, RestoreDone } from '../common/api-types.ts';
+import type { BackupDone, BackupProgress, RestoreDone } from '../common/api-types.ts';
 import { fail, type Result } from '../common/result.ts';
-import { BackupRefused, mib, type Progress } from '../server/backup/files.ts';
+import { BackupRefused, type Progress } from '../server/backup/files.ts';
 import { backupFolderName, makeBackup } from '../server/backup/make.ts';
 import { checkBackup, restoreBackup } from '../server/backup/restore.ts';
 import { EMBEDDED_CUSTOMER, type Endpoints } from './endpoint.ts';
@@ -83,11 +83,10 @@ export class DataBackups {
     return out;
   }
 
-  /** What the person's running backup or restore is doing ("Copying the database (812.4 MiB): 4 s"), or null. */
-  progress(): string | null {
+  /** What the person's running backup or restore is doing, or null (none runs, or a dialog waits for the person). */
+  progress(): BackupProgress | null {
     const s = this.#step;
-    if (!s) return null;
-    return `${s.doing[0].toUpperCase()}${s.doing.slice(1)} the database (${mib(s.bytes)}): ${Math.floor((Date.now() - s.since) / 1000)} s`;
+    return s && { doing: s.doing, bytes: s.bytes, seconds: Math.floor((Date.now() - s.since) / 1000) };
   }
 
   backup(): Promise<Result<BackupDone | null>> {

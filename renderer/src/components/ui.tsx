@@ -13,11 +13,15 @@ export function StatusBadge({ status, paused }: { status: string; paused?: boole
   );
 }
 
-export function Spinner({ label = 'Loading…' }: { label?: string }) {
+/** A busy indicator with its words; `ticking` (seconds counting up) is shown but not announced each time it changes. */
+export function Spinner({ label = 'Loading…', ticking }: { label?: string; ticking?: string }) {
   return (
     <span className="spinner-wrap" role="status">
       <span className="spinner" aria-hidden="true" />
-      <span>{label}</span>
+      <span>
+        {label}
+        {ticking ? <span aria-hidden="true">{ticking}</span> : null}
+      </span>
     </span>
   );
 }

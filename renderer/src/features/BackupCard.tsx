@@ -5,7 +5,8 @@
 import { useEffect } from 'react';
 import { backupData, loadAutoBackup, restoreData, setAutoBackup, useStore } from '../store/index.ts';
 import { ErrorBanner, Spinner, Switch } from '../components/ui.tsx';
-import { formatDateTime } from '../lib/format.ts';
+import type { BackupProgress } from '../../../common/api-types.ts';
+import { formatBytes, formatDateTime } from '../lib/format.ts';
 import {
   selectAutoBackup,
   selectAutoBackupPending,
@@ -30,6 +31,13 @@ vpn-access restore --from /path/to/new-folder --data-dir DIR`}</pre>
       <p className="help">A cluster on PostgreSQL is backed up with pg_dump: the database holds its keys too.</p>
     </>
   );
+}
+
+/** A running backup or restore: its step and the database's size, and the seconds of the step so far. */
+function Working({ what, progress, otherwise }: { what: string; progress: BackupProgress | null; otherwise: string }) {
+  if (!progress) return <Spinner label={otherwise} />;
+  const step = `${progress.doing[0]?.toUpperCase() ?? ''}${progress.doing.slice(1)}`;
+  return <Spinner label={`${what}. ${step} the database (${formatBytes(progress.bytes)})`} ticking={`: ${progress.seconds} s`} />;
 }
 
 /** "Back up every day": the switch, where, when last and next, or why the last one failed. */
@@ -90,8 +98,8 @@ export function BackupCard() {
             </button>
           </div>
           <Daily />
-          {pending === 'backup' ? <Spinner label={progress ? `Backing up. ${progress}` : 'Backing up: copying and checking the database…'} /> : null}
-          {pending === 'restore' ? <Spinner label={progress ? `Restoring. ${progress}` : 'Restoring: checking the backup, then restarting the server on it…'} /> : null}
+          {pending === 'backup' ? <Working what="Backing up" progress={progress} otherwise="Backing up: copying and checking the database…" /> : null}
+          {pending === 'restore' ? <Working what="Restoring" progress={progress} otherwise="Restoring: checking the backup, then restarting the server on it…" /> : null}
           <ErrorBanner error={error} />
           {lastBackup ? (
             <p className="muted" data-testid="last-backup">

@@ -7,6 +7,7 @@ import type { StateCreator } from 'zustand';
 import type {
   AutoBackupState,
   BackupDone,
+  BackupProgress,
   ConnectionInfo,
   ConnectionSettings,
   LanSharing,
@@ -267,8 +268,8 @@ export interface ClientsSlice {
 /** Desktop: Settings → Backup. `lastRestore` stays to say what the restore replaced and where that went. */
 export interface BackupSlice {
   backupPending: 'backup' | 'restore' | null;
-  /** While one runs: what it is doing, in main's words (step, database size, seconds), once main has said. */
-  backupProgress: string | null;
+  /** While one runs: what it is doing (step, database size, seconds), once main has said. */
+  backupProgress: BackupProgress | null;
   backupError: ApiErrorInfo | null;
   lastBackup: BackupDone | null;
   lastRestore: RestoreDone | null;

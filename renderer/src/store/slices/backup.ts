@@ -4,9 +4,7 @@
 // old view stays, and the app starts again on the restored data.
 import { ops, type BackupSlice, type SliceCreator } from '../state.ts';
 import { toApiError } from '../../platform/index.ts';
-import { formatDateTime } from '../../lib/format.ts';
-
-const bytes = (n: number) => (n >= 1048576 ? `${(n / 1048576).toFixed(1)} MiB` : `${Math.max(1, Math.round(n / 1024))} KiB`);
+import { formatBytes, formatDateTime } from '../../lib/format.ts';
 
 /** How often a running backup or restore is asked what it is doing. */
 const PROGRESS_POLL_MS = 1000;
@@ -68,7 +66,7 @@ export const createBackupSlice: SliceCreator<BackupSlice> = (set, get) => {
         const done = await ops().backupData();
         if (!done) return;
         set({ lastBackup: done });
-        get().toast(`Backed up (${bytes(done.bytes)}) into ${done.folder}.`);
+        get().toast(`Backed up (${formatBytes(done.bytes)}) into ${done.folder}.`);
       }),
 
     restoreData: () =>
