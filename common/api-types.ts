@@ -126,7 +126,7 @@ export interface BackupDone {
 
 /** Desktop: what a running backup or restore is doing. */
 export interface BackupProgress {
-  /** The step's words before "the database": "copying", "checking the copy of", "hashing the copy of", "checking the backup of", "restoring". */
+  /** The step's words before "the database": "copying", "checking the copy of", "hashing the copy of", "checking the backup of", "restoring", "starting the server on". */
   doing: string;
   /** The database's size, in bytes. */
   bytes: number;

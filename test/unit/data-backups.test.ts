@@ -56,7 +56,12 @@ test('a backup and a restore say their step and size while they run, nothing whi
     const endpoints = {
       info: () => ({ mode }),
       serverDir,
-      replaceData: async <T>(work: (dir: string) => Promise<T>) => ({ value: await work(serverDir), tokenRenewed: false }),
+      // The server's stop and start around the restore: the start takes a moment.
+      replaceData: async <T>(work: (dir: string) => Promise<T>) => {
+        const value = await work(serverDir);
+        await new Promise((r) => setTimeout(r, 50));
+        return { value, tokenRenewed: false };
+      },
     } as unknown as Endpoints;
     backups = new DataBackups({ endpoints, settings: new SettingsFile(root), dialogs });
 
@@ -85,6 +90,7 @@ test('a backup and a restore say their step and size while they run, nothing whi
     const copied = statSync(join(made.value.folder, 'vpn-access.db')).size;
     assert.ok(restoring.seen.includes(`checking the backup of ${copied}`), restoring.seen.join(' | '));
     assert.ok(restoring.seen.includes(`restoring ${copied}`), restoring.seen.join(' | '));
+    assert.equal(restoring.seen.at(-1), `starting the server on ${copied}`);
     assert.deepEqual(
       duringDialogs.filter((p) => p !== null),
       [],
