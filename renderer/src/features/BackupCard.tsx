@@ -44,13 +44,15 @@ function Working({ what, progress, otherwise }: { what: string; progress: Backup
 function Daily() {
   const auto = useStore(selectAutoBackup);
   const pending = useStore(selectAutoBackupPending);
+  // Turned on while the person's own backup or restore runs, its first backup would have to wait for the next check.
+  const busy = useStore(selectBackupPending) !== null;
   useEffect(() => {
     void loadAutoBackup();
   }, []);
   if (!auto) return null;
   return (
     <div className="auto-backup">
-      <Switch label="Back up every day" checked={auto.enabled} disabled={pending} onChange={(on) => void setAutoBackup(on)} />
+      <Switch label="Back up every day" checked={auto.enabled} disabled={pending || busy} onChange={(on) => void setAutoBackup(on)} />
       {pending ? <Spinner label="Choosing the folder, then backing up…" /> : null}
       {auto.enabled ? (
         <p className="muted" data-testid="auto-backup">
@@ -69,6 +71,9 @@ export function BackupCard() {
   const connection = useStore(selectConnection);
   const pending = useStore(selectBackupPending);
   const progress = useStore(selectBackupProgress);
+  const dailyPending = useStore(selectAutoBackupPending);
+  // Turning the daily backup on makes one at once: the buttons wait for it.
+  const busy = pending !== null || dailyPending;
   const error = useStore(selectBackupError);
   const lastBackup = useStore(selectLastBackup);
   const lastRestore = useStore(selectLastRestore);
@@ -90,10 +95,10 @@ export function BackupCard() {
             </p>
           ) : null}
           <div className="actions">
-            <button type="button" className="btn primary" disabled={pending !== null} aria-busy={pending === 'backup'} onClick={() => void backupData()}>
+            <button type="button" className="btn primary" disabled={busy} aria-busy={pending === 'backup'} onClick={() => void backupData()}>
               Back up…
             </button>
-            <button type="button" className="btn" disabled={pending !== null} aria-busy={pending === 'restore'} onClick={() => void restoreData()}>
+            <button type="button" className="btn" disabled={busy} aria-busy={pending === 'restore'} onClick={() => void restoreData()}>
               Restore from a backup…
             </button>
           </div>
