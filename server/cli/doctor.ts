@@ -7,7 +7,7 @@ import { networkInterfaces } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { TlsFacts } from '../doctor/certificate.ts';
-import { postgresProbe, sqliteProbe } from '../doctor/probes.ts';
+import { databaseClock, postgresProbe, sqliteProbe } from '../doctor/probes.ts';
 import { type Check, type DoctorReport, formatReport, messageOf, pass, fail as failed, warn } from '../doctor/report.ts';
 import { runDoctor } from '../doctor/run.ts';
 import { createLogger } from '../log.ts';
@@ -87,6 +87,7 @@ export async function doctor(argv: string[], usage: string): Promise<void> {
   try {
     const result = await runDoctor({
       ...base,
+      clock: base.clock ?? (await databaseClock(probe, database)),
       egress: dataPlaneOptions(values).egress,
       database: probe,
       zonesFile: values.zones ?? env.VPN_ACCESS_ZONES,

@@ -1,6 +1,6 @@
 // The public host (does it name this machine?), the egress policy (does it let sessions reach
 // the internet? judged by the policy code, no packet sent) and the clock (against a server's
-// HTTP Date when there is one; never against the internet).
+// HTTP Date when there is one, else PostgreSQL's clock in cluster mode; never against the internet).
 import { lookup } from 'node:dns/promises';
 import { BlockList, isIP } from 'node:net';
 import type { NetworkInterfaceInfo } from 'node:os';
@@ -51,8 +51,19 @@ export function egressCheck(policy: EgressPolicy, target = { address: '1.1.1.1',
   return fail('egress', title, `the policy refuses ${to}: sessions reach nothing on the internet`, 'use --egress public-only (the default), lan or allow-all');
 }
 
-/** The skew between this machine and a server's HTTP Date (1 s resolution): warn over 5 s. */
-export function clockCheck(server: { date: string | null; sentAt: number; receivedAt: number; from: string } | null): Check {
+/** Another machine's clock, read between sentAt and receivedAt (this machine's ms). */
+export interface OtherClock {
+  /** Its time (an HTTP Date, or an ISO time with milliseconds), null when it sent none. */
+  date: string | null;
+  sentAt: number;
+  receivedAt: number;
+  from: string;
+  /** How finely `date` tells the time: 1000 for an HTTP Date (the default), 1 for PostgreSQL's clock_timestamp(). */
+  resolutionMs?: number;
+}
+
+/** The skew between this machine and another's clock (a server's HTTP Date, PostgreSQL's): warn over 5 s. */
+export function clockCheck(server: OtherClock | null): Check {
   const title = 'Clock';
   if (!server) {
     return warn('clock', title, 'could not be checked: no server to compare with (the doctor never reaches the internet)',
@@ -61,8 +72,8 @@ export function clockCheck(server: { date: string | null; sentAt: number; receiv
   const date = server.date ? Date.parse(server.date) : NaN;
   if (Number.isNaN(date)) return warn('clock', title, `could not be checked: ${server.from} sent no Date header`, 'check NTP with `timedatectl`');
   const local = (server.sentAt + server.receivedAt) / 2;
-  // The Date header drops the milliseconds: up to a second of skew is its rounding.
-  const skew = Math.max(0, Math.abs(date - local) - 1_000 - (server.receivedAt - server.sentAt) / 2);
+  // An HTTP Date drops the milliseconds: up to a second of skew is its rounding.
+  const skew = Math.max(0, Math.abs(date - local) - (server.resolutionMs ?? 1_000) - (server.receivedAt - server.sentAt) / 2);
   const secs = Math.round(skew / 100) / 10;
   if (skew > 5_000) {
     return warn('clock', title, `this machine and ${server.from} differ by about ${secs} s`,

@@ -15,6 +15,8 @@ export interface DatabaseProbe {
   nodes(): Promise<NodeInfo[]>;
   /** Up nodes' geo relay listeners. */
   relays(): Promise<RelayNode[]>;
+  /** PostgreSQL: its server's clock, read now (an ISO time with milliseconds). */
+  clock?(): Promise<string>;
 }
 
 /** The server's own store (GET /v2/doctor). */

@@ -5,7 +5,7 @@
 // started. --json is parsed and the exit status asserted (1 exactly when a check fails).
 import assert from 'node:assert/strict';
 import { execFile, spawnSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
 import { get } from 'node:https';
 import { createServer, type Server } from 'node:net';
@@ -21,6 +21,16 @@ import { makeCert } from '../helpers/tls.ts';
 interface Report {
   checks: { id: string; title: string; status: 'pass' | 'warn' | 'fail'; detail: string; fix: string }[];
   summary: { pass: number; warn: number; fail: number };
+}
+
+/** libfaketime (Debian's faketime package, which .ci/run installs): LD_PRELOADed with FAKETIME, it shifts one process's clock. */
+function fakeTimeLibrary(): string {
+  const found = readdirSync('/usr/lib', { withFileTypes: true })
+    .filter((d) => d.isDirectory())
+    .map((d) => join('/usr/lib', d.name, 'faketime', 'libfaketime.so.1'))
+    .find((f) => existsSync(f));
+  assert.ok(found, 'libfaketime is installed (apt-get install faketime)');
+  return found;
 }
 
 const childEnv = () => Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('VPN_ACCESS_') && !k.startsWith('NODE_TEST')));
@@ -289,6 +299,17 @@ describe('vpn-access doctor', () => {
       assert.equal(cluster.status, 'fail');
       assert.match(cluster.detail, /au-syd: every node down \(syd-1 down, last contact never\)/);
       assert.match(cluster.fix, /node run/);
+
+      // No server answers: the clock is compared with PostgreSQL's (milliseconds, not an HTTP Date's seconds).
+      const clock = down.byId.get('clock')!;
+      assert.equal(clock.status, 'pass', clock.detail);
+      assert.match(clock.detail, new RegExp(`^within 5 s of PostgreSQL at 127\\.0\\.0\\.1:${new URL(pg.url()).port} \\(about 0(\\.\\d)? s apart\\)$`));
+      // This machine's clock 30 s ahead of the database's (libfaketime moves only the doctor's clock).
+      const ahead = await doctorJson([...base, '--zones', localZones(d)], { LD_PRELOAD: fakeTimeLibrary(), FAKETIME: '+30s' });
+      const skewed = ahead.byId.get('clock')!;
+      assert.equal(skewed.status, 'warn');
+      assert.match(skewed.detail, /^this machine and PostgreSQL at 127\.0\.0\.1:\d+ differ by about (29|30)(\.\d)? s$/);
+      assert.match(skewed.fix, /NTP/);
 
       const missing = await doctorJson([...base, '--zones', localZones(d, [{ code: 'br-sao', name: 'São Paulo', country: 'BR', nodes: [] }])]);
       assert.equal(missing.byId.get('cluster')!.status, 'warn');

@@ -123,6 +123,12 @@ describe('doctor: ports, host, egress, clock', () => {
     assert.equal(clockCheck(at(-30_000)).status, 'warn');
     assert.match(clockCheck(null).detail, /could not be checked/);
     assert.equal(clockCheck({ ...at(0), date: null }).status, 'warn');
+    // PostgreSQL's clock tells milliseconds: no second of rounding is forgiven.
+    const pg = (offsetMs: number) => ({ date: new Date(now + offsetMs).toISOString(), sentAt: now - 20, receivedAt: now + 20, from: 'PostgreSQL at db:5432', resolutionMs: 1 });
+    assert.equal(clockCheck(pg(4_900)).status, 'pass');
+    assert.equal(clockCheck(pg(5_500)).status, 'warn');
+    assert.equal(clockCheck(at(5_500)).status, 'pass', 'an HTTP Date 5.5 s off may be 4.5 s off');
+    assert.match(clockCheck(pg(-7_000)).detail, /^this machine and PostgreSQL at db:5432 differ by about 7 s$/);
   });
 });
 
