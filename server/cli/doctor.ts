@@ -85,9 +85,12 @@ export async function doctor(argv: string[], usage: string): Promise<void> {
   if (served) base.leading.push(serverChecksUnread(asked, served.error));
   const probe = database ? await postgresProbe(database, redactUrl(database)) : sqliteProbe(dataDir);
   try {
+    // The server asked without --url runs on this machine (one clock): a cluster's database is the
+    // other clock worth comparing with then. A server named with --url comes first.
+    const databaseTime = await databaseClock(probe, database);
     const result = await runDoctor({
       ...base,
-      clock: base.clock ?? (await databaseClock(probe, database)),
+      clock: values.url ? (base.clock ?? databaseTime) : (databaseTime ?? base.clock),
       egress: dataPlaneOptions(values).egress,
       database: probe,
       zonesFile: values.zones ?? env.VPN_ACCESS_ZONES,

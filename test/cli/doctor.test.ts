@@ -347,6 +347,8 @@ describe('vpn-access doctor', () => {
       const relay = run.byId.get('port-relay')!;
       assert.equal(relay.status, 'pass', relay.detail);
       assert.match(relay.detail, new RegExp(`syd-1 at 127\\.0\\.0\\.2:${node.ports.relay}`));
+      // The control plane answered on this machine (one clock): the clock is compared with PostgreSQL's.
+      assert.match(run.byId.get('clock')!.detail, /^within 5 s of PostgreSQL at 127\.0\.0\.1:\d+ /);
     } finally {
       await node.stop();
       await cp.stop();
