@@ -34,6 +34,8 @@
 //       and gives back its grant beyond KEEP_IDLE (store.releaseGrant), in order after its reports.
 //     {type:'stopping'}  a clean stop, after the node's last report: it is down at once (store.nodeStopped),
 //       not NODE_UP_SECONDS after its last contact; its next report makes it up again.
+//   The control plane pings every second, the payload its clock in ms (the node logs a clock more
+//   than 5 s off: node/clock-watch.ts); the node pings every 500 ms. Either side's silence ends it.
 //   A channel that ends without 'stopping' (the node crashed, or its way here broke) makes the node
 //   down NODE_LOST_SECONDS later unless it was in contact meanwhile on any instance (store.nodeLost).
 //

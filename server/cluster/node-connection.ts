@@ -14,7 +14,7 @@ import { ChannelSilence, CHANNEL_SILENT_MS, type ReadCounter } from './channel-s
 
 /** How often the state sent to a node is rebuilt and compared with the last one sent. */
 const STATE_MS = 250;
-/** A ping this often: the node hears this instance while its pings wait behind a large report on a slow uplink. */
+/** A ping this often: the node hears this instance while its pings wait behind a large report on a slow uplink; it carries this instance's clock. */
 const PING_EVERY = 4;
 /**
  * A channel that ends without the node's stop: the node is down once this many seconds pass
@@ -83,7 +83,7 @@ export class NodeConnection {
     const silence = new ChannelSilence(STATE_MS, socket);
     let turn = 0;
     const timer = setInterval(() => {
-      if (++turn % PING_EVERY === 0) ws.ping();
+      if (++turn % PING_EVERY === 0) ws.ping(String(Date.now())); // node/clock-watch.ts
       if (!silence.silent()) return void this.sendState();
       clearInterval(timer);
       log.warn({ node: node.name, id: short }, `node channel silent for ${CHANNEL_SILENT_MS / 1000} s (a hung node, or its host gone): closed as lost`);

@@ -10,6 +10,7 @@ import type { Logger } from '../domain.ts';
 import { NODE_CHANNEL_PATH, type NodeState } from '../cluster/node-channel.ts';
 import { peerPin } from '../dataplane/relay-tls.ts';
 import { CHANNEL_SILENT_MS, ChannelSilence, type ReadCounter } from '../cluster/channel-silence.ts';
+import { ClockWatch } from './clock-watch.ts';
 
 const BACKOFF_MIN_MS = 250;
 const BACKOFF_MAX_MS = 5_000;
@@ -92,10 +93,13 @@ export class ControlChannel implements ChannelLink {
   private retry: NodeJS.Timeout | null = null;
   private readonly opts: ChannelOptions;
   private readonly pin: string | undefined;
+  /** The control plane's pings carry its clock: this node's is compared with it (clock-watch.ts). */
+  private readonly clock: ClockWatch;
 
   constructor(opts: ChannelOptions) {
     this.opts = opts;
     this.pin = opts.pin?.replace(/:/g, '').toLowerCase();
+    this.clock = new ClockWatch(opts.log);
   }
 
   get connected(): boolean {
@@ -200,6 +204,7 @@ export class ControlChannel implements ChannelLink {
         sock.terminate();
       }, PING_MS).unref();
     });
+    sock.on('ping', (payload) => this.clock.observe(payload));
     sock.on('message', (raw) => {
       let msg: ChannelMessage;
       try {

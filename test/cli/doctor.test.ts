@@ -5,7 +5,7 @@
 // started. --json is parsed and the exit status asserted (1 exactly when a check fails).
 import assert from 'node:assert/strict';
 import { execFile, spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
 import { get } from 'node:https';
 import { createServer, type Server } from 'node:net';
@@ -14,6 +14,7 @@ import { describe, test } from 'node:test';
 import { generate } from 'selfsigned';
 import { printedToken, serve, tokenCli } from '../helpers/cli.ts';
 import { controlPlane, nodeProcess } from '../helpers/cluster-procs.ts';
+import { clockOff } from '../helpers/faketime.ts';
 import { startPostgres } from '../helpers/postgres.ts';
 import { CLI, NODE, removeDir, ROOT, tempDir } from '../helpers/server.ts';
 import { makeCert } from '../helpers/tls.ts';
@@ -21,16 +22,6 @@ import { makeCert } from '../helpers/tls.ts';
 interface Report {
   checks: { id: string; title: string; status: 'pass' | 'warn' | 'fail'; detail: string; fix: string }[];
   summary: { pass: number; warn: number; fail: number };
-}
-
-/** libfaketime (Debian's faketime package, which .ci/run installs): LD_PRELOADed with FAKETIME, it shifts one process's clock. */
-function fakeTimeLibrary(): string {
-  const found = readdirSync('/usr/lib', { withFileTypes: true })
-    .filter((d) => d.isDirectory())
-    .map((d) => join('/usr/lib', d.name, 'faketime', 'libfaketime.so.1'))
-    .find((f) => existsSync(f));
-  assert.ok(found, 'libfaketime is installed (apt-get install faketime)');
-  return found;
 }
 
 const childEnv = () => Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('VPN_ACCESS_') && !k.startsWith('NODE_TEST')));
@@ -305,7 +296,7 @@ describe('vpn-access doctor', () => {
       assert.equal(clock.status, 'pass', clock.detail);
       assert.match(clock.detail, new RegExp(`^within 5 s of PostgreSQL at 127\\.0\\.0\\.1:${new URL(pg.url()).port} \\(about 0(\\.\\d)? s apart\\)$`));
       // This machine's clock 30 s ahead of the database's (libfaketime moves only the doctor's clock).
-      const ahead = await doctorJson([...base, '--zones', localZones(d)], { LD_PRELOAD: fakeTimeLibrary(), FAKETIME: '+30s' });
+      const ahead = await doctorJson([...base, '--zones', localZones(d)], clockOff('+30s'));
       const skewed = ahead.byId.get('clock')!;
       assert.equal(skewed.status, 'warn');
       assert.match(skewed.detail, /^this machine and PostgreSQL at 127\.0\.0\.1:\d+ differ by about (29|30)(\.\d)? s$/);
