@@ -7,7 +7,8 @@ import { networkInterfaces } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { TlsFacts } from '../doctor/certificate.ts';
-import { databaseClock, postgresProbe, sqliteProbe } from '../doctor/probes.ts';
+import { postgresProbe, sqliteProbe } from '../doctor/probes.ts';
+import { databaseClock } from '../doctor/store.ts';
 import { type Check, type DoctorReport, formatReport, messageOf, pass, fail as failed, warn } from '../doctor/report.ts';
 import { runDoctor } from '../doctor/run.ts';
 import { createLogger } from '../log.ts';
@@ -45,6 +46,12 @@ function configuredTls(values: ServeValues, dataDir: string, publicHost: string)
 }
 
 /** The first check: which service was inspected, and whether it answers. */
+/** "PostgreSQL at host:port", as the clock check names it. */
+function postgresNamed(url: string): string {
+  const { hostname, port } = new URL(url);
+  return `PostgreSQL at ${hostname || 'its socket'}:${port || 5432}`;
+}
+
 function serviceCheck(answer: ServerAnswer | null, asked: string, named: boolean): Check {
   const title = 'Service';
   if (answer?.ok) return pass('service', title, `answers at ${asked}${answer.version ? ` (version ${answer.version})` : ''}`);
@@ -87,7 +94,7 @@ export async function doctor(argv: string[], usage: string): Promise<void> {
   try {
     // The server asked without --url runs on this machine (one clock): a cluster's database is the
     // other clock worth comparing with then. A server named with --url comes first.
-    const databaseTime = await databaseClock(probe, database);
+    const databaseTime = database ? await databaseClock(probe, postgresNamed(database)) : null;
     const result = await runDoctor({
       ...base,
       clock: values.url ? (base.clock ?? databaseTime) : (databaseTime ?? base.clock),

@@ -5,9 +5,8 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { DB_FILE } from '../store/db.ts';
 import { Store } from '../store/store.ts';
-import { PROBE_TIMEOUT_MS, within } from './report.ts';
+import { PROBE_TIMEOUT_MS } from './report.ts';
 import type { DatabaseProbe } from './store.ts';
-import type { OtherClock } from './host.ts';
 
 /** The data folder's database, opened read-only when it exists (the probe's close() releases it). */
 export function sqliteProbe(dataDir: string): DatabaseProbe & { close(): Promise<void> } {
@@ -40,26 +39,8 @@ export async function postgresProbe(url: string, shownAs: string): Promise<Datab
     }),
     nodes: () => store.listNodes(),
     relays: () => store.relayNodes(),
-    clock: async () => {
-      const { rows } = await pool.query<{ at: Date }>('SELECT clock_timestamp() AS at');
-      return rows[0].at.toISOString();
-    },
+    clock: () => store.databaseClock(),
     close: () => pool.end(),
   };
 }
 
-/**
- * PostgreSQL's clock to compare this machine's with (a cluster's instances and nodes judge leases,
- * expiry and relay grants by their own clocks), null when the database is SQLite or does not answer.
- */
-export async function databaseClock(probe: DatabaseProbe, url: string | undefined): Promise<OtherClock | null> {
-  if (!probe.clock || !url) return null;
-  const sentAt = Date.now();
-  try {
-    const date = await within(probe.clock(), 'reading PostgreSQL\'s clock');
-    const { hostname, port } = new URL(url);
-    return { date, sentAt, receivedAt: Date.now(), from: `PostgreSQL at ${hostname || 'its socket'}:${port || 5432}`, resolutionMs: 1 };
-  } catch {
-    return null;
-  }
-}

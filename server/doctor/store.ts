@@ -4,6 +4,7 @@ import type { ControlStore } from '../store/control.ts';
 import { MIGRATIONS } from '../store/migrations/index.ts';
 import { nodeStateText, type NodeInfo, type RelayNode } from '../store/repos/nodes.ts';
 import { type Check, type CheckStatus, fail, messageOf, pass, warn, within, worst } from './report.ts';
+import type { OtherClock } from './host.ts';
 
 /** What the checks read of a database; the CLI opens it read-only, the server passes its own store. */
 export interface DatabaseProbe {
@@ -21,7 +22,24 @@ export interface DatabaseProbe {
 
 /** The server's own store (GET /v2/doctor). */
 export function storeProbe(data: ControlStore, where: string): DatabaseProbe {
-  return { kind: data.kind, where, schemaVersion: () => data.schemaVersion(), nodes: () => data.listNodes(), relays: () => data.relayNodes() };
+  const clock = data.kind === 'postgres' ? { clock: () => data.databaseClock() } : {};
+  return { kind: data.kind, where, schemaVersion: () => data.schemaVersion(), nodes: () => data.listNodes(), relays: () => data.relayNodes(), ...clock };
+}
+
+/**
+ * PostgreSQL's clock to compare this machine's with (a cluster's instances and nodes judge leases,
+ * expiry and relay grants by their own clocks), `from` naming it; null when the database is
+ * SQLite (one machine, one clock) or does not answer.
+ */
+export async function databaseClock(probe: DatabaseProbe, from: string): Promise<OtherClock | null> {
+  if (!probe.clock) return null;
+  const sentAt = Date.now();
+  try {
+    const date = await within(probe.clock(), 'reading PostgreSQL\'s clock');
+    return { date, sentAt, receivedAt: Date.now(), from, resolutionMs: 1 };
+  } catch {
+    return null;
+  }
 }
 
 export const LATEST_SCHEMA = MIGRATIONS.length;

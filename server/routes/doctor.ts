@@ -5,7 +5,7 @@ import type { FastifyInstance } from 'fastify';
 import { DoctorReport } from '../contract/doctor.ts';
 import type { PortSpec } from '../doctor/ports.ts';
 import { runDoctor } from '../doctor/run.ts';
-import { storeProbe } from '../doctor/store.ts';
+import { databaseClock, storeProbe } from '../doctor/store.ts';
 import type { Services } from '../services.ts';
 import { bearer, responses } from './common.ts';
 
@@ -28,7 +28,7 @@ export async function doctorRoutes(app: FastifyInstance, ctx: Services, opts: Do
     config: { ownerOnly: true },
     schema: {
       summary: 'Check what makes clients fail before they connect (extension)',
-      description: 'The report of `vpn-access doctor --json` for the checks the server can run about itself. The clock is not checked here (there is nothing to compare with).',
+      description: 'The report of `vpn-access doctor --json` for the checks the server can run about itself. The clock is compared with PostgreSQL\'s in cluster mode; on a data folder it is left out (one machine, one clock).',
       tags: ['meta'],
       security: bearer,
       response: responses({ 200: DoctorReport }, 401, 403, 429, 500),
@@ -36,6 +36,7 @@ export async function doctorRoutes(app: FastifyInstance, ctx: Services, opts: Do
     } as object,
     handler: async () => {
       const s = ctx.tls.status;
+      const database = storeProbe(ctx.data, ctx.database === 'sqlite' ? 'the data folder\'s database' : 'the PostgreSQL database');
       return runDoctor({
         publicHost: ctx.settings.link.publicHost,
         bindHost: ctx.settings.link.publicHost,
@@ -51,7 +52,10 @@ export async function doctorRoutes(app: FastifyInstance, ctx: Services, opts: Do
           fingerprint: s.fingerprint_sha256,
         },
         egress: opts.egress,
-        database: storeProbe(ctx.data, ctx.database === 'sqlite' ? 'the data folder\'s database' : 'the PostgreSQL database'),
+        database,
+        // PostgreSQL's clock (another machine's, as a rule): this instance's leases and grants are
+        // judged against it. Left out when it does not answer (the database check says why).
+        clock: (await databaseClock(database, 'PostgreSQL')) ?? undefined,
         zonesFile: opts.zonesFile,
       });
     },

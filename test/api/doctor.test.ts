@@ -56,7 +56,7 @@ describe('GET /v2/doctor', () => {
     }
   });
 
-  test('PostgreSQL: the schema version read from the cluster database', async (t) => {
+  test('PostgreSQL: the schema version read from the cluster database, the clock compared with its clock', async (t) => {
     const pg = await startPostgres(t);
     const s = await doctorOf(pg.url());
     try {
@@ -65,6 +65,10 @@ describe('GET /v2/doctor', () => {
       const db = got.value.checks.find((c) => c.id === 'database')!;
       assert.equal(db.status, 'pass');
       assert.match(db.detail, /^the PostgreSQL database reachable, schema version \d+ \(the latest\)$/);
+      // The instance's clock against PostgreSQL's (on SQLite it is left out: one machine, one clock).
+      const clock = got.value.checks.find((c) => c.id === 'clock')!;
+      assert.equal(clock.status, 'pass', clock.detail);
+      assert.match(clock.detail, /^within 5 s of PostgreSQL \(about 0(\.\d)? s apart\)$/);
     } finally {
       await s.close();
     }

@@ -154,4 +154,8 @@ export function pendingVersions(current: number, target = MIGRATIONS.length): nu
 /** The schema version the migrations reached (0 before the first). */
 const schemaVersion = () => scalar({ sqlite: 'PRAGMA user_version', postgres: 'SELECT COALESCE(MAX(version), 0) AS v FROM schema_migrations' });
 
-export const migrationOps = { schemaVersion };
+/** The database server's clock, ISO with milliseconds (PostgreSQL's machine; SQLite's is this one). */
+const databaseClock = () =>
+  scalar<string>({ sqlite: "SELECT strftime('%Y-%m-%dT%H:%M:%fZ', 'now')", postgres: `SELECT to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')` });
+
+export const migrationOps = { schemaVersion, databaseClock };
