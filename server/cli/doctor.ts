@@ -45,13 +45,13 @@ function configuredTls(values: ServeValues, dataDir: string, publicHost: string)
   }
 }
 
-/** The first check: which service was inspected, and whether it answers. */
 /** "PostgreSQL at host:port", as the clock check names it. */
 function postgresNamed(url: string): string {
   const { hostname, port } = new URL(url);
   return `PostgreSQL at ${hostname || 'its socket'}:${port || 5432}`;
 }
 
+/** The first check: which service was inspected, and whether it answers. */
 function serviceCheck(answer: ServerAnswer | null, asked: string, named: boolean): Check {
   const title = 'Service';
   if (answer?.ok) return pass('service', title, `answers at ${asked}${answer.version ? ` (version ${answer.version})` : ''}`);

@@ -43,4 +43,3 @@ export async function postgresProbe(url: string, shownAs: string): Promise<Datab
     close: () => pool.end(),
   };
 }
-
