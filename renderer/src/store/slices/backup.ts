@@ -16,8 +16,8 @@ export const createBackupSlice: SliceCreator<BackupSlice> = (set, get) => {
     const poll = setInterval(() => {
       ops()
         .backupProgress()
-        .then((line) => {
-          if (get().backupPending === kind) set({ backupProgress: line });
+        .then((progress) => {
+          if (get().backupPending === kind) set({ backupProgress: progress });
         })
         .catch(() => {});
     }, PROGRESS_POLL_MS);
