@@ -4,10 +4,9 @@
 // A failure (the folder gone: a drive unplugged) is kept and shown until a backup works again, and
 // tried again an hour later. Never while a backup or restore of the person's own runs.
 import { existsSync } from 'node:fs';
-import { basename, join } from 'node:path';
 import type { AutoBackupState } from '../common/api-types.ts';
 import type { Result } from '../common/result.ts';
-import { backupFolderName, makeBackup, pruneBackups } from '../server/backup/make.ts';
+import { backupInto } from '../server/backup/make.ts';
 import type { BackupDialogs, DataBackups } from './backup.ts';
 import type { Endpoints } from './endpoint.ts';
 import type { Settings, SettingsFile } from './settings.ts';
@@ -82,8 +81,7 @@ export class AutoBackup {
       try {
         // A folder gone (a drive not connected) is not made again where its mount point was.
         if (!existsSync(a.folder)) throw new Error(`${a.folder} is not there (a drive not connected?)`);
-        const made = await makeBackup(this.#d.endpoints.serverDir, join(a.folder, backupFolderName(new Date(this.#now()))));
-        pruneBackups(a.folder, AUTO_KEEP, basename(made.out));
+        await backupInto(this.#d.endpoints.serverDir, a.folder, { keep: AUTO_KEEP, at: new Date(this.#now()) });
         this.#save({ lastAt: at, triedAt: at, lastError: undefined });
       } catch (err) {
         this.#save({ triedAt: at, lastError: err instanceof Error ? err.message : String(err) });

@@ -4,11 +4,10 @@
 // embedded server, puts the backup back (what it replaces is moved aside, never deleted) and starts
 // the server again. The window then shows the restored data, as the backup's customer; if the
 // backup does not know the app's API token, a new owner token is made for it.
-import { join } from 'node:path';
 import type { BackupDone, BackupProgress, RestoreDone } from '../common/api-types.ts';
 import { fail, type Result } from '../common/result.ts';
 import { BackupRefused, type Progress } from '../server/backup/files.ts';
-import { backupFolderName, makeBackup } from '../server/backup/make.ts';
+import { backupInto } from '../server/backup/make.ts';
 import { checkBackup, restoreBackup } from '../server/backup/restore.ts';
 import { EMBEDDED_CUSTOMER, type Endpoints } from './endpoint.ts';
 import type { SettingsFile } from './settings.ts';
@@ -95,7 +94,7 @@ export class DataBackups {
       if (refused) return refused;
       const parent = await this.#d.dialogs.chooseFolder({ title: 'Back up the app’s data into a folder', buttonLabel: 'Back up here', create: true });
       if (!parent) return { ok: true, value: null };
-      const made = await makeBackup(this.#d.endpoints.serverDir, join(parent, backupFolderName()), shown);
+      const made = await backupInto(this.#d.endpoints.serverDir, parent, { say: shown });
       return { ok: true, value: { folder: made.out, made_at: made.made_at, bytes: made.bytes, files: made.files } };
     });
   }

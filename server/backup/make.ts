@@ -5,13 +5,13 @@
 // carry; last, the manifest (backup.json) with each file's SHA-256. Used by `vpn-access backup` and
 // by the desktop app's "Back up…".
 import { chmodSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import { backup as sqliteBackup, DatabaseSync } from 'node:sqlite';
 import { DB_FILE } from '../store/db.ts';
 import { BackupRefused, checkDatabase, copyFiles, FORMAT, KEPT, MANIFEST, progress, sha256, type Manifest, type Progress } from './files.ts';
 
 /** A backup folder's name: the time it was made (no colons: not every system allows them), sorting as the time. */
-export const backupFolderName = (at = new Date()) => `vpn-access-backup-${at.toISOString().replaceAll(':', '-')}`;
+const backupFolderName = (at: Date) => `vpn-access-backup-${at.toISOString().replaceAll(':', '-')}`;
 const FOLDER_NAME = /^vpn-access-backup-\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d(\.\d{3})?Z$/;
 
 /** All pages in one backup step: a step that another connection's write interrupts starts over. */
@@ -94,7 +94,7 @@ export async function makeBackup(dataDir: string, out: string, say?: Progress): 
  * whatever the clock did. Only folders named by backupFolderName that hold a manifest are counted or
  * removed: nothing else in `dir` is touched. Returns the names removed.
  */
-export function pruneBackups(dir: string, keep: number, made: string): string[] {
+function pruneBackups(dir: string, keep: number, made: string): string[] {
   const others = readdirSync(dir, { withFileTypes: true })
     .filter((e) => e.isDirectory() && FOLDER_NAME.test(e.name) && e.name !== made && existsSync(join(dir, e.name, MANIFEST)))
     .map((e) => e.name)
@@ -103,4 +103,13 @@ export function pruneBackups(dir: string, keep: number, made: string): string[] 
   const removed = others.slice(Math.max(0, keep - 1));
   for (const name of removed) rmSync(join(dir, name), { recursive: true, force: true });
   return removed;
+}
+
+/**
+ * Backs `dataDir` up into a new folder of `into` (which exists) named by the time (`at`, now by
+ * default); with `keep`, then removes the oldest backups there beyond `keep` (pruneBackups).
+ */
+export async function backupInto(dataDir: string, into: string, opts: { keep?: number; at?: Date; say?: Progress } = {}): Promise<BackupMade & { removed: string[] }> {
+  const made = await makeBackup(dataDir, join(into, backupFolderName(opts.at ?? new Date())), opts.say);
+  return { ...made, removed: opts.keep ? pruneBackups(into, opts.keep, basename(made.out)) : [] };
 }

@@ -4,10 +4,10 @@
 // it is checked).
 // On PostgreSQL the database holds the keys too: pg_dump is the backup (docs/operations.md).
 import { chmodSync, mkdirSync } from 'node:fs';
-import { basename, join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { BackupRefused, mib, type Progress } from '../backup/files.ts';
-import { backupFolderName, makeBackup, pruneBackups } from '../backup/make.ts';
+import { backupInto, makeBackup, type BackupMade } from '../backup/make.ts';
 import { restoreBackup } from '../backup/restore.ts';
 import { defaultDataDir, env, fail } from './shared.ts';
 
@@ -29,14 +29,13 @@ async function refusing<T>(work: () => Promise<T>): Promise<T> {
 }
 
 /** `--out DIR`, or `--into DIR` (a new dated folder in it) with `--keep N` (the oldest beyond N removed). */
-function destination(values: { out?: string; into?: string; keep?: string }): { out: string; into?: string; keep?: number } {
+function destination(values: { out?: string; into?: string; keep?: string }): { out: string } | { into: string; keep?: number } {
   if (values.out && values.into) fail('backup takes --out DIR or --into DIR, not both');
   if (values.keep !== undefined && !values.into) fail('--keep N goes with --into DIR: it removes the oldest backups there');
   if (values.into) {
     const keep = values.keep === undefined ? undefined : Number(values.keep);
     if (keep !== undefined && !(Number.isInteger(keep) && keep >= 1)) fail(`--keep takes a whole number of backups, 1 or more, not "${values.keep}"`);
-    const into = resolve(values.into);
-    return { out: join(into, backupFolderName()), into, keep };
+    return { into: resolve(values.into), keep };
   }
   if (!values.out) fail('backup needs --out DIR, a folder that does not exist yet or is empty (or --into DIR [--keep N]: a dated folder in DIR)');
   return { out: values.out };
@@ -47,15 +46,15 @@ export async function backupCommand(argv: string[]): Promise<void> {
   postgresRefusal(values.database);
   const to = destination(values);
   const dataDir = resolve(values['data-dir'] ?? defaultDataDir());
-  if (to.into) {
+  if ('into' in to) {
     mkdirSync(to.into, { recursive: true, mode: 0o700 });
     chmodSync(to.into, 0o700);
   }
-  const made = await refusing(() => makeBackup(dataDir, to.out, note));
-  const removed = to.into && to.keep ? pruneBackups(to.into, to.keep, basename(made.out)) : [];
+  const made: BackupMade & { removed?: string[] } = await refusing(() => ('into' in to ? backupInto(dataDir, to.into, { keep: to.keep, say: note }) : makeBackup(dataDir, to.out, note)));
+  const removed = made.removed ?? [];
   process.stdout.write(
     `backed up ${dataDir} into ${made.out}: the database (${mib(made.bytes)}, schema ${made.schema_version})${made.others.length ? `, ${made.others.join(', ')}` : ''}\n` +
-      (removed.length ? `removed the ${removed.length} oldest backup${removed.length === 1 ? '' : 's'} in ${to.into} (kept the newest ${to.keep}): ${removed.join(', ')}\n` : '') +
+      (removed.length && 'into' in to ? `removed the ${removed.length} oldest backup${removed.length === 1 ? '' : 's'} in ${to.into} (kept the newest ${to.keep}): ${removed.join(', ')}\n` : '') +
       `it holds secrets (keys, session ids): keep it where only you can read it; restore with: vpn-access restore --from ${made.out} --data-dir DIR\n`,
   );
 }
