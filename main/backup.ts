@@ -122,7 +122,7 @@ export class DataBackups {
         const restored = await restoreBackup(from, dir, { force: true, say: shown });
         customer = customerAfterRestore(before, restored.customers);
         settings.update({ embeddedCustomer: customer });
-        shown.step?.('starting the server on', this.#step?.bytes ?? 0); // the database just restored
+        shown.step?.('starting the server on', restored.bytes);
         return restored;
       });
       return { ok: true, value: { made_at: done.made_at, replaced_into: done.replaced_into, customer, token_renewed: tokenRenewed } };

@@ -18,6 +18,8 @@ export interface Restored {
   replaced_into: string | null;
   /** The restored database's customers, oldest first. */
   customers: string[];
+  /** The restored database's size, in bytes. */
+  bytes: number;
 }
 
 function isManifest(m: unknown): m is Manifest {
@@ -122,7 +124,8 @@ export async function restoreBackup(from: string, dataDir: string, opts: { force
     const present = REPLACED.filter((f) => existsSync(join(dataDir, f)));
     if (present.length && !opts.force) throw new BackupRefused(`${dataDir} already holds a data folder's files (${present.join(', ')}); restore replaces them: add --force (they are moved aside, not deleted)`);
     const aside = await putBack(from, dataDir, manifest.files.map((f) => f.path), present, opts.say);
-    return { made_at: manifest.made_at, schema_version: manifest.schema_version, replaced_into: aside, customers: customersOf(join(dataDir, DB_FILE)) };
+    const db = join(dataDir, DB_FILE);
+    return { made_at: manifest.made_at, schema_version: manifest.schema_version, replaced_into: aside, customers: customersOf(db), bytes: statSync(db).size };
   } finally {
     release();
   }
