@@ -76,14 +76,16 @@ test('what is typed while a save is on its way stays when the answer arrives', a
   await app.go('Limits');
   await app.limitsTab('Session');
   const page = app.page;
-  // The PATCH reaches the server a second late: a slow network, with the person still typing.
-  const held = await holdBack(page, '**/v2/customer/limits/session', 'PATCH', 1000);
+  // The PATCH is held on its way (a slow network) while the person goes on typing.
+  const held = await holdBack(page, '**/v2/customer/limits/session', 'PATCH');
   await app.limitField('Downloaded bytes').fill('1 GB');
   await app.limitField('Upload speed').fill('64 KB/s');
   await app.saveLimits().click();
+  await expect.poll(held.count).toBe(1);
   await app.limitField('Download speed').fill('0');
+  held.release();
   await expect(page.getByText('Session limits saved.')).toBeVisible();
-  expect(held()).toBe(1);
+  expect(held.count()).toBe(1);
   // The server's answer fills what was sent, in bytes; the field typed since keeps its text and its check.
   await expect(app.limitField('Downloaded bytes')).toHaveValue(String(1024 ** 3));
   await expect(app.limitField('Upload speed')).toHaveValue(String(64 * 1024));
