@@ -9,6 +9,7 @@
 // are gathered (resultTypes): the passes' and inapplicable rules' element lists are never read.
 import axe from 'axe-core';
 import type { Page } from '@playwright/test';
+import { inBothSchemes } from './schemes.ts';
 
 const TAGS = ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'];
 
@@ -23,4 +24,11 @@ export async function axeViolations(page: Page, where: string): Promise<string[]
   return result.violations.map(
     (v) => `${where}: ${v.id} (${v.impact}): ${v.help}: ${v.nodes.map((n) => `${n.target.join(' ')}${n.failureSummary ? ` [${n.failureSummary.replace(/\s+/g, ' ')}]` : ''}`).join('; ')}`,
   );
+}
+
+/** The violations on the page as it is now, in light and in dark (each line says which). */
+export async function axeViolationsInBothSchemes(page: Page, where: string): Promise<string[]> {
+  const found: string[] = [];
+  await inBothSchemes(page, async (scheme) => void found.push(...(await axeViolations(page, `${scheme} ${where}`))));
+  return found;
 }

@@ -6,7 +6,8 @@
 // links that can carry no traffic greyed with the reason; the Clients screen past a hundred clients
 // (Show more, search). Screenshots in light and dark (test-results/clients-*/).
 import { test, expect } from './fixtures.ts';
-import { axeViolations } from './axe.ts';
+import { axeViolationsInBothSchemes } from './axe.ts';
+import { picturesInBothSchemes } from './schemes.ts';
 import { overflowOf } from './layout.ts';
 import type { Page, TestInfo } from '@playwright/test';
 import { curlViaSocks, startOrigin, startV2ray, type Configuration } from './vless.ts';
@@ -14,138 +15,136 @@ import { curlViaSocks, startOrigin, startV2ray, type Configuration } from './vle
 interface Session { id: string; client_id: string; configuration: Configuration; status: string }
 interface Client { client_id: string; status: string; disabled: boolean; limits: Record<string, unknown>; limit_sources: Record<string, string>; period: null | { downloaded_bytes: number } }
 
-/** The whole screen: the window made as tall as the content area's scroll height for the picture. */
+/** The whole screen, light and dark: the window made as tall as the content area's scroll height for the pictures. */
 const shot = async (page: Page, testInfo: TestInfo, name: string) => {
-  const path = testInfo.outputPath(`${name}.png`);
   const size = page.viewportSize()!;
   const tall = await page.locator('#content').evaluate((el) => el.scrollHeight + 60);
   await page.setViewportSize({ width: size.width, height: Math.min(Math.max(tall, size.height), 4000) });
   await page.waitForTimeout(150);
-  await page.screenshot({ path, fullPage: true });
-  await page.setViewportSize(size);
-  await testInfo.attach(name, { path, contentType: 'image/png' });
+  try {
+    await picturesInBothSchemes(page, testInfo, name);
+  } finally {
+    await page.setViewportSize(size);
+  }
 };
 
 
-for (const scheme of ['light', 'dark'] as const) {
-  test(`an override set on the client page is enforced; over quota and disabled show in both lists (${scheme})`, async ({ app, backend }, testInfo) => {
-    test.setTimeout(120_000);
-    const page = app.page;
-    await page.emulateMedia({ colorScheme: scheme });
-    const client = `capped-${scheme}-${Date.now()}`;
-    const enc = encodeURIComponent(client);
-    const { body: s } = await backend.api<Session>('POST', '/sessions', { client_id: client, zone: 'de-fra', reusable: true });
-    await page.reload();
-    await app.waitReady();
+test('an override set on the client page is enforced; over quota and disabled show in both lists', async ({ app, backend }, testInfo) => {
+  test.setTimeout(120_000);
+  const page = app.page;
+  const client = `capped-${Date.now()}`;
+  const enc = encodeURIComponent(client);
+  const { body: s } = await backend.api<Session>('POST', '/sessions', { client_id: client, zone: 'de-fra', reusable: true });
+  await page.reload();
+  await app.waitReady();
 
-    // The override, from the client page: the field says where the value in force comes from.
-    await app.openClient(client);
-    await expect(page.getByTestId('limits-unset')).toContainText('No override');
-    await page.getByLabel('Downloaded bytes', { exact: true }).fill('256 KB');
-    await page.getByLabel('Byte caps renew', { exact: true }).selectOption('day');
-    await page.getByRole('button', { name: 'Save override', exact: true }).click();
-    await expect(page.getByTestId('source-downloaded_bytes')).toContainText("256 KB, from this client's override");
-    const { body: override } = await backend.api<Record<string, unknown>>('GET', `/clients/${enc}/limits`);
-    expect(override).toMatchObject({ downloaded_bytes: 262_144, reset_period: 'day' });
-    const { body: before } = await backend.api<Client>('GET', `/clients/${enc}`);
-    expect(before.limits.downloaded_bytes).toBe(262_144);
-    expect(before.limit_sources.downloaded_bytes).toBe('override');
+  // The override, from the client page: the field says where the value in force comes from.
+  await app.openClient(client);
+  await expect(page.getByTestId('limits-unset')).toContainText('No override');
+  await page.getByLabel('Downloaded bytes', { exact: true }).fill('256 KB');
+  await page.getByLabel('Byte caps renew', { exact: true }).selectOption('day');
+  await page.getByRole('button', { name: 'Save override', exact: true }).click();
+  await expect(page.getByTestId('source-downloaded_bytes')).toContainText("256 KB, from this client's override");
+  const { body: override } = await backend.api<Record<string, unknown>>('GET', `/clients/${enc}/limits`);
+  expect(override).toMatchObject({ downloaded_bytes: 262_144, reset_period: 'day' });
+  const { body: before } = await backend.api<Client>('GET', `/clients/${enc}`);
+  expect(before.limits.downloaded_bytes).toBe(262_144);
+  expect(before.limit_sources.downloaded_bytes).toBe('override');
 
-    // Real traffic past the cap: the client is over quota, and every list says so in words.
-    const origin = await startOrigin();
-    const v2ray = await startV2ray(s.configuration);
-    try {
-      await curlViaSocks(v2ray.socksPort, `${origin.url}/bytes?n=${2 * 1024 * 1024}`, 15).done;
-    } finally {
-      await v2ray.stop();
-      await origin.close();
+  // Real traffic past the cap: the client is over quota, and every list says so in words.
+  const origin = await startOrigin();
+  const v2ray = await startV2ray(s.configuration);
+  try {
+    await curlViaSocks(v2ray.socksPort, `${origin.url}/bytes?n=${2 * 1024 * 1024}`, 15).done;
+  } finally {
+    await v2ray.stop();
+    await origin.close();
+  }
+  await expect(page.getByTestId('client-status')).toContainText('over quota until', { timeout: 20_000 });
+  expect((await backend.api<Client>('GET', `/clients/${enc}`)).body.status).toBe('over_quota');
+  await expect(page.getByRole('meter', { name: `Usage of ${client} against its byte cap` })).toHaveAttribute('aria-valuenow', '100');
+  await shot(page, testInfo, 'client over quota');
+  await app.go('Clients');
+  await expect(page.locator(`tr[data-client-id="${client}"]`)).toContainText('over quota until');
+  await shot(page, testInfo, 'clients over quota');
+  await app.go('Sessions');
+  const row = page.locator(`[data-session-id="${s.id}"]`);
+  await expect(row).toContainText('over quota until');
+  await expect(row.getByRole('meter')).toHaveAttribute('aria-valuenow', '100');
+  await shot(page, testInfo, 'sessions over quota');
+  // Narrower windows with the sidebar: the list drops columns, never clips a row's actions.
+  try {
+    for (const width of [1100, 900, 800]) {
+      await page.setViewportSize({ width, height: 800 });
+      await expect(row.getByRole('button', { name: /^Copy link of/ })).toBeVisible();
+      const clipped = await row.evaluate((el) => {
+        const table = el.closest('.table')!.getBoundingClientRect();
+        return [...el.querySelectorAll('button, [role="meter"]')].filter((b) => b.getBoundingClientRect().right > table.right + 0.5).map((b) => b.getAttribute('aria-label'));
+      });
+      expect(clipped, `${width} px`).toEqual([]);
     }
-    await expect(page.getByTestId('client-status')).toContainText('over quota until', { timeout: 20_000 });
-    expect((await backend.api<Client>('GET', `/clients/${enc}`)).body.status).toBe('over_quota');
-    await expect(page.getByRole('meter', { name: `Usage of ${client} against its byte cap` })).toHaveAttribute('aria-valuenow', '100');
-    await shot(page, testInfo, `${scheme}-client-over-quota`);
-    await app.go('Clients');
-    await expect(page.locator(`tr[data-client-id="${client}"]`)).toContainText('over quota until');
-    await shot(page, testInfo, `${scheme}-clients-over-quota`);
-    await app.go('Sessions');
-    const row = page.locator(`[data-session-id="${s.id}"]`);
-    await expect(row).toContainText('over quota until');
-    await expect(row.getByRole('meter')).toHaveAttribute('aria-valuenow', '100');
-    await shot(page, testInfo, `${scheme}-sessions-over-quota`);
-    // Narrower windows with the sidebar: the list drops columns, never clips a row's actions.
-    try {
-      for (const width of [1100, 900, 800]) {
-        await page.setViewportSize({ width, height: 800 });
-        await expect(row.getByRole('button', { name: /^Copy link of/ })).toBeVisible();
-        const clipped = await row.evaluate((el) => {
-          const table = el.closest('.table')!.getBoundingClientRect();
-          return [...el.querySelectorAll('button, [role="meter"]')].filter((b) => b.getBoundingClientRect().right > table.right + 0.5).map((b) => b.getAttribute('aria-label'));
-        });
-        expect(clipped, `${width} px`).toEqual([]);
-      }
-    } finally {
-      await page.setViewportSize({ width: 1280, height: 800 });
+  } finally {
+    await page.setViewportSize({ width: 1280, height: 800 });
+  }
+  // The same at 390 px: nothing wider than the window.
+  await page.setViewportSize({ width: 390, height: 844 });
+  try {
+    for (const [name, open] of [
+      ['sessions', () => expect(row).toContainText('over quota until')],
+      ['clients', async () => (await app.go('Clients'), expect(page.locator(`tr[data-client-id="${client}"]`)).toContainText('over quota until'))],
+      ['client', async () => (await app.openClient(client), expect(page.getByTestId('client-status')).toContainText('over quota until'))],
+    ] as const) {
+      await open();
+      expect(await overflowOf(page), `${name} at 390 px`).toEqual([]);
+      await shot(page, testInfo, `phone ${name} over quota`);
     }
-    // The same at 390 px: nothing wider than the window.
-    await page.setViewportSize({ width: 390, height: 844 });
-    try {
-      for (const [name, open] of [
-        ['sessions', () => expect(row).toContainText('over quota until')],
-        ['clients', async () => (await app.go('Clients'), expect(page.locator(`tr[data-client-id="${client}"]`)).toContainText('over quota until'))],
-        ['client', async () => (await app.openClient(client), expect(page.getByTestId('client-status')).toContainText('over quota until'))],
-      ] as const) {
-        await open();
-        expect(await overflowOf(page), `${name} at 390 px`).toEqual([]);
-        await shot(page, testInfo, `${scheme}-phone-${name}-over-quota`);
-      }
-    } finally {
-      await page.setViewportSize({ width: 1280, height: 800 });
-    }
+  } finally {
+    await page.setViewportSize({ width: 1280, height: 800 });
+  }
 
-    // Reset usage (asked first): the count starts over, the client may connect again.
-    await app.openClient(client);
-    await page.getByRole('button', { name: 'Reset usage', exact: true }).click();
-    await expect(page.getByRole('alertdialog')).toContainText('start over from zero');
-    // The over-quota page with its question open: no WCAG 2.1 AA violation (axe.ts).
-    const found = await axeViolations(page, `${scheme} over quota, asked to reset`);
-    expect(found, found.join('\n')).toEqual([]);
-    await page.getByRole('alertdialog').getByRole('button', { name: 'Reset usage' }).click();
-    await expect(page.getByTestId('client-status')).not.toContainText('over quota');
-    expect((await backend.api<Client>('GET', `/clients/${enc}`)).body.status).not.toBe('over_quota');
+  // Reset usage (asked first): the count starts over, the client may connect again.
+  await app.openClient(client);
+  await page.getByRole('button', { name: 'Reset usage', exact: true }).click();
+  await expect(page.getByRole('alertdialog')).toContainText('start over from zero');
+  // The over-quota page with its question open: no WCAG 2.1 AA violation (axe.ts).
+  const found = await axeViolationsInBothSchemes(page, 'over quota, asked to reset');
+  expect(found, found.join('\n')).toEqual([]);
+  await page.getByRole('alertdialog').getByRole('button', { name: 'Reset usage' }).click();
+  await expect(page.getByTestId('client-status')).not.toContainText('over quota');
+  expect((await backend.api<Client>('GET', `/clients/${enc}`)).body.status).not.toBe('over_quota');
 
-    // Disable (asked first, saying it cuts live connections): both lists and the link say so.
-    // By keyboard first: Escape answers no and changes nothing.
-    await page.getByRole('button', { name: 'Disable', exact: true }).focus();
-    await page.keyboard.press('Enter');
-    await expect(page.getByRole('button', { name: 'Disable now', exact: true })).toBeFocused();
-    await page.keyboard.press('Escape');
-    await expect(page.getByRole('alertdialog')).toHaveCount(0);
-    expect((await backend.api<Client>('GET', `/clients/${enc}`)).body.disabled).toBe(false);
-    await page.getByRole('button', { name: 'Disable', exact: true }).click();
-    await expect(page.getByRole('alertdialog')).toContainText('live connections are cut');
-    await page.getByRole('button', { name: 'Disable now', exact: true }).click();
-    await expect(page.getByTestId('client-status')).toContainText('disabled');
-    expect((await backend.api<Client>('GET', `/clients/${enc}`)).body.disabled).toBe(true);
-    await app.go('Clients');
-    await expect(page.locator(`tr[data-client-id="${client}"]`)).toContainText('disabled');
-    await app.go('Sessions');
-    await expect(row).toContainText('client disabled');
-    await expect(row, 'the usage reset ended the over quota').not.toContainText('over quota');
-    await shot(page, testInfo, `${scheme}-sessions-disabled`);
-    await app.openSession(s.id);
-    await expect(page.getByTestId('link-blocked')).toContainText('is disabled');
-    await expect(page.getByRole('button', { name: 'Copy link' })).toBeEnabled();
-    await shot(page, testInfo, `${scheme}-session-disabled`);
+  // Disable (asked first, saying it cuts live connections): both lists and the link say so.
+  // By keyboard first: Escape answers no and changes nothing.
+  await page.getByRole('button', { name: 'Disable', exact: true }).focus();
+  await page.keyboard.press('Enter');
+  await expect(page.getByRole('button', { name: 'Disable now', exact: true })).toBeFocused();
+  await page.keyboard.press('Escape');
+  await expect(page.getByRole('alertdialog')).toHaveCount(0);
+  expect((await backend.api<Client>('GET', `/clients/${enc}`)).body.disabled).toBe(false);
+  await page.getByRole('button', { name: 'Disable', exact: true }).click();
+  await expect(page.getByRole('alertdialog')).toContainText('live connections are cut');
+  await page.getByRole('button', { name: 'Disable now', exact: true }).click();
+  await expect(page.getByTestId('client-status')).toContainText('disabled');
+  expect((await backend.api<Client>('GET', `/clients/${enc}`)).body.disabled).toBe(true);
+  await app.go('Clients');
+  await expect(page.locator(`tr[data-client-id="${client}"]`)).toContainText('disabled');
+  await app.go('Sessions');
+  await expect(row).toContainText('client disabled');
+  await expect(row, 'the usage reset ended the over quota').not.toContainText('over quota');
+  await shot(page, testInfo, 'sessions disabled');
+  await app.openSession(s.id);
+  await expect(page.getByTestId('link-blocked')).toContainText('is disabled');
+  await expect(page.getByRole('button', { name: 'Copy link' })).toBeEnabled();
+  await shot(page, testInfo, 'session disabled');
 
-    // Enable again; remove the override: the template applies.
-    await app.openClient(client);
-    await page.getByRole('button', { name: 'Enable', exact: true }).click();
-    await expect(page.getByTestId('client-status')).not.toContainText('disabled');
-    await page.getByRole('button', { name: 'Remove override', exact: true }).click();
-    await expect(page.getByTestId('limits-unset')).toBeVisible();
-    expect((await backend.api('GET', `/clients/${enc}/limits`)).status).toBe(404);
-  });
-}
+  // Enable again; remove the override: the template applies.
+  await app.openClient(client);
+  await page.getByRole('button', { name: 'Enable', exact: true }).click();
+  await expect(page.getByTestId('client-status')).not.toContainText('disabled');
+  await page.getByRole('button', { name: 'Remove override', exact: true }).click();
+  await expect(page.getByTestId('limits-unset')).toBeVisible();
+  expect((await backend.api('GET', `/clients/${enc}/limits`)).status).toBe(404);
+});
 
 test('devices registered by subscription fetches with x-hwid are listed, and Remove removes one', async ({ app, backend }, testInfo) => {
   const page = app.page;
@@ -362,11 +361,7 @@ test('the Clients screen with more than a hundred clients: a hundred rows, Show 
   const rows = page.locator('.clients-table tbody tr');
   await expect(rows).toHaveCount(100);
   await expect(page.getByTestId('clients-shown')).toHaveText('100 of 130 clients shown');
-  for (const scheme of ['light', 'dark'] as const) {
-    await page.emulateMedia({ colorScheme: scheme });
-    await shot(page, testInfo, `${scheme}-clients-first-hundred`);
-  }
-  await page.emulateMedia({ colorScheme: 'light' });
+  await shot(page, testInfo, 'clients first hundred');
   await page.getByRole('button', { name: 'Show 30 more', exact: true }).click();
   await expect(rows).toHaveCount(130);
   await expect(page.getByTestId('clients-shown')).toHaveCount(0);
@@ -376,11 +371,7 @@ test('the Clients screen with more than a hundred clients: a hundred rows, Show 
   await page.getByRole('searchbox', { name: 'Search' }).fill('nobody');
   await expect(page.getByText('No client matches')).toBeVisible();
   await expect(page.getByText('No client id contains "nobody".')).toBeVisible();
-  for (const scheme of ['light', 'dark'] as const) {
-    await page.emulateMedia({ colorScheme: scheme });
-    await shot(page, testInfo, `${scheme}-clients-no-match`);
-  }
-  await page.emulateMedia({ colorScheme: 'light' });
+  await shot(page, testInfo, 'clients no match');
   // the empty state clears the search and the status at once
   await page.getByRole('combobox', { name: 'Status' }).selectOption('disabled');
   await expect(page.getByText('No disabled client has "nobody" in its id.')).toBeVisible();

@@ -5,6 +5,7 @@
 // "Paused … by" from the audit trail. Screenshots in light and dark
 // (test-results/events-*/<scheme>-*.png).
 import { test, expect } from './fixtures.ts';
+import { picturesInBothSchemes } from './schemes.ts';
 import type { Locator, Page } from '@playwright/test';
 import { openVlessEcho, startTcpEcho } from '../dataplane/helpers/targets.ts';
 
@@ -61,14 +62,7 @@ test('connection opened and closed, in words, with the client; a close is not re
     await page.getByRole('button', { name: 'Show every event' }).click();
     await expect(page.getByRole('searchbox', { name: 'Session filter' })).toHaveValue('');
     await expect(closed).toBeVisible();
-    for (const scheme of ['light', 'dark'] as const) {
-      await page.emulateMedia({ colorScheme: scheme });
-      await page.waitForTimeout(150);
-      const file = testInfo.outputPath(`${scheme}-events.png`);
-      await page.screenshot({ path: file });
-      await testInfo.attach(`${scheme} events`, { path: file, contentType: 'image/png' });
-    }
-    await page.emulateMedia({ colorScheme: 'light' });
+    await picturesInBothSchemes(page, testInfo, 'events', { take: (path) => page.screenshot({ path }) });
 
     // The session's timeline: the same words, and its changes with who made them.
     await app.openSession(id);
@@ -82,14 +76,8 @@ test('connection opened and closed, in words, with the client; a close is not re
     await expect(timeline.locator('[data-audit-action="session.create"]')).toContainText(/Created\s*created by owner · token/);
     await expect(timeline.locator('[data-audit-action="session.pause"]')).toContainText(/Paused\s*paused by owner · token/, { timeout: 15_000 });
     await expect(timeline).not.toContainText('session_');
-    for (const scheme of ['light', 'dark'] as const) {
-      await page.emulateMedia({ colorScheme: scheme });
-      await page.waitForTimeout(150);
-      await timeline.scrollIntoViewIfNeeded();
-      const file = testInfo.outputPath(`${scheme}-timeline.png`);
-      await timeline.screenshot({ path: file });
-      await testInfo.attach(`${scheme} timeline`, { path: file, contentType: 'image/png' });
-    }
+    await timeline.scrollIntoViewIfNeeded();
+    await picturesInBothSchemes(page, testInfo, 'timeline', { take: (path) => timeline.screenshot({ path }) });
   } finally {
     await echo.close();
   }

@@ -3,9 +3,10 @@
 // (test-results/phone-layout-*/<scheme>-<size>-<screen>.png, for a person to look at); the Menu
 // button that replaces the sidebar on a phone; the theme chosen in Settings; input borders of
 // at least 3:1 (WCAG 1.4.11).
-import type { Page } from '@playwright/test';
+import type { Page, TestInfo } from '@playwright/test';
 import { test, expect } from './fixtures.ts';
 import { overflowOf } from './layout.ts';
+import { picturesInBothSchemes, type Scheme } from './schemes.ts';
 import type { AppPage, NavName } from './pages.ts';
 import { downloadThrough, type Configuration } from './vless.ts';
 
@@ -33,55 +34,55 @@ function borderContrast(page: Page, selector: string): Promise<number> {
   });
 }
 
-async function shoot(app: AppPage, file: string, name: string, testInfo: import('@playwright/test').TestInfo): Promise<void> {
+/** The screen as it is now, in light and in dark: nothing wider than the window, and a picture of each. */
+async function shoot(app: AppPage, testInfo: TestInfo, what: string, also?: (scheme: Scheme) => Promise<void>): Promise<void> {
   await app.page.waitForTimeout(200);
-  expect(await overflowOf(app.page), `${name}: nothing wider than the window`).toEqual([]);
-  await app.page.screenshot({ path: file, fullPage: true });
-  await testInfo.attach(name, { path: file, contentType: 'image/png' });
-}
-
-for (const scheme of ['light', 'dark'] as const) {
-  test(`every screen fits 1280 and 390 px wide (${scheme})`, async ({ app, backend }, testInfo) => {
-    test.setTimeout(150_000);
-    const page = app.page;
-    await page.emulateMedia({ colorScheme: scheme });
-    const ids: string[] = [];
-    for (const [i, c] of ['alice.long-name@example.com', 'bob', 'carol.k'].entries()) {
-      const r = await backend.api<{ id: string }>('POST', '/sessions', { client_id: `${scheme}-${c}`, zone: ['de-fra', 'us-nyc', 'jp-tyo'][i], reusable: true });
-      ids.push(r.body.id);
-    }
-    await page.reload();
-    await app.waitReady();
-    // A short transfer, so that the events, the dashboard and the charts have rows.
-    const { body: live } = await backend.api<{ configuration: Configuration }>('GET', `/sessions/${ids[0]}`);
-    await downloadThrough(live.configuration, 1024 * 1024);
-    for (const size of SIZES) {
-      await page.setViewportSize({ width: size.width, height: size.height });
-      for (const name of SCREENS) {
-        await app.go(name);
-        if (name === 'Events') await expect(page.locator('tr[data-event-type="session_end"]').first()).toBeVisible({ timeout: 15_000 });
-        if (name === 'Limits') await expect(app.saveLimits()).toBeVisible();
-        const slug = name.toLowerCase().replace(' ', '-');
-        await shoot(app, testInfo.outputPath(`${scheme}-${size.name}-${slug}.png`), `${scheme} ${size.name} ${name}`, testInfo);
-        if (name === 'New session') expect(await borderContrast(page, '#client-id'), 'input border contrast').toBeGreaterThanOrEqual(3);
-      }
-      await app.openSession(ids[0]!);
-      // Its transfer ended before the page opened: the speed chart says why it is empty.
-      await expect(page.getByText('No traffic since this page opened', { exact: false })).toBeVisible();
-      await shoot(app, testInfo.outputPath(`${scheme}-${size.name}-session-detail.png`), `${scheme} ${size.name} session detail`, testInfo);
-      await app.openClient(`${scheme}-alice.long-name@example.com`);
-      await expect(page.getByText('No subscription yet', { exact: true })).toBeVisible();
-      await shoot(app, testInfo.outputPath(`${scheme}-${size.name}-client.png`), `${scheme} ${size.name} client`, testInfo);
-      // The phone's navigation, opened.
-      if (size.name === 'phone') {
-        await app.menuButton().click();
-        await shoot(app, testInfo.outputPath(`${scheme}-phone-menu.png`), `${scheme} phone menu`, testInfo);
-        await page.keyboard.press('Escape');
-      }
-    }
-    await page.setViewportSize({ width: 1280, height: 800 });
+  await picturesInBothSchemes(app.page, testInfo, what, {
+    check: async (scheme) => {
+      expect(await overflowOf(app.page), `${scheme} ${what}: nothing wider than the window`).toEqual([]);
+      await also?.(scheme);
+    },
   });
 }
+
+test('every screen fits 1280 and 390 px wide, light and dark', async ({ app, backend }, testInfo) => {
+  test.setTimeout(150_000);
+  const page = app.page;
+  const ids: string[] = [];
+  for (const [i, c] of ['alice.long-name@example.com', 'bob', 'carol.k'].entries()) {
+    const r = await backend.api<{ id: string }>('POST', '/sessions', { client_id: `fit-${c}`, zone: ['de-fra', 'us-nyc', 'jp-tyo'][i], reusable: true });
+    ids.push(r.body.id);
+  }
+  await page.reload();
+  await app.waitReady();
+  // A short transfer, so that the events, the dashboard and the charts have rows.
+  const { body: live } = await backend.api<{ configuration: Configuration }>('GET', `/sessions/${ids[0]}`);
+  await downloadThrough(live.configuration, 1024 * 1024);
+  for (const size of SIZES) {
+    await page.setViewportSize({ width: size.width, height: size.height });
+    for (const name of SCREENS) {
+      await app.go(name);
+      if (name === 'Events') await expect(page.locator('tr[data-event-type="session_end"]').first()).toBeVisible({ timeout: 15_000 });
+      if (name === 'Limits') await expect(app.saveLimits()).toBeVisible();
+      const contrast = async (scheme: Scheme) => expect(await borderContrast(page, '#client-id'), `${scheme} input border contrast`).toBeGreaterThanOrEqual(3);
+      await shoot(app, testInfo, `${size.name} ${name}`, name === 'New session' ? contrast : undefined);
+    }
+    await app.openSession(ids[0]!);
+    // Its transfer ended before the page opened: the speed chart says why it is empty.
+    await expect(page.getByText('No traffic since this page opened', { exact: false })).toBeVisible();
+    await shoot(app, testInfo, `${size.name} session detail`);
+    await app.openClient('fit-alice.long-name@example.com');
+    await expect(page.getByText('No subscription yet', { exact: true })).toBeVisible();
+    await shoot(app, testInfo, `${size.name} client`);
+    // The phone's navigation, opened.
+    if (size.name === 'phone') {
+      await app.menuButton().click();
+      await shoot(app, testInfo, 'phone menu');
+      await page.keyboard.press('Escape');
+    }
+  }
+  await page.setViewportSize({ width: 1280, height: 800 });
+});
 
 test('at 390 px a Menu button opens the navigation; Escape and a chosen screen close it', async ({ app }) => {
   const page = app.page;

@@ -6,9 +6,9 @@
 // than a 390 px window.
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import type { Page, TestInfo } from '@playwright/test';
 import { test, expect } from './fixtures.ts';
 import { overflowOf } from './layout.ts';
+import { picturesInBothSchemes } from './schemes.ts';
 import { startOrigin } from './vless.ts';
 
 // Asynchronous on purpose: the server and the origin live in this process.
@@ -22,13 +22,6 @@ const runCurlLine = (line: string, url: string) => {
   expect(args[0]).toBe('curl');
   expect(args.at(-1)).toBe('https://example.com');
   return curl([...args.slice(1, -1), url]);
-};
-
-
-const shot = async (page: Page, testInfo: TestInfo, name: string) => {
-  const path = testInfo.outputPath(`${name}.png`);
-  await page.screenshot({ path, fullPage: true });
-  await testInfo.attach(name, { path, contentType: 'image/png' });
 };
 
 test('build a geo-targeted proxy credential and use it', async ({ app, backend, readClipboard }) => {
@@ -60,72 +53,69 @@ test('build a geo-targeted proxy credential and use it', async ({ app, backend, 
   }
 });
 
-for (const scheme of ['light', 'dark'] as const) {
-  test(`a sticky credential with its curl lines, used through the proxy (${scheme})`, async ({ app, backend, readClipboard }, testInfo) => {
-    const page = app.page;
-    await page.emulateMedia({ colorScheme: scheme });
-    await app.waitReady();
-    const id = await app.createSession({ clientId: `proxy-sticky-${scheme}`, reusable: true });
-    await app.go('Proxy');
-    await page.getByLabel('Credential session').selectOption(id);
-    await page.getByLabel('Country').selectOption('US');
-    await page.getByLabel('City').selectOption('new york');
+test('a sticky credential with its curl lines, used through the proxy', async ({ app, backend, readClipboard }, testInfo) => {
+  const page = app.page;
+  await app.waitReady();
+  const id = await app.createSession({ clientId: 'proxy-sticky', reusable: true });
+  await app.go('Proxy');
+  await page.getByLabel('Credential session').selectOption(id);
+  await page.getByLabel('Country').selectOption('US');
+  await page.getByLabel('City').selectOption('new york');
 
-    // Sticky: a generated key of 12 letters or digits; Regenerate makes another.
-    await page.getByLabel('Keep the same exit').check();
-    const key = page.getByTestId('proxy-sessid');
-    const first = (await key.textContent())!;
-    expect(first).toMatch(/^[a-z0-9]{12}$/);
-    await page.getByRole('button', { name: 'Regenerate the session key' }).click();
-    await expect(key).not.toHaveText(first);
-    const sessid = (await key.textContent())!;
-    await page.getByLabel('Lifetime (minutes)').fill('30');
-    await expect(page.getByTestId('proxy-user')).toHaveText(`${id}-cc-US-city-new.york-sessid-${sessid}-sesstime-30`);
-    await page.getByLabel('Strict: fail rather than move to another exit').check();
-    const user = `${id}-cc-US-city-new.york-sessid-${sessid}-sesstime-30-strict`;
-    await expect(page.getByTestId('proxy-user')).toHaveText(user);
-    // A lifetime out of range: the shared grammar's words, no credential.
-    await page.getByLabel('Lifetime (minutes)').fill('5000');
-    await expect(page.getByRole('alert')).toContainText('1 to 1440 minutes');
-    await page.getByLabel('Lifetime (minutes)').fill('30');
+  // Sticky: a generated key of 12 letters or digits; Regenerate makes another.
+  await page.getByLabel('Keep the same exit').check();
+  const key = page.getByTestId('proxy-sessid');
+  const first = (await key.textContent())!;
+  expect(first).toMatch(/^[a-z0-9]{12}$/);
+  await page.getByRole('button', { name: 'Regenerate the session key' }).click();
+  await expect(key).not.toHaveText(first);
+  const sessid = (await key.textContent())!;
+  await page.getByLabel('Lifetime (minutes)').fill('30');
+  await expect(page.getByTestId('proxy-user')).toHaveText(`${id}-cc-US-city-new.york-sessid-${sessid}-sesstime-30`);
+  await page.getByLabel('Strict: fail rather than move to another exit').check();
+  const user = `${id}-cc-US-city-new.york-sessid-${sessid}-sesstime-30-strict`;
+  await expect(page.getByTestId('proxy-user')).toHaveText(user);
+  // A lifetime out of range: the shared grammar's words, no credential.
+  await page.getByLabel('Lifetime (minutes)').fill('5000');
+  await expect(page.getByRole('alert')).toContainText('1 to 1440 minutes');
+  await page.getByLabel('Lifetime (minutes)').fill('30');
 
-    // SOCKS5: the same port and credentials; the URL and the curl line for it.
-    await page.getByRole('radio', { name: 'SOCKS5' }).check();
-    const info = (await backend.api<{ public_host: string; proxy_port: number }>('GET', '/server-info')).body;
-    const hostPort = `${info.public_host}:${info.proxy_port}`;
-    await expect(page.getByTestId('proxy-url')).toHaveText(`socks5h://${user}:${id}@${hostPort}`);
-    await expect(page.getByTestId('proxy-curl-socks5')).toHaveText(`curl --socks5-hostname ${hostPort} --proxy-user ${user}:${id} https://example.com`);
-    await page.getByRole('button', { name: 'Copy the curl command for SOCKS5' }).click();
-    const socksLine = await readClipboard();
-    expect(socksLine).toBe(`curl --socks5-hostname ${hostPort} --proxy-user ${user}:${id} https://example.com`);
-    await page.getByRole('radio', { name: 'HTTP' }).check();
-    await expect(page.getByTestId('proxy-url')).toHaveText(`http://${user}:${id}@${hostPort}`);
+  // SOCKS5: the same port and credentials; the URL and the curl line for it.
+  await page.getByRole('radio', { name: 'SOCKS5' }).check();
+  const info = (await backend.api<{ public_host: string; proxy_port: number }>('GET', '/server-info')).body;
+  const hostPort = `${info.public_host}:${info.proxy_port}`;
+  await expect(page.getByTestId('proxy-url')).toHaveText(`socks5h://${user}:${id}@${hostPort}`);
+  await expect(page.getByTestId('proxy-curl-socks5')).toHaveText(`curl --socks5-hostname ${hostPort} --proxy-user ${user}:${id} https://example.com`);
+  await page.getByRole('button', { name: 'Copy the curl command for SOCKS5' }).click();
+  const socksLine = await readClipboard();
+  expect(socksLine).toBe(`curl --socks5-hostname ${hostPort} --proxy-user ${user}:${id} https://example.com`);
+  await page.getByRole('radio', { name: 'HTTP' }).check();
+  await expect(page.getByTestId('proxy-url')).toHaveText(`http://${user}:${id}@${hostPort}`);
 
-    // The copied curl lines, run against a local origin: the sticky credential carries traffic
-    // over SOCKS5 and over HTTP, on the same port, counted on the session.
-    await page.getByRole('button', { name: 'Copy the curl command for HTTP' }).click();
-    const line = await readClipboard();
-    expect(line).toBe(`curl -x http://${user}:${id}@${hostPort} https://example.com`);
-    const origin = await startOrigin();
-    try {
-      expect(await runCurlLine(socksLine, `${origin.url}/bytes?n=40000`)).toBe('200');
-      await expect.poll(async () => (await backend.api<{ downloaded_bytes: number }>('GET', `/sessions/${id}/status`)).body.downloaded_bytes).toBeGreaterThanOrEqual(40000);
-      expect(await runCurlLine(socksLine, `${origin.url}/bytes?n=40000`)).toBe('200');
-      expect(await runCurlLine(line, `${origin.url}/bytes?n=40000`)).toBe('200');
-      await expect.poll(async () => (await backend.api<{ downloaded_bytes: number }>('GET', `/sessions/${id}/status`)).body.downloaded_bytes).toBeGreaterThanOrEqual(120000);
-    } finally {
-      await origin.close();
-    }
-    await shot(page, testInfo, `${scheme}-proxy`);
+  // The copied curl lines, run against a local origin: the sticky credential carries traffic
+  // over SOCKS5 and over HTTP, on the same port, counted on the session.
+  await page.getByRole('button', { name: 'Copy the curl command for HTTP' }).click();
+  const line = await readClipboard();
+  expect(line).toBe(`curl -x http://${user}:${id}@${hostPort} https://example.com`);
+  const origin = await startOrigin();
+  try {
+    expect(await runCurlLine(socksLine, `${origin.url}/bytes?n=40000`)).toBe('200');
+    await expect.poll(async () => (await backend.api<{ downloaded_bytes: number }>('GET', `/sessions/${id}/status`)).body.downloaded_bytes).toBeGreaterThanOrEqual(40000);
+    expect(await runCurlLine(socksLine, `${origin.url}/bytes?n=40000`)).toBe('200');
+    expect(await runCurlLine(line, `${origin.url}/bytes?n=40000`)).toBe('200');
+    await expect.poll(async () => (await backend.api<{ downloaded_bytes: number }>('GET', `/sessions/${id}/status`)).body.downloaded_bytes).toBeGreaterThanOrEqual(120000);
+  } finally {
+    await origin.close();
+  }
+  await picturesInBothSchemes(page, testInfo, 'proxy');
 
-    // 390 px: nothing wider than the window.
-    await page.setViewportSize({ width: 390, height: 844 });
-    try {
-      await expect(page.getByTestId('proxy-curl-http')).toBeVisible();
-      expect(await overflowOf(page), 'proxy at 390 px').toEqual([]);
-      await shot(page, testInfo, `${scheme}-phone-proxy`);
-    } finally {
-      await page.setViewportSize({ width: 1280, height: 800 });
-    }
-  });
-}
+  // 390 px: nothing wider than the window.
+  await page.setViewportSize({ width: 390, height: 844 });
+  try {
+    await expect(page.getByTestId('proxy-curl-http')).toBeVisible();
+    expect(await overflowOf(page), 'proxy at 390 px').toEqual([]);
+    await picturesInBothSchemes(page, testInfo, 'phone proxy');
+  } finally {
+    await page.setViewportSize({ width: 1280, height: 800 });
+  }
+});

@@ -5,6 +5,7 @@
 // horizontal overflow, asserted): test-results/subscription-settings-*/<scheme>-<width>.png, and
 // the subscription page with them at 390 px (page-390.png).
 import { test, expect } from './fixtures.ts';
+import { picturesInBothSchemes } from './schemes.ts';
 import { holdBack } from './slow-network.ts';
 import type { Backend } from './backend.ts';
 import type { AppPage } from './pages.ts';
@@ -79,13 +80,15 @@ test('edit, check, save and clear the subscription page settings; the page a bro
 test('what is typed while a save is on its way stays when the answer arrives', async ({ app, backend }, testInfo) => {
   test.skip(testInfo.project.name !== 'web', 'in web mode the browser sends the PATCH itself, so it can be held back here');
   const { page, card, support, announce, save } = await openCard(app, backend);
-  // The PATCH reaches the server a second late: a slow network, with the person still typing.
-  const held = await holdBack(page, '**/v2/subscription-settings', 'PATCH', 1000);
+  // The PATCH is held on its way (a slow network) while the person goes on typing.
+  const held = await holdBack(page, '**/v2/subscription-settings', 'PATCH');
   await support.fill('  https://t.me/acme_help ');
   await save.click();
+  await expect.poll(held.count).toBe(1);
   await announce.fill('Typed while saving');
+  held.release();
   await expect(card.getByRole('status').filter({ hasText: 'Saved' })).toBeVisible();
-  expect(held()).toBe(1);
+  expect(held.count()).toBe(1);
   // The field sent shows the server's value (trimmed); the one typed since keeps its text, unsaved.
   await expect(support).toHaveValue('https://t.me/acme_help');
   await expect(announce).toHaveValue('Typed while saving');
@@ -107,40 +110,35 @@ test('an agent token sees the settings read-only', async ({ openApp, backend }) 
   await reset(backend);
 });
 
-for (const scheme of ['light', 'dark'] as const) {
-  test(`screenshots of Settings → Subscription page (${scheme})`, async ({ app, backend }, testInfo) => {
-    await backend.api('PATCH', '/subscription-settings', { support_url: 'https://t.me/acme_help', announce: 'Maintenance on Sunday, 02:00–03:00 UTC.' });
-    const page = app.page;
-    await page.emulateMedia({ colorScheme: scheme });
-    // The desktop project keeps its window between tests: start at the desktop width.
-    await page.setViewportSize({ width: 1280, height: 800 });
-    await app.waitReady();
-    for (const viewport of [{ width: 1280, height: 800 }, { width: 390, height: 844 }]) {
-      await page.setViewportSize(viewport);
-      await app.go('Settings');
-      const card = page.getByRole('region', { name: 'Subscription page' });
-      await expect(card.getByRole('textbox', { name: 'Support URL' })).toHaveValue('https://t.me/acme_help');
-      await card.getByRole('textbox', { name: 'Profile web page' }).fill('not a url');
-      await card.getByRole('button', { name: 'Save' }).click();
-      await expect(card.getByRole('textbox', { name: 'Profile web page' })).toHaveAttribute('aria-invalid', 'true');
-      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
-      expect(overflow, 'no horizontal overflow').toBeLessThanOrEqual(0);
-      const file = testInfo.outputPath(`${scheme}-${viewport.width}.png`);
-      if (viewport.width < 768) {
-        // On a phone the top bar stays over the page: the card's top just below it, the screen as seen.
-        await card.evaluate((el) => window.scrollTo(0, el.getBoundingClientRect().top + window.scrollY - 64));
-        await page.waitForTimeout(150);
-        await page.screenshot({ path: file });
-      } else {
-        await card.scrollIntoViewIfNeeded();
-        await page.waitForTimeout(150);
-        await card.screenshot({ path: file });
-      }
-      await testInfo.attach(`${scheme} ${viewport.width}`, { path: file, contentType: 'image/png' });
-      // The unsaved change goes: Sessions, then Settings again, loads the card afresh.
-      await app.go('Sessions');
+test('screenshots of Settings → Subscription page, light and dark', async ({ app, backend }, testInfo) => {
+  await backend.api('PATCH', '/subscription-settings', { support_url: 'https://t.me/acme_help', announce: 'Maintenance on Sunday, 02:00–03:00 UTC.' });
+  const page = app.page;
+  // The desktop project keeps its window between tests: start at the desktop width.
+  await page.setViewportSize({ width: 1280, height: 800 });
+  await app.waitReady();
+  for (const viewport of [{ width: 1280, height: 800 }, { width: 390, height: 844 }]) {
+    await page.setViewportSize(viewport);
+    await app.go('Settings');
+    const card = page.getByRole('region', { name: 'Subscription page' });
+    await expect(card.getByRole('textbox', { name: 'Support URL' })).toHaveValue('https://t.me/acme_help');
+    await card.getByRole('textbox', { name: 'Profile web page' }).fill('not a url');
+    await card.getByRole('button', { name: 'Save' }).click();
+    await expect(card.getByRole('textbox', { name: 'Profile web page' })).toHaveAttribute('aria-invalid', 'true');
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+    expect(overflow, 'no horizontal overflow').toBeLessThanOrEqual(0);
+    if (viewport.width < 768) {
+      // On a phone the top bar stays over the page: the card's top just below it, the screen as seen.
+      await card.evaluate((el) => window.scrollTo(0, el.getBoundingClientRect().top + window.scrollY - 64));
+      await page.waitForTimeout(150);
+      await picturesInBothSchemes(page, testInfo, `${viewport.width}`, { take: (path) => page.screenshot({ path }) });
+    } else {
+      await card.scrollIntoViewIfNeeded();
+      await page.waitForTimeout(150);
+      await picturesInBothSchemes(page, testInfo, `${viewport.width}`, { take: (path) => card.screenshot({ path }) });
     }
-    await page.setViewportSize({ width: 1280, height: 800 });
-    await reset(backend);
-  });
-}
+    // The unsaved change goes: Sessions, then Settings again, loads the card afresh.
+    await app.go('Sessions');
+  }
+  await page.setViewportSize({ width: 1280, height: 800 });
+  await reset(backend);
+});

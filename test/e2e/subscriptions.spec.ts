@@ -5,6 +5,7 @@
 // as artifacts (test-results/subscriptions-*/<scheme>-*.png).
 import QRCode from 'qrcode';
 import { test, expect } from './fixtures.ts';
+import { picturesInBothSchemes } from './schemes.ts';
 import { axeViolations } from './axe.ts';
 import type { Locator } from '@playwright/test';
 
@@ -145,35 +146,30 @@ test('Settings shows the TLS mode in force and why', async ({ app, backend }) =>
   await expect(page.getByRole('heading', { level: 2, name: 'Let other devices connect' })).toBeVisible();
 });
 
-for (const scheme of ['light', 'dark'] as const) {
-  test(`screenshots of the client view, the session detail's subscription and Settings (${scheme})`, async ({ app, backend }, testInfo) => {
-    const page = app.page;
-    await page.emulateMedia({ colorScheme: scheme });
-    const client = `${scheme}-phone@example.com`;
-    const { body: s } = await backend.api<Session>('POST', '/sessions', { client_id: client, zone: 'nl-ams', reusable: true });
-    await backend.api<Session>('POST', '/sessions', { client_id: client, zone: 'de-fra' });
-    await page.reload();
-    await app.waitReady();
-    const shot = async (name: string) => {
-      await page.waitForTimeout(150);
-      const file = testInfo.outputPath(`${scheme}-${name}.png`);
-      await page.screenshot({ path: file, fullPage: true });
-      await testInfo.attach(`${scheme} ${name}`, { path: file, contentType: 'image/png' });
-    };
-    await app.openClient(client);
-    await expect(page.getByText('No subscription yet', { exact: true })).toBeVisible();
-    await shot('client-empty');
-    await app.turnOnSubscription();
-    await shot('client-subscription');
-    await app.subscriptionButton('Rotate URL').click();
-    await shot('client-rotate-confirm');
-    await app.subscriptionButton('Cancel').click();
-    await app.openSession(s.id);
-    await expect(page.getByRole('button', { name: 'Copy subscription URL' })).toBeVisible();
-    await shot('session-detail-subscription');
-    await app.go('Settings');
-    await page.getByRole('button', { name: 'Load server information' }).click({ timeout: 2000 }).catch(() => {});
-    await expect(page.getByTestId('tls-mode')).toBeVisible();
-    await shot('settings');
-  });
-}
+test("screenshots of the client view, the session detail's subscription and Settings, light and dark", async ({ app, backend }, testInfo) => {
+  const page = app.page;
+  const client = 'pictures-phone@example.com';
+  const { body: s } = await backend.api<Session>('POST', '/sessions', { client_id: client, zone: 'nl-ams', reusable: true });
+  await backend.api<Session>('POST', '/sessions', { client_id: client, zone: 'de-fra' });
+  await page.reload();
+  await app.waitReady();
+  const shot = async (name: string) => {
+    await page.waitForTimeout(150);
+    await picturesInBothSchemes(page, testInfo, name);
+  };
+  await app.openClient(client);
+  await expect(page.getByText('No subscription yet', { exact: true })).toBeVisible();
+  await shot('client-empty');
+  await app.turnOnSubscription();
+  await shot('client-subscription');
+  await app.subscriptionButton('Rotate URL').click();
+  await shot('client-rotate-confirm');
+  await app.subscriptionButton('Cancel').click();
+  await app.openSession(s.id);
+  await expect(page.getByRole('button', { name: 'Copy subscription URL' })).toBeVisible();
+  await shot('session-detail-subscription');
+  await app.go('Settings');
+  await page.getByRole('button', { name: 'Load server information' }).click({ timeout: 2000 }).catch(() => {});
+  await expect(page.getByTestId('tls-mode')).toBeVisible();
+  await shot('settings');
+});

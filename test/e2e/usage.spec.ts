@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Locator, Page, TestInfo } from '@playwright/test';
 import { test, expect } from './fixtures.ts';
+import { picturesInBothSchemes } from './schemes.ts';
 import { curlViaSocks, startOrigin, startV2ray, type Configuration } from './vless.ts';
 
 const MiB = 1024 * 1024;
@@ -63,16 +64,8 @@ async function unnamed(page: Page): Promise<string[]> {
 async function shoot(page: Page, testInfo: TestInfo, name: string, focus: Locator): Promise<void> {
   await page.mouse.move(0, 0); // no tooltip or hover left over
   await focus.scrollIntoViewIfNeeded();
-  for (const scheme of ['light', 'dark'] as const) {
-    await page.emulateMedia({ colorScheme: scheme });
-    await page.waitForTimeout(150);
-    for (const [suffix, target] of [['', page], ['-chart', focus]] as const) {
-      const file = testInfo.outputPath(`${scheme}-${name}${suffix}.png`);
-      await target.screenshot({ path: file });
-      await testInfo.attach(`${scheme} ${name}${suffix}`, { path: file, contentType: 'image/png' });
-    }
-  }
-  await page.emulateMedia({ colorScheme: 'light' });
+  await picturesInBothSchemes(page, testInfo, name, { take: (path) => page.screenshot({ path }) });
+  await picturesInBothSchemes(page, testInfo, `${name} chart`, { take: (path) => focus.screenshot({ path }) });
 }
 
 test('usage charts: session detail, client page, dashboard, ranges, hover values and the empty state', async ({ app, backend, desktop }, testInfo) => {

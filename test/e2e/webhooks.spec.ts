@@ -5,6 +5,7 @@
 // artifacts (test-results/webhooks-*/<scheme>-*.png).
 import { createServer, type Server } from 'node:http';
 import { test, expect } from './fixtures.ts';
+import { picturesInBothSchemes } from './schemes.ts';
 import { axeViolations } from './axe.ts';
 
 async function receiver(status = 200): Promise<{ url: string; bodies: string[]; close(): Promise<void> }> {
@@ -111,49 +112,44 @@ test('a bad URL gets a clear message', async ({ app }) => {
   await expect(card.getByRole('alert')).toContainText(/http or https/);
 });
 
-for (const scheme of ['light', 'dark'] as const) {
-  test(`screenshots of Settings → Webhooks (${scheme})`, async ({ app, backend }, testInfo) => {
+test('screenshots of Settings → Webhooks, light and dark', async ({ app, backend }, testInfo) => {
+  await removeAll(backend);
+  const ok = await receiver(200);
+  const failing = await receiver(500);
+  try {
+    const page = app.page;
+    await app.waitReady();
+    await app.go('Settings');
+    const card = page.getByRole('region', { name: 'Webhooks' });
+    const shot = async (name: string) => {
+      await card.scrollIntoViewIfNeeded();
+      await page.waitForTimeout(150);
+      await picturesInBothSchemes(page, testInfo, name, { take: (path) => card.screenshot({ path }) });
+    };
+    await expect(card.getByText('No webhooks yet')).toBeVisible();
+    await shot('webhooks-empty');
+    await card.getByLabel('Endpoint URL').fill(ok.url);
+    await card.getByRole('checkbox', { name: 'Limits changed' }).check();
+    await card.getByRole('button', { name: 'Add webhook' }).click();
+    await expect(card.getByTestId('webhook-secret')).toBeVisible();
+    await shot('webhooks-secret');
+    await backend.api('POST', '/webhooks', { url: failing.url, events: ['limits_changed'] });
+    await backend.api('PATCH', '/customer/limits/global', { uploaded_bytes: 999 });
+    await expect.poll(() => ok.bodies.length + failing.bodies.length, { timeout: 15_000 }).toBeGreaterThan(1);
+    await page.reload();
+    await app.waitReady();
+    await app.go('Settings');
+    // Each click turns its button into "Hide deliveries": open the first one left, twice.
+    for (let i = 0; i < 2; i++) await card.getByRole('button', { name: 'Show deliveries' }).first().click();
+    await expect(card.getByTestId('webhook-delivery')).toHaveCount(2);
+    await shot('webhooks-deliveries');
+    await backend.api('DELETE', '/customer/limits/global');
     await removeAll(backend);
-    const ok = await receiver(200);
-    const failing = await receiver(500);
-    try {
-      const page = app.page;
-      await page.emulateMedia({ colorScheme: scheme });
-      await app.waitReady();
-      await app.go('Settings');
-      const card = page.getByRole('region', { name: 'Webhooks' });
-      const shot = async (name: string) => {
-        await card.scrollIntoViewIfNeeded();
-        await page.waitForTimeout(150);
-        const file = testInfo.outputPath(`${scheme}-${name}.png`);
-        await card.screenshot({ path: file });
-        await testInfo.attach(`${scheme} ${name}`, { path: file, contentType: 'image/png' });
-      };
-      await expect(card.getByText('No webhooks yet')).toBeVisible();
-      await shot('webhooks-empty');
-      await card.getByLabel('Endpoint URL').fill(ok.url);
-      await card.getByRole('checkbox', { name: 'Limits changed' }).check();
-      await card.getByRole('button', { name: 'Add webhook' }).click();
-      await expect(card.getByTestId('webhook-secret')).toBeVisible();
-      await shot('webhooks-secret');
-      await backend.api('POST', '/webhooks', { url: failing.url, events: ['limits_changed'] });
-      await backend.api('PATCH', '/customer/limits/global', { uploaded_bytes: 999 });
-      await expect.poll(() => ok.bodies.length + failing.bodies.length, { timeout: 15_000 }).toBeGreaterThan(1);
-      await page.reload();
-      await app.waitReady();
-      await app.go('Settings');
-      // Each click turns its button into "Hide deliveries": open the first one left, twice.
-      for (let i = 0; i < 2; i++) await card.getByRole('button', { name: 'Show deliveries' }).first().click();
-      await expect(card.getByTestId('webhook-delivery')).toHaveCount(2);
-      await shot('webhooks-deliveries');
-      await backend.api('DELETE', '/customer/limits/global');
-      await removeAll(backend);
-    } finally {
-      await ok.close();
-      await failing.close();
-    }
-  });
-}
+  } finally {
+    await ok.close();
+    await failing.close();
+  }
+});
 
 /** A loopback port nothing listens on: connections to it are refused. */
 async function deadUrl(): Promise<string> {
@@ -212,15 +208,13 @@ test('health in words: a Failing badge, the last error and when, Send test, Disa
     await expect(okRow.getByTestId('webhook-test-result')).toHaveText(/^Delivered: 200 in \d+ ms$/);
     await deadRow.getByRole('button', { name: `Send test to ${dead}` }).click();
     await expect(deadRow.getByTestId('webhook-test-result')).toHaveText('Failed: connection refused');
-    for (const scheme of ['light', 'dark'] as const) {
-      await page.emulateMedia({ colorScheme: scheme });
-      await page.waitForTimeout(150);
-      const found = await axeViolations(page, `${scheme} webhooks failing and disabled`);
-      expect(found, found.join('\n')).toEqual([]);
-      const file = testInfo.outputPath(`${scheme}-webhooks-health.png`);
-      await card.screenshot({ path: file });
-      await testInfo.attach(`${scheme} webhooks health`, { path: file, contentType: 'image/png' });
-    }
+    await picturesInBothSchemes(page, testInfo, 'webhooks health', {
+      check: async (scheme) => {
+        const found = await axeViolations(page, `${scheme} webhooks failing and disabled`);
+        expect(found, found.join('\n')).toEqual([]);
+      },
+      take: (path) => card.screenshot({ path }),
+    });
     await backend.api('DELETE', '/customer/limits/global');
     await removeAll(backend);
   } finally {
