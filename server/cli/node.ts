@@ -5,7 +5,7 @@ import { homedir, networkInterfaces } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createLogger } from '../log.ts';
-import { nodeStateText } from '../store/repos/nodes.ts';
+import { nodeClockText, nodeStateText } from '../store/repos/nodes.ts';
 import { clearTextReach, isWildcardHost } from '../public-host.ts';
 import { egressAddressList, env, fail, HOST, logFormat, openStore, port } from './shared.ts';
 
@@ -175,7 +175,7 @@ export async function node(argv: string[]): Promise<void> {
       else if (nodes.length === 0) process.stdout.write('no nodes\n');
       else
         for (const n of nodes)
-          process.stdout.write(`${n.name}  ${n.zone}  ${nodeStateText(n)}  last contact ${n.last_contact ?? 'never'}  ${n.public_host}\n`);
+          process.stdout.write(`${n.name}  ${n.zone}  ${nodeStateText(n)}  last contact ${n.last_contact ?? 'never'}  ${nodeClockText(n)}  ${n.public_host}\n`);
     } else {
       const gone = await store.removeNode(positionals[0]);
       if (!gone) fail(`no node named "${positionals[0]}"`);

@@ -4,7 +4,7 @@
 // through services.data. Messages are JSON, one per frame:
 //
 //   node → control plane
-//     {type:'report', seq, ports (with relay_port, relay_pcs, tls, tls_pcs), open:[{zone,count}], counters:{[session]:{up,down,status?,duration?,connections?}}, events:[...]}
+//     {type:'report', seq, ports (with relay_port, relay_pcs, tls, tls_pcs, clock_skew_ms), open:[{zone,count}], counters:{[session]:{up,down,status?,duration?,connections?}}, events:[...]}
 //       at least every second: it is the node's contact (touchNode with its ports); seq 0 is
 //       contact only (nothing to count), not acknowledged. A channel's first report also names
 //       the node's process: {boot, boot_seq} (crash-repair.ts).
@@ -35,7 +35,8 @@
 //     {type:'stopping'}  a clean stop, after the node's last report: it is down at once (store.nodeStopped),
 //       not NODE_UP_SECONDS after its last contact; its next report makes it up again.
 //   The control plane pings every second, the payload its clock in ms (the node logs a clock more
-//   than 5 s off: node/clock-watch.ts); the node pings every 500 ms. Either side's silence ends it.
+//   than 5 s off, and reports its skew to the second: node/clock-watch.ts; the store keeps it for
+//   `node list` and the doctor); the node pings every 500 ms. Either side's silence ends it.
 //   A channel that ends without 'stopping' (the node crashed, or its way here broke) makes the node
 //   down NODE_LOST_SECONDS later unless it was in contact meanwhile on any instance (store.nodeLost).
 //

@@ -9,7 +9,7 @@ import { NodeBoot } from './crash-repair.ts';
 import type { ChannelGuard } from './node-guard.ts';
 import type { RelayAudit } from './relay-audit.ts';
 import { buildState, limitsOf, type NodeChannelDeps } from './node-state.ts';
-import { applyReport, listenerFacts, openCount, portsOf, type NodeMessage } from './node-report.ts';
+import { applyReport, nodeFacts, openCount, portsOf, type NodeMessage } from './node-report.ts';
 import { ChannelSilence, CHANNEL_SILENT_MS, type ReadCounter } from './channel-silence.ts';
 
 /** How often the state sent to a node is rebuilt and compared with the last one sent. */
@@ -48,7 +48,7 @@ export class NodeConnection {
   private readonly pace = new GrantPace();
   private readonly boot: NodeBoot;
   private lastSent = '';
-  private listenersSeen = '';
+  private factsSeen = '';
   private closed = false;
   private helloSeen = false;
   /** The node said it is stopping (once a connection: what it changes is the node's own row). */
@@ -240,11 +240,11 @@ export class NodeConnection {
     audit.carried(node.id, (msg as { relayed?: unknown }).relayed);
     const p = msg.ports ?? {};
     const ports = portsOf(p);
-    // The node's geo relay listener and its listeners' TLS (ports and certificate pins), stored when they change.
-    const listeners = listenerFacts(p as Record<string, unknown>);
-    const facts = JSON.stringify(listeners);
-    const storeListeners = facts !== this.listenersSeen;
-    this.listenersSeen = facts;
+    // The node's geo relay listener, its listeners' TLS (certificate pins) and its clock's skew (to the second), stored when they change.
+    const nodeSays = nodeFacts(p as Record<string, unknown>);
+    const facts = JSON.stringify(nodeSays);
+    const storeFacts = facts !== this.factsSeen;
+    this.factsSeen = facts;
     // The channel's first report names the node's process (crash-repair.ts).
     const hello = this.helloSeen ? null : (msg as { boot?: unknown; boot_seq?: unknown });
     this.helloSeen = true;
@@ -253,9 +253,9 @@ export class NodeConnection {
         if (!guard.next(seq)) return;
         await data.touchNode(node.id, ports);
         if (hello) await boot.hello(hello.boot, hello.boot_seq);
-        if (storeListeners) {
-          await data.setNodeListeners(node.id, listeners).catch((err: unknown) => {
-            this.listenersSeen = ''; // stored with a later report
+        if (storeFacts) {
+          await data.setNodeFacts(node.id, nodeSays).catch((err: unknown) => {
+            this.factsSeen = ''; // stored with a later report
             throw err;
           });
         }

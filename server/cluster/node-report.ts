@@ -4,7 +4,7 @@
 // (open connections, listeners).
 import { eventInsert, type EventInput, type EventInsert, type EventType, type SessionRow } from '../domain.ts';
 import { isoNow } from '../time.ts';
-import type { NodeInfo, NodeListeners, NodeReportAdd } from '../store/store.ts';
+import type { NodeInfo, NodeFacts, NodeReportAdd } from '../store/store.ts';
 import type { RelayAudit } from './relay-audit.ts';
 import type { NodeChannelDeps } from './node-state.ts';
 
@@ -24,14 +24,19 @@ export type NodeMessage = {
 
 const pinOrNull = (v: unknown) => (typeof v === 'string' && /^[0-9a-f]{64}$/.test(v) ? v : null);
 
-/** What a node's report says of its relay listener and its listeners' TLS, checked. */
-export function listenerFacts(p: Record<string, unknown>): NodeListeners {
+/** A year, ms: a skew beyond it is no clock reading, and is stored as unknown. */
+const MAX_SKEW_MS = 366 * 86_400_000;
+
+/** What a node's report says of its relay listener, its listeners' TLS and its clock, checked. */
+export function nodeFacts(p: Record<string, unknown>): NodeFacts {
   const port = p.relay_port;
+  const skew = p.clock_skew_ms;
   return {
     relay_port: typeof port === 'number' && Number.isInteger(port) && port > 0 && port < 65536 ? port : null,
     relay_pcs: pinOrNull(p.relay_pcs),
     tls: p.tls === true,
     tls_pcs: p.tls === true ? pinOrNull(p.tls_pcs) : null,
+    clock_skew_ms: typeof skew === 'number' && Number.isInteger(skew) && Math.abs(skew) <= MAX_SKEW_MS ? skew : null,
   };
 }
 

@@ -2,7 +2,8 @@
 // and the cluster (each zone's nodes up or down, with their last contact), from the store.
 import type { ControlStore } from '../store/control.ts';
 import { MIGRATIONS } from '../store/migrations/index.ts';
-import { nodeStateText, type NodeInfo, type RelayNode } from '../store/repos/nodes.ts';
+import { GRANT_MS } from '../dataplane/relay-grant.ts';
+import { nodeClockText, nodeStateText, type NodeInfo, type RelayNode } from '../store/repos/nodes.ts';
 import { type Check, type CheckStatus, fail, messageOf, pass, warn, within, worst } from './report.ts';
 import type { OtherClock } from './host.ts';
 
@@ -95,26 +96,49 @@ function zoneFinding(z: ZoneNodes, nodes: NodeInfo[]): { status: CheckStatus; te
   return { status: 'warn', text: `${z.code}: no node (offered without active nodes: sessions there are refused)` };
 }
 
-/** Nodes up per zone, from the store; a zone's catalogue entry may also carry it locally. */
+/**
+ * An up node whose clock, as it reports it, is more than 5 s off the control plane's (warn), or
+ * past GRANT_MS (fail: geo relays to and from it refuse its grants as expired).
+ */
+function clockFinding(n: NodeInfo): { status: CheckStatus; text: string } | null {
+  const off = Math.abs(n.clock_skew_ms ?? 0);
+  if (!n.up || off <= 5_000) return null;
+  return { status: off > GRANT_MS ? 'fail' : 'warn', text: `${n.name}: ${nodeClockText(n)}` };
+}
+
+const FIXES = {
+  down: 'start `vpn-access node run` on the down nodes (or check their network to the control plane); sessions of those zones are refused meanwhile',
+  zone: 'to serve a zone without a node: add one (vpn-access node add --zone CODE, then node run on that machine) or list "local" among its nodes; or remove the zone from the catalogue (--zones)',
+  clock: `run NTP on the nodes named and on the control plane (timedatectl set-ntp true): geo relays refuse grants more than ${GRANT_MS / 1000} s off`,
+};
+
+/** Nodes up per zone, from the store (a zone's catalogue entry may also carry it locally), and their clocks. */
 export function clusterCheck(zones: ZoneNodes[], nodes: NodeInfo[]): Check {
   const title = 'Cluster';
   let status: CheckStatus = 'pass';
   const problems: string[] = [];
+  const fixes = new Set<string>();
   let local = 0;
   const served: string[] = [];
   for (const z of zones) {
     const f = zoneFinding(z, nodes);
     status = worst(status, f.status);
-    if (f.status !== 'pass') problems.push(f.text);
-    else if (z.catalogueNodes.includes('local') && !nodes.some((n) => n.zone === z.code)) local++;
+    if (f.status !== 'pass') {
+      problems.push(f.text);
+      fixes.add(f.text.includes('every node down') ? FIXES.down : FIXES.zone);
+    } else if (z.catalogueNodes.includes('local') && !nodes.some((n) => n.zone === z.code)) local++;
     else served.push(f.text);
+  }
+  for (const f of nodes.map(clockFinding)) {
+    if (!f) continue;
+    status = worst(status, f.status);
+    problems.push(f.text);
+    fixes.add(FIXES.clock);
   }
   const parts = [...problems, ...served, ...(local ? [`${local} zone${local === 1 ? '' : 's'} served here (local)`] : [])];
   const detail = `${nodes.length} node${nodes.length === 1 ? '' : 's'} in the store; ${parts.join('; ')}`;
   if (status === 'pass') return pass('cluster', title, detail);
-  const fix = problems.some((p) => p.includes('every node down'))
-    ? 'start `vpn-access node run` on the down nodes (or check their network to the control plane); sessions of those zones are refused meanwhile'
-    : 'to serve a zone without a node: add one (vpn-access node add --zone CODE, then node run on that machine) or list "local" among its nodes; or remove the zone from the catalogue (--zones)';
+  const fix = [...fixes].join('; ');
   return status === 'fail' ? fail('cluster', title, detail, fix) : warn('cluster', title, detail, fix);
 }
 

@@ -118,6 +118,11 @@ export class ControlChannel implements ChannelLink {
     this.ws!.send(JSON.stringify(msg));
   }
 
+  /** This node's clock less the control plane's, ms, to the second; null until known (clock-watch.ts). */
+  clockSkew(): number | null {
+    return this.clock.skew();
+  }
+
   /** The control plane acknowledged the hello: reports may go from now on this socket. */
   greet(): void {
     this.greeted = true;

@@ -26,6 +26,14 @@ export class ClockWatch {
     this.#now = now;
   }
 
+  /**
+   * This node's clock less the control plane's, ms, to the second (the node reports it: `node list`
+   * and the doctor show it); null until WINDOW pings came.
+   */
+  skew(): number | null {
+    return this.#readings.length < WINDOW ? null : Math.round(Math.min(...this.#readings) / 1000) * 1000 || 0;
+  }
+
   /** A ping's payload: the control plane's clock when it sent it (ms, as text); anything else is ignored. */
   observe(payload: Buffer | string): void {
     const text = String(payload);

@@ -53,8 +53,8 @@ function importLegacyReports(file: string, journal: CounterJournal, log: Logger)
 
 export interface ReporterDeps {
   journal: CounterJournal;
-  channel: ChannelLink & { greet(): void };
-  /** The node's ports and TLS facts, sent with every report (kept current by the listeners). */
+  channel: ChannelLink & { greet(): void; clockSkew(): number | null };
+  /** The node's ports and TLS facts, sent with every report (kept current by the listeners), with its clock's skew. */
   ports: NodePorts;
   dataPlane: Pick<DataPlane, 'openByZone'>;
   relay: { takeCarried(): Carried } | null;
@@ -82,7 +82,7 @@ export class NodeReporter {
 
   /** The first message of every channel. */
   hello(): object {
-    return { type: 'report', seq: 0, ports: this.deps.ports, boot: this.bootId, boot_seq: this.bootSeq ?? this.deps.journal.lastSeq };
+    return { type: 'report', seq: 0, ports: this.facts(), boot: this.bootId, boot_seq: this.bootSeq ?? this.deps.journal.lastSeq };
   }
 
   /** A state came: from now on this process may carry sessions. */
@@ -125,7 +125,7 @@ export class NodeReporter {
     const { channel, journal } = this.deps;
     if (!channel.open) return;
     for (let i = 0; channel.ready && i < MAX_REPORTS_PER_TICK && journal.reports.length < SEND_WINDOW; i++) if (!journal.seal()) break;
-    if (!this.pump()) channel.send({ type: 'report', seq: 0, ports: this.deps.ports, open: this.openZones(), ...this.relayed() });
+    if (!this.pump()) channel.send({ type: 'report', seq: 0, ports: this.facts(), open: this.openZones(), ...this.relayed() });
   }
 
   /** Sends the unacknowledged reports not yet sent on this channel, at most SEND_WINDOW outstanding; whether it sent any. */
@@ -140,12 +140,17 @@ export class NodeReporter {
         continue;
       }
       if (outstanding >= SEND_WINDOW) break;
-      channel.send({ type: 'report', seq: r.seq, ports: this.deps.ports, open: this.openZones(), counters: r.counters, events: r.events.map(({ at: _at, ...e }) => e), ...this.relayed() });
+      channel.send({ type: 'report', seq: r.seq, ports: this.facts(), open: this.openZones(), counters: r.counters, events: r.events.map(({ at: _at, ...e }) => e), ...this.relayed() });
       this.sentUpTo = r.seq;
       outstanding++;
       sent = true;
     }
     return sent;
+  }
+
+  /** The ports and TLS facts, and this node's clock less the control plane's (null until known). */
+  private facts(): NodePorts & { clock_skew_ms: number | null } {
+    return { ...this.deps.ports, clock_skew_ms: this.deps.channel.clockSkew() };
   }
 
   private openZones(): Array<{ zone: string; count: number }> {

@@ -2,7 +2,7 @@
 export type { Role, TokenInfo } from './repos/tokens.ts';
 export { hashToken } from './repos/tokens.ts';
 export type { EventFilter } from './repos/events.ts';
-export type { NodeInfo, NodeListeners, RelayNode } from './repos/nodes.ts';
+export type { NodeInfo, NodeFacts, RelayNode } from './repos/nodes.ts';
 export type { NodeReportAdd } from './repos/reports.ts';
 export type { UsageStep, UsageAdd, UsageQuery } from './repos/usage.ts';
 export { USAGE_STEP_MS } from './repos/usage.ts';

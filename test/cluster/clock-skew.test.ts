@@ -1,7 +1,8 @@
 // A node whose clock is off: the control plane's pings carry its clock, and a real `node run` whose
 // clock libfaketime puts 90 s ahead logs the error (geo relays refuse its grants), naming the fix,
-// while a node beside it with the machine's clock logs nothing about its clock. Real serve (SQLite),
-// real node processes.
+// while a node beside it with the machine's clock logs nothing about its clock. Both report their
+// clock's skew: the store keeps it and the doctor's cluster check names the node that is off. Real
+// serve (SQLite), real node processes.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -33,7 +34,7 @@ function nodeRun(control: string, token: string, host: string, env: Record<strin
   return { output: () => out };
 }
 
-test('a node 90 s ahead of the control plane logs it as an error with the fix; a node in step logs nothing about its clock', async () => {
+test('a node 90 s ahead of the control plane logs it as an error with the fix, and the doctor names it; a node in step logs nothing about its clock', async () => {
   const dir = tempDir('vad-clock-cp-');
   const srv = await startServer({ dataDir: dir, port: 0, vlessTcpPort: null, proxyPort: null });
   cleanups.push(() => removeDir(dir), () => srv.close());
@@ -48,4 +49,20 @@ test('a node 90 s ahead of the control plane logs it as an error with the fix; a
   await new Promise((r) => setTimeout(r, 1500)); // the node in step has had its window of pings, and more
   assert.match(ok.output(), /connected to the control plane/);
   assert.doesNotMatch(ok.output(), /clock/);
+
+  // The control plane knows too: each node reports its clock's skew, to the second; the store keeps
+  // it (`node list`), and the doctor's cluster check fails on the node past the grant window.
+  const skews = async () => new Map((await srv.services.data.listNodes()).map((n) => [n.name, n.clock_skew_ms]));
+  await waitFor(async () => (await skews()).get('ahead-1') != null && (await skews()).get('in-step-1') != null, 15_000, 'both nodes to report their clocks');
+  const reported = await skews();
+  assert.ok(Math.abs(reported.get('ahead-1')! - 90_000) <= 2_000, `ahead-1 reported ${reported.get('ahead-1')} ms`);
+  assert.ok(Math.abs(reported.get('in-step-1')!) <= 1_000, `in-step-1 reported ${reported.get('in-step-1')} ms`);
+  const { token } = await srv.services.data.createToken('default', 'owner');
+  const res = await fetch(`${control}/v2/doctor`, { headers: { authorization: `Bearer ${token}` } });
+  assert.equal(res.status, 200);
+  const cluster = ((await res.json()) as { checks: Array<{ id: string; status: string; detail: string; fix: string }> }).checks.find((c) => c.id === 'cluster')!;
+  assert.equal(cluster.status, 'fail');
+  assert.match(cluster.detail, /ahead-1: clock (89|9[01]) s ahead of the control plane/);
+  assert.doesNotMatch(cluster.detail, /in-step-1: clock/);
+  assert.match(cluster.fix, /run NTP on the nodes named/);
 });

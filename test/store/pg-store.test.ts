@@ -132,12 +132,12 @@ async function scenario(s: AnyStore): Promise<unknown[]> {
   const { node } = await s.addNode({ name: 'sao-1', zone: 'br-sao', public_host: 'sao-1.example.net' });
   const nodeFacts = async () => {
     const n = await s.getNode(node.id);
-    return n && { tls: n.tls, tls_pcs: n.tls_pcs, up: n.up };
+    return n && { tls: n.tls, tls_pcs: n.tls_pcs, up: n.up, clock_skew_ms: n.clock_skew_ms };
   };
   await step('node before', nodeFacts());
   await step('relays before contact', s.relayNodes());
   await s.touchNode(node.id, { vless_ws_port: 8787 });
-  await s.setNodeListeners(node.id, { relay_port: 8790, relay_pcs: 'ab'.repeat(32), tls: true, tls_pcs: 'cd'.repeat(32) });
+  await s.setNodeFacts(node.id, { relay_port: 8790, relay_pcs: 'ab'.repeat(32), tls: true, tls_pcs: 'cd'.repeat(32), clock_skew_ms: -3_000 });
   await step('node after', nodeFacts());
   await step('relays', (await s.relayNodes()).map(({ token_hash: _h, id: _i, ...r }) => r));
   const want = { up: 1 << 20, down: 8 << 20 };

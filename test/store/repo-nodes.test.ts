@@ -3,7 +3,7 @@
 // load, the sessions on a node or moved from it, the nodes of placed sessions.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { nodeOps, nodeStateText } from '../../server/store/repos/nodes.ts';
+import { nodeClockText, nodeOps, nodeStateText } from '../../server/store/repos/nodes.ts';
 import { placementOps } from '../../server/store/repos/placements.ts';
 import { hashToken, tokenOps } from '../../server/store/repos/tokens.ts';
 import { contactAgo, customer, session, setStatus } from '../helpers/cluster-rows.ts';
@@ -31,6 +31,7 @@ eachDialect('nodes: add, find by id, name and token, contact and up, ports, list
     stopped_at: null,
     tls: false,
     tls_pcs: null,
+    clock_skew_ms: null,
   });
   assert.match(a.node.created_at, ISO);
   assert.deepEqual(await db.run(nodeOps.getNode(a.node.id)), a.node);
@@ -68,10 +69,16 @@ eachDialect('nodes: add, find by id, name and token, contact and up, ports, list
   assert.deepEqual(await db.run(nodeOps.activeNodeZones()), ['de-fra']);
 
   // Listeners: TLS pins and the geo relay; relays are up nodes with both port and pin.
-  await db.run(nodeOps.setNodeListeners(a.node.id, { relay_port: 8790, relay_pcs: 'ab'.repeat(32), tls: true, tls_pcs: 'cd'.repeat(32) }));
-  await db.run(nodeOps.setNodeListeners(b.node.id, { relay_port: 8790, relay_pcs: null, tls: false, tls_pcs: null }));
+  // Also its clock's skew, as the node reports it: known (ahead or behind) or not yet.
+  assert.equal((await db.run(nodeOps.getNode(a.node.id)))!.clock_skew_ms, null, 'nothing reported yet');
+  await db.run(nodeOps.setNodeFacts(a.node.id, { relay_port: 8790, relay_pcs: 'ab'.repeat(32), tls: true, tls_pcs: 'cd'.repeat(32), clock_skew_ms: 90_000 }));
+  await db.run(nodeOps.setNodeFacts(b.node.id, { relay_port: 8790, relay_pcs: null, tls: false, tls_pcs: null, clock_skew_ms: null }));
   fra1 = (await db.run(nodeOps.getNode(a.node.id)))!;
-  assert.deepEqual([fra1.tls, fra1.tls_pcs], [true, 'cd'.repeat(32)]);
+  assert.deepEqual([fra1.tls, fra1.tls_pcs, fra1.clock_skew_ms], [true, 'cd'.repeat(32), 90_000]);
+  assert.equal(nodeClockText(fra1), 'clock 90 s ahead of the control plane');
+  assert.equal((await db.run(nodeOps.getNode(b.node.id)))!.clock_skew_ms, null);
+  await db.run(nodeOps.setNodeFacts(a.node.id, { relay_port: 8790, relay_pcs: 'ab'.repeat(32), tls: true, tls_pcs: 'cd'.repeat(32), clock_skew_ms: -7_000 }));
+  assert.equal(nodeClockText((await db.run(nodeOps.getNode(a.node.id)))!), 'clock 7 s behind the control plane');
   assert.deepEqual(await db.run(nodeOps.relayNodes()), [
     { id: a.node.id, name: 'fra-1', zone: 'de-fra', public_host: 'fra1.example.net', relay_port: 8790, relay_pcs: 'ab'.repeat(32), token_hash: hashToken(a.token) },
   ]);

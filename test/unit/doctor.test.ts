@@ -132,9 +132,9 @@ describe('doctor: ports, host, egress, clock', () => {
   });
 });
 
-const node = (name: string, zone: string, up: boolean): NodeInfo => ({
+const node = (name: string, zone: string, up: boolean, clock_skew_ms: number | null = null): NodeInfo => ({
   id: name, name, zone, public_host: '127.0.0.2', vless_ws_port: null, vless_tcp_port: null, proxy_port: null, token_prefix: 'vadn_x',
-  created_at: '2026-01-01T00:00:00.000Z', last_contact: up ? new Date().toISOString() : null, up, stopped_at: null, tls: false, tls_pcs: null,
+  created_at: '2026-01-01T00:00:00.000Z', last_contact: up ? new Date().toISOString() : null, up, stopped_at: null, tls: false, tls_pcs: null, clock_skew_ms,
 });
 
 describe('doctor: database, cluster, zones', () => {
@@ -178,6 +178,25 @@ describe('doctor: database, cluster, zones', () => {
     assert.equal(none.status, 'warn');
     assert.match(none.detail, /br-sao: no node/);
     assert.match(none.fix, /node add/);
+  });
+
+  test("cluster: an up node's clock, as it reports it, more than 5 s off warns, past the grant window fails", () => {
+    const syd = { code: 'au-syd', catalogueNodes: [], catalogueActive: false };
+    const check = (...nodes: NodeInfo[]) => clusterCheck([syd], nodes);
+    assert.equal(check(node('syd-1', 'au-syd', true, 5_000), node('syd-2', 'au-syd', true, null)).status, 'pass', 'within 5 s, or not reported yet');
+    const behind = check(node('syd-1', 'au-syd', true, -7_000), node('syd-2', 'au-syd', true, 0));
+    assert.equal(behind.status, 'warn');
+    assert.match(behind.detail, /syd-1: clock 7 s behind the control plane/);
+    assert.doesNotMatch(behind.detail, /syd-2: clock/);
+    assert.match(behind.fix, /^run NTP on the nodes named .*timedatectl set-ntp true.*60 s off$/);
+    const ahead = check(node('syd-1', 'au-syd', true, 90_000));
+    assert.equal(ahead.status, 'fail');
+    assert.match(ahead.detail, /syd-1: clock 90 s ahead of the control plane/);
+    assert.equal(check(node('syd-1', 'au-syd', false, 90_000), node('syd-2', 'au-syd', true, 0)).status, 'pass', 'a down node is judged by its state, not its last clock');
+    // Every finding's fix, once each: the down zone's and the clock's.
+    const both = clusterCheck([syd, { code: 'jp-tyo', catalogueNodes: [], catalogueActive: false }], [node('syd-1', 'au-syd', true, 9_000), node('tyo-1', 'jp-tyo', false)]);
+    assert.equal(both.status, 'fail');
+    assert.match(both.fix, /node run.*; run NTP/);
   });
 
   test('zones: the built-in catalogue loads; duplicate ids and a zone without a country are named', () => {

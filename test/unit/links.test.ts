@@ -116,7 +116,7 @@ test('no vcn when the name to verify is the sni; no TLS fields at all without TL
 
 test('a node\'s link: its host, ports, path and TLS, none of the control plane\'s own TLS facts', () => {
   const local: LinkSettings = { ...base, publicHost: 'cp.example.net', wsPath: '/custom', tls: true, fp: 'chrome', alpn: ['http/1.1'], pcs: 'aa'.repeat(32), vcn: 'cp.example.net' };
-  const node = { id: 'n', name: 'sao-1', zone: 'br-sao', public_host: 'sao-1.example.net', vless_ws_port: 9443, vless_tcp_port: 9444, proxy_port: null, token_prefix: 'x', created_at: '', last_contact: null, up: true, stopped_at: null };
+  const node = { id: 'n', name: 'sao-1', zone: 'br-sao', public_host: 'sao-1.example.net', vless_ws_port: 9443, vless_tcp_port: 9444, proxy_port: null, token_prefix: 'x', created_at: '', last_contact: null, up: true, stopped_at: null, clock_skew_ms: null };
   const plain = buildConfiguration(ID, nodeLink(local, { ...node, tls: false, tls_pcs: null }));
   assert.deepEqual(plain, { protocol: 'vless', address: 'sao-1.example.net', port: 9443, id: ID, encryption: 'none', network: 'ws', security: 'none', path: '/vless' });
   const pinned = buildConfiguration(ID, nodeLink(local, { ...node, tls: true, tls_pcs: 'bb'.repeat(32) }));

@@ -126,6 +126,8 @@ const SHARED: Migration[] = [
   // 24 (repos/nodes.ts): when a node was found lost (its channel ended without a stop and no instance heard
   // from it since); down from then on. Its next contact clears it.
   `ALTER TABLE nodes ADD COLUMN lost_at {time};`,
+  // 25 (repos/nodes.ts): a node's clock less the control plane's, ms, as it reports it (node/clock-watch.ts).
+  `ALTER TABLE nodes ADD COLUMN clock_skew_ms BIGINT;`,
 ];
 
 export const MIGRATIONS: readonly Migration[] = [...LEGACY, ...SHARED];

@@ -31,17 +31,26 @@ export interface NodeInfo {
   tls: boolean;
   /** SHA-256 of its self-signed certificate (links' `pcs`); null for a CA-signed one or without TLS. */
   tls_pcs: string | null;
+  /** Its clock less the control plane's, ms, to the second, as it last reported (node/clock-watch.ts); null before it knew. */
+  clock_skew_ms: number | null;
 }
 
 /** A node's state in words (`node list`, doctor): up, stopped (a clean stop, and when) or down. */
 export const nodeStateText = (n: Pick<NodeInfo, 'up' | 'stopped_at'>): string => (n.up ? 'up' : n.stopped_at ? `stopped ${n.stopped_at}` : 'down');
 
+/** A node's clock against the control plane's, in words, as it last reported (`node list`, doctor). */
+export function nodeClockText({ clock_skew_ms: skew }: Pick<NodeInfo, 'clock_skew_ms'>): string {
+  if (skew === null) return 'clock not reported yet';
+  if (Math.abs(skew) < 1000) return 'clock in step';
+  return `clock ${Math.abs(skew) / 1000} s ${skew > 0 ? 'ahead of' : 'behind'} the control plane`;
+}
+
 /** The listener ports a node is added with and reports (touchNode). */
 const PORTS = ['vless_ws_port', 'vless_tcp_port', 'proxy_port'] as const;
 export type NodePorts = Partial<Pick<NodeInfo, (typeof PORTS)[number]>>;
 
-/** What a node reports of its listeners beyond their ports (setNodeListeners). */
-export type NodeListeners = Pick<NodeInfo, 'tls' | 'tls_pcs'> & { relay_port: number | null; relay_pcs: string | null };
+/** What a node reports beyond its ports (setNodeFacts): its listeners' TLS, its geo relay listener, its clock. */
+export type NodeFacts = Pick<NodeInfo, 'tls' | 'tls_pcs' | 'clock_skew_ms'> & { relay_port: number | null; relay_pcs: string | null };
 
 /** An up node's geo relay listener (relayNodes). */
 export type RelayNode = Pick<NodeInfo, 'id' | 'name' | 'zone' | 'public_host'> & { relay_port: number; relay_pcs: string; token_hash: string };
@@ -57,7 +66,7 @@ export function nodeColumns(alias: string): string {
     `{iso:${alias}.last_contact} AS last_contact`,
     `COALESCE(${UP_SQL(alias)}, FALSE) AS up`,
     `{iso:${alias}.stopped_at} AS stopped_at`,
-    ...plain(['tls', 'tls_pcs']),
+    ...plain(['tls', 'tls_pcs', 'clock_skew_ms']),
   ].join(', ');
 }
 
@@ -111,9 +120,9 @@ export const upNodes = (zone: string) => allAs(
   zone,
 );
 
-/** Records a node's geo relay listener and its listeners' TLS (certificate pins), as its reports say. */
-function* setNodeListeners(id: string, l: NodeListeners): Op<void> {
-  yield* run('UPDATE nodes SET relay_port = ?, relay_pcs = ?, tls = ?, tls_pcs = ? WHERE id = ?', l.relay_port, l.relay_pcs, l.tls, l.tls_pcs, id);
+/** Records a node's geo relay listener, its listeners' TLS (certificate pins) and its clock's skew, as its reports say. */
+function* setNodeFacts(id: string, f: NodeFacts): Op<void> {
+  yield* run('UPDATE nodes SET relay_port = ?, relay_pcs = ?, tls = ?, tls_pcs = ?, clock_skew_ms = ? WHERE id = ?', f.relay_port, f.relay_pcs, f.tls, f.tls_pcs, f.clock_skew_ms, id);
 }
 
 /** Up nodes with a geo relay listener, with their token hash (relay grants are keyed by it). */
@@ -160,7 +169,7 @@ export const nodeOps = {
   findNodeByToken,
   listNodes,
   upNodes,
-  setNodeListeners,
+  setNodeFacts,
   relayNodes,
   activeNodeZones,
   touchNode,
