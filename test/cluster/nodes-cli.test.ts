@@ -138,7 +138,7 @@ test('node add, list and remove on a data folder (SQLite), and a touched node ma
   const added = cli(['node', 'add', '--name', 'syd-9', '--zone', 'au-syd', '--public-host', 'syd.example.net', '--data-dir', dir]);
   assert.equal(added.status, 0, added.stderr);
   assert.match(added.stdout, /^vadn_[A-Za-z0-9_-]{43}\n$/);
-  assert.match(cli(['node', 'list', '--data-dir', dir]).stdout, /^syd-9 {2}au-syd {2}down {2}last contact never {2}syd\.example\.net$/m);
+  assert.match(cli(['node', 'list', '--data-dir', dir]).stdout, /^syd-9 {2}au-syd {2}down {2}last contact never {2}clock not reported yet {2}syd\.example\.net$/m);
   const sqlite = new Store(openDatabase(dir));
   try {
     const node = sqlite.findNodeByToken(added.stdout.trim())!;
@@ -146,10 +146,12 @@ test('node add, list and remove on a data folder (SQLite), and a touched node ma
     assert.ok(sqlite.touchNode(node.id));
     assert.deepEqual(sqlite.activeNodeZones(), ['au-syd']);
     assert.deepEqual(sqlite.upNodes('au-syd').map((n) => n.name), ['syd-9']);
+    // Its report says its clock is 12 s behind the control plane's.
+    sqlite.setNodeFacts(node.id, { relay_port: null, relay_pcs: null, tls: false, tls_pcs: null, clock_skew_ms: -12_000 });
   } finally {
     sqlite.db.close();
   }
-  assert.match(cli(['node', 'list', '--data-dir', dir]).stdout, /^syd-9 {2}au-syd {2}up /m);
+  assert.match(cli(['node', 'list', '--data-dir', dir]).stdout, /^syd-9 {2}au-syd {2}up {2}last contact \d{4}-[^ ]+ {2}clock 12 s behind the control plane {2}syd\.example\.net$/m);
   assert.equal(cli(['node', 'remove', 'syd-9', '--data-dir', dir]).status, 0);
   assert.equal(cli(['node', 'list', '--data-dir', dir]).stdout, 'no nodes\n');
 });
