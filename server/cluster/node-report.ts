@@ -1,7 +1,7 @@
 // Applying a node's report (node-channel.ts): the counters and events of the sessions placed on
 // the node (any other session's are dropped), added with the report's seq in one transaction,
 // then usage history, metrics and the relay audit, once. Also the checked facts a report carries
-// (open connections, listeners).
+// (open connections, listeners, the node's clock).
 import { eventInsert, type EventInput, type EventInsert, type EventType, type SessionRow } from '../domain.ts';
 import { isoNow } from '../time.ts';
 import type { NodeInfo, NodeFacts, NodeReportAdd } from '../store/store.ts';

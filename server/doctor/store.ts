@@ -1,5 +1,5 @@
 // The database (reachable, its schema at this program's latest version, pending versions named)
-// and the cluster (each zone's nodes up or down, with their last contact), from the store.
+// and the cluster (each zone's nodes up or down, with their last contact; up nodes' clocks), from the store.
 import type { ControlStore } from '../store/control.ts';
 import { MIGRATIONS } from '../store/migrations/index.ts';
 import { GRANT_MS } from '../dataplane/relay-grant.ts';
