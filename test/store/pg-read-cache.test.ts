@@ -326,7 +326,9 @@ test('a LISTEN connection cut without a word is given up by its heartbeat: the c
   const net = await relay(server.port);
   const url = new URL(a.store.pool.options.connectionString!);
   url.port = String(net.port);
-  const listener = new PgListener(url.toString(), Object.values(CHANNELS), { heartbeatMs: 100, minBackoffMs: 60_000, maxBackoffMs: 60_000 });
+  // Given up after 3 unanswered heartbeats: 1.5 s, well past a busy machine's stalls (at 100 ms, a
+  // 300 ms stall of a loaded CI machine gave it up before the cut), well within until's 5 s.
+  const listener = new PgListener(url.toString(), Object.values(CHANNELS), { heartbeatMs: 500, minBackoffMs: 60_000, maxBackoffMs: 60_000 });
   await listener.ready;
   const stop = a.store.reads.follow(listener);
   try {
@@ -334,7 +336,7 @@ test('a LISTEN connection cut without a word is given up by its heartbeat: the c
     await b.patchLimits(customer, 'global', { max_sessions: 1 });
     await seen;
     assert.equal((await a.store.getAllLimits(customer)).global?.max_sessions, 1);
-    assert.equal(a.store.reads.cache.count, 1);
+    assert.equal(a.store.reads.cache.count, 1, `the limits cached while the listener is ${listener.connected ? 'connected' : 'given up'}`);
     net.cut(); // B's next notification never arrives, and nothing tells the listener
     await b.patchLimits(customer, 'global', { max_sessions: 2 });
     await until('the silent listener given up', async () => listener.connected, (up) => !up);
