@@ -4,6 +4,13 @@
  * setWallClock() puts the system clock back.
  */
 let wall: () => number = Date.now;
+
+/**
+ * Two machines' clocks further apart than this are worth saying so (a node's log, the doctor's clock
+ * and cluster checks): expiry, periods, leases and relay grants are judged by one machine's clock.
+ */
+export const CLOCK_SKEW_WARN_MS = 5_000;
+
 export function wallClock(): number {
   return wall();
 }

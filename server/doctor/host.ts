@@ -5,6 +5,7 @@ import { lookup } from 'node:dns/promises';
 import { BlockList, isIP } from 'node:net';
 import type { NetworkInterfaceInfo } from 'node:os';
 import { allowedBy, type EgressPolicy } from '../dataplane/egress.ts';
+import { CLOCK_SKEW_WARN_MS } from '../time.ts';
 import { type Check, fail, messageOf, pass, warn, within } from './report.ts';
 
 const bare = (host: string) => (host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host);
@@ -75,9 +76,9 @@ export function clockCheck(server: OtherClock | null): Check {
   // An HTTP Date drops the milliseconds: up to a second of skew is its rounding.
   const skew = Math.max(0, Math.abs(date - local) - (server.resolutionMs ?? 1_000) - (server.receivedAt - server.sentAt) / 2);
   const secs = Math.round(skew / 100) / 10;
-  if (skew > 5_000) {
+  if (skew > CLOCK_SKEW_WARN_MS) {
     return warn('clock', title, `this machine and ${server.from} differ by about ${secs} s`,
       'run NTP on both machines (timedatectl set-ntp true): expiry, periods and certificates are judged by the clock');
   }
-  return pass('clock', title, `within 5 s of ${server.from} (about ${secs} s apart)`);
+  return pass('clock', title, `within ${CLOCK_SKEW_WARN_MS / 1000} s of ${server.from} (about ${secs} s apart)`);
 }

@@ -4,6 +4,7 @@ import type { ControlStore } from '../store/control.ts';
 import { MIGRATIONS } from '../store/migrations/index.ts';
 import { GRANT_MS } from '../dataplane/relay-grant.ts';
 import { nodeClockText, nodeStateText, type NodeInfo, type RelayNode } from '../store/repos/nodes.ts';
+import { CLOCK_SKEW_WARN_MS } from '../time.ts';
 import { type Check, type CheckStatus, fail, messageOf, pass, warn, within, worst } from './report.ts';
 import type { OtherClock } from './host.ts';
 
@@ -97,12 +98,12 @@ function zoneFinding(z: ZoneNodes, nodes: NodeInfo[]): { status: CheckStatus; te
 }
 
 /**
- * An up node whose clock, as it reports it, is more than 5 s off the control plane's (warn), or
- * past GRANT_MS (fail: geo relays to and from it refuse its grants as expired).
+ * An up node whose clock, as it reports it, is more than CLOCK_SKEW_WARN_MS off the control
+ * plane's (warn), or past GRANT_MS (fail: geo relays to and from it refuse its grants as expired).
  */
 function clockFinding(n: NodeInfo): { status: CheckStatus; text: string } | null {
   const off = Math.abs(n.clock_skew_ms ?? 0);
-  if (!n.up || off <= 5_000) return null;
+  if (!n.up || off <= CLOCK_SKEW_WARN_MS) return null;
   return { status: off > GRANT_MS ? 'fail' : 'warn', text: `${n.name}: ${nodeClockText(n)}` };
 }
 

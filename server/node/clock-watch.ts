@@ -1,16 +1,17 @@
 // The node's clock against the control plane's. The control plane's pings (one a second) carry its
 // clock in ms. Clocks matter across the cluster: relay keys and grants are made by one node's clock
 // and checked by another's (dataplane/relay-grant.ts: a grant more than GRANT_MS off is refused as
-// expired), and expiry and usage periods are judged by the control plane's. A node more than WARN_MS
-// off says so in its log, once, naming the fix, and says again when it is back in step.
+// expired), and expiry and usage periods are judged by the control plane's. A node more than
+// CLOCK_SKEW_WARN_MS off says so in its log, once, naming the fix, and says again when it is back
+// in step.
 //
 // A ping's time in transit makes the node look ahead (a slow uplink can hold a ping for seconds
 // behind a large message), never behind: the estimate is the least of the last WINDOW readings.
 import { GRANT_MS } from '../dataplane/relay-grant.ts';
 import type { Logger } from '../domain.ts';
+import { CLOCK_SKEW_WARN_MS } from '../time.ts';
 
-export const WARN_MS = 5_000;
-/** Back in step below this (less than WARN_MS, so a clock near the line does not flap). */
+/** Back in step below this (less than CLOCK_SKEW_WARN_MS, so a clock near the line does not flap). */
 const BACK_MS = 2_000;
 const WINDOW = 5;
 
@@ -44,7 +45,7 @@ export class ClockWatch {
     const skew = Math.min(...this.#readings);
     const off = Math.abs(skew);
     const secs = Math.round(off / 100) / 10;
-    if (!this.#off && off > WARN_MS) {
+    if (!this.#off && off > CLOCK_SKEW_WARN_MS) {
       this.#off = true;
       const where = skew > 0 ? 'ahead of' : 'behind';
       if (off > GRANT_MS) {
